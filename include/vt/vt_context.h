@@ -1,0 +1,86 @@
+/* vt_context.h - compute contexts and sequences.
+ *
+ * A vt_context binds a model to a backend and a thread pool. A vt_seq is one
+ * token stream evaluated in a context: it owns its KV cache (n_ctx tokens),
+ * takes tokens with vt_seq_feed, evaluates them with vt_seq_step and exposes
+ * the logits of that step.
+ *
+ * Thread-safety: a context and its sequences are externally synchronized:
+ * one thread at a time per context (different contexts run in parallel).
+ */
+#ifndef VT_CONTEXT_H
+#define VT_CONTEXT_H
+
+#include "vt_common.h"
+#include "vt_model.h"
+#include "vt_tokenizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vt_context vt_context;
+typedef struct vt_seq vt_seq;
+
+typedef struct vt_context_params {
+    uint32_t struct_size;   /* sizeof(vt_context_params) */
+    uint32_t n_threads;     /* compute threads; 0 = number of physical cores (default) */
+    const char *backend;    /* backend name; NULL or "cpu" (default) */
+    uint32_t n_batch;       /* most tokens per vt_seq_step; default 512 */
+} vt_context_params;
+
+VT_API void vt_context_params_init(vt_context_params *params);
+
+/* CONSTRUCTOR. params may be NULL for defaults. The model must outlive the
+ * context. Errors: VT_ERR_INVALID_ARGUMENT, VT_ERR_NOT_FOUND (no such
+ * backend), VT_ERR_OUT_OF_MEMORY. */
+VT_API vt_status vt_context_create(const vt_model *model,
+                                   const vt_context_params *params,
+                                   vt_context **out);
+
+/* DESTRUCTOR. Accepts NULL. Sequences of the context must be destroyed first. */
+VT_API void vt_context_destroy(vt_context *ctx);
+
+typedef struct vt_seq_params {
+    uint32_t struct_size;   /* sizeof(vt_seq_params) */
+    uint32_t n_ctx;         /* KV capacity in tokens; 0 = the model's training context (default 4096 cap) */
+    bool logits_all;        /* keep logits of every token of a step, not just the last (default false) */
+} vt_seq_params;
+
+VT_API void vt_seq_params_init(vt_seq_params *params);
+
+/* CONSTRUCTOR. A new empty sequence in ctx. Errors: VT_ERR_OUT_OF_MEMORY for
+ * the KV cache, VT_ERR_INVALID_ARGUMENT. */
+VT_API vt_status vt_seq_create(vt_context *ctx, const vt_seq_params *params,
+                               vt_seq **out);
+
+/* DESTRUCTOR. Accepts NULL. */
+VT_API void vt_seq_destroy(vt_seq *seq);
+
+/* METHOD. Queues tokens to be evaluated by the next vt_seq_step.
+ * VT_ERR_CONTEXT_FULL if the tokens already held plus queued would exceed
+ * n_ctx (nothing is queued then); VT_ERR_INVALID_ARGUMENT for ids outside
+ * the vocabulary. */
+VT_API vt_status vt_seq_feed(vt_seq *seq, const vt_token *tokens, size_t n);
+
+/* METHOD. Evaluates all queued tokens (in chunks of n_batch) and makes their
+ * logits readable. VT_ERR_INVALID_STATE if nothing is queued. */
+VT_API vt_status vt_seq_step(vt_seq *seq);
+
+/* METHOD. Logits (n_vocab floats) of token `i` of the last step: i = -1 is
+ * the last token; other indexes need logits_all. The pointer is owned by the
+ * sequence and valid until its next step, reset or destroy. */
+VT_API vt_status vt_seq_logits(const vt_seq *seq, int32_t i, const float **logits,
+                               size_t *n_vocab);
+
+/* METHOD. Number of tokens evaluated into the KV cache so far. */
+VT_API vt_status vt_seq_n_past(const vt_seq *seq, size_t *n_past);
+
+/* METHOD. Forgets every token (KV cache, queue and logits); keeps memory. */
+VT_API vt_status vt_seq_reset(vt_seq *seq);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VT_CONTEXT_H */

@@ -1,0 +1,51 @@
+// Element and block types. The numeric ids are GGUF's (ggml_type), so a type
+// read from a file indexes this table directly. Block layouts are in quant.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vt {
+
+#define VT_DTYPE_LIST(X)                  \
+    /* name, ggml id, block elems, block bytes */ \
+    X(F32, 0, 1, 4)                       \
+    X(F16, 1, 1, 2)                       \
+    X(Q4_0, 2, 32, 18)                    \
+    X(Q4_1, 3, 32, 20)                    \
+    X(Q5_0, 6, 32, 22)                    \
+    X(Q5_1, 7, 32, 24)                    \
+    X(Q8_0, 8, 32, 34)                    \
+    X(Q8_1, 9, 32, 36)                    \
+    X(Q2_K, 10, 256, 84)                  \
+    X(Q3_K, 11, 256, 110)                 \
+    X(Q4_K, 12, 256, 144)                 \
+    X(Q5_K, 13, 256, 176)                 \
+    X(Q6_K, 14, 256, 210)                 \
+    X(Q8_K, 15, 256, 292)                 \
+    X(BF16, 30, 1, 2)
+
+enum class DType : uint32_t {
+#define VT_DTYPE_ENUM_(name, id, be, bb) name = id,
+    VT_DTYPE_LIST(VT_DTYPE_ENUM_)
+#undef VT_DTYPE_ENUM_
+};
+
+struct DTypeInfo {
+    const char *name;     // "Q4_K"
+    int64_t block_elems;  // elements per block (1 for plain floats)
+    size_t block_bytes;   // bytes per block
+};
+
+// Info for a GGUF type id, or nullptr if vt does not know the type.
+const DTypeInfo *dtype_info(uint32_t ggml_id);
+inline const DTypeInfo &dtype_info(DType t) { return *dtype_info((uint32_t)t); }
+inline const char *dtype_name(DType t) { return dtype_info(t).name; }
+
+// Bytes of a row of n elements; n must be a multiple of the block size.
+inline size_t row_bytes(DType t, int64_t n) {
+    const DTypeInfo &i = dtype_info(t);
+    return (size_t)(n / i.block_elems) * i.block_bytes;
+}
+
+} // namespace vt

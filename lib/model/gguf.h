@@ -1,0 +1,92 @@
+// GGUF v2/v3 reader over a memory mapping. Nothing is copied: strings, arrays
+// and tensor data point into the mapped bytes, which must outlive the reader.
+// Every offset, count and size is checked against the file; a violation
+// throws vt::Error(VT_ERR_FORMAT, "...at offset N...").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/mmap.h"
+
+namespace vt {
+
+enum class GgufType : uint32_t {
+    UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
+    BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+};
+
+struct GgufValue {
+    GgufType type = GgufType::UINT8;
+    // Scalars (any integer type widened; bool as 0/1).
+    int64_t i = 0;
+    uint64_t u = 0;
+    double f = 0;
+    std::string_view str;                 // STRING
+    // ARRAY: element type and count; elements of fixed size at `raw`,
+    // strings in `strs`. Nested arrays are rejected as unsupported format.
+    GgufType arr_type = GgufType::UINT8;
+    uint64_t arr_n = 0;
+    const uint8_t *raw = nullptr;
+    std::vector<std::string_view> strs;
+};
+
+struct GgufKV {
+    std::string key;
+    GgufValue value;
+};
+
+struct GgufTensorInfo {
+    std::string name;
+    uint32_t n_dims = 0;
+    int64_t ne[4] = {1, 1, 1, 1};  // ne[0] is the contiguous (row) dimension
+    DType type = DType::F32;
+    uint64_t offset = 0;           // from the start of the data section
+    const void *data = nullptr;    // into the mapping
+    size_t nbytes = 0;
+};
+
+class GgufFile {
+public:
+    // Opens and validates a file. Throws vt::Error (VT_ERR_IO, VT_ERR_FORMAT,
+    // VT_ERR_UNSUPPORTED for an unknown tensor type).
+    static std::unique_ptr<GgufFile> open(const std::string &path, bool use_mmap = true);
+    // Parses bytes owned by the caller (tests, fuzzing); they must outlive it.
+    static std::unique_ptr<GgufFile> parse(const uint8_t *data, size_t size);
+
+    uint32_t version() const { return version_; }
+    size_t alignment() const { return alignment_; }
+    const std::vector<GgufKV> &kvs() const { return kvs_; }
+    const GgufKV *find(std::string_view key) const;
+    const std::vector<GgufTensorInfo> &tensors() const { return tensors_; }
+    const GgufTensorInfo *find_tensor(std::string_view name) const;
+
+    // Typed lookups: nullopt when absent; vt::Error(VT_ERR_FORMAT) when the
+    // key holds another type (integers convert between widths when the value fits).
+    std::optional<uint64_t> get_uint(std::string_view key) const;
+    std::optional<double> get_float(std::string_view key) const;
+    std::optional<bool> get_bool(std::string_view key) const;
+    std::optional<std::string_view> get_string(std::string_view key) const;
+    const GgufValue *get_array(std::string_view key, GgufType elem) const;
+
+    // Renders a value as text: numbers in decimal, bool true/false, strings
+    // raw, arrays as JSON.
+    static std::string to_string(const GgufValue &v);
+
+private:
+    GgufFile() = default;
+    void parse_all(const uint8_t *data, size_t size);
+    std::unique_ptr<MappedFile> file_;
+    uint32_t version_ = 0;
+    size_t alignment_ = 32;
+    std::vector<GgufKV> kvs_;
+    std::vector<GgufTensorInfo> tensors_;
+};
+
+} // namespace vt
