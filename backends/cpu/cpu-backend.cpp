@@ -1,0 +1,132 @@
+// The CPU backend: runs a graph on a persistent thread pool. One pool job
+// covers the whole graph; threads meet at a barrier between nodes (as ggml
+// does), so there is no per-op wake-up.
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "backend/backend-impl.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/quant.h"
+#include "cpu-ops.h"
+
+namespace vt::cpu {
+namespace {
+
+struct CpuBackend {
+    std::unique_ptr<ThreadPool> pool;
+    uint8_t *wdata = nullptr;  // grows to the largest work size seen, then stays
+    size_t wsize = 0;
+};
+
+struct GraphJob {
+    CpuBackend *be;
+    const Node *nodes;
+    int n_nodes;
+};
+
+void run_node(const Node &n, const OpCtx &c) {
+    switch (n.op) {
+    case Op::GET_ROWS: op_get_rows(n, c); break;
+    case Op::RMS_NORM: op_rms_norm(n, c); break;
+    case Op::MUL_MAT: op_mul_mat(n, c); break;
+    case Op::ADD: op_add(n, c); break;
+    case Op::ROPE: op_rope(n, c); break;
+    case Op::ATTN: op_attn(n, c); break;
+    case Op::SWIGLU: op_swiglu(n, c); break;
+    case Op::COUNT: break;
+    }
+}
+
+void graph_job(void *p, int ith, int nth) {
+    auto *job = static_cast<GraphJob *>(p);
+    OpCtx c{ith, nth, job->be->wdata, job->be->wsize, job->be->pool.get()};
+    for (int i = 0; i < job->n_nodes; ++i) {
+        run_node(job->nodes[i], c);
+        c.barrier();
+    }
+}
+
+} // namespace
+
+size_t work_size(const Node &n, int nth) {
+    switch (n.op) {
+    case Op::MUL_MAT: return mul_mat_work_size(n);
+    case Op::ATTN: return attn_work_size(n, nth);
+    default: return 0;
+    }
+}
+
+bool supports(const Node &n) {
+    auto f32 = [](const Tensor *t) { return t->type == DType::F32 && t->is_contiguous(); };
+    switch (n.op) {
+    case Op::GET_ROWS:
+        return n.src[1]->type == DType::I32 && f32(n.dst) && n.src[0]->nb[0] == dtype_info(n.src[0]->type).block_bytes;
+    case Op::RMS_NORM:
+    case Op::ADD:
+    case Op::SWIGLU: return f32(n.src[0]) && f32(n.src[1]) && f32(n.dst);
+    case Op::MUL_MAT: return vec_dot_fn(n.src[0]->type) != nullptr && f32(n.src[1]) && f32(n.dst);
+    case Op::ROPE: return f32(n.src[0]) && n.src[1]->type == DType::I32 && f32(n.dst) && (n.params.i[1] == 0 || n.params.i[1] == 2);
+    case Op::ATTN:
+        return f32(n.src[0]) && f32(n.src[1]) && f32(n.src[2]) && n.src[3]->type == DType::F16 &&
+               n.src[4]->type == DType::F16 && f32(n.dst);
+    case Op::COUNT: break;
+    }
+    return false;
+}
+
+namespace {
+
+const char *cpu_get_name(void *) { return "cpu"; }
+
+bool cpu_supports_op(void *, const Node *node) { return supports(*node); }
+
+vt_status cpu_graph_compute(void *ctx, const Node *nodes, int n_nodes) {
+    auto *be = static_cast<CpuBackend *>(ctx);
+    int nth = be->pool->size();
+    size_t need = 0;
+    for (int i = 0; i < n_nodes; ++i) {
+        if (!supports(nodes[i])) {
+            VT_LOG_ERROR("cpu backend: unsupported node %d (%s)", i, op_name(nodes[i].op));
+            return VT_ERR_UNSUPPORTED;
+        }
+        size_t w = work_size(nodes[i], nth);
+        if (w > need) need = w;
+    }
+    if (need > be->wsize) {
+        std::free(be->wdata);
+        be->wsize = 0;
+        be->wdata = static_cast<uint8_t *>(std::aligned_alloc(64, (need + 63) & ~(size_t)63));
+        if (!be->wdata) return VT_ERR_OUT_OF_MEMORY;
+        be->wsize = need;
+    }
+    GraphJob job{be, nodes, n_nodes};
+    be->pool->run(graph_job, &job);
+    return VT_OK;
+}
+
+void *cpu_alloc_host(void *, size_t size) { return std::aligned_alloc(64, (size + 63) & ~(size_t)63); }
+void cpu_free_host(void *, void *ptr) { std::free(ptr); }
+
+void cpu_free(void *ctx) {
+    auto *be = static_cast<CpuBackend *>(ctx);
+    std::free(be->wdata);
+    delete be;
+}
+
+const vt_backend_i kCpuIface = {
+    VT_BACKEND_API_VERSION, cpu_get_name, cpu_supports_op, cpu_graph_compute,
+    cpu_alloc_host,         cpu_free_host, cpu_free,
+};
+
+} // namespace
+} // namespace vt::cpu
+
+extern "C" vt_backend *vt_backend_cpu_create(const vt_backend_params *params) {
+    auto *be = new vt::cpu::CpuBackend();
+    int n = params && params->n_threads > 0 ? (int)params->n_threads : vt::default_thread_count();
+    be->pool = std::make_unique<vt::ThreadPool>(n);
+    VT_LOG_INFO("cpu backend: %d threads, kernels %s", n, vt::cpu_kernel_isa());
+    return new vt_backend{&vt::cpu::kCpuIface, be};
+}

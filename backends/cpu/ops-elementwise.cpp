@@ -1,0 +1,42 @@
+// Row gathers and element-wise ops.
+#include <cmath>
+#include <cstring>
+
+#include "core/quant.h"
+#include "cpu-ops.h"
+
+namespace vt::cpu {
+
+void op_get_rows(const Node &n, const OpCtx &c) {
+    const Tensor *w = n.src[0], *ids = n.src[1];
+    Tensor *dst = n.dst;
+    int64_t rows = ids->ne[0], b, e;
+    split(rows, c.ith, c.nth, b, e);
+    const int32_t *id = static_cast<const int32_t *>(ids->data);
+    for (int64_t r = b; r < e; ++r) {
+        const uint8_t *src = static_cast<const uint8_t *>(w->data) + (size_t)id[r] * w->nb[1];
+        float *out = reinterpret_cast<float *>(static_cast<uint8_t *>(dst->data) + (size_t)r * dst->nb[1]);
+        if (w->type == DType::F32) std::memcpy(out, src, (size_t)w->ne[0] * sizeof(float));
+        else dequantize_row(w->type, src, out, w->ne[0]);
+    }
+}
+
+void op_add(const Node &n, const OpCtx &c) {
+    const float *a = static_cast<const float *>(n.src[0]->data);
+    const float *bsrc = static_cast<const float *>(n.src[1]->data);
+    float *d = static_cast<float *>(n.dst->data);
+    int64_t b, e;
+    split(n.dst->nelements(), c.ith, c.nth, b, e);
+    for (int64_t i = b; i < e; ++i) d[i] = a[i] + bsrc[i];
+}
+
+void op_swiglu(const Node &n, const OpCtx &c) {
+    const float *g = static_cast<const float *>(n.src[0]->data);
+    const float *u = static_cast<const float *>(n.src[1]->data);
+    float *d = static_cast<float *>(n.dst->data);
+    int64_t b, e;
+    split(n.dst->nelements(), c.ith, c.nth, b, e);
+    for (int64_t i = b; i < e; ++i) d[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+} // namespace vt::cpu

@@ -1,0 +1,58 @@
+// Matrix multiplication dst = x * W^T for weights in any block format.
+// Phase 1 converts the activations once per row to the weight type's
+// vec_dot_type (llama.cpp does the same, which is what makes our results
+// agree with it); phase 2 splits the weight rows across threads, so each
+// thread streams a disjoint slice of the weights (decode is bound by that
+// memory traffic).
+#include <cstring>
+
+#include "core/quant.h"
+#include "cpu-ops.h"
+
+namespace vt::cpu {
+
+size_t mul_mat_work_size(const Node &n) {
+    const DType vdt = vec_dot_type(n.src[0]->type);
+    if (vdt == DType::F32) return 0;
+    return row_bytes(vdt, n.src[1]->ne[0]) * (size_t)n.src[1]->nrows();
+}
+
+void op_mul_mat(const Node &n, const OpCtx &c) {
+    const Tensor *w = n.src[0], *x = n.src[1];
+    Tensor *dst = n.dst;
+    const int64_t k = x->ne[0];
+    const int64_t m = x->nrows();     // activation rows (tokens)
+    const int64_t n_out = w->ne[1];   // weight rows (output features)
+    const DType vdt = vec_dot_type(w->type);
+    const VecDotFn dot = vec_dot_fn(w->type);
+
+    const uint8_t *act = static_cast<const uint8_t *>(x->data);
+    size_t act_stride = x->nb[1];
+    if (vdt != DType::F32) {
+        act_stride = row_bytes(vdt, k);
+        int64_t b, e;
+        split(m, c.ith, c.nth, b, e);
+        for (int64_t r = b; r < e; ++r)
+            quantize_row(vdt, static_cast<const float *>(x->data) + r * k, c.wdata + (size_t)r * act_stride, k);
+        c.barrier();
+        act = c.wdata;
+    }
+
+    // Rows in blocks so that a block of weights stays in cache while it is
+    // dotted with every activation row.
+    constexpr int64_t kRowBlock = 16;
+    int64_t b, e;
+    split(n_out, c.ith, c.nth, b, e);
+    const uint8_t *wbase = static_cast<const uint8_t *>(w->data);
+    float *out = static_cast<float *>(dst->data);
+    for (int64_t r0 = b; r0 < e; r0 += kRowBlock) {
+        const int64_t r1 = r0 + kRowBlock < e ? r0 + kRowBlock : e;
+        for (int64_t t = 0; t < m; ++t) {
+            const void *a = act + (size_t)t * act_stride;
+            float *o = out + t * n_out;
+            for (int64_t r = r0; r < r1; ++r) o[r] = dot(k, wbase + (size_t)r * w->nb[1], a);
+        }
+    }
+}
+
+} // namespace vt::cpu

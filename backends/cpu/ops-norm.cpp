@@ -1,0 +1,28 @@
+// RMSNorm with the weight multiply fused. Numerics as ggml: the sum of squares
+// accumulates in double, the scale is 1/sqrtf(mean + eps) in float, and the
+// row is scaled before the weight multiply.
+#include <cmath>
+
+#include "cpu-ops.h"
+
+namespace vt::cpu {
+
+void op_rms_norm(const Node &n, const OpCtx &c) {
+    const Tensor *x = n.src[0];
+    const float *w = static_cast<const float *>(n.src[1]->data);
+    const float eps = n.params.f[0];
+    const int64_t ne0 = x->ne[0];
+    int64_t b, e;
+    split(x->nrows(), c.ith, c.nth, b, e);
+    for (int64_t r = b; r < e; ++r) {
+        const float *xr = static_cast<const float *>(x->data) + r * ne0;
+        float *yr = static_cast<float *>(n.dst->data) + r * ne0;
+        double sum = 0.0;
+        for (int64_t i = 0; i < ne0; ++i) sum += (double)(xr[i] * xr[i]);
+        const float mean = (float)(sum / (double)ne0);
+        const float scale = 1.0f / std::sqrt(mean + eps);
+        for (int64_t i = 0; i < ne0; ++i) yr[i] = (xr[i] * scale) * w[i];
+    }
+}
+
+} // namespace vt::cpu

@@ -1,0 +1,101 @@
+// vt_context_* and vt_seq_* shims.
+#include <cstring>
+
+#include "api/api-handles.h"
+#include "api/api-internal.h"
+
+using vt::api::fail_arg;
+using vt::api::guard;
+
+namespace {
+// Copies a caller's params struct of any (older or newer) size over defaults.
+template <class P> bool read_params(const P *in, P &out) {
+    if (!in) return true;
+    if (in->struct_size < sizeof(uint32_t)) return false;
+    std::memcpy(&out, in, in->struct_size < sizeof out ? in->struct_size : sizeof out);
+    out.struct_size = sizeof out;
+    return true;
+}
+} // namespace
+
+extern "C" {
+
+VT_API void vt_context_params_init(vt_context_params *params) {
+    if (!params) return;
+    std::memset(params, 0, sizeof *params);
+    params->struct_size = sizeof *params;
+    params->n_batch = 512;
+}
+
+VT_API vt_status vt_context_create(const vt_model *model, const vt_context_params *params, vt_context **out) {
+    if (out) *out = nullptr;
+    if (!model || !out) return fail_arg("vt_context_create: model and out must not be NULL");
+    vt_context_params p;
+    vt_context_params_init(&p);
+    if (!read_params(params, p)) return fail_arg("vt_context_create: params->struct_size is not set");
+    if (p.n_threads > 1024) return fail_arg("vt_context_create: n_threads must be at most 1024");
+    if (p.n_batch > 65536) return fail_arg("vt_context_create: n_batch must be at most 65536");
+    return guard([&] {
+        auto c = std::make_unique<vt_context>();
+        c->model = model;
+        c->impl = std::make_unique<vt::Context>(*model->impl, p.backend ? p.backend : "cpu", p.n_threads, p.n_batch);
+        *out = c.release();
+    });
+}
+
+VT_API void vt_context_destroy(vt_context *ctx) { delete ctx; }
+
+VT_API void vt_seq_params_init(vt_seq_params *params) {
+    if (!params) return;
+    std::memset(params, 0, sizeof *params);
+    params->struct_size = sizeof *params;
+}
+
+VT_API vt_status vt_seq_create(vt_context *ctx, const vt_seq_params *params, vt_seq **out) {
+    if (out) *out = nullptr;
+    if (!ctx || !out) return fail_arg("vt_seq_create: ctx and out must not be NULL");
+    vt_seq_params p;
+    vt_seq_params_init(&p);
+    if (!read_params(params, p)) return fail_arg("vt_seq_create: params->struct_size is not set");
+    if (p.n_ctx > (1u << 24)) return fail_arg("vt_seq_create: n_ctx must be at most 16M tokens");
+    return guard([&] {
+        auto s = std::make_unique<vt_seq>();
+        s->ctx = ctx;
+        s->impl = std::make_unique<vt::Sequence>(*ctx->impl, p.n_ctx, p.logits_all);
+        *out = s.release();
+    });
+}
+
+VT_API void vt_seq_destroy(vt_seq *seq) { delete seq; }
+
+VT_API vt_status vt_seq_feed(vt_seq *seq, const vt_token *tokens, size_t n) {
+    if (!seq || (!tokens && n)) return fail_arg("vt_seq_feed: seq or tokens is NULL");
+    return guard([&] { seq->impl->feed(tokens, n); });
+}
+
+VT_API vt_status vt_seq_step(vt_seq *seq) {
+    if (!seq) return fail_arg("vt_seq_step: seq is NULL");
+    return guard([&] { seq->impl->step(); });
+}
+
+VT_API vt_status vt_seq_logits(const vt_seq *seq, int32_t i, const float **logits, size_t *n_vocab) {
+    if (!seq || !logits) return fail_arg("vt_seq_logits: seq and logits must not be NULL");
+    return guard([&] {
+        *logits = seq->impl->logits(i);
+        if (n_vocab) *n_vocab = seq->ctx->model->impl->hparams.n_vocab;
+    });
+}
+
+VT_API vt_status vt_seq_n_past(const vt_seq *seq, size_t *n_past) {
+    if (!seq || !n_past) return fail_arg("vt_seq_n_past: seq and n_past must not be NULL");
+    *n_past = seq->impl->n_past();
+    return VT_OK;
+}
+
+VT_API vt_status vt_seq_reset(vt_seq *seq) {
+    if (!seq) return fail_arg("vt_seq_reset: seq is NULL");
+    seq->impl->reset();
+    return VT_OK;
+}
+
+} // extern "C"

@@ -23,6 +23,7 @@ namespace vt {
     X(Q5_K, 13, 256, 176)                 \
     X(Q6_K, 14, 256, 210)                 \
     X(Q8_K, 15, 256, 292)                 \
+    X(I32, 26, 1, 4)                      \
     X(BF16, 30, 1, 2)
 
 enum class DType : uint32_t {

@@ -1,0 +1,129 @@
+#include "core/threadpool.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define VT_CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define VT_CPU_RELAX() asm volatile("yield")
+#else
+#define VT_CPU_RELAX() ((void)0)
+#endif
+
+namespace vt {
+namespace {
+
+// Spin this many rounds waiting for work before sleeping. A decode step on a
+// small model takes well under a millisecond, so the next job usually
+// arrives while the workers are still spinning.
+constexpr int kSpinRounds = 1 << 16;
+
+void relax(int &round) {
+    if (++round < 64) {
+        VT_CPU_RELAX();
+    } else {
+        // Oversubscribed machines (more threads than free cores) need the
+        // core back, or a spinning thread starves the one it waits for.
+        sched_yield();
+    }
+}
+
+} // namespace
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+    workers_.reserve((size_t)n_threads_ - 1);
+    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back(&ThreadPool::worker_main, this, i);
+}
+
+ThreadPool::~ThreadPool() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_.store(true);
+        job_gen_.fetch_add(1);
+    }
+    cv_.notify_all();
+    for (auto &t : workers_) t.join();
+}
+
+void ThreadPool::run(JobFn fn, void *ctx) {
+    if (n_threads_ == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    job_fn_ = fn;
+    job_ctx_ = ctx;
+    done_.store(0, std::memory_order_relaxed);
+    {
+        // The lock orders the generation bump against a worker that is about
+        // to sleep, so no wake-up is lost.
+        std::lock_guard<std::mutex> lock(mu_);
+        job_gen_.fetch_add(1, std::memory_order_release);
+    }
+    if (sleepers_.load(std::memory_order_acquire) > 0) cv_.notify_all();
+    fn(ctx, 0, n_threads_);
+    int round = 0;
+    while (done_.load(std::memory_order_acquire) != n_threads_ - 1) relax(round);
+}
+
+void ThreadPool::worker_main(int ith) {
+    uint64_t seen = 0;
+    for (;;) {
+        uint64_t gen = job_gen_.load(std::memory_order_acquire);
+        for (int i = 0; gen == seen && i < kSpinRounds; ++i) {
+            VT_CPU_RELAX();
+            gen = job_gen_.load(std::memory_order_acquire);
+        }
+        if (gen == seen) {
+            std::unique_lock<std::mutex> lock(mu_);
+            sleepers_.fetch_add(1);
+            cv_.wait(lock, [&] { return job_gen_.load(std::memory_order_acquire) != seen; });
+            sleepers_.fetch_sub(1);
+            gen = job_gen_.load(std::memory_order_acquire);
+        }
+        seen = gen;
+        if (stop_.load()) return;
+        job_fn_(job_ctx_, ith, n_threads_);
+        done_.fetch_add(1, std::memory_order_acq_rel);
+    }
+}
+
+void ThreadPool::barrier() {
+    if (n_threads_ == 1) return;
+    uint64_t gen = barrier_gen_.load(std::memory_order_acquire);
+    if (barrier_count_.fetch_add(1, std::memory_order_acq_rel) == n_threads_ - 1) {
+        barrier_count_.store(0, std::memory_order_relaxed);
+        barrier_gen_.fetch_add(1, std::memory_order_release);
+        return;
+    }
+    int round = 0;
+    while (barrier_gen_.load(std::memory_order_acquire) == gen) relax(round);
+}
+
+int default_thread_count() {
+    // Physical cores: distinct (package, core id) pairs. Hyper-threads share
+    // the vector units and memory port, so using them slows matmuls down.
+    std::set<std::pair<std::string, std::string>> cores;
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, phys, core;
+    while (std::getline(in, line)) {
+        auto val = [&] { auto p = line.find(':'); return p == std::string::npos ? std::string() : line.substr(p + 1); };
+        if (line.rfind("physical id", 0) == 0) phys = val();
+        else if (line.rfind("core id", 0) == 0) {
+            core = val();
+            cores.insert({phys, core});
+        }
+    }
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = cores.empty() ? (int)online : (int)cores.size();
+    if (online > 0 && n > online) n = (int)online;
+    return n < 1 ? 1 : n;
+}
+
+} // namespace vt

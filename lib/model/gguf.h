@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/dtype.h"
@@ -35,7 +36,17 @@ struct GgufValue {
     uint64_t arr_n = 0;
     const uint8_t *raw = nullptr;
     std::vector<std::string_view> strs;
+
+    // Element i of a numeric array (i < arr_n, unaligned little-endian read):
+    // any integer or bool type as int64/uint64, any numeric type as double.
+    // vt::Error(VT_ERR_FORMAT) for a string array or an out-of-range index.
+    int64_t int_at(uint64_t i) const;
+    uint64_t uint_at(uint64_t i) const;
+    double float_at(uint64_t i) const;
 };
+
+// "uint32", "string", ... ("unknown" for an invalid id).
+const char *gguf_type_name(GgufType t);
 
 struct GgufKV {
     std::string key;
@@ -68,8 +79,11 @@ public:
     const GgufTensorInfo *find_tensor(std::string_view name) const;
 
     // Typed lookups: nullopt when absent; vt::Error(VT_ERR_FORMAT) when the
-    // key holds another type (integers convert between widths when the value fits).
+    // key holds another type (integers convert between widths when the value
+    // fits; get_float also accepts integers) or, for get_array, an array of
+    // another element type.
     std::optional<uint64_t> get_uint(std::string_view key) const;
+    std::optional<int64_t> get_int(std::string_view key) const;
     std::optional<double> get_float(std::string_view key) const;
     std::optional<bool> get_bool(std::string_view key) const;
     std::optional<std::string_view> get_string(std::string_view key) const;
@@ -79,14 +93,25 @@ public:
     // raw, arrays as JSON.
     static std::string to_string(const GgufValue &v);
 
+    // Offset of the data section from the start of the file.
+    size_t data_offset() const { return data_offset_; }
+
 private:
     GgufFile() = default;
     void parse_all(const uint8_t *data, size_t size);
+    const GgufValue *typed(std::string_view key, const char *want, bool ok(GgufType)) const;
     std::unique_ptr<MappedFile> file_;
+    std::string name_ = "gguf";  // path for messages, "gguf" for parse()
     uint32_t version_ = 0;
     size_t alignment_ = 32;
+    size_t data_offset_ = 0;
     std::vector<GgufKV> kvs_;
     std::vector<GgufTensorInfo> tensors_;
+    // Keys and names view the file's bytes, so they stay valid as vectors grow.
+    std::unordered_map<std::string_view, size_t> kv_index_;
+    std::unordered_map<std::string_view, size_t> tensor_index_;
+
+    friend class GgufParser;
 };
 
 } // namespace vt

@@ -1,0 +1,79 @@
+#include "model/model.h"
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace vt {
+
+std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const Progress &progress) {
+    auto report = [&](float p) {
+        if (progress && !progress(p)) fail(VT_ERR_CANCELLED, "%s: load cancelled by the progress callback", path.c_str());
+    };
+    std::unique_ptr<Model> m(new Model());
+    report(0.0f);
+    m->gguf_ = GgufFile::open(path, use_mmap);
+    report(0.3f);
+    auto arch = m->gguf_->get_string("general.architecture");
+    if (!arch) fail(VT_ERR_FORMAT, "%s: no general.architecture key", path.c_str());
+    m->arch_name_ = std::string(*arch);
+    m->arch_ = make_architecture(m->arch_name_);
+    m->tokenizer_ = Tokenizer::from_gguf(*m->gguf_);
+    report(0.6f);
+    for (const GgufTensorInfo &t : m->gguf_->tensors()) {
+        m->n_params += (uint64_t)(t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]);
+        m->size_bytes += t.nbytes;
+    }
+    m->arch_->load(*m);
+    if (m->hparams.n_vocab != m->tokenizer_->n_vocab())
+        fail(VT_ERR_FORMAT, "%s: the output has %u rows but the vocabulary %u tokens", path.c_str(),
+             m->hparams.n_vocab, m->tokenizer_->n_vocab());
+    report(1.0f);
+    VT_LOG_INFO("loaded %s: %s, %u layers, %llu params, %.1f MiB", path.c_str(), m->arch_name_.c_str(),
+                m->hparams.n_layer, (unsigned long long)m->n_params, (double)m->size_bytes / (1 << 20));
+    return m;
+}
+
+const Tensor *Model::weight(const std::string &name, std::initializer_list<int64_t> shape, bool required) {
+    const GgufTensorInfo *info = gguf_->find_tensor(name);
+    if (!info) {
+        if (required) fail(VT_ERR_FORMAT, "model has no tensor '%s'", name.c_str());
+        return nullptr;
+    }
+    int d = 0;
+    for (int64_t want : shape) {
+        if (info->ne[d] != want)
+            fail(VT_ERR_FORMAT, "tensor '%s': dimension %d is %lld, expected %lld", name.c_str(), d,
+                 (long long)info->ne[d], (long long)want);
+        ++d;
+    }
+    for (; d < 4; ++d)
+        if (info->ne[d] != 1) fail(VT_ERR_FORMAT, "tensor '%s' has more dimensions than expected", name.c_str());
+    auto t = std::make_unique<Tensor>();
+    tensor_init(*t, info->type, info->ne[0], info->ne[1], info->ne[2], info->ne[3],
+                const_cast<void *>(info->data), info->name.c_str());
+    weights_.push_back(std::move(t));
+    return weights_.back().get();
+}
+
+uint32_t Model::arch_u32(const char *suffix) const {
+    std::string key = arch_name_ + "." + suffix;
+    auto v = gguf_->get_uint(key);
+    if (!v) fail(VT_ERR_FORMAT, "model lacks the required key %s", key.c_str());
+    if (*v > UINT32_MAX) fail(VT_ERR_FORMAT, "key %s is out of range", key.c_str());
+    return (uint32_t)*v;
+}
+
+uint32_t Model::arch_u32(const char *suffix, uint32_t def) const {
+    std::string key = arch_name_ + "." + suffix;
+    auto v = gguf_->get_uint(key);
+    if (!v) return def;
+    if (*v > UINT32_MAX) fail(VT_ERR_FORMAT, "key %s is out of range", key.c_str());
+    return (uint32_t)*v;
+}
+
+float Model::arch_f32(const char *suffix, float def) const {
+    auto v = gguf_->get_float(arch_name_ + "." + suffix);
+    return v ? (float)*v : def;
+}
+
+} // namespace vt

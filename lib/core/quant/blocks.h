@@ -1,0 +1,157 @@
+// GGUF/ggml block layouts and the scalar helpers every kernel file shares.
+//
+// Every struct is bit-identical to ggml's block_<type> (ggml-common.h): fp16
+// fields are raw IEEE binary16 bits in a uint16_t, little-endian, no padding.
+// Rows in a GGUF file are only guaranteed 2-byte alignment for the 18/22/34-byte
+// blocks, so SIMD code loads them unaligned.
+//
+// The helpers are `static inline` on purpose: this header is included by
+// translation units built with different -m flags, and an inline function
+// with external linkage could be emitted there with AVX-512 code and then
+// picked by the linker for the scalar callers too.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+namespace vt::quant {
+
+constexpr int QK = 32;    // elements per legacy block (Q4_0 .. Q8_1)
+constexpr int QK_K = 256; // elements per K-quant super-block
+
+// x = d * (q - 8); element j in low nibble of qs[j], element j+16 in the high nibble.
+struct BlockQ4_0 { uint16_t d; uint8_t qs[QK / 2]; };
+// x = d * q + m; same nibble order as Q4_0.
+struct BlockQ4_1 { uint16_t d, m; uint8_t qs[QK / 2]; };
+// x = d * (q - 16); q = nibble | bit j of qh (uint32 LE) << 4, elements j / j+16
+// use bits j / j+16.
+struct BlockQ5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[QK / 2]; };
+// x = d * q + m; nibbles and high bits as Q5_0.
+struct BlockQ5_1 { uint16_t d, m; uint8_t qh[4]; uint8_t qs[QK / 2]; };
+// x = d * q.
+struct BlockQ8_0 { uint16_t d; int8_t qs[QK]; };
+// x = d * q; s = d * sum(q) (the activation side of Q4_1/Q5_1 dots).
+struct BlockQ8_1 { uint16_t d, s; int8_t qs[QK]; };
+
+// 16 sub-blocks of 16; scales[j] = scale (low nibble) | min (high nibble);
+// x = d*sc*q - dmin*m, q = 2 bits. For each 128-element half h, byte l of
+// qs[32h..32h+31] holds elements 128h + 32s + l at bits 2s (s = 0..3).
+struct BlockQ2_K { uint8_t scales[QK_K / 16]; uint8_t qs[QK_K / 4]; uint16_t d, dmin; };
+// x = d * (sc - 32) * (q - (hmask bit ? 0 : 4)); q as Q2_K's 2-bit layout,
+// hmask[l] bit (4h + s) is the high bit of element 128h + 32s + l;
+// 16 six-bit scales packed in 12 bytes (see kquants-scalar.cpp).
+struct BlockQ3_K { uint8_t hmask[QK_K / 8]; uint8_t qs[QK_K / 4]; uint8_t scales[12]; uint16_t d; };
+// 8 sub-blocks of 32, 6-bit scale and min each packed in 12 bytes
+// (scale_min_k4); x = d*sc*q - dmin*m. qs[32c + l]: low nibble = element
+// 64c + l, high nibble = element 64c + 32 + l.
+struct BlockQ4_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[QK_K / 2]; };
+// Q4_K plus a fifth bit: qh[l] bit 2c (2c+1) is the high bit of element
+// 64c + l (64c + 32 + l).
+struct BlockQ5_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; };
+// x = d * scales[e/16] * (q - 32), q 6 bits: per 128-half h, l = 0..31:
+// element 128h + l      = ql[64h + l] & 15      | (qh[32h + l] >> 0 & 3) << 4
+// element 128h + 32 + l = ql[64h + 32 + l] & 15 | (qh[32h + l] >> 2 & 3) << 4
+// element 128h + 64 + l = ql[64h + l] >> 4      | (qh[32h + l] >> 4 & 3) << 4
+// element 128h + 96 + l = ql[64h + 32 + l] >> 4 | (qh[32h + l] >> 6 & 3) << 4
+struct BlockQ6_K { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; uint16_t d; };
+// Activation side of all K-quant dots: f32 scale, bsums[j] = sum of qs[16j..16j+15].
+struct BlockQ8_K { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; };
+
+static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
+
+// Exact binary16 -> f32 (subnormals and NaN payloads kept; a signalling NaN
+// comes back quiet, as F16C's vcvtph2ps does).
+static inline float h2f(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    const uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    uint32_t bits;
+    if (e == 0) {
+        if (m == 0) return std::bit_cast<float>(sign);
+        float v = (float)m * 0x1p-24f; // exact: m < 2^10
+        return std::bit_cast<float>(std::bit_cast<uint32_t>(v) | sign);
+    } else if (e == 31) {
+        bits = sign | 0x7f800000 | (m << 13) | (m ? 0x400000u : 0u);
+    } else {
+        bits = sign | ((e + 112) << 23) | (m << 13);
+    }
+    return std::bit_cast<float>(bits);
+}
+
+// f32 -> binary16, round to nearest-even, bit-identical to F16C's
+// vcvtps2ph with imm 0 (NaN: quiet, top payload bits kept). Pure integer
+// code so the result does not depend on MXCSR (FTZ/DAZ, rounding mode).
+static inline uint16_t f2h(float f) {
+    const uint32_t x = std::bit_cast<uint32_t>(f);
+    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    const uint32_t ax = x & 0x7fffffff;
+    if (ax > 0x7f800000) return (uint16_t)(sign | 0x7e00 | ((ax >> 13) & 0x3ff));
+    if (ax >= 0x477ff000) return (uint16_t)(sign | 0x7c00); // >= 65520 rounds to inf
+    if (ax >= 0x38800000) {                                 // normal half (>= 2^-14)
+        uint32_t r = ax - 0x38000000;                       // rebias exponent 127 -> 15
+        r += 0xfff + ((r >> 13) & 1);
+        return (uint16_t)(sign | (r >> 13));
+    }
+    const uint32_t e = ax >> 23;
+    if (e < 102) return sign; // below 2^-25: rounds to zero
+    // Subnormal half: value / 2^-24 = mant * 2^(e - 126), shift in [14, 24].
+    const uint32_t mant = (ax & 0x7fffff) | 0x800000;
+    const uint32_t s = 126 - e;
+    uint32_t q = mant >> s;
+    const uint32_t rem = mant & ((1u << s) - 1), half = 1u << (s - 1);
+    if (rem > half || (rem == half && (q & 1))) ++q; // q == 0x400 is the smallest normal
+    return (uint16_t)(sign | q);
+}
+
+static inline float b2f(uint16_t h) { return std::bit_cast<float>((uint32_t)h << 16); }
+
+// f32 -> bfloat16 as ggml's GGML_FP32_TO_BF16: nearest-even, NaN forced quiet.
+static inline uint16_t f2b(float f) {
+    const uint32_t u = std::bit_cast<uint32_t>(f);
+    if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 64);
+    return (uint16_t)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
+}
+
+// Round to nearest, ties to even, for |v| < 2^22 (ggml's nearest_int): the
+// same result as cvtps2dq under the default MXCSR, without depending on it.
+static inline int nearest_int(float v) {
+    const float t = v + 12582912.f; // 1.5 * 2^23 pins the integer into the mantissa
+    return (int)(std::bit_cast<uint32_t>(t) & 0x007fffff) - 0x00400000;
+}
+
+// 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K super-block.
+// Bytes 0..3: scales 0..3 (low 6 bits), bytes 4..7: mins 0..3 (low 6 bits);
+// bytes 8..11: low nibble = scale 4..7 low bits, high nibble = min 4..7 low
+// bits; their top 2 bits are the top 2 bits of bytes 0..3 (scale) / 4..7 (min).
+static inline void scale_min_k4(int j, const uint8_t *q, int &sc, int &m) {
+    if (j < 4) {
+        sc = q[j] & 63;
+        m = q[j + 4] & 63;
+    } else {
+        sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+// The 16 signed scales of a Q3_K block (already minus 32). Scale j: low 4 bits
+// from nibble (j / 8) of byte j % 8, top 2 bits from bits 2*(j/4) of byte 8 + j % 4.
+static inline void q3k_scales(const uint8_t *s, int8_t out[16]) {
+    for (int j = 0; j < 16; ++j) {
+        const int lo = (j < 8 ? s[j] : s[j - 8] >> 4) & 0xF;
+        const int hi = (s[8 + (j & 3)] >> (2 * (j / 4))) & 3;
+        out[j] = (int8_t)((lo | (hi << 4)) - 32);
+    }
+}
+
+static inline uint32_t load_u32(const uint8_t *p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+} // namespace vt::quant

@@ -1,0 +1,54 @@
+// Internal kernel tables behind core/quant.h. One table per instruction set;
+// each ISA's translation unit (built with its own -m flags, see meson.build)
+// overwrites the entries it implements in a copy of the table below it, so a
+// missing kernel falls back to the next lower ISA, finally to scalar.
+//
+// Tests reach every ISA the CPU supports through kernels_for(); the engine
+// uses only the functions of core/quant.h.
+#pragma once
+
+#include <cstdint>
+
+#include "core/quant.h"
+
+namespace vt::quant {
+
+using DequantFn = void (*)(const void *src, float *dst, int64_t n);
+using QuantFn = void (*)(const float *src, void *dst, int64_t n);
+
+constexpr int kTypeSlots = 32; // GGUF type ids used by vt are < 32
+
+enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
+constexpr int kIsaCount = 4;
+
+struct Kernels {
+    const char *isa = "scalar";
+    VecDotFn dot[kTypeSlots] = {};
+    DequantFn dequant[kTypeSlots] = {};
+    QuantFn quant[kTypeSlots] = {}; // only for vec_dot types
+};
+
+// The table for isa, or nullptr if this build or this CPU lacks it (never
+// returns a table whose kernels the CPU cannot run). Thread-safe.
+const Kernels *kernels_for(Isa isa);
+
+// The table the public API uses: the best ISA, capped by $VT_CPU_ISA
+// (scalar|avx2|avx512|avx512vnni), read once.
+const Kernels &active_kernels();
+
+// Per-ISA fillers, each defined in its own translation unit.
+void fill_scalar(Kernels &k);
+#if defined(__x86_64__)
+void fill_avx2(Kernels &k);
+void fill_avx512(Kernels &k);
+void fill_avx512vnni(Kernels &k);
+#endif
+
+// Scalar reference kernels (quant-scalar.cpp, kquants-scalar.cpp), also the
+// fallback where no SIMD version exists.
+namespace scalar {
+void fill_legacy(Kernels &k); // F32/F16/BF16 and the 32-element block types
+void fill_kquants(Kernels &k);
+} // namespace scalar
+
+} // namespace vt::quant

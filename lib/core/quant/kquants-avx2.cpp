@@ -1,0 +1,185 @@
+// AVX2 dot products of the K quants with Q8_K activations (built with
+// -mavx2 -mfma -mf16c). Layouts: blocks.h. Per super-block everything is
+// integer; the f32 work is one FMA per super-block (plus one for the mins).
+//
+// Offsets such as Q6_K's -32 and Q3_K's -4 are not applied per element:
+// sum_j sc_j * sum(q - o) * a = sum_j sc_j * sum(q * a) - o * sum_j sc_j * bsum_j,
+// with the activation's per-16 sums (bsums) from the Q8_K block, so the
+// weights stay unsigned and feed maddubs directly.
+#include <type_traits>
+
+#include "core/quant/blocks.h"
+#include "core/quant/kernels.h"
+#include "core/quant/simd-x86.h"
+
+namespace vt::quant {
+namespace {
+using namespace x86;
+
+static inline __m256i load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
+// [s0 x 8 | s1 x 8] as int16: the scales of the two 16-element halves of a
+// 32-element group, for madd against maddubs' 16 pair sums.
+static inline __m256i scale_pair(int s0, int s1) {
+    return _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0));
+}
+
+// sum_j sc[j] * bsums[j] over the 16 sub-blocks (sc as 16 int16).
+static inline int scaled_bsums(const int16_t *bsums, __m256i sc16) {
+    return hsum_i32(_mm256_madd_epi16(load256(bsums), sc16));
+}
+
+// Q4_K/Q5_K: 8 six-bit scales and mins, as bytes (see scale_min_k4).
+static inline void unpack_scales_k4(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
+    uint32_t u[3];
+    std::memcpy(u, s, 12);
+    const uint32_t lo[2] = {u[0] & 0x3f3f3f3f, u[1] & 0x3f3f3f3f};
+    const uint32_t sc_hi = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
+    const uint32_t mn_hi = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
+    std::memcpy(sc, &lo[0], 4);
+    std::memcpy(sc + 4, &sc_hi, 4);
+    std::memcpy(mn, &lo[1], 4);
+    std::memcpy(mn + 4, &mn_hi, 4);
+}
+
+// sum_j mn[j] * (bsums[2j] + bsums[2j+1]).
+static inline int mins_dot(const int16_t *bsums, const uint8_t mn[8]) {
+    uint64_t m8;
+    std::memcpy(&m8, mn, 8);
+    const __m128i m = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)m8));
+    const __m256i mdup = _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m));
+    return hsum_i32(_mm256_madd_epi16(load256(bsums), mdup));
+}
+
+template <bool Q5>
+float dot_q45_k(int64_t n, const void *w, const void *act) {
+    using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
+    const Block *x = (const Block *)w;
+    const BlockQ8_K *y = (const BlockQ8_K *)act;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    __m256 acc = _mm256_setzero_ps();
+    float acc_m = 0;
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        uint8_t sc[8], mn[8];
+        unpack_scales_k4(x[i].scales, sc, mn);
+        const float dy = y[i].d;
+        acc_m += h2f_f16c(x[i].dmin) * dy * (float)mins_dot(y[i].bsums, mn);
+        __m256i hbits = _mm256_setzero_si256();
+        if constexpr (Q5) hbits = load256(x[i].qh);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int c = 0; c < 4; ++c) {
+            const __m256i q = load256(x[i].qs + 32 * c);
+            __m256i lo = _mm256_and_si256(q, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if constexpr (Q5) {
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hbits, one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 1), one), 4));
+                hbits = _mm256_srli_epi16(hbits, 2);
+            }
+            const __m256i plo = _mm256_maddubs_epi16(lo, load256(y[i].qs + 64 * c));
+            const __m256i phi = _mm256_maddubs_epi16(hi, load256(y[i].qs + 64 * c + 32));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(plo, _mm256_set1_epi16(sc[2 * c])));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1])));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i].d) * dy), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc) - acc_m;
+}
+
+float dot_q6_k(int64_t n, const void *w, const void *act) {
+    const BlockQ6_K *x = (const BlockQ6_K *)w;
+    const BlockQ8_K *y = (const BlockQ8_K *)act;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
+        alignas(32) int16_t sc[16];
+        _mm256_store_si256((__m256i *)sc, sc16);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; ++h) {
+            const __m256i ql0 = load256(x[i].ql + 64 * h), ql1 = load256(x[i].ql + 64 * h + 32);
+            const __m256i qh = load256(x[i].qh + 32 * h);
+            const __m256i q[4] = {
+                _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4)),
+                _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4)),
+            };
+            for (int g = 0; g < 4; ++g) {
+                const int j = 8 * h + 2 * g;
+                const __m256i p = _mm256_maddubs_epi16(q[g], load256(y[i].qs + 128 * h + 32 * g));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(sc[j], sc[j + 1])));
+            }
+        }
+        const int isum = hsum_i32(sumi) - 32 * scaled_bsums(y[i].bsums, sc16);
+        sum += h2f_f16c(x[i].d) * y[i].d * (float)isum;
+    }
+    return sum;
+}
+
+float dot_q2_k(int64_t n, const void *w, const void *act) {
+    const BlockQ2_K *x = (const BlockQ2_K *)w;
+    const BlockQ8_K *y = (const BlockQ8_K *)act;
+    const __m256i m2 = _mm256_set1_epi8(0x03);
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        const __m128i s8 = _mm_loadu_si128((const __m128i *)x[i].scales);
+        const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0F)));
+        alignas(16) uint8_t sc[16];
+        _mm_store_si128((__m128i *)sc, _mm_and_si128(s8, _mm_set1_epi8(0x0F)));
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; ++h) {
+            const __m256i qs = load256(x[i].qs + 32 * h);
+            for (int s = 0; s < 4; ++s) {
+                const __m256i q = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * s), m2);
+                const __m256i p = _mm256_maddubs_epi16(q, load256(y[i].qs + 128 * h + 32 * s));
+                const int j = 8 * h + 2 * s;
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(sc[j], sc[j + 1])));
+            }
+        }
+        const float dy = y[i].d;
+        sum += dy * h2f_f16c(x[i].d) * (float)hsum_i32(sumi) -
+               dy * h2f_f16c(x[i].dmin) * (float)scaled_bsums(y[i].bsums, mn16);
+    }
+    return sum;
+}
+
+float dot_q3_k(int64_t n, const void *w, const void *act) {
+    const BlockQ3_K *x = (const BlockQ3_K *)w;
+    const BlockQ8_K *y = (const BlockQ8_K *)act;
+    const __m256i m2 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1);
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        int8_t s8[16];
+        q3k_scales(x[i].scales, s8);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)s8));
+        const __m256i hm = load256(x[i].hmask);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; ++h) {
+            const __m256i qs = load256(x[i].qs + 32 * h);
+            for (int s = 0; s < 4; ++s) {
+                // u = q2 | hbit << 2, in 0..7; the -4 is applied through bsums.
+                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + s), one);
+                const __m256i q = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 2 * s), m2), _mm256_slli_epi16(hb, 2));
+                const __m256i p = _mm256_maddubs_epi16(q, load256(y[i].qs + 128 * h + 32 * s));
+                const int j = 8 * h + 2 * s;
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(s8[j], s8[j + 1])));
+            }
+        }
+        const int isum = hsum_i32(sumi) - 4 * scaled_bsums(y[i].bsums, sc16);
+        sum += h2f_f16c(x[i].d) * y[i].d * (float)isum;
+    }
+    return sum;
+}
+
+} // namespace
+
+void avx2_fill_kquants(Kernels &k) {
+    k.dot[(int)DType::Q2_K] = dot_q2_k;
+    k.dot[(int)DType::Q3_K] = dot_q3_k;
+    k.dot[(int)DType::Q4_K] = dot_q45_k<false>;
+    k.dot[(int)DType::Q5_K] = dot_q45_k<true>;
+    k.dot[(int)DType::Q6_K] = dot_q6_k;
+}
+
+} // namespace vt::quant

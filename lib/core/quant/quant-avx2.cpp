@@ -1,0 +1,256 @@
+// AVX2 + FMA + F16C kernels for F32/F16/BF16 and the 32-element block types,
+// plus the activation quantizers. Built with -mavx2 -mfma -mf16c into its own
+// archive; reached only through the table the dispatcher builds after
+// checking the CPU (quant-dispatch.cpp).
+//
+// Quantizers reproduce quant-scalar.cpp byte for byte (the same f32 ops:
+// max|x|, amax/127, 127/amax, one multiply, round to nearest-even). Dots
+// compute the same per-block integer sums; only the f32 accumulation order
+// differs from the scalar reference.
+#include "core/quant/blocks.h"
+#include "core/quant/kernels.h"
+#include "core/quant/simd-x86.h"
+
+namespace vt::quant {
+namespace {
+using namespace x86;
+
+// ---- plain floats --------------------------------------------------------
+
+float dot_f32(int64_t n, const void *w, const void *a) {
+    const float *x = (const float *)w, *y = (const float *)a;
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; ++k)
+            acc[k] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8 * k), _mm256_loadu_ps(y + i + 8 * k), acc[k]);
+    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc[0]);
+    float s = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; ++i) s += x[i] * y[i];
+    return s;
+}
+
+static inline __m256 load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+static inline __m256 load_bf16(const uint16_t *p) {
+    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+template <__m256 (*Load)(const uint16_t *), float (*One)(uint16_t)>
+float dot_half(int64_t n, const void *w, const void *a) {
+    const uint16_t *x = (const uint16_t *)w, *y = (const uint16_t *)a;
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; ++k)
+            acc[k] = _mm256_fmadd_ps(Load(x + i + 8 * k), Load(y + i + 8 * k), acc[k]);
+    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(Load(x + i), Load(y + i), acc[0]);
+    float s = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; ++i) s += One(x[i]) * One(y[i]);
+    return s;
+}
+
+float one_f16(uint16_t h) { return h2f(h); }
+float one_bf16(uint16_t h) { return b2f(h); }
+
+void deq_f16(const void *src, float *dst, int64_t n) {
+    const uint16_t *s = (const uint16_t *)src;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load_f16(s + i));
+    for (; i < n; ++i) dst[i] = h2f(s[i]);
+}
+
+void q_f16(const float *src, void *dst, int64_t n) {
+    uint16_t *d = (uint16_t *)dst;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; ++i) d[i] = f2h(src[i]);
+}
+
+// ---- activation quantizers -------------------------------------------------
+
+// One 32-element block -> 32 int8 in order; returns d = amax/127 (f32).
+static inline float quant_block_q8(const float *x, int8_t *q, __m256i *isum) {
+    __m256 v[4];
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 mx = _mm256_setzero_ps();
+    for (int k = 0; k < 4; ++k) {
+        v[k] = _mm256_loadu_ps(x + 8 * k);
+        mx = _mm256_max_ps(mx, _mm256_and_ps(v[k], abs_mask));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float amax = _mm_cvtss_f32(m4);
+    const float d = amax / 127.f;
+    const __m256 id = _mm256_set1_ps(amax != 0.f ? 127.f / amax : 0.f);
+    __m256i i[4];
+    for (int k = 0; k < 4; ++k)
+        i[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    if (isum) *isum = _mm256_add_epi32(_mm256_add_epi32(i[0], i[1]), _mm256_add_epi32(i[2], i[3]));
+    // packs work per 128-bit lane; the final dword permute restores element order.
+    const __m256i p01 = _mm256_packs_epi32(i[0], i[1]);
+    const __m256i p23 = _mm256_packs_epi32(i[2], i[3]);
+    const __m256i b = _mm256_packs_epi16(p01, p23);
+    _mm256_storeu_si256((__m256i *)q, _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    return d;
+}
+
+void q_q8_0(const float *x, void *dst, int64_t n) {
+    BlockQ8_0 *b = (BlockQ8_0 *)dst;
+    for (int64_t i = 0; i < n / QK; ++i, x += QK) b[i].d = f2h(quant_block_q8(x, b[i].qs, nullptr));
+}
+
+void q_q8_1(const float *x, void *dst, int64_t n) {
+    BlockQ8_1 *b = (BlockQ8_1 *)dst;
+    for (int64_t i = 0; i < n / QK; ++i, x += QK) {
+        __m256i s;
+        const float d = quant_block_q8(x, b[i].qs, &s);
+        b[i].d = f2h(d);
+        b[i].s = f2h(d * (float)hsum_i32(s));
+    }
+}
+
+// ---- dequantize -------------------------------------------------------------
+
+void deq_q8_0(const void *src, float *y, int64_t n) {
+    const BlockQ8_0 *b = (const BlockQ8_0 *)src;
+    for (int64_t i = 0; i < n / QK; ++i, y += QK) {
+        const __m256 d = _mm256_set1_ps(h2f_f16c(b[i].d));
+        for (int k = 0; k < 4; ++k) {
+            const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b[i].qs + 8 * k)));
+            _mm256_storeu_ps(y + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+        }
+    }
+}
+
+// Bytes 0..31 (u8 or i8 values) * d (+ m), no FMA so it rounds like scalar.
+static inline void store_scaled(float *y, __m256i bytes, __m256 d, const __m256 *m) {
+    const __m128i lo = _mm256_castsi256_si128(bytes), hi = _mm256_extracti128_si256(bytes, 1);
+    const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+    for (int k = 0; k < 4; ++k) {
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[k])), d);
+        if (m) v = _mm256_add_ps(v, *m);
+        _mm256_storeu_ps(y + 8 * k, v);
+    }
+}
+
+void deq_q4_0(const void *src, float *y, int64_t n) {
+    const BlockQ4_0 *b = (const BlockQ4_0 *)src;
+    for (int64_t i = 0; i < n / QK; ++i, y += QK) {
+        const __m256i q = _mm256_sub_epi8(nibbles32(b[i].qs), _mm256_set1_epi8(8));
+        store_scaled(y, q, _mm256_set1_ps(h2f_f16c(b[i].d)), nullptr);
+    }
+}
+
+void deq_q4_1(const void *src, float *y, int64_t n) {
+    const BlockQ4_1 *b = (const BlockQ4_1 *)src;
+    for (int64_t i = 0; i < n / QK; ++i, y += QK) {
+        const __m256 m = _mm256_set1_ps(h2f_f16c(b[i].m));
+        store_scaled(y, nibbles32(b[i].qs), _mm256_set1_ps(h2f_f16c(b[i].d)), &m);
+    }
+}
+
+// ---- dot products: one block = 32 int8 products, scaled by dw*da ----------
+
+float dot_q8_0(int64_t n, const void *w, const void *a) {
+    const BlockQ8_0 *x = (const BlockQ8_0 *)w;
+    const BlockQ8_0 *y = (const BlockQ8_0 *)a;
+    const int64_t nb = n / QK;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        const __m256i p0 = dot_ss8(_mm256_loadu_si256((const __m256i *)x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
+        const __m256i p1 = dot_ss8(_mm256_loadu_si256((const __m256i *)x[i + 1].qs), _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i].d) * h2f_f16c(y[i].d)), _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i + 1].d) * h2f_f16c(y[i + 1].d)), _mm256_cvtepi32_ps(p1), acc1);
+    }
+    for (; i < nb; ++i) {
+        const __m256i p = dot_ss8(_mm256_loadu_si256((const __m256i *)x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i].d) * h2f_f16c(y[i].d)), _mm256_cvtepi32_ps(p), acc0);
+    }
+    return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+float dot_q4_0(int64_t n, const void *w, const void *a) {
+    const BlockQ4_0 *x = (const BlockQ4_0 *)w;
+    const BlockQ8_0 *y = (const BlockQ8_0 *)a;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK; ++i) {
+        const __m256i q = _mm256_sub_epi8(nibbles32(x[i].qs), _mm256_set1_epi8(8));
+        const __m256i p = dot_ss8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i].d) * h2f_f16c(y[i].d)), _mm256_cvtepi32_ps(p), acc);
+    }
+    return hsum(acc);
+}
+
+float dot_q4_1(int64_t n, const void *w, const void *a) {
+    const BlockQ4_1 *x = (const BlockQ4_1 *)w;
+    const BlockQ8_1 *y = (const BlockQ8_1 *)a;
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0;
+    for (int64_t i = 0; i < n / QK; ++i) {
+        const __m256i p = dot_us8(nibbles32(x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i].d) * h2f_f16c(y[i].d)), _mm256_cvtepi32_ps(p), acc);
+        summs += h2f_f16c(x[i].m) * h2f_f16c(y[i].s);
+    }
+    return hsum(acc) + summs;
+}
+
+// Q5: the fifth bit of element j is bit j of qh.
+float dot_q5_0(int64_t n, const void *w, const void *a) {
+    const BlockQ5_0 *x = (const BlockQ5_0 *)w;
+    const BlockQ8_0 *y = (const BlockQ8_0 *)a;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK; ++i) {
+        // value - 16 as int8: nibble | 0xF0 where the high bit is clear.
+        const __m256i hi = _mm256_andnot_si256(bits_to_bytes(load_u32(x[i].qh)), _mm256_set1_epi8((char)0xF0));
+        const __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hi);
+        const __m256i p = dot_ss8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i].d) * h2f_f16c(y[i].d)), _mm256_cvtepi32_ps(p), acc);
+    }
+    return hsum(acc);
+}
+
+float dot_q5_1(int64_t n, const void *w, const void *a) {
+    const BlockQ5_1 *x = (const BlockQ5_1 *)w;
+    const BlockQ8_1 *y = (const BlockQ8_1 *)a;
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0;
+    for (int64_t i = 0; i < n / QK; ++i) {
+        const __m256i hi = _mm256_and_si256(bits_to_bytes(load_u32(x[i].qh)), _mm256_set1_epi8(0x10));
+        const __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hi);
+        const __m256i p = dot_us8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i].d) * h2f_f16c(y[i].d)), _mm256_cvtepi32_ps(p), acc);
+        summs += h2f_f16c(x[i].m) * h2f_f16c(y[i].s);
+    }
+    return hsum(acc) + summs;
+}
+
+} // namespace
+
+void avx2_fill_kquants(Kernels &k); // kquants-avx2.cpp
+
+void fill_avx2(Kernels &k) {
+    k.isa = "avx2";
+    const auto id = [](DType t) { return (int)t; };
+    k.dot[id(DType::F32)] = dot_f32;
+    k.dot[id(DType::F16)] = dot_half<load_f16, one_f16>;
+    k.dot[id(DType::BF16)] = dot_half<load_bf16, one_bf16>;
+    k.dot[id(DType::Q4_0)] = dot_q4_0;
+    k.dot[id(DType::Q4_1)] = dot_q4_1;
+    k.dot[id(DType::Q5_0)] = dot_q5_0;
+    k.dot[id(DType::Q5_1)] = dot_q5_1;
+    k.dot[id(DType::Q8_0)] = dot_q8_0;
+    k.dequant[id(DType::F16)] = deq_f16;
+    k.dequant[id(DType::Q4_0)] = deq_q4_0;
+    k.dequant[id(DType::Q4_1)] = deq_q4_1;
+    k.dequant[id(DType::Q8_0)] = deq_q8_0;
+    k.quant[id(DType::F16)] = q_f16;
+    k.quant[id(DType::Q8_0)] = q_q8_0;
+    k.quant[id(DType::Q8_1)] = q_q8_1;
+    avx2_fill_kquants(k);
+}
+
+} // namespace vt::quant

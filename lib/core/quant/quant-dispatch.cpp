@@ -1,0 +1,160 @@
+// Run-time selection of the quant kernels (core/quant.h).
+//
+// The tables are built once, on first use, by a thread-safe function-local
+// static: scalar first, then each ISA the CPU supports layered on a copy of
+// the one below. A kernel of an ISA is only ever reachable through a table
+// whose CPU features were checked with __builtin_cpu_supports (which also
+// checks that the OS saves the YMM/ZMM state).
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "core/quant/kernels.h"
+
+namespace vt {
+namespace quant {
+
+void fill_scalar(Kernels &k) {
+    k.isa = "scalar";
+    scalar::fill_legacy(k);
+    scalar::fill_kquants(k);
+}
+
+namespace {
+
+struct Tables {
+    Kernels k[kIsaCount];
+    bool ok[kIsaCount] = {};
+};
+
+const Tables &tables() {
+    static const Tables t = [] {
+        Tables t;
+        fill_scalar(t.k[0]);
+        t.ok[0] = true;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+        __builtin_cpu_init();
+        const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c");
+        const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+        const bool vnni = avx512 && __builtin_cpu_supports("avx512vnni");
+        if (avx2) {
+            t.k[1] = t.k[0];
+            fill_avx2(t.k[1]);
+            t.ok[1] = true;
+        }
+        if (avx512) {
+            t.k[2] = t.k[1];
+            fill_avx512(t.k[2]);
+            t.ok[2] = true;
+        }
+        if (vnni) {
+            t.k[3] = t.k[2];
+            fill_avx512vnni(t.k[3]);
+            t.ok[3] = true;
+        }
+#endif
+        return t;
+    }();
+    return t;
+}
+
+// The highest ISA allowed by $VT_CPU_ISA (unset or unknown: no cap).
+int isa_cap() {
+    const char *e = std::getenv("VT_CPU_ISA");
+    if (!e) return kIsaCount - 1;
+    static const char *names[kIsaCount] = {"scalar", "avx2", "avx512", "avx512vnni"};
+    for (int i = 0; i < kIsaCount; ++i)
+        if (std::strcmp(e, names[i]) == 0) return i;
+    return kIsaCount - 1;
+}
+
+const Kernels &require(const Kernels &k, DType t, bool ok, const char *what) {
+    if (!ok) throw std::invalid_argument(std::string("quant: no ") + what + " for type " +
+                                         std::to_string((uint32_t)t));
+    return k;
+}
+
+inline bool slot_ok(DType t) { return (uint32_t)t < (uint32_t)kTypeSlots; }
+
+} // namespace
+
+const Kernels *kernels_for(Isa isa) {
+    const int i = (int)isa;
+    if (i < 0 || i >= kIsaCount) return nullptr;
+    const Tables &t = tables();
+    return t.ok[i] ? &t.k[i] : nullptr;
+}
+
+const Kernels &active_kernels() {
+    static const Kernels *k = [] {
+        const Tables &t = tables();
+        int i = isa_cap();
+        while (!t.ok[i]) --i;
+        return &t.k[i];
+    }();
+    return *k;
+}
+
+} // namespace quant
+
+DType vec_dot_type(DType t) {
+    switch (t) {
+    case DType::Q4_0:
+    case DType::Q5_0:
+    case DType::Q8_0: return DType::Q8_0;
+    case DType::Q4_1:
+    case DType::Q5_1: return DType::Q8_1;
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K: return DType::Q8_K;
+    default: return t; // F32, F16, BF16 (and the activation types themselves)
+    }
+}
+
+static void dequantize_with(const quant::Kernels &k, DType t, const void *src, float *dst, int64_t n) {
+    const bool ok = quant::slot_ok(t) && k.dequant[(int)t];
+    quant::require(k, t, ok, "dequantizer").dequant[(int)t](src, dst, n);
+}
+
+static void quantize_with(const quant::Kernels &k, DType t, const float *src, void *dst, int64_t n) {
+    const bool ok = quant::slot_ok(t) && k.quant[(int)t];
+    quant::require(k, t, ok, "quantizer").quant[(int)t](src, dst, n);
+}
+
+void dequantize_row(DType t, const void *src, float *dst, int64_t n) {
+    dequantize_with(quant::active_kernels(), t, src, dst, n);
+}
+
+void quantize_row(DType t, const float *src, void *dst, int64_t n) {
+    quantize_with(quant::active_kernels(), t, src, dst, n);
+}
+
+VecDotFn vec_dot_fn(DType t) {
+    return quant::slot_ok(t) ? quant::active_kernels().dot[(int)t] : nullptr;
+}
+
+const char *cpu_kernel_isa() { return quant::active_kernels().isa; }
+
+namespace ref {
+
+void dequantize_row(DType t, const void *src, float *dst, int64_t n) {
+    dequantize_with(*quant::kernels_for(quant::Isa::scalar), t, src, dst, n);
+}
+
+void quantize_row(DType t, const float *src, void *dst, int64_t n) {
+    quantize_with(*quant::kernels_for(quant::Isa::scalar), t, src, dst, n);
+}
+
+float vec_dot(DType t, int64_t n, const void *w, const void *a) {
+    const quant::Kernels &k = *quant::kernels_for(quant::Isa::scalar);
+    const bool ok = quant::slot_ok(t) && k.dot[(int)t];
+    return quant::require(k, t, ok, "vec_dot").dot[(int)t](n, w, a);
+}
+
+} // namespace ref
+} // namespace vt

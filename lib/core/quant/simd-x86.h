@@ -1,0 +1,57 @@
+// Small AVX2 helpers shared by the x86 kernel files. Include only from
+// translation units compiled with at least -mavx2 -mfma -mf16c; everything
+// is static inline so no out-of-line copy with wider ISA flags can leak into
+// a narrower file's link.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace vt::quant::x86 {
+
+static inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline int hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+static inline float h2f_f16c(uint16_t h) { return _cvtsh_ss(h); }
+
+// 16 packed bytes -> 32 nibbles: bytes 0..15 = low nibbles, 16..31 = high.
+static inline __m256i nibbles32(const uint8_t *p) {
+    const __m128i t = _mm_loadu_si128((const __m128i *)p);
+    const __m256i v = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+}
+
+// Bit i of x -> byte i = 0xFF or 0x00.
+static inline __m256i bits_to_bytes(uint32_t x) {
+    const __m256i shuf = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101,
+                                            0x0202020202020202, 0x0303030303030303);
+    __m256i r = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
+    r = _mm256_or_si256(r, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_cmpeq_epi8(r, _mm256_set1_epi64x(-1));
+}
+
+// sum over pairs of u8 * s8 -> 8 x i32 (each i16 pair sum must not saturate,
+// true for |u| <= 128, |s| <= 127).
+static inline __m256i dot_us8(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+// Signed x signed bytes (x may be -128, y in -127..127).
+static inline __m256i dot_ss8(__m256i x, __m256i y) {
+    return dot_us8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
+} // namespace vt::quant::x86

@@ -1,0 +1,57 @@
+// Tensors and compute graphs. Plain structs with a C-compatible layout,
+// because they cross the C vtable of backends (lib/backend/backend-impl.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace vt {
+
+enum class Op : int32_t {
+#define VT_OP(name, n_src, desc) name,
+#include "core/ops.def"
+#undef VT_OP
+    COUNT
+};
+constexpr int kOpCount = (int)Op::COUNT;
+const char *op_name(Op op);
+int op_n_src(Op op);
+
+constexpr int kMaxDims = 4;
+constexpr int kMaxSrc = 5;
+
+// A strided view of memory. ne[0] is the contiguous dimension; nb[] are byte
+// strides (nb[0] = element or block bytes). A tensor does not own its data.
+struct Tensor {
+    DType type;
+    int64_t ne[kMaxDims];
+    size_t nb[kMaxDims];
+    void *data;
+    const char *name;  // static or owned by the model; may be nullptr
+
+    int64_t nelements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+    int64_t nrows() const { return ne[1] * ne[2] * ne[3]; }
+    size_t nbytes() const { return row_bytes(type, ne[0]) * (size_t)nrows(); }
+    bool is_contiguous() const;
+};
+
+// Sets ne and contiguous strides for a tensor of type t.
+void tensor_init(Tensor &t, DType type, int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1,
+                 int64_t ne3 = 1, void *data = nullptr, const char *name = nullptr);
+
+// Parameters of a node; their meaning per op is in ops.def.
+struct OpParams {
+    int32_t i[4];
+    float f[4];
+};
+
+struct Node {
+    Op op;
+    Tensor *dst;
+    Tensor *src[kMaxSrc];
+    OpParams params;
+};
+
+} // namespace vt

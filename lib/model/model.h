@@ -1,0 +1,105 @@
+// A loaded model: the GGUF file (mapped), hyper-parameters, the tokenizer
+// and the architecture object that owns the weight tensors and builds the
+// forward graph. Immutable after load; shared by contexts on any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/gguf.h"
+#include "tokenizer/tokenizer.h"
+
+namespace vt {
+
+class Graph;
+
+// Hyper-parameters common to decoder-only transformers.
+struct Hparams {
+    uint32_t n_vocab = 0;
+    uint32_t n_ctx_train = 0;
+    uint32_t n_embd = 0;
+    uint32_t n_layer = 0;
+    uint32_t n_head = 0;
+    uint32_t n_head_kv = 0;
+    uint32_t head_dim = 0;      // n_embd / n_head unless the file says otherwise
+    uint32_t n_ff = 0;
+    uint32_t n_rot = 0;         // rotated dimensions per head
+    int32_t rope_mode = 0;      // 0 = adjacent pairs, 2 = NeoX halves
+    float rope_freq_base = 10000.0f;
+    float rope_freq_scale = 1.0f;
+    float norm_eps = 1e-5f;
+
+    uint32_t n_embd_kv() const { return head_dim * n_head_kv; }
+};
+
+// What one forward pass computes: n_tokens new tokens of one sequence,
+// appended after n_past cached ones.
+struct ForwardArgs {
+    Graph *graph;
+    Tensor *tokens;      // (n_tokens) i32, graph input
+    Tensor *positions;   // (n_tokens) i32, graph input
+    Tensor *out_rows;    // (n_out) i32, graph input: which tokens need logits
+    int64_t n_tokens;
+    int64_t n_past;
+    std::vector<Tensor> *k_cache;  // per layer (n_embd_kv, n_ctx) f16
+    std::vector<Tensor> *v_cache;
+};
+
+class Model;
+
+// One architecture family (lib/models/<arch>.cpp), listed in arch-registry.cpp.
+class Architecture {
+public:
+    virtual ~Architecture() = default;
+    // Reads hyper-parameters (keys "<arch>.*") into m.hparams and looks up
+    // and shape-checks the weights. Throws vt::Error.
+    virtual void load(Model &m) = 0;
+    // Appends the forward graph to args.graph; returns the logits tensor
+    // (n_vocab, n_out).
+    virtual Tensor *build(const Model &m, const ForwardArgs &args) const = 0;
+};
+
+// Creates the architecture for a GGUF general.architecture name, or throws
+// vt::Error(VT_ERR_UNSUPPORTED) listing the known ones.
+std::unique_ptr<Architecture> make_architecture(const std::string &name);
+
+class Model {
+public:
+    using Progress = std::function<bool(float)>;
+    // Loads path; progress may return false to cancel (VT_ERR_CANCELLED).
+    static std::unique_ptr<Model> load(const std::string &path, bool use_mmap, const Progress &progress);
+
+    const GgufFile &gguf() const { return *gguf_; }
+    const Tokenizer &tokenizer() const { return *tokenizer_; }
+    const Architecture &arch() const { return *arch_; }
+    const std::string &arch_name() const { return arch_name_; }
+
+    // A weight by GGUF name as a tensor view into the mapping, checked
+    // against the expected shape (trailing 1s may be omitted). Throws
+    // VT_ERR_FORMAT on a mismatch, VT_ERR_NOT_FOUND... as VT_ERR_FORMAT
+    // when required and absent; returns nullptr when optional and absent.
+    const Tensor *weight(const std::string &name, std::initializer_list<int64_t> shape, bool required = true);
+
+    // Reads a required/optional "<arch>.<suffix>" integer or float key.
+    uint32_t arch_u32(const char *suffix) const;
+    uint32_t arch_u32(const char *suffix, uint32_t def) const;
+    float arch_f32(const char *suffix, float def) const;
+
+    Hparams hparams;
+    uint64_t n_params = 0;
+    uint64_t size_bytes = 0;
+
+private:
+    Model() = default;
+    std::unique_ptr<GgufFile> gguf_;
+    std::unique_ptr<Tokenizer> tokenizer_;
+    std::unique_ptr<Architecture> arch_;
+    std::string arch_name_;
+    std::vector<std::unique_ptr<Tensor>> weights_;  // stable addresses
+};
+
+} // namespace vt

@@ -1,0 +1,114 @@
+// Sampler chain: turns one row of logits into a token (include/vt/vt_sampler.h
+// is the public face; lib/api/api-sampler.cpp the shims).
+//
+// A chain is a list of stages applied in order to a candidate list built from
+// the logits, ending in a final stage (greedy or dist). Stage semantics follow
+// llama.cpp's samplers (penalties, top-k, top-p, min-p, temp, greedy, dist),
+// with two deliberate differences:
+//  - every reordering uses one total order (logit descending, then token id
+//    ascending) and never an unstable partition, so the candidate order after
+//    any chain is unique and independent of the standard library;
+//  - dist draws with its own arithmetic from the raw mt19937 output
+//    (u = (rng() >> 8) * 2^-24, then a cumulative walk), because
+//    std::discrete_distribution and uniform_real_distribution are
+//    implementation-defined. Same seed + same logits = same token on every
+//    platform whose expf agrees (IEEE hardware, any mainstream libm gives
+//    the same ordering of draws up to last-ulp ties).
+//
+// Errors are thrown as vt::Error: VT_ERR_INVALID_ARGUMENT for parameters out
+// of range, VT_ERR_INVALID_STATE for a stage after a final one or sampling
+// without a final one. Not thread-safe: one chain per thread at a time (it
+// holds the RNG and the penalty history).
+//
+// Memory: the candidate buffer is sized on the first sample() and reused;
+// later calls with the same (or a smaller) n_vocab do not allocate. accept()
+// may allocate (history ring and counts).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace vt {
+
+struct SamplerCandidate {
+    int32_t id;    // token id = index into the logits row
+    float logit;   // after the stages applied so far
+};
+
+class Sampler {
+public:
+    // Stage builders (see vt_sampler.h for ranges). Throw on bad values or
+    // when the chain already ends in a final stage.
+    void add_penalties(int32_t last_n, float repeat, float freq, float present);
+    void add_top_k(int32_t k);
+    void add_top_p(float p, size_t min_keep);
+    void add_min_p(float p, size_t min_keep);
+    void add_temp(float t);
+    void add_greedy();
+    void add_dist(uint32_t seed);
+
+    // Runs the non-final stages over logits[0..n_vocab) and returns the
+    // surviving candidates in their current order. The span is valid until
+    // the next call on this chain. NaN logits are treated as -inf.
+    std::span<const SamplerCandidate> apply(const float *logits, size_t n_vocab);
+
+    // apply() then the final stage. Throws VT_ERR_INVALID_STATE if the chain
+    // has no final stage. Does not record the token (see accept).
+    int32_t sample(const float *logits, size_t n_vocab);
+
+    // Records a token in the history of every penalties stage. token >= 0.
+    void accept(int32_t token);
+
+    // Clears the histories and reseeds dist with its original seed.
+    void reset();
+
+    bool has_final() const { return final_ != Final::none; }
+    size_t n_stages() const { return stages_.size() + (has_final() ? 1 : 0); }
+
+private:
+    enum class Kind { penalties, top_k, top_p, min_p, temp };
+    enum class Final { none, greedy, dist };
+
+    // Penalty history: the last `last_n` accepted tokens (ring) and their
+    // counts. last_n == -1 keeps counts of all tokens and no ring.
+    struct History {
+        std::vector<int32_t> ring;
+        size_t head = 0;  // oldest entry once the ring is full
+        std::unordered_map<int32_t, int32_t> counts;
+    };
+
+    struct Stage {
+        Kind kind;
+        int32_t n = 0;        // top_k: k; penalties: last_n
+        float a = 0, b = 0, c = 0;  // top_p/min_p/temp: a; penalties: repeat, freq, present
+        size_t min_keep = 0;  // top_p, min_p
+        History hist;         // penalties only
+    };
+
+    void check_open() const;
+    void run_penalties(Stage &s);
+    void run_top_k(int32_t k);
+    void run_top_p(float p, size_t min_keep);
+    void run_min_p(float p, size_t min_keep);
+    void run_temp(float t);
+    void sort_prefix(size_t m);  // makes cands[0..m) the m best, in order
+    size_t argmax() const;
+    size_t draw();
+
+    std::vector<Stage> stages_;
+    Final final_ = Final::none;
+    uint32_t seed_ = 0;
+    std::mt19937 rng_;
+
+    // Candidate buffer: capacity kept across calls; n_ is the live prefix.
+    std::vector<SamplerCandidate> cands_;
+    size_t n_ = 0;
+    bool sorted_ = false;    // cands_[0..n_) in (logit desc, id asc) order
+    bool identity_ = false;  // cands_[i].id == i for all i < n_ == n_vocab
+};
+
+} // namespace vt
