@@ -13,6 +13,7 @@
 // (the per-repetition samples are included).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -75,6 +76,13 @@ std::string meta(const vt_model *m, const char *key) {
     char buf[256];
     size_t needed = 0;
     if (vt_model_meta_get(m, key, buf, sizeof buf, &needed) != VT_OK) return {};
+    return buf;
+}
+
+std::string arch(const vt_model *m) {
+    char buf[64];
+    size_t needed = 0;
+    if (vt_model_arch(m, buf, sizeof buf, &needed) != VT_OK) return "?";
     return buf;
 }
 
@@ -195,7 +203,7 @@ int run(const Options &o) {
                     "\"n_gen\": %d, \"reps\": %d, \"statistic\": \"mean\", "
                     "\"pp_tps\": %.3f, \"pp_stddev\": %.3f, \"tg_tps\": %.3f, \"tg_stddev\": %.3f, "
                     "\"pp_samples\": [%s], \"tg_samples\": [%s]}\n",
-                    json_escape(name).c_str(), json_escape(meta(model.get(), "general.architecture")).c_str(),
+                    json_escape(name).c_str(), json_escape(arch(model.get())).c_str(),
                     (unsigned long long)info.size_bytes, (unsigned long long)info.n_params,
                     json_escape(o.backend).c_str(), o.threads, o.n_batch, o.n_prompt, o.n_gen, o.reps,
                     pps.mean, pps.stddev, tgs.mean, tgs.stddev, join(pp).c_str(), join(tg).c_str());
@@ -203,7 +211,7 @@ int run(const Options &o) {
     }
 
     // Markdown table as llama-bench prints it.
-    std::string desc = meta(model.get(), "general.architecture");
+    std::string desc = arch(model.get());
     std::string label = meta(model.get(), "general.size_label");
     if (!label.empty()) desc += " " + label;
     char size[32], params[32];

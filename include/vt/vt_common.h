@@ -87,7 +87,8 @@ typedef void (*vt_log_callback)(vt_log_level level, const char *msg, size_t len,
                                 void *user_data);
 
 /* Installs the process-wide log sink and its minimum level. callback NULL
- * restores the default sink (stderr, level WARN). Thread-safe. */
+ * selects the default sink, stderr; VT_LOG_LEVEL_NONE silences logging.
+ * Without any call the sink is stderr at VT_LOG_LEVEL_WARN. Thread-safe. */
 VT_API void vt_log_set(vt_log_callback callback, void *user_data,
                        vt_log_level min_level);
 

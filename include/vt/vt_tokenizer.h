@@ -58,7 +58,8 @@ VT_API vt_status vt_detokenize(const vt_tokenizer *tok, const vt_token *tokens,
                                size_t buf_size, size_t *needed);
 
 /* Vocabulary size, special ids (VT_TOKEN_NULL if the vocabulary has none)
- * and whether a token ends generation (EOS, EOT, <|im_end|> ...). */
+ * and whether a token ends generation (EOS, EOT, <|im_end|> ...). With a NULL
+ * tokenizer they return 0, VT_TOKEN_NULL and false. */
 VT_API uint32_t vt_tokenizer_n_vocab(const vt_tokenizer *tok);
 VT_API vt_token vt_token_bos(const vt_tokenizer *tok);
 VT_API vt_token vt_token_eos(const vt_tokenizer *tok);

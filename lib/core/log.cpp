@@ -37,7 +37,7 @@ void log_set(vt_log_callback callback, void *user_data, vt_log_level min_level) 
     std::lock_guard<std::mutex> lock(s.mu);
     s.callback = callback;
     s.user_data = user_data;
-    s.min_level = callback ? (int)min_level : (int)VT_LOG_LEVEL_WARN;
+    s.min_level = (int)min_level;
 }
 
 bool log_enabled(vt_log_level level) { return (int)level >= sink().min_level.load(std::memory_order_relaxed); }

@@ -1,6 +1,7 @@
 // GgufFile lookups, typed getters and value rendering.
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "core/error.h"
@@ -28,15 +29,21 @@ GgufValue element(const GgufValue &a, uint64_t i) {
     return v;
 }
 
-// Shortest text that reads back to the same value; a float32 is printed as
-// a float so 0.1f shows as 0.1, not 0.10000000149011612. Non-finite values
-// use the spelling of Python's json module (JSON itself has none).
+// Shortest text that reads back to the same value, laid out like Python's
+// repr (fixed notation with ".0" for whole numbers in [1e-4, 1e16),
+// exponent form elsewhere), so metadata dumps read like gguf-py's. A float32
+// is printed as a float: 0.1f shows as 0.1, not 0.10000000149011612.
+// Non-finite values use the spelling of Python's json module.
 template <class T> std::string number(T x) {
     if (std::isnan(x)) return "NaN";
     if (std::isinf(x)) return x > 0 ? "Infinity" : "-Infinity";
+    const T ax = std::fabs(x);
+    const bool fixed = x == 0 || (ax >= (T)1e-4 && ax < (T)1e16);
     char buf[64];
-    auto r = std::to_chars(buf, buf + sizeof buf, x);
-    return std::string(buf, r.ptr);
+    auto r = std::to_chars(buf, buf + sizeof buf, x, fixed ? std::chars_format::fixed : std::chars_format::scientific);
+    std::string s(buf, r.ptr);
+    if (fixed && s.find('.') == std::string::npos) s += ".0";
+    return s;
 }
 
 std::string scalar_text(const GgufValue &v) {

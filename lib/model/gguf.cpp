@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <new>
 
@@ -65,7 +66,10 @@ using gguf_detail::load_scalar;
 using gguf_detail::scalar_size;
 
 constexpr uint32_t kMaxDims = 4;
-constexpr size_t kDefaultAlignment = 32;
+// Real files hold well under a thousand kvs (vocabularies are single array
+// kvs). The cap bounds the memory a hostile file can make us spend: each kv
+// costs ~150 bytes of bookkeeping for as little as 13 bytes of input.
+constexpr uint64_t kMaxKvs = 1u << 20;
 // Smallest encodings, used to reject counts that cannot fit in the bytes left:
 // a kv is key length (8) + type (4) + a 1-byte value; a tensor info is name
 // length (8) + n_dims (4) + one dim (8) + type (4) + offset (8).
@@ -176,6 +180,9 @@ private:
         n_tensors_ = c_.read<uint64_t>("tensor count");
         n_kv_ = c_.read<uint64_t>("kv count");
         c_.check_count(n_kv_, kMinKvBytes, 16, "kv count");
+        if (n_kv_ > kMaxKvs)
+            c_.bad(VT_ERR_FORMAT, 16, "kv count %llu exceeds the limit of %llu", (unsigned long long)n_kv_,
+                   (unsigned long long)kMaxKvs);
         c_.check_count(n_tensors_, kMinTensorBytes, 8, "tensor count");
     }
 
@@ -269,7 +276,8 @@ private:
             const size_t dat = c_.pos();
             const uint64_t ne = c_.read<uint64_t>("tensor dimension");
             if (ne == 0 || ne > (uint64_t)INT64_MAX)
-                c_.bad(VT_ERR_FORMAT, dat, "tensor '%s' dimension %u is %llu", ti.name.c_str(), d, (unsigned long long)ne);
+                c_.bad(VT_ERR_FORMAT, dat, "tensor '%s' dimension %u is %llu", ti.name.c_str(), d,
+                       (unsigned long long)ne);
             if ((int64_t)ne > INT64_MAX / nel)
                 c_.bad(VT_ERR_FORMAT, dat, "tensor '%s' element count overflows", ti.name.c_str());
             ti.ne[d] = (int64_t)ne;

@@ -1,7 +1,9 @@
 // GGUF v2/v3 reader over a memory mapping. Nothing is copied: strings, arrays
 // and tensor data point into the mapped bytes, which must outlive the reader.
 // Every offset, count and size is checked against the file; a violation
-// throws vt::Error(VT_ERR_FORMAT, "...at offset N...").
+// throws vt::Error(VT_ERR_FORMAT, "<path or 'gguf'>: <what> at offset N").
+// Thread-safety: a GgufFile is immutable once open/parse returns; its const
+// methods may be called from any number of threads.
 #pragma once
 
 #include <cstddef>
@@ -25,13 +27,16 @@ enum class GgufType : uint32_t {
 
 struct GgufValue {
     GgufType type = GgufType::UINT8;
-    // Scalars (any integer type widened; bool as 0/1).
+    // Scalars, widened: for any integer type and bool (0/1) both i and u hold
+    // the value (i wraps for a uint64 above INT64_MAX, u for a negative int);
+    // f holds the value of any numeric type. Prefer the typed getters, which
+    // check range and type.
     int64_t i = 0;
     uint64_t u = 0;
     double f = 0;
     std::string_view str;                 // STRING
     // ARRAY: element type and count; elements of fixed size at `raw`,
-    // strings in `strs`. Nested arrays are rejected as unsupported format.
+    // strings in `strs`. Nested arrays are rejected (VT_ERR_UNSUPPORTED).
     GgufType arr_type = GgufType::UINT8;
     uint64_t arr_n = 0;
     const uint8_t *raw = nullptr;
@@ -39,7 +44,8 @@ struct GgufValue {
 
     // Element i of a numeric array (i < arr_n, unaligned little-endian read):
     // any integer or bool type as int64/uint64, any numeric type as double.
-    // vt::Error(VT_ERR_FORMAT) for a string array or an out-of-range index.
+    // vt::Error(VT_ERR_FORMAT) for a string array, an out-of-range index, or
+    // a value that does not fit (negative in uint_at, >INT64_MAX in int_at).
     int64_t int_at(uint64_t i) const;
     uint64_t uint_at(uint64_t i) const;
     double float_at(uint64_t i) const;
@@ -65,8 +71,10 @@ struct GgufTensorInfo {
 
 class GgufFile {
 public:
-    // Opens and validates a file. Throws vt::Error (VT_ERR_IO, VT_ERR_FORMAT,
-    // VT_ERR_UNSUPPORTED for an unknown tensor type).
+    // Opens and validates a file. Throws vt::Error: VT_ERR_IO (missing,
+    // unreadable, directory, empty), VT_ERR_FORMAT (corrupt; the message
+    // names the path and offset), VT_ERR_UNSUPPORTED (GGUF v1, nested arrays,
+    // a ggml tensor type vt has no kernels for), VT_ERR_OUT_OF_MEMORY.
     static std::unique_ptr<GgufFile> open(const std::string &path, bool use_mmap = true);
     // Parses bytes owned by the caller (tests, fuzzing); they must outlive it.
     static std::unique_ptr<GgufFile> parse(const uint8_t *data, size_t size);

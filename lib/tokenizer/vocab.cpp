@@ -51,13 +51,20 @@ constexpr std::array kEotTexts = {
     "<end_of_utterance>",
 };
 
-// Fill-in-the-middle pad / repository / file-separator tokens also end
-// generation (Qwen coder style); one per group, the first text found.
-const std::array<std::array<const char *, 5>, 3> kFimEogGroups = {{
-    {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"},
-    {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"},
-    {"<|file_sep|>", nullptr, nullptr, nullptr, nullptr},
-}};
+// Fill-in-the-middle markers by text, for GGUFs whose metadata lacks the
+// ids; the first text found per group is taken.
+constexpr std::array kFimPreTexts = {
+    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>",
+    "<|code_prefix|>", "<|prefix|>"};
+constexpr std::array kFimSufTexts = {
+    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>",
+    "<|code_suffix|>", "<|suffix|>"};
+constexpr std::array kFimMidTexts = {
+    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>",
+    "<|code_middle|>", "<|middle|>"};
+constexpr std::array kFimPadTexts = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
+constexpr std::array kFimRepTexts = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
+constexpr std::array kFimSepTexts = {"<|file_sep|>"};
 
 } // namespace
 
@@ -69,22 +76,31 @@ void Vocab::derive_specials() {
         if ((attrs_[id] & ATTR_CONTROL) == 0) attrs_[id] = (attrs_[id] & ~0x7Fu) | ATTR_CONTROL;
     };
 
-    if (eot < 0) {
-        for (const char *t : kEotTexts) {
-            if (int32_t id = find(t); id >= 0) { eot = id; break; }
+    // Ids the metadata did not give are found by text; a token found that
+    // way is promoted to CONTROL, as llama.cpp does.
+    auto detect = [&](int32_t &id, const auto &texts) {
+        if (id >= 0) return;
+        for (const char *t : texts) {
+            if (int32_t found = find(t); found >= 0) {
+                id = found;
+                promote(found);
+                return;
+            }
         }
-        if (eot >= 0) promote(eot);
-    }
-    if (eom < 0) {
-        if (int32_t id = find("<|eom_id|>"); id >= 0) { eom = id; promote(id); }
-    }
+    };
+    detect(eot, kEotTexts);
+    detect(eom, std::array{"<|eom_id|>"});
+    detect(fim_pre, kFimPreTexts);
+    detect(fim_suf, kFimSufTexts);
+    detect(fim_mid, kFimMidTexts);
+    detect(fim_pad, kFimPadTexts);
+    detect(fim_rep, kFimRepTexts);
+    detect(fim_sep, kFimSepTexts);
 
     eog_ids.clear();
-    for (const auto &group : kFimEogGroups) {
-        for (const char *t : group) {
-            if (!t) break;
-            if (int32_t id = find(t); id >= 0) { eog_ids.push_back(id); promote(id); break; }
-        }
+    // FIM padding / repository / file separators end generation too.
+    for (int32_t id : {fim_pad, fim_rep, fim_sep}) {
+        if (valid(id)) eog_ids.push_back(id);
     }
     for (const char *t : kEogTexts) {
         if (int32_t id = find(t); id >= 0) { eog_ids.push_back(id); promote(id); }

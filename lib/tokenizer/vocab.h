@@ -59,6 +59,8 @@ public:
 
     // Special ids (-1 = none) and flags read from metadata.
     int32_t bos = -1, eos = -1, eot = -1, eom = -1, unk = -1, pad = -1;
+    // Fill-in-the-middle markers (prefix, suffix, middle, pad, repo, file sep).
+    int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
     bool add_bos = false, add_eos = false;
 
     // End-of-generation set and the special-token list used by the

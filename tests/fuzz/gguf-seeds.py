@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Writes a seed corpus of small valid GGUF files and a libFuzzer dictionary
-for tests/fuzz/fuzz-gguf into DIR (created if missing). Standard library only.
+"""Writes a seed corpus of small valid GGUF files for tests/fuzz/fuzz-gguf
+into DIR (created if missing) and, if given, a libFuzzer dictionary to DICT.
+Standard library only.
 
-usage: gguf-seeds.py DIR
+usage: gguf-seeds.py DIR [DICT]
 """
 import os
 import struct
@@ -94,15 +95,16 @@ DICT = ['GGUF', 'general.alignment', 'general.architecture', 'tokenizer.ggml.tok
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name, data in seeds():
         with open(os.path.join(out, name), 'wb') as f:
             f.write(data)
-    with open(os.path.join(out, 'gguf.dict'), 'w') as f:
-        f.writelines(f'"{w}"\n' for w in DICT)
+    if len(sys.argv) == 3:
+        with open(sys.argv[2], 'w') as f:
+            f.writelines(f'"{w}"\n' for w in DICT)
 
 
 if __name__ == '__main__':

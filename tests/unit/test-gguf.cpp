@@ -332,10 +332,26 @@ TEST_CASE("gguf: to_string", "[gguf]") {
     CHECK(text("k.i64") == "-9223372036854775808");
     CHECK(text("k.f32") == "0.1");
     CHECK(text("k.f64") == "-2.5");
+    CHECK(text("k.u32") == "4000000000");
     CHECK(text("k.bool") == "true");
     CHECK(text("k.arr_i32") == "[1,-2,3]");
     CHECK(text("k.arr_str") == "[\"a\",\"b\\\"\\n\",\"\"]");
     CHECK(text("k.arr_f32") == "[1.5,-0.25]");
+    auto num = [](GgufType t, double f) {
+        vt::GgufValue v;
+        v.type = t;
+        v.f = f;
+        return GgufFile::to_string(v);
+    };
+    CHECK(num(GgufType::FLOAT32, 100000.0) == "100000.0");
+    CHECK(num(GgufType::FLOAT32, 1e-5) == "1e-05");
+    CHECK(num(GgufType::FLOAT32, 1e-6f) == "1e-06");
+    CHECK(num(GgufType::FLOAT32, 0.0) == "0.0");
+    CHECK(num(GgufType::FLOAT32, 1e20) == "1e+20");
+    CHECK(num(GgufType::FLOAT64, 0.1) == "0.1");
+    CHECK(num(GgufType::FLOAT64, 1.0 / 3) == "0.3333333333333333");
+    CHECK(num(GgufType::FLOAT64, std::nan("")) == "NaN");
+    CHECK(num(GgufType::FLOAT64, -HUGE_VAL) == "-Infinity");
     CHECK(text("k.arr_bool") == "[true,false]");
     CHECK(text("k.arr_empty") == "[]");
 }
@@ -377,6 +393,11 @@ const std::vector<Corruption> &corruptions() {
          [](auto &b, auto &s) { patch<uint64_t>(b, s.n_kv_at, b.size() / 13 + 1); }},
         {"absurd tensor count", VT_ERR_FORMAT,
          [](auto &b, auto &s) { patch<uint64_t>(b, s.n_tensors_at, (uint64_t)1 << 60); }},
+        {"kv count above the 2^20 cap", VT_ERR_FORMAT,
+         [](auto &b, auto &s) {
+             patch<uint64_t>(b, s.n_kv_at, (1u << 20) + 1);
+             b.resize(b.size() + 14 * ((1u << 20) + 1), 0);
+         }},
         {"one tensor too many", VT_ERR_FORMAT, [](auto &b, auto &s) { patch<uint64_t>(b, s.n_tensors_at, 4); }},
         {"key length past end", VT_ERR_FORMAT,
          [](auto &b, auto &s) { patch<uint64_t>(b, s.first_key_at, b.size()); }},

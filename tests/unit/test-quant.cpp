@@ -1,0 +1,347 @@
+// Quant kernels (lib/core/quant): every ISA the CPU has against the scalar
+// reference, the reference against double-precision math and against
+// hand-built blocks whose values follow from the ggml format spec.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/quant.h"
+#include "core/quant/kernels.h"
+
+using namespace vt;
+using quant::Isa;
+using quant::Kernels;
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+std::vector<const Kernels *> all_isas() {
+    std::vector<const Kernels *> v;
+    for (int i = 0; i < quant::kIsaCount; ++i)
+        if (const Kernels *k = quant::kernels_for((Isa)i)) v.push_back(k);
+    return v;
+}
+
+const Kernels &scalar() { return *quant::kernels_for(Isa::scalar); }
+
+const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
+                              DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
+                              DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kActTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q8_1, DType::Q8_K};
+
+int64_t block_elems(DType t) { return dtype_info(t).block_elems; }
+
+// Row lengths: one block, 4096, and a non-power-of-two multiple.
+std::vector<int64_t> row_lengths(DType t) {
+    const int64_t be = block_elems(t);
+    if (be == 256) return {256, 4096, 1536};
+    if (be == 32) return {32, 4096, 576};
+    return {1, 7, 32, 4096, 576}; // plain floats: also odd tails
+}
+
+// Byte offsets of a block's fp16 scale fields (d-like) and min fields.
+struct Fields {
+    std::vector<int> scales, mins;
+};
+Fields fp16_fields(DType t) {
+    switch (t) {
+    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return {{0}, {}};
+    case DType::Q4_1: case DType::Q5_1: return {{0}, {2}};
+    case DType::Q2_K: return {{80}, {82}};
+    case DType::Q3_K: return {{108}, {}};
+    case DType::Q4_K: case DType::Q5_K: return {{0}, {2}};
+    case DType::Q6_K: return {{208}, {}};
+    default: return {};
+    }
+}
+
+void put_f16(uint8_t *p, float v) {
+    const uint16_t h = f32_to_fp16(v);
+    std::memcpy(p, &h, 2);
+}
+
+// Random weights: random bytes, fp16 scales finite and moderate.
+Bytes random_row(DType t, int64_t n, std::mt19937 &rng) {
+    Bytes b(row_bytes(t, n));
+    std::normal_distribution<float> nd(0.f, 1.f);
+    if (t == DType::F32) {
+        for (int64_t i = 0; i < n; ++i) {
+            const float v = nd(rng);
+            std::memcpy(&b[4 * i], &v, 4);
+        }
+        return b;
+    }
+    if (t == DType::F16 || t == DType::BF16) {
+        for (int64_t i = 0; i < n; ++i) {
+            const float v = nd(rng);
+            const uint16_t h = t == DType::F16 ? f32_to_fp16(v) : f32_to_bf16(v);
+            std::memcpy(&b[2 * i], &h, 2);
+        }
+        return b;
+    }
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (auto &x : b) x = (uint8_t)byte(rng);
+    std::uniform_real_distribution<float> mag(0.002f, 0.05f);
+    std::bernoulli_distribution neg(0.5);
+    const Fields f = fp16_fields(t);
+    const size_t bb = dtype_info(t).block_bytes;
+    for (size_t off = 0; off < b.size(); off += bb) {
+        for (int o : f.scales) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
+        for (int o : f.mins) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
+    }
+    return b;
+}
+
+// Random activations; kind 0: normal, 1: heavy outliers, 2: exact ties
+// (k + 0.5 with the max at 127, so 127/amax == 1), 3: a zero block.
+std::vector<float> random_act(int64_t n, std::mt19937 &rng, int kind) {
+    std::vector<float> x(n);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::uniform_int_distribution<int> k(-126, 125);
+    for (int64_t i = 0; i < n; ++i) {
+        switch (kind) {
+        case 0: x[i] = nd(rng) * 0.7f; break;
+        case 1: x[i] = nd(rng) * (i % 37 == 0 ? 60.f : 0.3f); break;
+        case 2: x[i] = (i % 16 == 0) ? ((i / 16) % 2 ? -127.f : 127.f) : (float)k(rng) + 0.5f; break;
+        default: x[i] = i < std::min<int64_t>(n, 256) ? 0.f : nd(rng); break;
+        }
+    }
+    return x;
+}
+
+std::vector<float> dequant(const Kernels &k, DType t, const void *src, int64_t n) {
+    std::vector<float> y(n, -12345.f);
+    k.dequant[(int)t](src, y.data(), n);
+    return y;
+}
+
+Bytes quantize(const Kernels &k, DType t, const std::vector<float> &x) {
+    Bytes b(row_bytes(t, (int64_t)x.size()), 0xAB);
+    k.quant[(int)t](x.data(), b.data(), (int64_t)x.size());
+    return b;
+}
+
+bool same_bits(const std::vector<float> &a, const std::vector<float> &b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+}
+
+// Magnitude scale of a dot: sum |a_i| * (|scale part_i| + |min part_i|) of
+// the weights, so cancellation between d*q and the min does not shrink the
+// tolerance below what f32 rounding of either part can cause.
+// Also returns in *min_mag the same sum over the min parts alone.
+double dot_magnitude(DType t, const Bytes &w, const std::vector<float> &a, double *min_mag) {
+    const int64_t n = (int64_t)a.size();
+    const Fields f = fp16_fields(t);
+    std::vector<float> p1, p2;
+    if (f.mins.empty()) {
+        p1 = dequant(scalar(), t, w.data(), n);
+        p2.assign(n, 0.f);
+    } else {
+        Bytes nomin = w, nod = w;
+        const size_t bb = dtype_info(t).block_bytes;
+        for (size_t off = 0; off < w.size(); off += bb) {
+            for (int o : f.mins) put_f16(&nomin[off + o], 0.f);
+            for (int o : f.scales) put_f16(&nod[off + o], 0.f);
+        }
+        p1 = dequant(scalar(), t, nomin.data(), n);
+        p2 = dequant(scalar(), t, nod.data(), n);
+    }
+    double m = 0, mm = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        m += std::fabs((double)a[i]) * (std::fabs(p1[i]) + std::fabs(p2[i]));
+        mm += std::fabs((double)a[i]) * std::fabs(p2[i]);
+    }
+    *min_mag = mm;
+    return m;
+}
+
+// Tolerance of an f32 dot against another evaluation order or exact math.
+// Every implementation forms per-block (or per-lane) terms with a few f32
+// roundings and adds them in sequences of at most n/8 + 16 additions, so each
+// differs from the exact value by at most (n/8 + 64) * 2^-24 * M (first-order
+// bound gamma_k with k = additions + roundings per term, M = dot_magnitude);
+// two of them differ by at most twice that.
+double dot_tolerance(int64_t n, double magnitude) {
+    return 2.0 * (double)(n / 8 + 64) * 0x1p-24 * magnitude + 1e-30;
+}
+
+std::string label(const Kernels *k, DType t, int64_t n) {
+    return std::string(k->isa) + " " + dtype_name(t) + " n=" + std::to_string(n);
+}
+
+} // namespace
+
+TEST_CASE("fp16 and bf16 conversions are exact", "[quant]") {
+    // Every binary16 value round-trips (NaNs keep their payload, quieted).
+    for (uint32_t h = 0; h < 65536; ++h) {
+        const float f = fp16_to_f32((uint16_t)h);
+        if (std::isnan(f)) {
+            REQUIRE((f32_to_fp16(f) & 0x7fff) == ((h | 0x200) & 0x7fff));
+            continue;
+        }
+        REQUIRE(f32_to_fp16(f) == h);
+    }
+    CHECK(f32_to_fp16(1.0f) == 0x3c00);
+    CHECK(f32_to_fp16(-2.0f) == 0xc000);
+    CHECK(f32_to_fp16(65504.f) == 0x7bff);
+    CHECK(f32_to_fp16(65519.99f) == 0x7bff);
+    CHECK(f32_to_fp16(65520.f) == 0x7c00); // halfway to 2^16 rounds up to inf
+    CHECK(f32_to_fp16(INFINITY) == 0x7c00);
+    CHECK(f32_to_fp16(0x1p-24f) == 0x0001);
+    CHECK(f32_to_fp16(0x1p-25f) == 0x0000);        // tie -> even (0)
+    CHECK(f32_to_fp16(0x1.8p-24f) == 0x0002);      // 1.5 ulp -> tie -> even (2)
+    CHECK(f32_to_fp16(0x1.000002p-25f) == 0x0001); // just above the tie
+    CHECK(f32_to_fp16(0x1p-14f) == 0x0400);
+    CHECK(f32_to_fp16(1.0f + 0x1p-11f) == 0x3c00);        // tie -> even
+    CHECK(f32_to_fp16(1.0f + 3 * 0x1p-11f) == 0x3c02);    // tie -> even (up)
+    CHECK(f32_to_fp16(-0.0f) == 0x8000);
+    CHECK(fp16_to_f32(0x0001) == 0x1p-24f);
+    CHECK(fp16_to_f32(0x3555) == 0x1.554p-2f);
+    CHECK(std::isinf(fp16_to_f32(0xfc00)));
+
+    CHECK(f32_to_bf16(1.0f) == 0x3f80);
+    CHECK(f32_to_bf16(std::bit_cast<float>(0x3f808000u)) == 0x3f80); // tie -> even
+    CHECK(f32_to_bf16(std::bit_cast<float>(0x3f818000u)) == 0x3f82); // tie -> even (up)
+    CHECK(f32_to_bf16(std::bit_cast<float>(0x3f808001u)) == 0x3f81);
+    CHECK(f32_to_bf16(std::bit_cast<float>(0x7f800001u)) == 0x7fc0); // NaN forced quiet
+    CHECK(bf16_to_f32(0xc040) == -3.0f);
+}
+
+TEST_CASE("F16 conversion: every ISA matches the portable code bit for bit", "[quant]") {
+    // All 65536 halves through each ISA's F16 dequantizer (F16C vcvtph2ps).
+    std::vector<uint16_t> all(65536);
+    for (uint32_t h = 0; h < 65536; ++h) all[h] = (uint16_t)h;
+    const auto ref = dequant(scalar(), DType::F16, all.data(), 65536);
+    for (const Kernels *k : all_isas()) {
+        INFO(k->isa);
+        CHECK(same_bits(dequant(*k, DType::F16, all.data(), 65536), ref));
+    }
+    // Floats around every rounding boundary, subnormals, huge values, NaNs.
+    std::vector<float> x;
+    std::mt19937 rng(7);
+    for (uint32_t h = 0; h < 65536; h += 3) {
+        const uint32_t b = std::bit_cast<uint32_t>(fp16_to_f32((uint16_t)h));
+        for (uint32_t d : {0u, 1u, 0xfffu, 0x1000u, 0x1001u, 0x1fffu}) x.push_back(std::bit_cast<float>(b + d));
+    }
+    std::uniform_int_distribution<uint32_t> u32;
+    for (int i = 0; i < 200000; ++i) x.push_back(std::bit_cast<float>(u32(rng)));
+    for (DType t : {DType::F16, DType::BF16}) {
+        const Bytes ref_q = quantize(scalar(), t, x);
+        for (const Kernels *k : all_isas()) {
+            INFO(k->isa << " " << dtype_name(t));
+            CHECK(quantize(*k, t, x) == ref_q);
+        }
+    }
+}
+
+TEST_CASE("dequantize: every ISA equals the scalar reference exactly", "[quant]") {
+    std::mt19937 rng(1);
+    for (DType t : kWeightTypes) {
+        for (int64_t n : row_lengths(t)) {
+            const Bytes w = random_row(t, n, rng);
+            const auto ref = dequant(scalar(), t, w.data(), n);
+            for (float v : ref) REQUIRE(std::isfinite(v));
+            for (const Kernels *k : all_isas()) {
+                INFO(label(k, t, n));
+                CHECK(same_bits(dequant(*k, t, w.data(), n), ref));
+            }
+        }
+    }
+}
+
+TEST_CASE("quantize activations: SIMD bytes equal scalar, round trip bounded", "[quant]") {
+    std::mt19937 rng(2);
+    for (DType t : kActTypes) {
+        for (int64_t n : row_lengths(t == DType::Q8_K ? DType::Q4_K : t == DType::Q8_1 ? DType::Q8_0 : t)) {
+            for (int kind = 0; kind < 4; ++kind) {
+                const auto x = random_act(n, rng, kind);
+                const Bytes ref = quantize(scalar(), t, x);
+                for (const Kernels *k : all_isas()) {
+                    INFO(label(k, t, n) << " kind=" << kind);
+                    CHECK(quantize(*k, t, x) == ref);
+                }
+                // Round trip: per block, |x - deq| <= d/2 plus the fp16
+                // rounding of d (rel 2^-11) times |q| <= 127 for Q8_0/Q8_1; d/2
+                // (f32 d) for Q8_K; half an ulp for F16 (2^-11 rel, or 2^-25
+                // absolute for subnormals), BF16 (2^-8 rel); exact for F32.
+                const auto y = dequant(scalar(), t, ref.data(), n);
+                const int64_t be = t == DType::Q8_K ? 256 : 32;
+                for (int64_t b0 = 0; b0 < n; b0 += be) {
+                    float amax = 0;
+                    for (int64_t i = b0; i < std::min(n, b0 + be); ++i) amax = std::max(amax, std::fabs(x[i]));
+                    for (int64_t i = b0; i < std::min(n, b0 + be); ++i) {
+                        double bound;
+                        switch (t) {
+                        case DType::F32: bound = 0; break;
+                        case DType::F16: bound = std::fabs(x[i]) * 0x1p-11 + 0x1p-25; break;
+                        case DType::BF16: bound = std::fabs(x[i]) * 0x1p-8; break;
+                        case DType::Q8_K: bound = amax / 127.0 * (0.5 + 1e-5); break;
+                        default: bound = amax / 127.0 * (0.5 + 127 * 0x1p-11 + 1e-5); break;
+                        }
+                        INFO(dtype_name(t) << " i=" << i << " x=" << x[i] << " y=" << y[i]);
+                        REQUIRE(std::fabs((double)x[i] - y[i]) <= bound);
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("vec_dot: every ISA against scalar, scalar against double math", "[quant]") {
+    std::mt19937 rng(3);
+    for (DType t : kWeightTypes) {
+        const DType at = vec_dot_type(t);
+        for (int64_t n : row_lengths(t)) {
+            for (int rep = 0; rep < 4; ++rep) {
+                const Bytes w = random_row(t, n, rng);
+                const auto x = random_act(n, rng, rep % 2);
+                const Bytes a = quantize(scalar(), at, x);
+                const auto wf = dequant(scalar(), t, w.data(), n);
+                const auto af = dequant(scalar(), at, a.data(), n);
+                double exact = 0;
+                for (int64_t i = 0; i < n; ++i) exact += (double)wf[i] * af[i];
+                double min_mag = 0;
+                const double tol = dot_tolerance(n, dot_magnitude(t, w, af, &min_mag));
+                // Q8_1's s = fp16(d * sum q) uses the f32 d and is rounded to
+                // fp16: |s - d16 * sum q| <= 2^-10 (1 + 2^-10) sum |a_i| per
+                // block, multiplied by the weight's min m (this is the format,
+                // llama.cpp has the same term).
+                const double tol_exact = tol + (at == DType::Q8_1 ? 1.1 * 0x1p-10 * min_mag : 0.0);
+                const float r = ref::vec_dot(t, n, w.data(), a.data());
+                INFO(dtype_name(t) << " n=" << n << " ref=" << r << " exact=" << exact << " tol=" << tol);
+                CHECK(std::fabs(r - exact) <= tol_exact);
+                for (const Kernels *k : all_isas()) {
+                    const float v = k->dot[(int)t](n, w.data(), a.data());
+                    INFO(label(k, t, n) << " got=" << v);
+                    CHECK(std::fabs((double)v - r) <= tol);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("public API: dispatch, vec_dot_type, ref namespace", "[quant]") {
+    CHECK(vec_dot_type(DType::Q4_1) == DType::Q8_1);
+    CHECK(vec_dot_type(DType::Q5_0) == DType::Q8_0);
+    CHECK(vec_dot_type(DType::Q6_K) == DType::Q8_K);
+    CHECK(vec_dot_type(DType::F16) == DType::F16);
+    CHECK(vec_dot_fn(DType::Q8_1) == nullptr);
+    CHECK(vec_dot_fn(DType::Q8_K) == nullptr);
+    for (DType t : kWeightTypes) CHECK(vec_dot_fn(t) != nullptr);
+    const std::string isa = cpu_kernel_isa();
+    CHECK((isa == "scalar" || isa == "avx2" || isa == "avx512" || isa == "avx512vnni"));
+    WARN("dispatch picked " << isa);
+    std::vector<float> x(64, 1.5f), y(64);
+    std::vector<uint8_t> q(row_bytes(DType::Q8_0, 64));
+    quantize_row(DType::Q8_0, x.data(), q.data(), 64);
+    dequantize_row(DType::Q8_0, q.data(), y.data(), 64);
+    CHECK(y[5] == Approx(1.5f).epsilon(1e-3));
+    CHECK_THROWS(quantize_row(DType::Q4_0, x.data(), q.data(), 32)); // weights are not quantized here
+}

@@ -153,79 +153,69 @@ void deq_q4_1(const void *src, float *y, int64_t n) {
 }
 
 // ---- dot products: one block = 32 int8 products, scaled by dw*da ----------
+//
+// Four blocks per iteration into four accumulators: one FMA chain would
+// limit the loop to one block per FMA latency (4 cycles).
 
-float dot_q8_0(int64_t n, const void *w, const void *a) {
-    const BlockQ8_0 *x = (const BlockQ8_0 *)w;
-    const BlockQ8_0 *y = (const BlockQ8_0 *)a;
+static inline __m256i load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
+// Per-block integer products (8 x i32 partial sums) for each weight type.
+static inline __m256i prod_q8_0(const BlockQ8_0 &x, const BlockQ8_0 &y) { return dot_ss8(load256(x.qs), load256(y.qs)); }
+static inline __m256i prod_q4_0(const BlockQ4_0 &x, const BlockQ8_0 &y) {
+    return dot_ss8(_mm256_sub_epi8(nibbles32(x.qs), _mm256_set1_epi8(8)), load256(y.qs));
+}
+static inline __m256i prod_q4_1(const BlockQ4_1 &x, const BlockQ8_1 &y) { return dot_us8(nibbles32(x.qs), load256(y.qs)); }
+// Q5: the fifth bit of element j is bit j of qh.
+static inline __m256i prod_q5_0(const BlockQ5_0 &x, const BlockQ8_0 &y) {
+    // value - 16 as int8: nibble | 0xF0 where the high bit is clear.
+    const __m256i hi = _mm256_andnot_si256(bits_to_bytes(load_u32(x.qh)), _mm256_set1_epi8((char)0xF0));
+    return dot_ss8(_mm256_or_si256(nibbles32(x.qs), hi), load256(y.qs));
+}
+static inline __m256i prod_q5_1(const BlockQ5_1 &x, const BlockQ8_1 &y) {
+    const __m256i hi = _mm256_and_si256(bits_to_bytes(load_u32(x.qh)), _mm256_set1_epi8(0x10));
+    return dot_us8(_mm256_or_si256(nibbles32(x.qs), hi), load256(y.qs));
+}
+
+// The block scales as one conversion: the first 4 bytes of each block are
+// (d, m) for the weight and (d, s) for the Q8_1 activation (d and 2 quant
+// bytes where there is no min; those lanes are ignored). Returns
+// [wd*ad, wm*as, ., .], each product rounded exactly as the scalar code does.
+static inline __m128 block_scales(const void *w, const void *a) {
+    const __m128i h = _mm_unpacklo_epi32(_mm_cvtsi32_si128((int)load_u32((const uint8_t *)w)),
+                                         _mm_cvtsi32_si128((int)load_u32((const uint8_t *)a)));
+    const __m128 f = _mm_cvtph_ps(h); // [wd, wm, ad, as]
+    return _mm_mul_ps(f, _mm_movehl_ps(f, f));
+}
+
+// HasMin: weights x = d*q + m against Q8_1, adding m * y.s per block.
+template <class BW, class BA, __m256i (*Prod)(const BW &, const BA &), bool HasMin>
+float dot_legacy(int64_t n, const void *w, const void *a) {
+    const BW *x = (const BW *)w;
+    const BA *y = (const BA *)a;
     const int64_t nb = n / QK;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m128 ms[2] = {_mm_setzero_ps(), _mm_setzero_ps()}; // lane 1: sum of m * s
     int64_t i = 0;
-    for (; i + 2 <= nb; i += 2) {
-        const __m256i p0 = dot_ss8(_mm256_loadu_si256((const __m256i *)x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
-        const __m256i p1 = dot_ss8(_mm256_loadu_si256((const __m256i *)x[i + 1].qs), _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i].d) * h2f_f16c(y[i].d)), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i + 1].d) * h2f_f16c(y[i + 1].d)), _mm256_cvtepi32_ps(p1), acc1);
+    for (; i + 4 <= nb; i += 4) {
+        for (int k = 0; k < 4; ++k) {
+            const __m256i p = Prod(x[i + k], y[i + k]);
+            const __m128 sc = block_scales(&x[i + k], &y[i + k]);
+            acc[k] = _mm256_fmadd_ps(_mm256_broadcastss_ps(sc), _mm256_cvtepi32_ps(p), acc[k]);
+            if constexpr (HasMin) ms[k & 1] = _mm_add_ps(ms[k & 1], sc);
+        }
     }
     for (; i < nb; ++i) {
-        const __m256i p = dot_ss8(_mm256_loadu_si256((const __m256i *)x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i].d) * h2f_f16c(y[i].d)), _mm256_cvtepi32_ps(p), acc0);
+        const __m256i p = Prod(x[i], y[i]);
+        const __m128 sc = block_scales(&x[i], &y[i]);
+        acc[0] = _mm256_fmadd_ps(_mm256_broadcastss_ps(sc), _mm256_cvtepi32_ps(p), acc[0]);
+        if constexpr (HasMin) ms[0] = _mm_add_ps(ms[0], sc);
     }
-    return hsum(_mm256_add_ps(acc0, acc1));
-}
-
-float dot_q4_0(int64_t n, const void *w, const void *a) {
-    const BlockQ4_0 *x = (const BlockQ4_0 *)w;
-    const BlockQ8_0 *y = (const BlockQ8_0 *)a;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK; ++i) {
-        const __m256i q = _mm256_sub_epi8(nibbles32(x[i].qs), _mm256_set1_epi8(8));
-        const __m256i p = dot_ss8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i].d) * h2f_f16c(y[i].d)), _mm256_cvtepi32_ps(p), acc);
+    const float s = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    if constexpr (HasMin) {
+        const __m128 m = _mm_add_ps(ms[0], ms[1]);
+        return s + _mm_cvtss_f32(_mm_movehdup_ps(m));
     }
-    return hsum(acc);
-}
-
-float dot_q4_1(int64_t n, const void *w, const void *a) {
-    const BlockQ4_1 *x = (const BlockQ4_1 *)w;
-    const BlockQ8_1 *y = (const BlockQ8_1 *)a;
-    __m256 acc = _mm256_setzero_ps();
-    float summs = 0;
-    for (int64_t i = 0; i < n / QK; ++i) {
-        const __m256i p = dot_us8(nibbles32(x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i].d) * h2f_f16c(y[i].d)), _mm256_cvtepi32_ps(p), acc);
-        summs += h2f_f16c(x[i].m) * h2f_f16c(y[i].s);
-    }
-    return hsum(acc) + summs;
-}
-
-// Q5: the fifth bit of element j is bit j of qh.
-float dot_q5_0(int64_t n, const void *w, const void *a) {
-    const BlockQ5_0 *x = (const BlockQ5_0 *)w;
-    const BlockQ8_0 *y = (const BlockQ8_0 *)a;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK; ++i) {
-        // value - 16 as int8: nibble | 0xF0 where the high bit is clear.
-        const __m256i hi = _mm256_andnot_si256(bits_to_bytes(load_u32(x[i].qh)), _mm256_set1_epi8((char)0xF0));
-        const __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hi);
-        const __m256i p = dot_ss8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i].d) * h2f_f16c(y[i].d)), _mm256_cvtepi32_ps(p), acc);
-    }
-    return hsum(acc);
-}
-
-float dot_q5_1(int64_t n, const void *w, const void *a) {
-    const BlockQ5_1 *x = (const BlockQ5_1 *)w;
-    const BlockQ8_1 *y = (const BlockQ8_1 *)a;
-    __m256 acc = _mm256_setzero_ps();
-    float summs = 0;
-    for (int64_t i = 0; i < n / QK; ++i) {
-        const __m256i hi = _mm256_and_si256(bits_to_bytes(load_u32(x[i].qh)), _mm256_set1_epi8(0x10));
-        const __m256i q = _mm256_or_si256(nibbles32(x[i].qs), hi);
-        const __m256i p = dot_us8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i].d) * h2f_f16c(y[i].d)), _mm256_cvtepi32_ps(p), acc);
-        summs += h2f_f16c(x[i].m) * h2f_f16c(y[i].s);
-    }
-    return hsum(acc) + summs;
+    return s;
 }
 
 } // namespace
@@ -238,11 +228,11 @@ void fill_avx2(Kernels &k) {
     k.dot[id(DType::F32)] = dot_f32;
     k.dot[id(DType::F16)] = dot_half<load_f16, one_f16>;
     k.dot[id(DType::BF16)] = dot_half<load_bf16, one_bf16>;
-    k.dot[id(DType::Q4_0)] = dot_q4_0;
-    k.dot[id(DType::Q4_1)] = dot_q4_1;
-    k.dot[id(DType::Q5_0)] = dot_q5_0;
-    k.dot[id(DType::Q5_1)] = dot_q5_1;
-    k.dot[id(DType::Q8_0)] = dot_q8_0;
+    k.dot[id(DType::Q4_0)] = dot_legacy<BlockQ4_0, BlockQ8_0, prod_q4_0, false>;
+    k.dot[id(DType::Q4_1)] = dot_legacy<BlockQ4_1, BlockQ8_1, prod_q4_1, true>;
+    k.dot[id(DType::Q5_0)] = dot_legacy<BlockQ5_0, BlockQ8_0, prod_q5_0, false>;
+    k.dot[id(DType::Q5_1)] = dot_legacy<BlockQ5_1, BlockQ8_1, prod_q5_1, true>;
+    k.dot[id(DType::Q8_0)] = dot_legacy<BlockQ8_0, BlockQ8_0, prod_q8_0, false>;
     k.dequant[id(DType::F16)] = deq_f16;
     k.dequant[id(DType::Q4_0)] = deq_q4_0;
     k.dequant[id(DType::Q4_1)] = deq_q4_1;
