@@ -101,11 +101,14 @@ def run_llama_bench(exe: Path, model: Path, p: int, n: int, t: int, r: int) -> d
     out: dict[str, float] = {}
     for row in rows:
         if row.get("n_prompt", 0) > 0 and row.get("n_gen", 0) == 0:
-            out[f"pp{row['n_prompt']}"] = float(row["avg_ts"])
-            out[f"pp{row['n_prompt']}_sd"] = float(row.get("stddev_ts", 0.0))
+            test = f"pp{row['n_prompt']}"
         elif row.get("n_gen", 0) > 0 and row.get("n_prompt", 0) == 0:
-            out[f"tg{row['n_gen']}"] = float(row["avg_ts"])
-            out[f"tg{row['n_gen']}_sd"] = float(row.get("stddev_ts", 0.0))
+            test = f"tg{row['n_gen']}"
+        else:
+            continue
+        out[test] = float(row["avg_ts"])
+        out[test + "_sd"] = float(row.get("stddev_ts", 0.0))
+        out[test + "_samples"] = row.get("samples_ts", [])  # type: ignore[assignment]
         if "build_commit" in row:
             out["_commit"] = row["build_commit"]  # type: ignore[assignment]
     return out
@@ -124,10 +127,12 @@ def run_vt_bench(exe: Path, model: Path, p: int, n: int, t: int, r: int) -> dict
     if isinstance(obj, list):  # tolerate a list of one object
         obj = obj[0] if obj else {}
     out: dict[str, float] = {}
-    if obj.get("pp_tps") is not None:
-        out[f"pp{p}"] = float(obj["pp_tps"])
-    if obj.get("tg_tps") is not None:
-        out[f"tg{n}"] = float(obj["tg_tps"])
+    for kind, test in (("pp", f"pp{p}"), ("tg", f"tg{n}")):
+        if obj.get(f"{kind}_tps") is not None:
+            out[test] = float(obj[f"{kind}_tps"])
+            if obj.get(f"{kind}_stddev") is not None:
+                out[test + "_sd"] = float(obj[f"{kind}_stddev"])
+            out[test + "_samples"] = obj.get(f"{kind}_samples", [])  # type: ignore[assignment]
     if obj.get("threads") not in (None, t):
         log(f"warning: vt-bench reports threads={obj.get('threads')}, asked for {t}")
     return out
@@ -174,14 +179,19 @@ def main() -> int:
     tests = [f"pp{a.n_prompt}", f"tg{a.n_gen}"]
     print(f"model {model.name}, {a.threads} threads, {a.repetitions} repetitions"
           + (f", llama.cpp {llama['_commit']}" if "_commit" in llama else ""))
-    header = f"| {'test':6s} | {'vt t/s':>10s} | {'llama.cpp t/s':>14s} | {'ratio':>6s} |"
-    print(header)
-    print("|" + "-" * 8 + "|" + "-" * 12 + "|" + "-" * 16 + "|" + "-" * 8 + "|")
+    print(f"| {'test':6s} | {'vt t/s':>14s} | {'llama.cpp t/s':>14s} | {'ratio':>6s} |")
+    print("|" + "-" * 8 + "|" + "-" * 16 + "|" + "-" * 16 + "|" + "-" * 8 + "|")
+    noisy = []
     for test in tests:
         v, l = vt.get(test), llama.get(test)
         ratio = "-" if (v is None or not l) else f"{v / l:.2f}"
-        lcol = fmt(l) + (f" ± {llama[test + '_sd']:.1f}" if l is not None else "")
-        print(f"| {test:6s} | {fmt(v):>10s} | {lcol:>14s} | {ratio:>6s} |")
+        cols = []
+        for res, val in ((vt, v), (llama, l)):
+            sd = res.get(test + "_sd")
+            cols.append(fmt(val) + (f" ± {sd:.1f}" if val is not None and sd is not None else ""))
+            if val and sd is not None and sd > 0.15 * val:
+                noisy.append(test)
+        print(f"| {test:6s} | {cols[0]:>14s} | {cols[1]:>14s} | {ratio:>6s} |")
     # Decode is memory-bound: each token reads every weight once.
     size = model.stat().st_size
     tg = f"tg{a.n_gen}"
@@ -189,6 +199,9 @@ def main() -> int:
              if res.get(tg)]
     if parts:
         print(f"decode weight traffic ({size / 1e6:.0f} MB/token): " + ", ".join(parts))
+    if noisy:
+        print(f"warning: stddev > 15% of the mean for {', '.join(sorted(set(noisy)))}: "
+              "the machine is probably busy; compare samples (--json) or rerun")
     if a.json:
         print(json.dumps({"model": str(model), "threads": a.threads, "repetitions": a.repetitions,
                           "vt": vt, "llama.cpp": {k: v for k, v in llama.items()}}))

@@ -52,11 +52,13 @@ std::unique_ptr<MappedFile> MappedFile::open(const std::string &path, bool use_m
         if (::fstat(g.fd, &st) != 0) fail_io(path, "cannot stat", errno);
         if (S_ISDIR(st.st_mode)) fail_io(path, "not a regular file", EISDIR);
         if (!S_ISREG(st.st_mode)) fail(VT_ERR_IO, "%s: not a regular file", path.c_str());
-        if (st.st_size <= 0) fail(VT_ERR_IO, "%s: file is empty", path.c_str());
 
         std::unique_ptr<MappedFile> f(new MappedFile());
         f->path_ = path;
         f->size_ = (size_t)st.st_size;
+        // An empty file maps to no bytes (mmap rejects length 0); the format
+        // parser then reports what the file lacks.
+        if (f->size_ == 0) return f;
         if (use_mmap) {
             void *p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, g.fd, 0);
             if (p == MAP_FAILED) fail_io(path, "mmap failed", errno);

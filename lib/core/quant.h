@@ -44,7 +44,9 @@ inline float vec_dot(DType t, int64_t n, const void *w, const void *a) {
     return vec_dot_fn(t)(n, w, a);
 }
 
-// Name of the instruction set the dispatcher picked ("avx512vnni", "avx2", "scalar").
+// Name of the instruction set the dispatcher picked ("avx512vnni", "avx512",
+// "avx2", "scalar"). $VT_CPU_ISA set to one of these names caps the choice
+// (read once, at first use); a name the CPU cannot run falls back lower.
 const char *cpu_kernel_isa();
 
 // Portable scalar references of the same operations, for tests.

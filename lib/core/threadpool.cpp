@@ -23,7 +23,7 @@ namespace {
 // Spin this many rounds waiting for work before sleeping. A decode step on a
 // small model takes well under a millisecond, so the next job usually
 // arrives while the workers are still spinning.
-constexpr int kSpinRounds = 1 << 16;
+constexpr int kSpinRounds = 1 << 14;
 
 void relax(int &round) {
     if (++round < 64) {
@@ -76,8 +76,8 @@ void ThreadPool::worker_main(int ith) {
     uint64_t seen = 0;
     for (;;) {
         uint64_t gen = job_gen_.load(std::memory_order_acquire);
-        for (int i = 0; gen == seen && i < kSpinRounds; ++i) {
-            VT_CPU_RELAX();
+        for (int i = 0, round = 0; gen == seen && i < kSpinRounds; ++i) {
+            relax(round);
             gen = job_gen_.load(std::memory_order_acquire);
         }
         if (gen == seen) {

@@ -359,6 +359,7 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string &path, bool use_mmap)
         std::unique_ptr<GgufFile> g(new GgufFile());
         g->name_ = path;
         g->file_ = MappedFile::open(path, use_mmap);
+        if (g->file_->size() == 0) fail(VT_ERR_FORMAT, "%s: file is empty, not a GGUF file (at offset 0)", path.c_str());
         g->parse_all(g->file_->data(), g->file_->size());
         return g;
     } catch (const std::bad_alloc &) {

@@ -46,7 +46,7 @@ struct ForwardArgs {
     int64_t n_tokens;
     int64_t n_past;
     std::vector<Tensor> *k_cache;  // per layer (n_embd_kv, n_ctx) f16
-    std::vector<Tensor> *v_cache;
+    std::vector<Tensor> *v_cache;  // per layer (n_ctx, n_embd_kv) f16, transposed
 };
 
 class Model;

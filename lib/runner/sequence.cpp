@@ -72,7 +72,8 @@ Sequence::Sequence(Context &ctx, uint32_t n_ctx, bool logits_all) : ctx_(ctx), l
     for (uint32_t l = 0; l < hp.n_layer; ++l) {
         tensor_init(k_cache_[l], DType::F16, hp.n_embd_kv(), n_ctx_, 1, 1, p, "k_cache");
         p += layer_bytes;
-        tensor_init(v_cache_[l], DType::F16, hp.n_embd_kv(), n_ctx_, 1, 1, p, "v_cache");
+        // V is stored transposed (one row per dimension): see ops-attention.
+        tensor_init(v_cache_[l], DType::F16, n_ctx_, hp.n_embd_kv(), 1, 1, p, "v_cache");
         p += layer_bytes;
     }
     pending_.reserve(ctx.n_batch());

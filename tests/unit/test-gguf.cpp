@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "common/gguf-writer.h"
 #include "core/error.h"
 #include "model/gguf.h"
 
@@ -23,33 +24,7 @@ using vt::GgufType;
 
 namespace {
 
-// Little-endian byte writer that builds GGUF files field by field.
-struct Writer {
-    std::vector<uint8_t> b;
-    template <class T> Writer &put(T v) {
-        uint8_t tmp[sizeof(T)];
-        std::memcpy(tmp, &v, sizeof(T));
-        b.insert(b.end(), tmp, tmp + sizeof(T));
-        return *this;
-    }
-    Writer &magic() {
-        for (char c : std::string_view("GGUF")) b.push_back((uint8_t)c);
-        return *this;
-    }
-    Writer &u8(uint8_t v) { return put(v); }
-    Writer &u32(uint32_t v) { return put(v); }
-    Writer &u64(uint64_t v) { return put(v); }
-    Writer &str(std::string_view s) {
-        u64(s.size());
-        b.insert(b.end(), s.begin(), s.end());
-        return *this;
-    }
-    Writer &key(std::string_view k, GgufType t) { return str(k).u32((uint32_t)t); }
-    void pad_to(size_t a) {
-        while (b.size() % a) b.push_back(0);
-    }
-    size_t size() const { return b.size(); }
-};
+using vt::test::Writer;  // tests/common/gguf-writer.h
 
 struct TensorSpec {
     std::string name;
@@ -525,8 +500,9 @@ TEST_CASE("gguf: open reports I/O errors", "[gguf]") {
     CHECK(open_status(fs::temp_directory_path().string(), &msg) == VT_ERR_IO);
     {
         TempFile empty({});
-        CHECK(open_status(empty.path.string(), &msg) == VT_ERR_IO);
+        CHECK(open_status(empty.path.string(), &msg) == VT_ERR_FORMAT);  // readable, but not GGUF
         CHECK(msg.find("empty") != std::string::npos);
+        CHECK(msg.find("offset") != std::string::npos);
     }
     CHECK(open_status("", &msg) == VT_ERR_IO);
 }

@@ -345,3 +345,220 @@ TEST_CASE("public API: dispatch, vec_dot_type, ref namespace", "[quant]") {
     CHECK(y[5] == Approx(1.5f).epsilon(1e-3));
     CHECK_THROWS(quantize_row(DType::Q4_0, x.data(), q.data(), 32)); // weights are not quantized here
 }
+
+// ---- hand-built blocks: values follow from the ggml format description -----
+
+namespace {
+
+// Dequantizes one block with every ISA, checks all agree, returns scalar's.
+std::vector<float> deq_all(DType t, const void *blk) {
+    const int64_t n = block_elems(t);
+    const auto ref = dequant(scalar(), t, blk, n);
+    for (const Kernels *k : all_isas()) {
+        INFO(k->isa);
+        CHECK(same_bits(dequant(*k, t, blk, n), ref));
+    }
+    return ref;
+}
+
+void set16(uint8_t *blk, int off, float v) { put_f16(blk + off, v); }
+
+} // namespace
+
+TEST_CASE("spot checks: legacy blocks decode as the spec says", "[quant]") {
+    SECTION("Q4_0: d=1, nibbles 0..15 -> -8..7") {
+        uint8_t b[18] = {};
+        set16(b, 0, 1.f);
+        for (int j = 0; j < 16; ++j) b[2 + j] = (uint8_t)(j | ((15 - j) << 4));
+        const auto y = deq_all(DType::Q4_0, b);
+        for (int j = 0; j < 16; ++j) {
+            CHECK(y[j] == (float)(j - 8));
+            CHECK(y[j + 16] == (float)(7 - j));
+        }
+        // Dot with a Q8_0 block of ones (d=1): sum of all values = -8..7 twice = -16.
+        uint8_t a[34] = {};
+        set16(a, 0, 1.f);
+        for (int j = 0; j < 32; ++j) a[2 + j] = 1;
+        for (const Kernels *k : all_isas()) CHECK(k->dot[(int)DType::Q4_0](32, b, a) == -16.f);
+    }
+    SECTION("Q4_1: d=0.5, m=-1 -> 0.5*q - 1; dot uses s") {
+        uint8_t b[20] = {};
+        set16(b, 0, 0.5f);
+        set16(b, 2, -1.f);
+        for (int j = 0; j < 16; ++j) b[4 + j] = (uint8_t)(j | ((15 - j) << 4));
+        const auto y = deq_all(DType::Q4_1, b);
+        for (int j = 0; j < 16; ++j) {
+            CHECK(y[j] == 0.5f * j - 1.f);
+            CHECK(y[j + 16] == 0.5f * (15 - j) - 1.f);
+        }
+        // Q8_1 with d=1, qs = 2 everywhere, s = d * sum(qs) = 64.
+        uint8_t a[36] = {};
+        set16(a, 0, 1.f);
+        set16(a, 2, 64.f);
+        for (int j = 0; j < 32; ++j) a[4 + j] = 2;
+        // sum(2 * (0.5 q - 1)) = sum(q) - 64, sum(q) = 2 * (0 + ... + 15) = 240.
+        for (const Kernels *k : all_isas()) CHECK(k->dot[(int)DType::Q4_1](32, b, a) == 176.f);
+    }
+    SECTION("Q5_0 / Q5_1: bit j of qh is the fifth bit of element j") {
+        uint8_t b[22] = {};
+        set16(b, 0, 1.f);
+        const uint32_t qh = 0xA5A5F00Fu;
+        std::memcpy(b + 2, &qh, 4);
+        for (int j = 0; j < 16; ++j) b[6 + j] = (uint8_t)(j | ((15 - j) << 4));
+        const auto y = deq_all(DType::Q5_0, b);
+        for (int j = 0; j < 32; ++j) {
+            const int nib = j < 16 ? j : 31 - j;
+            CHECK(y[j] == (float)(nib + 16 * (int)((qh >> j) & 1) - 16));
+        }
+        uint8_t c[24] = {};
+        set16(c, 0, 2.f);
+        set16(c, 2, 0.25f);
+        std::memcpy(c + 4, &qh, 4);
+        std::memcpy(c + 8, b + 6, 16);
+        const auto z = deq_all(DType::Q5_1, c);
+        for (int j = 0; j < 32; ++j) {
+            const int nib = j < 16 ? j : 31 - j;
+            CHECK(z[j] == 2.f * (float)(nib + 16 * (int)((qh >> j) & 1)) + 0.25f);
+        }
+    }
+    SECTION("Q8_0: d=2, qs=j-16; quantize of exact multiples is exact") {
+        uint8_t b[34] = {};
+        set16(b, 0, 2.f);
+        for (int j = 0; j < 32; ++j) b[2 + j] = (uint8_t)(int8_t)(j - 16);
+        const auto y = deq_all(DType::Q8_0, b);
+        for (int j = 0; j < 32; ++j) CHECK(y[j] == 2.f * (j - 16));
+        // amax = 127 -> d = 1, q = x rounded to nearest-even: 2.5 -> 2, -3.5 -> -4.
+        std::vector<float> x(32, 0.f);
+        x[0] = 127.f, x[1] = 2.5f, x[2] = -3.5f, x[3] = -127.f, x[4] = 0.49f;
+        for (const Kernels *k : all_isas()) {
+            const Bytes q = quantize(*k, DType::Q8_0, x);
+            uint16_t d;
+            std::memcpy(&d, q.data(), 2);
+            CHECK(d == 0x3c00);
+            CHECK((int8_t)q[2] == 127);
+            CHECK((int8_t)q[3] == 2);
+            CHECK((int8_t)q[4] == -4);
+            CHECK((int8_t)q[5] == -127);
+            CHECK((int8_t)q[6] == 0);
+            const Bytes q1 = quantize(*k, DType::Q8_1, x);
+            uint16_t s;
+            std::memcpy(&s, q1.data() + 2, 2);
+            CHECK(fp16_to_f32(s) == 127.f + 2 - 4 - 127);
+        }
+    }
+}
+
+TEST_CASE("spot checks: K-quant blocks decode as the spec says", "[quant]") {
+    SECTION("Q2_K: x = d*sc*q - dmin*m, 2-bit planes at shifts 0,2,4,6") {
+        uint8_t b[84] = {};
+        for (int j = 0; j < 16; ++j) b[j] = (uint8_t)(j | ((15 - j) << 4)); // sc = j, m = 15 - j
+        for (int l = 0; l < 64; ++l) b[16 + l] = 0xE4; // 2-bit values 0,1,2,3 at shifts 0,2,4,6
+        set16(b, 80, 0.5f);
+        set16(b, 82, 0.25f);
+        const auto y = deq_all(DType::Q2_K, b);
+        for (int e = 0; e < 256; ++e) {
+            const int j = e / 16, q = (e % 128) / 32;
+            CHECK(y[e] == 0.5f * j * q - 0.25f * (15 - j));
+        }
+    }
+    SECTION("Q3_K: 6-bit scales minus 32, hmask bit set means no -4") {
+        uint8_t b[110] = {};
+        // hmask: bit (4h + s) of byte l; set it for even l only.
+        for (int l = 0; l < 32; ++l) b[l] = (l % 2 == 0) ? 0xFF : 0x00;
+        for (int l = 0; l < 64; ++l) b[32 + l] = 0xE4; // 2-bit plane s holds value s
+        // raw scale r_j = j + 24 (sc = j - 8): low nibble in byte j%8 (nibble j/8),
+        // top 2 bits in byte 8 + j%4 at bit 2*(j/4).
+        uint8_t *sc = b + 96;
+        for (int j = 0; j < 16; ++j) {
+            const int r = j + 24;
+            sc[j % 8] |= (uint8_t)((r & 0xF) << (4 * (j / 8)));
+            sc[8 + j % 4] |= (uint8_t)((r >> 4) << (2 * (j / 4)));
+        }
+        set16(b, 108, 2.f);
+        const auto y = deq_all(DType::Q3_K, b);
+        for (int e = 0; e < 256; ++e) {
+            const int j = e / 16, s = (e % 128) / 32, l = e % 32;
+            const int q = s - (l % 2 == 0 ? 0 : 4);
+            CHECK(y[e] == 2.f * (float)(j - 8) * (float)q);
+        }
+    }
+    // Q4_K/Q5_K scale packing: scales/mins 0..3 in the low 6 bits of bytes
+    // 0..3 / 4..7; 4..7 as nibbles of bytes 8..11 plus the top 2 bits of
+    // bytes 0..3 (scales) / 4..7 (mins).
+    auto pack_k4 = [](uint8_t *s, const int sc[8], const int mn[8]) {
+        std::memset(s, 0, 12);
+        for (int j = 0; j < 4; ++j) {
+            s[j] = (uint8_t)(sc[j] | ((sc[j + 4] >> 4) << 6));
+            s[j + 4] = (uint8_t)(mn[j] | ((mn[j + 4] >> 4) << 6));
+            s[j + 8] = (uint8_t)((sc[j + 4] & 0xF) | ((mn[j + 4] & 0xF) << 4));
+        }
+    };
+    const int sc[8] = {1, 17, 33, 63, 5, 40, 62, 21}, mn[8] = {0, 63, 2, 48, 31, 16, 7, 60};
+    SECTION("Q4_K: x = d*sc*q - dmin*m per 32, nibble planes per 64") {
+        uint8_t b[144] = {};
+        set16(b, 0, 0.5f);
+        set16(b, 2, 0.125f);
+        pack_k4(b + 4, sc, mn);
+        for (int l = 0; l < 128; ++l) b[16 + l] = (uint8_t)((l % 16) | ((15 - l % 16) << 4));
+        const auto y = deq_all(DType::Q4_K, b);
+        for (int e = 0; e < 256; ++e) {
+            const int j = e / 32, l = e % 32;
+            const int q = (j % 2 == 0) ? l % 16 : 15 - l % 16;
+            CHECK(y[e] == 0.5f * sc[j] * q - 0.125f * mn[j]);
+        }
+    }
+    SECTION("Q5_K: Q4_K plus qh bit j/32 of byte e%32") {
+        uint8_t b[176] = {};
+        set16(b, 0, 0.5f);
+        set16(b, 2, 0.125f);
+        pack_k4(b + 4, sc, mn);
+        for (int l = 0; l < 32; ++l) b[16 + l] = (uint8_t)(l * 37 + 11); // qh
+        for (int l = 0; l < 128; ++l) b[48 + l] = (uint8_t)((l % 16) | ((15 - l % 16) << 4));
+        const auto y = deq_all(DType::Q5_K, b);
+        for (int e = 0; e < 256; ++e) {
+            const int j = e / 32, l = e % 32;
+            const int hb = ((uint8_t)(l * 37 + 11) >> j) & 1;
+            const int q = ((j % 2 == 0) ? l % 16 : 15 - l % 16) + 16 * hb;
+            CHECK(y[e] == 0.5f * sc[j] * q - 0.125f * mn[j]);
+        }
+    }
+    SECTION("Q6_K: x = d*scale*(q-32), low nibbles + 2 high bits") {
+        uint8_t b[210] = {};
+        // Target q(e) = (e * 7) % 64; build ql/qh from the layout in blocks.h.
+        auto qv = [](int e) { return (e * 7) % 64; };
+        for (int h = 0; h < 2; ++h)
+            for (int l = 0; l < 32; ++l) {
+                const int e0 = 128 * h + l;
+                const int q0 = qv(e0), q1 = qv(e0 + 32), q2 = qv(e0 + 64), q3 = qv(e0 + 96);
+                b[64 * h + l] = (uint8_t)((q0 & 0xF) | ((q2 & 0xF) << 4));
+                b[64 * h + 32 + l] = (uint8_t)((q1 & 0xF) | ((q3 & 0xF) << 4));
+                b[128 + 32 * h + l] = (uint8_t)((q0 >> 4) | ((q1 >> 4) << 2) | ((q2 >> 4) << 4) | ((q3 >> 4) << 6));
+            }
+        for (int j = 0; j < 16; ++j) b[192 + j] = (uint8_t)(int8_t)(j * 9 - 70);
+        set16(b, 208, 0.25f);
+        const auto y = deq_all(DType::Q6_K, b);
+        for (int e = 0; e < 256; ++e) CHECK(y[e] == 0.25f * (float)(e / 16 * 9 - 70) * (float)(qv(e) - 32));
+    }
+    SECTION("Q8_K: the signed max maps to -127, d = max/-127, bsums per 16") {
+        std::vector<float> x(256);
+        for (int e = 0; e < 256; ++e) x[e] = (float)(e % 50) - 20.f;
+        x[100] = 63.5f; // the max magnitude, positive: iscale = -2
+        for (const Kernels *k : all_isas()) {
+            const Bytes q = quantize(*k, DType::Q8_K, x);
+            float d;
+            std::memcpy(&d, q.data(), 4);
+            CHECK(d == -0.5f);
+            for (int e = 0; e < 256; ++e) {
+                const int want = e == 100 ? -127 : std::min(127, -2 * (e % 50 - 20));
+                REQUIRE((int)(int8_t)q[4 + e] == want);
+            }
+            for (int j = 0; j < 16; ++j) {
+                int s = 0;
+                for (int l = 0; l < 16; ++l) s += (int8_t)q[4 + 16 * j + l];
+                int16_t bs;
+                std::memcpy(&bs, q.data() + 260 + 2 * j, 2);
+                CHECK(bs == s);
+            }
+        }
+    }
+}

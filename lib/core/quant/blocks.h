@@ -139,13 +139,18 @@ static inline void scale_min_k4(int j, const uint8_t *q, int &sc, int &m) {
 }
 
 // The 16 signed scales of a Q3_K block (already minus 32). Scale j: low 4 bits
-// from nibble (j / 8) of byte j % 8, top 2 bits from bits 2*(j/4) of byte 8 + j % 4.
+// from nibble (j / 8) of byte j % 8, top 2 bits from bits 2*(j/4) of byte
+// 8 + j % 4. Done four scales per 32-bit word.
 static inline void q3k_scales(const uint8_t *s, int8_t out[16]) {
-    for (int j = 0; j < 16; ++j) {
-        const int lo = (j < 8 ? s[j] : s[j - 8] >> 4) & 0xF;
-        const int hi = (s[8 + (j & 3)] >> (2 * (j / 4))) & 3;
-        out[j] = (int8_t)((lo | (hi << 4)) - 32);
-    }
+    uint32_t a[3], r[4];
+    std::memcpy(a, s, 12);
+    r[0] = (a[0] & 0x0f0f0f0f) | ((a[2] & 0x03030303) << 4);              // scales 0..3
+    r[1] = (a[1] & 0x0f0f0f0f) | (((a[2] >> 2) & 0x03030303) << 4);       // 4..7
+    r[2] = ((a[0] >> 4) & 0x0f0f0f0f) | (((a[2] >> 4) & 0x03030303) << 4); // 8..11
+    r[3] = ((a[1] >> 4) & 0x0f0f0f0f) | (((a[2] >> 6) & 0x03030303) << 4); // 12..15
+    uint8_t u[16];
+    std::memcpy(u, r, 16);
+    for (int j = 0; j < 16; ++j) out[j] = (int8_t)(u[j] - 32);
 }
 
 static inline uint32_t load_u32(const uint8_t *p) {

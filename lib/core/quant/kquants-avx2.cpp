@@ -18,15 +18,31 @@ using namespace x86;
 
 static inline __m256i load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
-// [s0 x 8 | s1 x 8] as int16: the scales of the two 16-element halves of a
-// 32-element group, for madd against maddubs' 16 pair sums.
-static inline __m256i scale_pair(int s0, int s1) {
-    return _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0));
+// [s[j] x 8 | s[j+1] x 8] as int16 from 16 int8 scales: the scales of the
+// two 16-element halves of a 32-element group, for madd against maddubs'
+// 16 pair sums. j is a constant after unrolling, so this is pshufb + pmovsx.
+static inline __m256i scale_pair(__m128i s8, int j) {
+    const __m128i ctrl = _mm_add_epi8(_mm_set1_epi8((char)j), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s8, ctrl));
 }
 
 // sum_j sc[j] * bsums[j] over the 16 sub-blocks (sc as 16 int16).
 static inline int scaled_bsums(const int16_t *bsums, __m256i sc16) {
     return hsum_i32(_mm256_madd_epi16(load256(bsums), sc16));
+}
+
+// Q3_K's 16 six-bit scales minus 32 as int8, in registers (the same bit
+// moves as q3k_scales in blocks.h; a round trip through memory here costs a
+// store-forwarding stall per block). Word k of the result holds scales
+// 4k..4k+3: low nibbles from word (k & 1) shifted by 4 * (k >> 1), top bits
+// from word 2 shifted by 2k.
+static inline __m128i q3k_scales_v(const uint8_t *s) {
+    const __m128i a = _mm_insert_epi32(_mm_loadl_epi64((const __m128i *)s), (int)load_u32(s + 8), 2);
+    const __m128i lo = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(a, _MM_SHUFFLE(1, 0, 1, 0)), _mm_setr_epi32(0, 0, 4, 4)),
+                                     _mm_set1_epi8(0x0F));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(a, _MM_SHUFFLE(2, 2, 2, 2)), _mm_setr_epi32(0, 2, 4, 6)),
+                                     _mm_set1_epi8(0x03));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi32(hi, 4)), _mm_set1_epi8(32));
 }
 
 // Q4_K/Q5_K: 8 six-bit scales and mins, as bytes (see scale_min_k4).
@@ -67,6 +83,7 @@ float dot_q45_k(int64_t n, const void *w, const void *act) {
         __m256i hbits = _mm256_setzero_si256();
         if constexpr (Q5) hbits = load256(x[i].qh);
         __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
             const __m256i q = load256(x[i].qs + 32 * c);
             __m256i lo = _mm256_and_si256(q, m4);
@@ -92,10 +109,10 @@ float dot_q6_k(int64_t n, const void *w, const void *act) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; ++i) {
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
-        alignas(32) int16_t sc[16];
-        _mm256_store_si256((__m256i *)sc, sc16);
+        const __m128i s8 = _mm_loadu_si128((const __m128i *)x[i].scales);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(s8);
         __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
             const __m256i ql0 = load256(x[i].ql + 64 * h), ql1 = load256(x[i].ql + 64 * h + 32);
             const __m256i qh = load256(x[i].qh + 32 * h);
@@ -105,10 +122,11 @@ float dot_q6_k(int64_t n, const void *w, const void *act) {
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4)),
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4)),
             };
+#pragma GCC unroll 4
             for (int g = 0; g < 4; ++g) {
                 const int j = 8 * h + 2 * g;
                 const __m256i p = _mm256_maddubs_epi16(q[g], load256(y[i].qs + 128 * h + 32 * g));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(sc[j], sc[j + 1])));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(s8, j)));
             }
         }
         const int isum = hsum_i32(sumi) - 32 * scaled_bsums(y[i].bsums, sc16);
@@ -125,16 +143,17 @@ float dot_q2_k(int64_t n, const void *w, const void *act) {
     for (int64_t i = 0; i < n / QK_K; ++i) {
         const __m128i s8 = _mm_loadu_si128((const __m128i *)x[i].scales);
         const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0F)));
-        alignas(16) uint8_t sc[16];
-        _mm_store_si128((__m128i *)sc, _mm_and_si128(s8, _mm_set1_epi8(0x0F)));
+        const __m128i sc8 = _mm_and_si128(s8, _mm_set1_epi8(0x0F));
         __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
             const __m256i qs = load256(x[i].qs + 32 * h);
+#pragma GCC unroll 4
             for (int s = 0; s < 4; ++s) {
                 const __m256i q = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * s), m2);
                 const __m256i p = _mm256_maddubs_epi16(q, load256(y[i].qs + 128 * h + 32 * s));
                 const int j = 8 * h + 2 * s;
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(sc[j], sc[j + 1])));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(sc8, j)));
             }
         }
         const float dy = y[i].d;
@@ -150,20 +169,21 @@ float dot_q3_k(int64_t n, const void *w, const void *act) {
     const __m256i m2 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; ++i) {
-        int8_t s8[16];
-        q3k_scales(x[i].scales, s8);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)s8));
+        const __m128i sc8 = q3k_scales_v(x[i].scales);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
         const __m256i hm = load256(x[i].hmask);
         __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
             const __m256i qs = load256(x[i].qs + 32 * h);
+#pragma GCC unroll 4
             for (int s = 0; s < 4; ++s) {
                 // u = q2 | hbit << 2, in 0..7; the -4 is applied through bsums.
                 const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + s), one);
                 const __m256i q = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 2 * s), m2), _mm256_slli_epi16(hb, 2));
                 const __m256i p = _mm256_maddubs_epi16(q, load256(y[i].qs + 128 * h + 32 * s));
                 const int j = 8 * h + 2 * s;
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(s8[j], s8[j + 1])));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(sc8, j)));
             }
         }
         const int isum = hsum_i32(sumi) - 4 * scaled_bsums(y[i].bsums, sc16);
@@ -172,9 +192,54 @@ float dot_q3_k(int64_t n, const void *w, const void *act) {
     return sum;
 }
 
+// Q8_K activations, byte-identical to the scalar q_q8_k: the first element
+// of largest magnitude gives max, iscale = -127/max, q = min(127,
+// round-nearest-even(iscale * x)), d = 1/iscale, bsums per 16.
+void q_q8_k(const float *x, void *dst, int64_t n) {
+    BlockQ8_K *b = (BlockQ8_K *)dst;
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+        __m256 mx = _mm256_setzero_ps();
+        for (int k = 0; k < QK_K; k += 8) mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        if (amax == 0.f) {
+            std::memset(&b[i], 0, sizeof(BlockQ8_K));
+            continue;
+        }
+        int first = 0;
+        const __m256 va = _mm256_set1_ps(amax);
+        for (int k = 0; k < QK_K; k += 8) {
+            const int m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask), va, _CMP_EQ_OQ));
+            if (m) {
+                first = k + __builtin_ctz((unsigned)m);
+                break;
+            }
+        }
+        const float iscale = -127.f / x[first];
+        const __m256 vs = _mm256_set1_ps(iscale);
+        const __m256i lim = _mm256_set1_epi32(127);
+        for (int k = 0; k < QK_K; k += 32) {
+            __m256i q[4];
+            for (int j = 0; j < 4; ++j) {
+                const __m256 v = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + k + 8 * j), vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                q[j] = _mm256_min_epi32(_mm256_cvtps_epi32(v), lim);
+            }
+            b[i].bsums[k / 16] = (int16_t)hsum_i32(_mm256_add_epi32(q[0], q[1]));
+            b[i].bsums[k / 16 + 1] = (int16_t)hsum_i32(_mm256_add_epi32(q[2], q[3]));
+            const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            _mm256_storeu_si256((__m256i *)(b[i].qs + k), _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+        }
+        b[i].d = 1.f / iscale;
+    }
+}
+
 } // namespace
 
 void avx2_fill_kquants(Kernels &k) {
+    k.quant[(int)DType::Q8_K] = q_q8_k;
     k.dot[(int)DType::Q2_K] = dot_q2_k;
     k.dot[(int)DType::Q3_K] = dot_q3_k;
     k.dot[(int)DType::Q4_K] = dot_q45_k<false>;

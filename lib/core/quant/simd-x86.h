@@ -45,8 +45,14 @@ static inline __m256i bits_to_bytes(uint32_t x) {
 
 // sum over pairs of u8 * s8 -> 8 x i32 (each i16 pair sum must not saturate,
 // true for |u| <= 128, |s| <= 127).
+// With VT_QUANT_VNNI (a translation unit built with -mavx512vnni -mavx512vl)
+// this is one vpdpbusd, which has no int16 intermediate at all.
 static inline __m256i dot_us8(__m256i u, __m256i s) {
+#if defined(VT_QUANT_VNNI)
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
 }
 
 // Signed x signed bytes (x may be -128, y in -127..127).
