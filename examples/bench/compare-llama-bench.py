@@ -91,10 +91,14 @@ def ensure_llama_bench(cache: Path, jobs: int, nice: int) -> Path:
     return exe
 
 
-def run_llama_bench(exe: Path, model: Path, p: int, n: int, t: int, r: int) -> dict[str, float]:
+def run_llama_bench(exe: Path, model: Path, p: int, n: int, t: int, r: int,
+                    omp_passive: bool = False) -> dict[str, float]:
     cmd = [str(exe), "-m", str(model), "-p", str(p), "-n", str(n), "-t", str(t),
            "-r", str(r), "-o", "json"]
-    res = run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = dict(os.environ)
+    if omp_passive:
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
+    res = run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if res.returncode != 0:
         sys.exit(f"llama-bench failed (rc {res.returncode}):\n{res.stderr[-3000:]}")
     rows = json.loads(res.stdout)
@@ -159,6 +163,9 @@ def main() -> int:
     ap.add_argument("--build-only", action="store_true", help="build llama-bench and exit")
     ap.add_argument("--skip-vt", action="store_true", help="run llama-bench only")
     ap.add_argument("--json", action="store_true", help="also print the results as JSON")
+    ap.add_argument("--omp-passive", action="store_true",
+                    help="run llama-bench with OMP_WAIT_POLICY=PASSIVE (its OpenMP threads "
+                         "spin by default, which collapses on an oversubscribed machine)")
     a = ap.parse_args()
 
     lb = Path(a.llama_bench) if a.llama_bench else ensure_llama_bench(
@@ -173,12 +180,13 @@ def main() -> int:
                  "or --skip-vt")
 
     args = (model, a.n_prompt, a.n_gen, a.threads, a.repetitions)
-    llama = run_llama_bench(lb, *args)
+    llama = run_llama_bench(lb, *args, omp_passive=a.omp_passive)
     vt = {} if a.skip_vt else run_vt_bench(vt_exe, *args)
 
     tests = [f"pp{a.n_prompt}", f"tg{a.n_gen}"]
     print(f"model {model.name}, {a.threads} threads, {a.repetitions} repetitions"
-          + (f", llama.cpp {llama['_commit']}" if "_commit" in llama else ""))
+          + (f", llama.cpp {llama['_commit']}" if "_commit" in llama else "")
+          + (" (OMP_WAIT_POLICY=PASSIVE)" if a.omp_passive else ""))
     print(f"| {'test':6s} | {'vt t/s':>14s} | {'llama.cpp t/s':>14s} | {'ratio':>6s} |")
     print("|" + "-" * 8 + "|" + "-" * 16 + "|" + "-" * 16 + "|" + "-" * 8 + "|")
     noisy = []

@@ -29,7 +29,8 @@ VT_API vt_status vt_tokenize(const vt_tokenizer *tok, const char *text, size_t l
                                                             flags & VT_TOKENIZE_PARSE_SPECIAL);
         *n_tokens = ids.size();
         if (ids.size() > cap) {
-            st = vt::api::fail(VT_ERR_BUFFER_TOO_SMALL, "vt_tokenize: the text needs more tokens than cap");
+            st = vt::api::fail(VT_ERR_BUFFER_TOO_SMALL,
+                               vt::strprintf("vt_tokenize: the text needs %zu tokens, cap is %zu", ids.size(), cap));
             return;
         }
         if (!ids.empty()) std::memcpy(tokens, ids.data(), ids.size() * sizeof(vt_token));

@@ -16,17 +16,23 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
     auto arch = m->gguf_->get_string("general.architecture");
     if (!arch) fail(VT_ERR_FORMAT, "%s: no general.architecture key", path.c_str());
     m->arch_name_ = std::string(*arch);
-    m->arch_ = make_architecture(m->arch_name_);
-    m->tokenizer_ = Tokenizer::from_gguf(*m->gguf_);
-    report(0.6f);
-    for (const GgufTensorInfo &t : m->gguf_->tensors()) {
-        m->n_params += (uint64_t)(t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]);
-        m->size_bytes += t.nbytes;
+    try {
+        m->arch_ = make_architecture(m->arch_name_);
+        m->tokenizer_ = Tokenizer::from_gguf(*m->gguf_);
+        report(0.6f);
+        for (const GgufTensorInfo &t : m->gguf_->tensors()) {
+            m->n_params += (uint64_t)(t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]);
+            m->size_bytes += t.nbytes;
+        }
+        m->arch_->load(*m);
+        if (m->hparams.n_vocab != m->tokenizer_->n_vocab())
+            fail(VT_ERR_FORMAT, "the output has %u rows but the vocabulary %u tokens", m->hparams.n_vocab,
+                 m->tokenizer_->n_vocab());
+    } catch (const Error &e) {
+        // Name the file: the architecture and tokenizer code does not know it.
+        if (e.status() == VT_ERR_CANCELLED) throw;
+        throw Error(e.status(), path + ": " + e.what());
     }
-    m->arch_->load(*m);
-    if (m->hparams.n_vocab != m->tokenizer_->n_vocab())
-        fail(VT_ERR_FORMAT, "%s: the output has %u rows but the vocabulary %u tokens", path.c_str(),
-             m->hparams.n_vocab, m->tokenizer_->n_vocab());
     report(1.0f);
     VT_LOG_INFO("loaded %s: %s, %u layers, %llu params, %.1f MiB", path.c_str(), m->arch_name_.c_str(),
                 m->hparams.n_layer, (unsigned long long)m->n_params, (double)m->size_bytes / (1 << 20));

@@ -5,10 +5,13 @@
 //
 // Environment:
 //   VT_TEST_MODEL   path of SmolLM2-135M-Instruct.Q4_1.gguf, set by the test
-//                   runner from examples/models/vt_models.py. Unset or missing:
-//                   every case WARNs and skips (passes without assertions).
+//                   runner (tests/run.sh) from examples/models/vt_models.py.
+//                   Unset or missing: the test exits 77, which meson reports
+//                   as SKIP.
 //   VT_SOURCE_ROOT  repository root (set by meson's test env); the goldens are
 //                   at tests/models/goldens/smollm2-q4_1.json under it.
+//   VT_TEST_GOLDEN  optional: another golden file of the same format (e.g. the
+//                   exact-arithmetic one from tests/models/numpy-reference.py).
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -31,17 +34,36 @@ using json = nlohmann::json;
 
 namespace {
 
-// Largest |vt logit - llama.cpp logit| allowed for each of the golden's top-20
-// ids at each teacher-forced position. Provisional: the lead sets the final
-// value from the max diffs these tests print.
-constexpr float TOL = 0.25f;
+// Tolerances, derived from measurement rather than picked.
+//
+// Both llama.cpp and vt quantize every activation row to int8 (Q8_0/Q8_1/
+// Q8_K) before each matmul and keep K/V in f16, so a one-ulp difference in
+// any float sum (SIMD width, accumulation order, exp implementation) can flip
+// the rounding of an int8 activation, and those flips compound over 30
+// layers. tests/models/numpy-reference.py runs the same weights in float64
+// without activation quantization; against it, on 39 positions x 49152
+// logits of mixed text:
+//   llama.cpp: rms 0.24, max 1.58      vt: rms 0.21, max 1.27
+//   vt vs llama.cpp:                   rms 0.23, max 1.36
+// So two correct engines differ by ~0.25 rms and up to ~1.5 at the worst
+// logit; no engine that is not bit-identical to llama.cpp's build on this
+// very CPU can do better (llama.cpp is not bit-identical across CPUs itself).
+//
+// Largest |vt - llama.cpp| allowed for each golden top-20 logit.
+constexpr float TOL_MAX = 2.0f;
+// Largest root-mean-square difference over all top-20 logits of a prompt:
+// ~1.5x the measured noise, so a systematic error (a wrong RoPE angle, a
+// missing scale) that shifts logits by a few tenths everywhere fails here.
+constexpr float TOL_RMS = 0.4f;
 // Top-1 ids must agree wherever the golden's top1 - top2 margin exceeds this
-// (below it the choice is a near-tie that quantization noise may flip).
+// (the issue's criterion); checked at the teacher-forced positions and along
+// the whole 64-token greedy path of the golden.
 constexpr float TOP1_MARGIN = 0.05f;
-// Greedy: the ids must be identical; a first divergence is excused only at a
-// step where the golden's own top1 - top2 margin is below this (a near-tie;
-// the rest of that continuation is then not compared).
-constexpr float GREEDY_TIE_MARGIN = 0.05f;
+// Free-running greedy: ids identical until the first divergence, which is
+// excused only where the golden's margin is below this. The noise of a margin
+// (difference of two logits) is ~sqrt(2) x 0.25 = 0.35 rms, so a flip at a
+// margin below 0.5 is expected of any correct engine; above it, it is a bug.
+constexpr float GREEDY_TIE_MARGIN = 0.5f;
 
 struct ModelDeleter {
     void operator()(vt_model *m) const { vt_model_destroy(m); }
@@ -68,6 +90,9 @@ std::string status_msg(vt_status st) {
     } while (0)
 
 fs::path golden_path() {
+    // Override for diagnostics, e.g. the exact-arithmetic golden written by
+    // tests/models/numpy-reference.py --out.
+    if (const char *g = std::getenv("VT_TEST_GOLDEN"); g && *g) return g;
     const char *root = std::getenv("VT_SOURCE_ROOT");
     fs::path base = root ? fs::path(root) : fs::path(".");
     return base / "tests" / "models" / "goldens" / "smollm2-q4_1.json";
@@ -87,7 +112,7 @@ Fixture &fixture() {
         Fixture x;
         const char *mp = std::getenv("VT_TEST_MODEL");
         if (!mp || !*mp) {
-            x.skip_reason = "VT_TEST_MODEL is not set (run tests through the runner script, "
+            x.skip_reason = "VT_TEST_MODEL is not set (run tests through tests/run.sh, "
                             "or export VT_TEST_MODEL=$(python3 examples/models/vt_models.py path smollm2))";
             return x;
         }
@@ -118,8 +143,10 @@ Fixture &fixture() {
 bool ready() {
     Fixture &f = fixture();
     if (!f.have_model) {
-        WARN("SKIPPED: " << f.skip_reason);
-        return false;
+        // 77 is meson's "skipped" exit status: without the model the run
+        // shows as SKIP, not as a pass that checked nothing.
+        std::fprintf(stderr, "SKIPPED: %s\n", f.skip_reason.c_str());
+        std::exit(77);
     }
     INFO("golden file: " << golden_path().string());
     REQUIRE(f.golden.is_object());
@@ -243,6 +270,8 @@ TEST_CASE("smollm2: teacher-forced logits match llama.cpp", "[model][smollm2][lo
 
         const json &tf = p["tf"];
         float max_diff = 0.0f;
+        double sum_sq = 0.0;
+        size_t n_vals = 0;
         size_t n_top1_checked = 0, n_bad = 0;
         std::ostringstream bad;  // first few violations, for the failure message
         for (size_t k = 0; k < tf["positions"].size(); ++k) {
@@ -264,20 +293,59 @@ TEST_CASE("smollm2: teacher-forced logits match llama.cpp", "[model][smollm2][lo
             for (size_t j = 0; j < gid.size(); ++j) {
                 const float d = std::fabs(l[gid[j]] - gval[j]);
                 if (!(d <= max_diff)) max_diff = std::isnan(d) ? INFINITY : d;
-                if (!(d <= TOL) && ++n_bad <= 8)
+                sum_sq += (double)d * d;
+                ++n_vals;
+                if (!(d <= TOL_MAX) && ++n_bad <= 8)
                     bad << "  pos " << pos << " id " << gid[j] << ": vt " << l[gid[j]]
                         << ", golden " << gval[j] << " (|diff| " << d << ")\n";
             }
         }
         max_diff_all = std::max(max_diff_all, max_diff);
-        summary << "  " << name << ": max |diff| " << max_diff << " over "
+        const double rms = n_vals ? std::sqrt(sum_sq / (double)n_vals) : 0.0;
+        CHECK(rms <= TOL_RMS);
+        summary << "  " << name << ": rms " << rms << ", max |diff| " << max_diff << " over "
                 << tf["positions"].size() << " positions, top-1 checked at "
                 << n_top1_checked << "\n";
         INFO("violations (first 8):\n" << bad.str());
         CHECK(n_bad == 0);
     }
-    WARN("teacher-forced logits, TOL " << TOL << ", max |vt - llama.cpp| over all prompts: "
+    WARN("teacher-forced logits, TOL_MAX " << TOL_MAX << ", TOL_RMS " << TOL_RMS << ", max |vt - llama.cpp| over all prompts: "
                                        << max_diff_all << "\n" << summary.str());
+}
+
+TEST_CASE("smollm2: argmax along llama.cpp's greedy path", "[model][smollm2][greedy]") {
+    // The oracle's 64 greedy tokens fed after the prompt in one step: at each
+    // step vt's argmax must be the oracle's next token wherever the oracle's
+    // margin exceeds TOP1_MARGIN. Unlike free-running greedy, one near-tie
+    // does not end the comparison, so all 64 steps of every prompt count.
+    if (!ready()) return;
+    const json &g = fixture().golden;
+    const size_t nv = n_vocab();
+    ContextPtr ctx = make_context();
+    size_t n_checked = 0, n_total = 0;
+    for (const json &p : g["prompts"]) {
+        if (!p.contains("greedy")) continue;
+        const std::string name = p["name"];
+        INFO("prompt '" << name << "'");
+        const std::vector<vt_token> prompt = eval_ids(p);
+        const std::vector<vt_token> want = ids_of(p["greedy"]);
+        const auto margins = p["greedy_margins"].get<std::vector<float>>();
+        std::vector<vt_token> all = prompt;
+        all.insert(all.end(), want.begin(), want.end() - 1);
+        SeqPtr seq = make_seq(ctx.get(), /*logits_all=*/true, static_cast<uint32_t>(all.size() + 16));
+        VT_REQUIRE_OK(vt_seq_feed(seq.get(), all.data(), all.size()));
+        VT_REQUIRE_OK(vt_seq_step(seq.get()));
+        for (size_t i = 0; i < want.size(); ++i) {
+            ++n_total;
+            if (margins[i] <= TOP1_MARGIN) continue;
+            ++n_checked;
+            const vt_token got = argmax(logits_at(seq.get(), (int32_t)(prompt.size() - 1 + i), nv), nv);
+            INFO("step " << i << ": vt " << got << ", golden " << want[i] << " (margin " << margins[i] << ")");
+            CHECK(got == want[i]);
+        }
+    }
+    WARN("greedy path: top-1 compared at " << n_checked << " of " << n_total << " steps");
+    CHECK(n_checked > n_total * 9 / 10);
 }
 
 TEST_CASE("smollm2: greedy continuation matches llama.cpp", "[model][smollm2][greedy]") {

@@ -17,6 +17,7 @@
 #include "common/gguf-writer.h"
 #include "core/error.h"
 #include "model/gguf.h"
+#include "../common/test-env.h"
 
 namespace fs = std::filesystem;
 using vt::GgufFile;
@@ -156,17 +157,8 @@ vt_status open_status(const std::string &path, std::string *msg = nullptr) {
     return VT_OK;
 }
 
-fs::path shared_data() {
-    if (const char *d = std::getenv("VT_SHARED_DATA")) return d;
-    if (const char *r = std::getenv("VT_SOURCE_ROOT")) return fs::path(r) / ".." / "shared" / "data";
-    return "/work/shared/data";
-}
+using vt::test::shared_data;
 
-fs::path model_dir() {
-    if (const char *d = std::getenv("VT_MODEL_DIR")) return d;
-    const char *home = std::getenv("HOME");
-    return fs::path(home ? home : "/root") / ".cache" / "vt" / "models";
-}
 
 // A scratch file removed at scope exit.
 struct TempFile {
@@ -549,9 +541,9 @@ TEST_CASE("gguf: llama.cpp vocab files", "[gguf][data]") {
 }
 
 TEST_CASE("gguf: SmolLM2 model", "[gguf][data]") {
-    const fs::path path = model_dir() / "SmolLM2-135M-Instruct.Q4_1.gguf";
-    if (!fs::exists(path)) {
-        WARN("SKIPPED: model not found at " << path.string() << " (set VT_MODEL_DIR)");
+    const fs::path path = vt::test::default_model();
+    if (path.empty()) {
+        WARN("SKIPPED: " << vt::test::default_model_hint());
         return;
     }
     auto g = GgufFile::open(path.string());

@@ -18,23 +18,16 @@
 #include "core/error.h"
 #include "model/gguf.h"
 #include "tokenizer/tokenizer.h"
+#include "../common/test-env.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path shared_data() {
-    if (const char *d = std::getenv("VT_SHARED_DATA")) return d;
-    return fs::path("..") / "shared" / "data";
-}
+using vt::test::shared_data;
 
 fs::path vocab_dir() { return shared_data() / "tokenizers" / "llama.cpp-vocab"; }
 
-fs::path model_dir() {
-    if (const char *d = std::getenv("VT_MODEL_DIR")) return d;
-    if (const char *h = std::getenv("HOME")) return fs::path(h) / ".cache" / "vt" / "models";
-    return {};
-}
 
 std::string read_all(const fs::path &p) {
     std::ifstream f(p, std::ios::binary);
@@ -103,8 +96,8 @@ struct Smol {
 Smol *smol() {
     static Smol s = [] {
         Smol r;
-        const fs::path p = model_dir() / "SmolLM2-135M-Instruct.Q4_1.gguf";
-        if (fs::exists(p)) r.tok = load(p, r.gguf);
+        const fs::path p = vt::test::default_model();
+        if (!p.empty()) r.tok = load(p, r.gguf);
         return r;
     }();
     return s.tok ? &s : nullptr;
@@ -173,8 +166,7 @@ TEST_CASE("tokenizer: llama.cpp vocabulary test vectors", "[tokenizer]") {
 TEST_CASE("tokenizer: SmolLM2 special tokens and chat markers", "[tokenizer]") {
     Smol *s = smol();
     if (!s) {
-        WARN("SKIPPED: SmolLM2-135M-Instruct.Q4_1.gguf not found in " << model_dir().string()
-                                                                        << " (set VT_MODEL_DIR)");
+        WARN("SKIPPED: " << vt::test::default_model_hint());
         return;
     }
     const vt::Tokenizer &t = *s->tok;
