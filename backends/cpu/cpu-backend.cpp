@@ -67,10 +67,24 @@ bool supports(const Node &n) {
     case Op::ADD:
     case Op::SWIGLU: return f32(n.src[0]) && f32(n.src[1]) && f32(n.dst);
     case Op::MUL_MAT: return vec_dot_fn(n.src[0]->type) != nullptr && f32(n.src[1]) && f32(n.dst);
-    case Op::ROPE: return f32(n.src[0]) && n.src[1]->type == DType::I32 && f32(n.dst) && (n.params.i[1] == 0 || n.params.i[1] == 2);
-    case Op::ATTN:
-        return f32(n.src[0]) && f32(n.src[1]) && f32(n.src[2]) && n.src[3]->type == DType::F16 &&
-               n.src[4]->type == DType::F16 && f32(n.dst);
+    case Op::ROPE: {
+        const int n_rot = n.params.i[0], head_dim = n.params.i[2];
+        return f32(n.src[0]) && n.src[1]->type == DType::I32 && f32(n.dst) && (n.params.i[1] == 0 || n.params.i[1] == 2) &&
+               head_dim > 0 && head_dim <= 1024 && n.src[0]->ne[0] % head_dim == 0 && n_rot > 0 && n_rot % 2 == 0 &&
+               n_rot <= head_dim && n.src[1]->ne[0] == n.src[0]->ne[1];
+    }
+    case Op::ATTN: {
+        const int64_t head_dim = n.params.i[1], n_past = n.params.i[0];
+        if (!(f32(n.src[0]) && f32(n.src[1]) && f32(n.src[2]) && n.src[3]->type == DType::F16 &&
+              n.src[4]->type == DType::F16 && f32(n.dst) && head_dim > 0 && n_past >= 0))
+            return false;
+        const int64_t q_row = n.src[0]->ne[0], kv_row = n.src[1]->ne[0], n_tok = n.src[0]->ne[1];
+        if (q_row % head_dim || kv_row % head_dim || n.src[2]->ne[0] != kv_row) return false;
+        const int64_t n_head = q_row / head_dim, n_head_kv = kv_row / head_dim;
+        // The caches must hold every position this step writes.
+        return n_head_kv > 0 && n_head % n_head_kv == 0 && n.src[3]->ne[0] == kv_row && n.src[4]->ne[1] == kv_row &&
+               n_past + n_tok <= n.src[3]->ne[1] && n_past + n_tok <= n.src[4]->ne[0];
+    }
     case Op::COUNT: break;
     }
     return false;

@@ -23,7 +23,7 @@ void op_rope(const Node &n, const OpCtx &c) {
     const int64_t n_head = row / head_dim;
     const float theta_scale = std::pow(base, -2.0f / (float)n_rot);
 
-    float cache[2 * 512];  // (cos, sin) per rotated pair; head_dim <= 1024 checked at load
+    float cache[1024];  // (cos, sin) per rotated pair; supports() bounds n_rot <= 1024
     int64_t b, e;
     split(n_tok, c.ith, c.nth, b, e);
     for (int64_t t = b; t < e; ++t) {

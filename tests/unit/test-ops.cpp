@@ -1,0 +1,734 @@
+// Every op of core/ops.def on the CPU backend, through the real path (a
+// vt::Graph, plan(), bind(), graph_compute on the backend's vtable), against
+// naive double-precision references written from each op's mathematical
+// definition. Each case runs with 1 and 3 threads and the two results must be
+// identical bit for bit (the kernels split work so that every output element
+// is computed by the same code on the same data).
+//
+// Tolerances are derived, not tuned; each is stated next to its check.
+// u = 2^-24 is the unit roundoff of f32. VT_TEST_OPS_VERBOSE=1 prints each
+// check's worst error/tolerance ratio (how much margin a bound leaves).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend-impl.h"
+#include "backend/graph.h"
+#include "core/quant.h"
+
+using namespace vt;
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+constexpr double kU = 0x1p-24;
+constexpr int kThreads[2] = {1, 3};
+
+// ---- backend and graph plumbing ----------------------------------------------
+
+// One backend per thread count, created at first use, freed at exit.
+vt_backend *cpu(int nth) {
+    struct Free {
+        void operator()(vt_backend *b) const { backend_free(b); }
+    };
+    static std::unique_ptr<vt_backend, Free> b[2];
+    const int i = nth == 1 ? 0 : 1;
+    if (!b[i]) {
+        vt_backend_params p{};
+        p.n_threads = (uint32_t)nth;
+        b[i].reset(backend_create("cpu", p));
+    }
+    return b[i].get();
+}
+
+// Plans g and binds it to an arena from the backend's allocator.
+struct Bound {
+    explicit Bound(Graph &g) {
+        const size_t need = g.plan();
+        vt_backend *be = cpu(1);
+        arena = static_cast<uint8_t *>(be->iface->alloc_host(be->context, need + 64));
+        REQUIRE(arena != nullptr);
+        g.bind(arena);
+    }
+    ~Bound() {
+        vt_backend *be = cpu(1);
+        be->iface->free_host(be->context, arena);
+    }
+    Bound(const Bound &) = delete;
+    Bound &operator=(const Bound &) = delete;
+    uint8_t *arena = nullptr;
+};
+
+vt_status compute(int nth, const Graph &g) {
+    vt_backend *be = cpu(nth);
+    return be->iface->graph_compute(be->context, g.nodes().data(), (int)g.nodes().size());
+}
+
+bool supports(const Node &n) {
+    vt_backend *be = cpu(1);
+    return be->iface->supports_op(be->context, &n);
+}
+
+template <class T> void put(Tensor *t, const std::vector<T> &v) {
+    REQUIRE(v.size() * sizeof(T) == t->nbytes());
+    std::memcpy(t->data, v.data(), t->nbytes());
+}
+
+std::vector<float> get(const Tensor *t) {
+    std::vector<float> v((size_t)t->nelements());
+    std::memcpy(v.data(), t->data, v.size() * sizeof(float));
+    return v;
+}
+
+bool same_bits(const void *a, const void *b, size_t n) { return std::memcmp(a, b, n) == 0; }
+
+// Runs the graph with 1 and 3 threads (fill() rewrites every input and any
+// borrowed tensor the op mutates before each run); checks that both results
+// agree bit for bit; returns the 1-thread result of `out`. snap(), if given,
+// captures extra state (e.g. caches) after each run, compared bitwise too.
+std::vector<float> run_both(Graph &g, Tensor *out, const std::function<void()> &fill,
+                            const std::function<Bytes()> &snap = nullptr) {
+    std::vector<float> res[2];
+    Bytes extra[2];
+    for (int r = 0; r < 2; ++r) {
+        fill();
+        REQUIRE(compute(kThreads[r], g) == VT_OK);
+        res[r] = get(out);
+        if (snap) extra[r] = snap();
+    }
+    INFO("1 thread vs 3 threads");
+    CHECK(same_bits(res[0].data(), res[1].data(), res[0].size() * sizeof(float)));
+    if (snap) CHECK(extra[0] == extra[1]);
+    return res[0];
+}
+
+// Checks |got - ref| <= tol elementwise; reports the worst element.
+void check_close(const std::vector<float> &got, const std::vector<double> &ref, const std::vector<double> &tol,
+                 const std::string &what) {
+    REQUIRE(got.size() == ref.size());
+    REQUIRE(tol.size() == ref.size());
+    size_t worst = 0, bad = 0;
+    double worst_ratio = -1;
+    for (size_t i = 0; i < got.size(); ++i) {
+        const double err = std::fabs((double)got[i] - ref[i]);
+        const double ratio = !std::isfinite(err) ? INFINITY : err == 0 ? 0.0 : err / tol[i];
+        if (!(ratio <= 1.0)) ++bad;
+        if (!(ratio <= worst_ratio)) {
+            worst_ratio = ratio;
+            worst = i;
+        }
+    }
+    if (std::getenv("VT_TEST_OPS_VERBOSE")) std::printf("%-28s worst err/tol %.3g (n=%zu)\n", what.c_str(), worst_ratio, got.size());
+    INFO(what << ": " << bad << " of " << got.size() << " elements out of tolerance; worst at " << worst
+              << ": got " << got[worst] << ", expected " << ref[worst] << ", tol " << tol[worst]
+              << " (err/tol " << worst_ratio << ")");
+    CHECK(bad == 0);
+}
+
+// ---- random data -------------------------------------------------------------
+
+// Byte offsets of a block's fp16 scale (d-like) and min fields.
+struct Fields {
+    std::vector<int> scales, mins;
+};
+Fields fp16_fields(DType t) {
+    switch (t) {
+    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return {{0}, {}};
+    case DType::Q4_1: case DType::Q5_1: return {{0}, {2}};
+    case DType::Q2_K: return {{80}, {82}};
+    case DType::Q3_K: return {{108}, {}};
+    case DType::Q4_K: case DType::Q5_K: return {{0}, {2}};
+    case DType::Q6_K: return {{208}, {}};
+    default: return {};
+    }
+}
+
+void put_f16(uint8_t *p, float v) {
+    const uint16_t h = f32_to_fp16(v);
+    std::memcpy(p, &h, 2);
+}
+
+// A weight matrix of `rows` rows of n elements: floats ~ N(0, 1); block types
+// random bytes with finite, moderate fp16 scales and mins.
+Bytes random_weights(DType t, int64_t n, int64_t rows, std::mt19937 &rng) {
+    const int64_t total = n * rows;
+    Bytes b(row_bytes(t, n) * (size_t)rows);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    if (t == DType::F32 || t == DType::F16 || t == DType::BF16) {
+        for (int64_t i = 0; i < total; ++i) {
+            const float v = nd(rng);
+            if (t == DType::F32) {
+                std::memcpy(&b[4 * i], &v, 4);
+            } else {
+                const uint16_t h = t == DType::F16 ? f32_to_fp16(v) : f32_to_bf16(v);
+                std::memcpy(&b[2 * i], &h, 2);
+            }
+        }
+        return b;
+    }
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (auto &x : b) x = (uint8_t)byte(rng);
+    std::uniform_real_distribution<float> mag(0.002f, 0.05f);
+    std::bernoulli_distribution neg(0.5);
+    const Fields f = fp16_fields(t);
+    const size_t bb = dtype_info(t).block_bytes;
+    for (size_t off = 0; off < b.size(); off += bb) {
+        for (int o : f.scales) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
+        for (int o : f.mins) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
+    }
+    return b;
+}
+
+std::vector<float> normal(size_t n, std::mt19937 &rng, float sigma = 1.f) {
+    std::normal_distribution<float> nd(0.f, sigma);
+    std::vector<float> v(n);
+    for (auto &x : v) x = nd(rng);
+    return v;
+}
+
+// ---- GET_ROWS ------------------------------------------------------------------
+
+TEST_CASE("GET_ROWS gathers dequantized rows exactly", "[ops]") {
+    std::mt19937 rng(1234);
+    struct Case {
+        DType t;
+        int64_t n;
+    };
+    const Case cases[] = {{DType::F32, 77}, {DType::F16, 77}, {DType::Q8_0, 32 * 9}, {DType::Q4_K, 512}};
+    const int64_t n_rows = 23;
+    for (const Case &c : cases) {
+        INFO("weight type " << dtype_name(c.t) << ", row length " << c.n);
+        Bytes w = random_weights(c.t, c.n, n_rows, rng);
+        Tensor wt;
+        tensor_init(wt, c.t, c.n, n_rows, 1, 1, w.data(), "w");
+        const std::vector<int32_t> ids = {0, 22, 5, 5, 13, 0, 21, 1, 22};
+        Graph g;
+        Tensor *id = g.input(DType::I32, (int64_t)ids.size(), 1, "ids");
+        Tensor *y = g.op(Op::GET_ROWS, DType::F32, c.n, (int64_t)ids.size(), {&wt, id});
+        g.mark_output(y);
+        CHECK(supports(g.nodes()[0]));
+        Bound bound(g);
+        const std::vector<float> got = run_both(g, y, [&] { put(id, ids); });
+        // Reference: the portable dequantizer, row by row; must match bit for bit.
+        std::vector<float> ref((size_t)(c.n * (int64_t)ids.size()));
+        for (size_t r = 0; r < ids.size(); ++r)
+            ref::dequantize_row(c.t, w.data() + (size_t)ids[r] * row_bytes(c.t, c.n), ref.data() + r * c.n, c.n);
+        CHECK(same_bits(got.data(), ref.data(), ref.size() * sizeof(float)));
+    }
+}
+
+// ---- RMS_NORM ------------------------------------------------------------------
+
+TEST_CASE("RMS_NORM: x / sqrt(mean(x^2) + eps) * w", "[ops]") {
+    std::mt19937 rng(99);
+    struct Case {
+        int64_t n, m;
+        float eps;
+    };
+    const Case cases[] = {{4096, 1, 1e-5f}, {1001, 7, 1e-6f}, {37, 33, 1e-5f}, {3, 5, 1e-2f}};
+    for (const Case &c : cases) {
+        INFO("n " << c.n << ", rows " << c.m << ", eps " << c.eps);
+        std::vector<float> x = normal((size_t)(c.n * c.m), rng, 2.f), w = normal((size_t)c.n, rng);
+        // One row of tiny values, where eps dominates the mean.
+        if (c.m > 1)
+            for (int64_t i = 0; i < c.n; ++i) x[(size_t)(c.n + i)] *= 1e-3f;
+        Tensor wt;
+        tensor_init(wt, DType::F32, c.n, 1, 1, 1, w.data(), "w");
+        Graph g;
+        Tensor *xt = g.input(DType::F32, c.n, c.m);
+        OpParams p{};
+        p.f[0] = c.eps;
+        Tensor *y = g.op(Op::RMS_NORM, DType::F32, c.n, c.m, {xt, &wt}, p);
+        g.mark_output(y);
+        CHECK(supports(g.nodes()[0]));
+        Bound bound(g);
+        const std::vector<float> got = run_both(g, y, [&] { put(xt, x); });
+        std::vector<double> ref(x.size()), tol(x.size());
+        for (int64_t r = 0; r < c.m; ++r) {
+            double ss = 0;
+            for (int64_t i = 0; i < c.n; ++i) ss += (double)x[r * c.n + i] * x[r * c.n + i];
+            const double s = 1.0 / std::sqrt(ss / (double)c.n + (double)c.eps);
+            for (int64_t i = 0; i < c.n; ++i) {
+                const size_t k = (size_t)(r * c.n + i);
+                ref[k] = (double)x[k] * s * (double)w[(size_t)i];
+                // A handful of f32 roundings (x^2, mean, +eps, sqrt, divide,
+                // two multiplies) give <= ~10u relative; 1e-5 relative leaves room.
+                tol[k] = 1e-5 * std::fabs(ref[k]) + 1e-30;
+            }
+        }
+        check_close(got, ref, tol, "RMS_NORM");
+    }
+}
+
+// ---- MUL_MAT ---------------------------------------------------------------------
+
+// Per-element bounds on the activation conversion error (|x_eff - x| where
+// x_eff is what the kernel's integer or f16 dot effectively multiplies):
+// e[i] for the terms multiplied by the weight's scale part, emin[i] for those
+// multiplied by its min part (Q4_1/Q5_1 use the block sum s instead).
+//  F32: 0.   F16: |x| 2^-11.   BF16: |x| 2^-8 (round to nearest).
+//  Q8_0 (per 32-block, amax): d = amax/127, q = round(x/d), stored d16 = fp16(d):
+//    |q d16 - x| <= d/2 + |q| |d16 - d| <= amax/254 + amax 2^-11.
+//  Q8_1: as Q8_0 for the scale part; the min part uses s16 = fp16(d sum q):
+//    |s16 - sum x| <= 2^-11 (sum|x| + 16 d) + 16 d, i.e. per element
+//    d/2 + 2^-11 (|x| + d/2).
+//  Q8_K (per 256-block): d = amax/127 kept in f32, |q| <= 127: amax/254.
+// Each gets a slack of amax 2^-20 for the f32 rounding of x * (1/d) before
+// round-to-nearest (a tie can round either way by one f32 ulp).
+void act_error(DType vdt, const std::vector<float> &x, std::vector<double> &e, std::vector<double> &emin) {
+    const size_t n = x.size();
+    e.assign(n, 0.0);
+    emin.assign(n, 0.0);
+    if (vdt == DType::F32) return;
+    if (vdt == DType::F16 || vdt == DType::BF16) {
+        const double r = vdt == DType::F16 ? 0x1p-11 : 0x1p-8;
+        for (size_t i = 0; i < n; ++i) e[i] = emin[i] = std::fabs((double)x[i]) * r;
+        return;
+    }
+    const size_t blk = (size_t)dtype_info(vdt).block_elems;
+    for (size_t b0 = 0; b0 < n; b0 += blk) {
+        double amax = 0;
+        for (size_t i = b0; i < b0 + blk; ++i) amax = std::max(amax, std::fabs((double)x[i]));
+        const double d = amax / 127.0, slack = amax * 0x1p-20;
+        for (size_t i = b0; i < b0 + blk; ++i) {
+            if (vdt == DType::Q8_K) {
+                e[i] = emin[i] = d / 2 + slack;
+            } else {
+                e[i] = d / 2 + amax * 0x1p-11 + slack;
+                emin[i] = vdt == DType::Q8_1 ? d / 2 + 0x1p-11 * (std::fabs((double)x[i]) + d / 2) + slack : e[i];
+            }
+        }
+    }
+}
+
+// The weight row split into its scale part and its min part (zero for types
+// without a min), each dequantized by the portable reference.
+void weight_parts(DType t, const uint8_t *row, int64_t k, std::vector<float> &p1, std::vector<float> &p2) {
+    p1.assign((size_t)k, 0.f);
+    p2.assign((size_t)k, 0.f);
+    const Fields f = fp16_fields(t);
+    if (f.mins.empty()) {
+        ref::dequantize_row(t, row, p1.data(), k);
+        return;
+    }
+    const size_t rb = row_bytes(t, k), bb = dtype_info(t).block_bytes;
+    Bytes nomin(row, row + rb), nod(row, row + rb);
+    for (size_t off = 0; off < rb; off += bb) {
+        for (int o : f.mins) put_f16(&nomin[off + o], 0.f);
+        for (int o : f.scales) put_f16(&nod[off + o], 0.f);
+    }
+    ref::dequantize_row(t, nomin.data(), p1.data(), k);
+    ref::dequantize_row(t, nod.data(), p2.data(), k);
+}
+
+TEST_CASE("MUL_MAT for every weight type against double dots", "[ops]") {
+    std::mt19937 rng(4242);
+    const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
+                           DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
+                           DType::Q4_K, DType::Q5_K, DType::Q6_K};
+    const int64_t n_out = 37;  // odd: uneven thread split and a partial 16-row block
+    for (DType t : types) {
+        const int64_t be = dtype_info(t).block_elems;
+        // k: odd for plain floats, an odd number of blocks otherwise.
+        const int64_t k = be == 1 ? 301 : be == 32 ? 32 * 13 : 256 * 3;
+        Bytes w = random_weights(t, k, n_out, rng);
+        Tensor wt;
+        tensor_init(wt, t, k, n_out, 1, 1, w.data(), "w");
+        const DType vdt = vec_dot_type(t);
+        for (int64_t m : {1, 7, 33}) {
+            INFO("weight " << dtype_name(t) << " (acts " << dtype_name(vdt) << "), k " << k << ", n " << n_out
+                           << ", m " << m);
+            std::vector<float> x = normal((size_t)(k * m), rng, 0.7f);
+            // Row 0 carries outliers, so some blocks have a large amax.
+            for (int64_t i = 0; i < k; i += 37) x[(size_t)i] *= 40.f;
+            Graph g;
+            Tensor *xt = g.input(DType::F32, k, m);
+            Tensor *y = g.op(Op::MUL_MAT, DType::F32, n_out, m, {&wt, xt});
+            g.mark_output(y);
+            CHECK(supports(g.nodes()[0]));
+            Bound bound(g);
+            const std::vector<float> got = run_both(g, y, [&] { put(xt, x); });
+
+            // Reference: double dot of the dequantized weight row with the f32
+            // activation row. Bound: sum_i |p1_i| e_i + |p2_i| emin_i (the
+            // activation conversion, see act_error) plus f32 rounding of the
+            // kernel's per-block products and their sums: every implementation
+            // rounds a few times per block and adds at most k/8 + 16 partial
+            // sums, so <= 2 (k/8 + 64) u M with M = sum |x_i| (|p1_i| + |p2_i|)
+            // (the same first-order bound as tests/unit/test-quant.cpp).
+            std::vector<double> ref((size_t)(n_out * m)), tol(ref.size());
+            std::vector<float> wrow((size_t)k), p1, p2;
+            std::vector<double> e, emin;
+            for (int64_t r = 0; r < n_out; ++r) {
+                const uint8_t *row = w.data() + (size_t)r * row_bytes(t, k);
+                ref::dequantize_row(t, row, wrow.data(), k);
+                weight_parts(t, row, k, p1, p2);
+                for (int64_t a = 0; a < m; ++a) {
+                    const std::vector<float> xa(x.begin() + a * k, x.begin() + (a + 1) * k);
+                    act_error(vdt, xa, e, emin);
+                    double dot = 0, act = 0, mag = 0;
+                    for (int64_t i = 0; i < k; ++i) {
+                        dot += (double)wrow[(size_t)i] * xa[(size_t)i];
+                        act += std::fabs((double)p1[(size_t)i]) * e[(size_t)i] +
+                               std::fabs((double)p2[(size_t)i]) * emin[(size_t)i];
+                        mag += std::fabs((double)xa[(size_t)i]) * (std::fabs(p1[(size_t)i]) + std::fabs(p2[(size_t)i]));
+                    }
+                    ref[(size_t)(a * n_out + r)] = dot;
+                    tol[(size_t)(a * n_out + r)] = act + 2.0 * (double)(k / 8 + 64) * kU * mag + 1e-30;
+                }
+            }
+            check_close(got, ref, tol, std::string("MUL_MAT ") + dtype_name(t));
+        }
+    }
+}
+
+// ---- ADD, SWIGLU -------------------------------------------------------------------
+
+TEST_CASE("ADD and SWIGLU element-wise", "[ops]") {
+    std::mt19937 rng(7);
+    for (auto [n, m] : {std::pair<int64_t, int64_t>{4099, 1}, {77, 7}, {1, 3}}) {
+        INFO("shape " << n << " x " << m);
+        const size_t N = (size_t)(n * m);
+        std::vector<float> a = normal(N, rng, 3.f), b = normal(N, rng, 3.f);
+        // Saturating gates: silu(-90) underflows, exp(90) overflows f32.
+        const float extremes[] = {-90.f, -20.f, 20.f, 90.f, 0.f, -0.f};
+        for (size_t i = 0; i < std::min<size_t>(N, 6); ++i) a[i * 13 % N] = extremes[i];
+        Graph g;
+        Tensor *at = g.input(DType::F32, n, m), *bt = g.input(DType::F32, n, m);
+        Tensor *sum = g.op(Op::ADD, DType::F32, n, m, {at, bt});
+        Tensor *sw = g.op(Op::SWIGLU, DType::F32, n, m, {at, bt});
+        g.mark_output(sum);
+        g.mark_output(sw);
+        for (const Node &nd : g.nodes()) CHECK(supports(nd));
+        Bound bound(g);
+        std::vector<float> got_sw;
+        const std::vector<float> got_sum = run_both(g, sum, [&] { put(at, a); put(bt, b); },
+                                                    [&] {
+                                                        got_sw = get(sw);
+                                                        Bytes s(N * 4);
+                                                        std::memcpy(s.data(), got_sw.data(), N * 4);
+                                                        return s;
+                                                    });
+        std::vector<double> r_sum(N), t_sum(N), r_sw(N), t_sw(N);
+        for (size_t i = 0; i < N; ++i) {
+            r_sum[i] = (double)a[i] + (double)b[i];
+            // One f32 rounding: <= u |ref|.
+            t_sum[i] = 1e-6 * std::fabs(r_sum[i]) + 1e-30;
+            r_sw[i] = (double)a[i] / (1.0 + std::exp(-(double)a[i])) * (double)b[i];
+            // expf (<= 1 ulp), +1, divide, multiply: a few u relative
+            // (1 + exp(-g) >= 1, so exp's error does not grow); 1e-6 leaves room.
+            t_sw[i] = 1e-6 * std::fabs(r_sw[i]) + 1e-30;
+        }
+        check_close(got_sum, r_sum, t_sum, "ADD");
+        check_close(got_sw, r_sw, t_sw, "SWIGLU");
+    }
+}
+
+// ---- ROPE ----------------------------------------------------------------------
+
+TEST_CASE("ROPE modes 0 and 2, partial rotation, scattered positions", "[ops]") {
+    std::mt19937 rng(31337);
+    const int64_t head_dim = 64, n_head = 3;
+    const std::vector<int32_t> pos = {0, 5, 1000, 37};
+    const int64_t n_tok = (int64_t)pos.size(), row = head_dim * n_head;
+    struct Case {
+        int mode, n_rot;
+        float base, freq_scale;
+    };
+    const Case cases[] = {{0, 64, 10000.f, 0.5f}, {2, 64, 10000.f, 0.5f}, {0, 48, 500000.f, 0.25f},
+                          {2, 32, 10000.f, 2.0f}};
+    for (const Case &c : cases) {
+        INFO("mode " << c.mode << ", n_rot " << c.n_rot << " of " << head_dim << ", base " << c.base
+                     << ", freq_scale " << c.freq_scale);
+        const std::vector<float> x = normal((size_t)(row * n_tok), rng);
+        Graph g;
+        Tensor *xt = g.input(DType::F32, row, n_tok), *pt = g.input(DType::I32, n_tok, 1);
+        OpParams p{};
+        p.i[0] = c.n_rot;
+        p.i[1] = c.mode;
+        p.i[2] = (int32_t)head_dim;  // used by the kernel; not in ops.def's description
+        p.f[0] = c.base;
+        p.f[1] = c.freq_scale;
+        Tensor *y = g.op(Op::ROPE, DType::F32, row, n_tok, {xt, pt}, p);
+        g.mark_output(y);
+        CHECK(supports(g.nodes()[0]));
+        Bound bound(g);
+        const std::vector<float> got = run_both(g, y, [&] { put(xt, x); put(pt, pos); });
+
+        std::vector<double> ref(x.size()), tol(x.size());
+        for (int64_t t = 0; t < n_tok; ++t) {
+            for (int64_t h = 0; h < n_head; ++h) {
+                const size_t o = (size_t)(t * row + h * head_dim);
+                // The tail past n_rot is copied unchanged (tolerance 0).
+                for (int64_t i = c.n_rot; i < head_dim; ++i) {
+                    ref[o + i] = x[o + i];
+                    tol[o + i] = 0;
+                }
+                for (int i = 0; i < c.n_rot / 2; ++i) {
+                    const double theta = (double)pos[(size_t)t] * (double)c.freq_scale *
+                                         std::pow((double)c.base, -2.0 * i / c.n_rot);
+                    const size_t i0 = o + (c.mode == 0 ? 2 * i : i);
+                    const size_t i1 = o + (c.mode == 0 ? 2 * i + 1 : i + c.n_rot / 2);
+                    const double x0 = x[i0], x1 = x[i1];
+                    ref[i0] = x0 * std::cos(theta) - x1 * std::sin(theta);
+                    ref[i1] = x0 * std::sin(theta) + x1 * std::cos(theta);
+                    // An f32 evaluation of theta_i (a pow of the base, i products,
+                    // the freq_scale product) is off by <= (4i + 2) u relative
+                    // (pow <= 3u incl. the rounding of -2/n_rot, u per product),
+                    // i.e. (4i + 2) u theta absolute; f32 cos/sin add <= 2u, the
+                    // rotation's two products and sum <= 3u of |x0| + |x1|.
+                    // (At pos 1000 this is ~1.5e-4 for |x| ~ 1.)
+                    const double dth = (4.0 * i + 2.0) * kU * std::fabs(theta);
+                    tol[i0] = tol[i1] = (std::fabs(x0) + std::fabs(x1)) * (dth + 8 * kU) + 1e-30;
+                }
+            }
+        }
+        check_close(got, ref, tol, "ROPE");
+        // The tail must be bit-identical.
+        bool tail_same = true;
+        for (int64_t t = 0; t < n_tok; ++t)
+            for (int64_t h = 0; h < n_head; ++h)
+                for (int64_t i = c.n_rot; i < head_dim; ++i) {
+                    const size_t k = (size_t)(t * row + h * head_dim + i);
+                    tail_same = tail_same && same_bits(&got[k], &x[k], 4);
+                }
+        CHECK(tail_same);
+    }
+}
+
+// ---- ATTN ----------------------------------------------------------------------
+
+TEST_CASE("ATTN: causal GQA softmax attention over f16 caches", "[ops]") {
+    std::mt19937 rng(2024);
+    const int64_t n_head = 8, n_head_kv = 2, n_ctx = 48;
+    const uint16_t kNaN16 = 0x7e00;
+    for (int64_t head_dim : {64, 20}) {
+        for (int64_t n_past : {0, 37}) {
+            for (int64_t n_tok : {1, 5}) {
+                INFO("head_dim " << head_dim << ", n_past " << n_past << ", n_tok " << n_tok);
+                const int64_t Q = head_dim * n_head, kv_row = head_dim * n_head_kv;
+                const float scale = 1.0f / std::sqrt((float)head_dim);
+                const std::vector<float> q = normal((size_t)(Q * n_tok), rng), k = normal((size_t)(kv_row * n_tok), rng),
+                                         v = normal((size_t)(kv_row * n_tok), rng);
+                // Caches: positions < n_past hold random f16; every other slot
+                // holds NaN, so reading a slot that is neither in the past nor
+                // written by this step poisons the output.
+                std::vector<uint16_t> k0((size_t)(kv_row * n_ctx), kNaN16), v0((size_t)(n_ctx * kv_row), kNaN16);
+                std::normal_distribution<float> nd(0.f, 1.f);
+                for (int64_t j = 0; j < n_past; ++j)
+                    for (int64_t d = 0; d < kv_row; ++d) {
+                        k0[(size_t)(j * kv_row + d)] = f32_to_fp16(nd(rng));
+                        v0[(size_t)(d * n_ctx + j)] = f32_to_fp16(nd(rng));
+                    }
+                std::vector<uint16_t> kc = k0, vc = v0;
+                Tensor kct, vct;
+                tensor_init(kct, DType::F16, kv_row, n_ctx, 1, 1, kc.data(), "k_cache");
+                tensor_init(vct, DType::F16, n_ctx, kv_row, 1, 1, vc.data(), "v_cache");
+
+                Graph g;
+                Tensor *qt = g.input(DType::F32, Q, n_tok), *kt = g.input(DType::F32, kv_row, n_tok),
+                       *vt_ = g.input(DType::F32, kv_row, n_tok);
+                OpParams p{};
+                p.i[0] = (int32_t)n_past;
+                p.i[1] = (int32_t)head_dim;
+                p.f[0] = scale;
+                Tensor *y = g.op(Op::ATTN, DType::F32, Q, n_tok, {qt, kt, vt_, &kct, &vct}, p);
+                g.mark_output(y);
+                CHECK(supports(g.nodes()[0]));
+                Bound bound(g);
+                const std::vector<float> got = run_both(
+                    g, y,
+                    [&] {
+                        put(qt, q);
+                        put(kt, k);
+                        put(vt_, v);
+                        kc = k0;
+                        vc = v0;
+                    },
+                    [&] {
+                        Bytes s(kc.size() * 2 + vc.size() * 2);
+                        std::memcpy(s.data(), kc.data(), kc.size() * 2);
+                        std::memcpy(s.data() + kc.size() * 2, vc.data(), vc.size() * 2);
+                        return s;
+                    });
+
+                // The caches: new rows at n_past.. as f16 of the inputs, the rest untouched.
+                std::vector<uint16_t> k_exp = k0, v_exp = v0;
+                for (int64_t t = 0; t < n_tok; ++t)
+                    for (int64_t d = 0; d < kv_row; ++d) {
+                        k_exp[(size_t)((n_past + t) * kv_row + d)] = f32_to_fp16(k[(size_t)(t * kv_row + d)]);
+                        v_exp[(size_t)(d * n_ctx + n_past + t)] = f32_to_fp16(v[(size_t)(t * kv_row + d)]);
+                    }
+                CHECK(kc == k_exp);
+                CHECK(vc == v_exp);
+
+                // Reference in double over the f16-rounded cache contents:
+                // out = sum_j softmax_j(scale q.K_j) V_j over j <= n_past + t,
+                // with kv head h / (n_head / n_head_kv).
+                //
+                // Exact-math bound. Let D = max_j scale sum_i |q_i||K_ji|, A =
+                // sum_j p_j |V_jd|. The kernel rounds q to f16 (2^-11 relative)
+                // and dots in f32 (<= (hd + 2) u of the same magnitude), so each
+                // score is off by <= es = D (2^-11 + (hd + 2) u); exp of the
+                // shifted score (f32 subtraction and expf, <= 2u (range + 2)
+                // relative) gives unnormalized weights off by <= ew = expm1(2 es)
+                // + 2u (range + 2) relative (the max shift moves too), and
+                // normalizing doubles that: ep = 2 ew / (1 - ew) + 4u. The
+                // probabilities are then rounded to f16 (2^-11 relative, or 2^-25
+                // absolute when subnormal) and dotted with V in f32 ((n_kv + 2) u):
+                //   tol = A (ep + 2^-11 + (n_kv + 2) u) + n_kv 2^-25 max|V_d|.
+                // For hd = 64, |q|, |K| ~ N(0, 1): D ~ 5, so tol ~ 1e-2 A worst case.
+                // Contract bound: the same with q rounded to f16 in the reference
+                // (the kernel's documented numerics, as llama.cpp); es drops to
+                // D (hd + 2) u, and tol ~ 5e-4 A, dominated by the f16 probabilities.
+                auto h16 = [](uint16_t h) { return (double)fp16_to_f32(h); };
+                const int64_t group = n_head / n_head_kv;
+                for (int pass = 0; pass < 2; ++pass) {
+                    const bool q_f16 = pass == 1;
+                    std::vector<double> ref(got.size()), tol(got.size());
+                    for (int64_t t = 0; t < n_tok; ++t) {
+                        const int64_t n_kv = n_past + t + 1;
+                        for (int64_t h = 0; h < n_head; ++h) {
+                            const int64_t hk = h / group;
+                            const float *qh = &q[(size_t)((t * n_head + h) * head_dim)];
+                            std::vector<double> s((size_t)n_kv), pr((size_t)n_kv);
+                            double D = 0, mx = -INFINITY, mn = INFINITY;
+                            for (int64_t j = 0; j < n_kv; ++j) {
+                                double dot = 0, mag = 0;
+                                for (int64_t i = 0; i < head_dim; ++i) {
+                                    const double qi = q_f16 ? h16(f32_to_fp16(qh[i])) : (double)qh[i];
+                                    const double kj = h16(k_exp[(size_t)(j * kv_row + hk * head_dim + i)]);
+                                    dot += qi * kj;
+                                    mag += std::fabs(qi * kj);
+                                }
+                                s[(size_t)j] = (double)scale * dot;
+                                D = std::max(D, (double)scale * mag);
+                                mx = std::max(mx, s[(size_t)j]);
+                                mn = std::min(mn, s[(size_t)j]);
+                            }
+                            double sum = 0;
+                            for (int64_t j = 0; j < n_kv; ++j) sum += pr[(size_t)j] = std::exp(s[(size_t)j] - mx);
+                            for (auto &pj : pr) pj /= sum;
+                            const double es = D * ((q_f16 ? 0.0 : 0x1p-11) + (double)(head_dim + 2) * kU);
+                            const double ew = std::expm1(2 * es) + 2 * kU * (mx - mn + 2);
+                            const double ep = 2 * ew / (1 - ew) + 4 * kU;
+                            for (int64_t d = 0; d < head_dim; ++d) {
+                                double o = 0, A = 0, vmax = 0;
+                                for (int64_t j = 0; j < n_kv; ++j) {
+                                    const double vj = h16(v_exp[(size_t)((hk * head_dim + d) * n_ctx + j)]);
+                                    o += pr[(size_t)j] * vj;
+                                    A += pr[(size_t)j] * std::fabs(vj);
+                                    vmax = std::max(vmax, std::fabs(vj));
+                                }
+                                const size_t idx = (size_t)((t * n_head + h) * head_dim + d);
+                                ref[idx] = o;
+                                tol[idx] = A * (ep + 0x1p-11 + (double)(n_kv + 2) * kU) + (double)n_kv * 0x1p-25 * vmax + 1e-30;
+                            }
+                        }
+                    }
+                    check_close(got, ref, tol, q_f16 ? "ATTN (q rounded to f16)" : "ATTN (exact math)");
+                }
+            }
+        }
+    }
+}
+
+// ---- supports_op -----------------------------------------------------------------
+
+TEST_CASE("supports_op rejects what the CPU cannot compute", "[ops]") {
+    std::vector<uint8_t> w(row_bytes(DType::Q8_K, 256) * 4);
+    for (DType t : {DType::Q8_K, DType::Q8_1}) {
+        INFO("weight type " << dtype_name(t));
+        Tensor wt;
+        tensor_init(wt, t, 256, 4, 1, 1, w.data(), "w");
+        Graph g;
+        Tensor *x = g.input(DType::F32, 256, 2);
+        Tensor *y = g.op(Op::MUL_MAT, DType::F32, 4, 2, {&wt, x});
+        g.mark_output(y);
+        CHECK_FALSE(supports(g.nodes()[0]));
+        // graph_compute refuses the node instead of running it.
+        Bound bound(g);
+        CHECK(compute(1, g) == VT_ERR_UNSUPPORTED);
+    }
+    // ROPE with a mode the kernel does not implement (1 is not a mode).
+    Graph g;
+    Tensor *x = g.input(DType::F32, 64, 2), *pos = g.input(DType::I32, 2, 1);
+    OpParams p{};
+    p.i[0] = 64;
+    p.i[1] = 1;
+    p.i[2] = 64;
+    p.f[0] = 10000.f;
+    p.f[1] = 1.f;
+    g.op(Op::ROPE, DType::F32, 64, 2, {x, pos}, p);
+    CHECK_FALSE(supports(g.nodes()[0]));
+    // ATTN with an f32 K cache.
+    std::vector<float> kc(64 * 8);
+    std::vector<uint16_t> vc(64 * 8);
+    Tensor kct, vct;
+    tensor_init(kct, DType::F32, 64, 8, 1, 1, kc.data());
+    tensor_init(vct, DType::F16, 8, 64, 1, 1, vc.data());
+    Graph g2;
+    Tensor *q = g2.input(DType::F32, 64, 1), *k = g2.input(DType::F32, 64, 1), *v = g2.input(DType::F32, 64, 1);
+    OpParams pa{};
+    pa.i[1] = 64;
+    pa.f[0] = 0.125f;
+    g2.op(Op::ATTN, DType::F32, 64, 1, {q, k, v, &kct, &vct}, pa);
+    CHECK_FALSE(supports(g2.nodes()[0]));
+}
+
+// ---- a chained graph ---------------------------------------------------------------
+
+TEST_CASE("ops chained in one graph share the arena and agree with single ops", "[ops]") {
+    // RMS_NORM -> MUL_MAT (Q4_K) -> ADD to the input: intermediates are
+    // planned into one arena and threads meet at barriers between nodes; the
+    // result must equal the same ops run one graph at a time, bit for bit.
+    std::mt19937 rng(5);
+    const int64_t E = 256, m = 5;
+    Bytes w = random_weights(DType::Q4_K, E, E, rng);
+    std::vector<float> nw = normal((size_t)E, rng), x = normal((size_t)(E * m), rng);
+    Tensor wt, nwt;
+    tensor_init(wt, DType::Q4_K, E, E, 1, 1, w.data());
+    tensor_init(nwt, DType::F32, E, 1, 1, 1, nw.data());
+    OpParams np{};
+    np.f[0] = 1e-5f;
+
+    Graph g;
+    Tensor *xt = g.input(DType::F32, E, m);
+    Tensor *h = g.op(Op::RMS_NORM, DType::F32, E, m, {xt, &nwt}, np);
+    Tensor *o = g.op(Op::MUL_MAT, DType::F32, E, m, {&wt, h});
+    Tensor *y = g.op(Op::ADD, DType::F32, E, m, {xt, o});
+    g.mark_output(y);
+    Bound bound(g);
+    const std::vector<float> chained = run_both(g, y, [&] { put(xt, x); });
+
+    // One op per graph, results carried through host vectors.
+    auto single = [&](Op op, Tensor *a_w, const std::vector<float> &a, const std::vector<float> &b, OpParams p) {
+        Graph s;
+        Tensor *at = s.input(DType::F32, E, m);
+        Tensor *bt = a_w ? nullptr : s.input(DType::F32, E, m);
+        Tensor *r = op == Op::MUL_MAT ? s.op(op, DType::F32, E, m, {a_w, at}, p)
+                    : a_w             ? s.op(op, DType::F32, E, m, {at, a_w}, p)
+                                      : s.op(op, DType::F32, E, m, {at, bt}, p);
+        s.mark_output(r);
+        Bound bs(s);
+        put(at, a);
+        if (bt) put(bt, b);
+        REQUIRE(compute(3, s) == VT_OK);
+        return get(r);
+    };
+    const std::vector<float> h1 = single(Op::RMS_NORM, &nwt, x, {}, np);
+    const std::vector<float> o1 = single(Op::MUL_MAT, &wt, h1, {}, {});
+    const std::vector<float> y1 = single(Op::ADD, nullptr, x, o1, {});
+    CHECK(same_bits(chained.data(), y1.data(), y1.size() * sizeof(float)));
+}
+
+} // namespace
