@@ -109,11 +109,16 @@ vt_status cpu_graph_compute(void *ctx, const Node *nodes, int n_nodes) {
         if (w > need) need = w;
     }
     if (need > be->wsize) {
+        // Attention scratch grows with the context, a little every decode
+        // step: grow to the next power of two so the decode loop reallocates
+        // only O(log n_ctx) times.
+        size_t size = 4096;
+        while (size < need) size *= 2;
         std::free(be->wdata);
         be->wsize = 0;
-        be->wdata = static_cast<uint8_t *>(std::aligned_alloc(64, (need + 63) & ~(size_t)63));
+        be->wdata = static_cast<uint8_t *>(std::aligned_alloc(64, size));
         if (!be->wdata) return VT_ERR_OUT_OF_MEMORY;
-        be->wsize = need;
+        be->wsize = size;
     }
     GraphJob job{be, nodes, n_nodes};
     be->pool->run(graph_job, &job);

@@ -63,9 +63,10 @@ void op_attn(const Node &n, const OpCtx &c) {
     uint16_t *p16 = reinterpret_cast<uint16_t *>(scores + s.n_past + s.n_tok);
     uint16_t *q16 = p16 + 2 * (s.n_past + s.n_tok);
     const int64_t group = s.n_head / s.n_head_kv;
-    int64_t b, e;
-    split(s.n_tok * s.n_head, c.ith, c.nth, b, e);
-    for (int64_t idx = b; idx < e; ++idx) {
+    // Causal rows grow with the token index, so contiguous ranges would give
+    // the last thread most of the work: deal the (token, head) pairs out
+    // round-robin instead.
+    for (int64_t idx = c.ith; idx < s.n_tok * s.n_head; idx += c.nth) {
         const int64_t t = idx / s.n_head, h = idx % s.n_head, hk = h / group;
         const int64_t n_kv = s.n_past + t + 1;  // causal: keys up to this token
         const float *q = static_cast<const float *>(n.src[0]->data) + (t * s.n_head + h) * s.head_dim;

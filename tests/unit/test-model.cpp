@@ -6,13 +6,17 @@
 // tests/abi/test-abi-model.cpp.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
 #include <unistd.h>
+#include <algorithm>
 #include <vector>
 
 #include "common/gguf-writer.h"
@@ -21,6 +25,18 @@
 #include "runner/sequence.h"
 
 namespace fs = std::filesystem;
+
+// Counts C++ heap allocations of the whole test program (see the decode-loop
+// case). The kernels' scratch and arena come from aligned_alloc and grow
+// geometrically; what this catches is per-step vectors, strings and maps.
+static std::atomic<size_t> g_news{0};
+void *operator new(size_t n) {
+    g_news.fetch_add(1, std::memory_order_relaxed);
+    if (void *p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete(void *p, size_t) noexcept { std::free(p); }
 using vt::test::TinyLlama;
 
 namespace {
@@ -392,4 +408,24 @@ TEST_CASE("model: every cut of the tiny model fails with VT_ERR_FORMAT", "[model
     }
     CHECK(n > 600);
     CHECK(failures == 0);
+}
+
+TEST_CASE("model: the decode loop makes no C++ heap allocation", "[model][perf]") {
+    auto m = load();
+    vt::Context ctx(*m, "cpu", 2, 512);
+    vt::Sequence seq(ctx, 64, false);
+    seq.feed(kTokens.data(), 4);
+    seq.step();
+    int32_t t = 72;
+    for (int i = 0; i < 2; ++i) {  // warm-up: graph vectors reach their size
+        seq.feed(&t, 1);
+        seq.step();
+    }
+    const size_t before = g_news.load();
+    for (int i = 0; i < 20; ++i) {
+        seq.feed(&t, 1);
+        seq.step();
+        t = (int32_t)(std::max_element(seq.logits(-1), seq.logits(-1) + m->hparams.n_vocab) - seq.logits(-1));
+    }
+    CHECK(g_news.load() - before == 0);
 }
