@@ -23,6 +23,16 @@ typedef int32_t vt_token;
 VT_API vt_status vt_model_tokenizer(const vt_model *model,
                                     const vt_tokenizer **out);
 
+/* CONSTRUCTOR. A tokenizer alone, read from the tokenizer.ggml.* metadata of
+ * a GGUF file (a vocab-only GGUF or a full model; no weights are kept).
+ * Errors as vt_model_load (VT_ERR_IO, VT_ERR_FORMAT, VT_ERR_UNSUPPORTED for
+ * an unknown tokenizer model or pre-tokenizer). Thread-safe. */
+VT_API vt_status vt_tokenizer_load(const char *path, vt_tokenizer **out);
+
+/* DESTRUCTOR. Frees a tokenizer from vt_tokenizer_load. Accepts NULL; a
+ * model's own tokenizer (vt_model_tokenizer) is left alone. */
+VT_API void vt_tokenizer_destroy(vt_tokenizer *tok);
+
 typedef enum vt_tokenize_flags {
     VT_TOKENIZE_NONE = 0,
     /* Add the model's BOS/EOS as its metadata asks (tokenizer.ggml.add_bos_token). */

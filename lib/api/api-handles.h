@@ -7,8 +7,15 @@
 #include "runner/sequence.h"
 #include "vt/vt.h"
 
+// A tokenizer handle: the model's (borrowed) or one of its own.
+struct vt_tokenizer {
+    const vt::Tokenizer *impl = nullptr;
+    std::unique_ptr<vt::Tokenizer> owned;  // set by vt_tokenizer_load only
+};
+
 struct vt_model {
     std::unique_ptr<vt::Model> impl;
+    vt_tokenizer tokenizer;  // borrows impl->tokenizer()
 };
 
 struct vt_context {
@@ -21,6 +28,4 @@ struct vt_seq {
     std::unique_ptr<vt::Sequence> impl;
 };
 
-// vt_tokenizer is never allocated: the public pointer is the C++ object.
-inline const vt_tokenizer *to_handle(const vt::Tokenizer *t) { return reinterpret_cast<const vt_tokenizer *>(t); }
-inline const vt::Tokenizer *from_handle(const vt_tokenizer *t) { return reinterpret_cast<const vt::Tokenizer *>(t); }
+inline const vt::Tokenizer *from_handle(const vt_tokenizer *t) { return t->impl; }

@@ -32,6 +32,7 @@ VT_API vt_status vt_model_load(const char *path, const vt_model_params *params, 
         if (p.progress) progress = [&](float f) { return p.progress(f, p.progress_user_data); };
         auto m = std::make_unique<vt_model>();
         m->impl = vt::Model::load(path, p.use_mmap, progress);
+        m->tokenizer.impl = &m->impl->tokenizer();
         *out = m.release();
     });
 }

@@ -12,8 +12,28 @@ extern "C" {
 
 VT_API vt_status vt_model_tokenizer(const vt_model *model, const vt_tokenizer **out) {
     if (!model || !out) return fail_arg("vt_model_tokenizer: model and out must not be NULL");
-    *out = to_handle(&model->impl->tokenizer());
+    *out = &model->tokenizer;
     return VT_OK;
+}
+
+VT_API vt_status vt_tokenizer_load(const char *path, vt_tokenizer **out) {
+    if (out) *out = nullptr;
+    if (!path || !out) return fail_arg("vt_tokenizer_load: path and out must not be NULL");
+    return guard([&] {
+        auto gguf = vt::GgufFile::open(path, true);
+        auto t = std::make_unique<vt_tokenizer>();
+        try {
+            t->owned = vt::Tokenizer::from_gguf(*gguf);
+        } catch (const vt::Error &e) {
+            throw vt::Error(e.status(), std::string(path) + ": " + e.what());
+        }
+        t->impl = t->owned.get();
+        *out = t.release();  // the vocabulary is copied: the file mapping goes now
+    });
+}
+
+VT_API void vt_tokenizer_destroy(vt_tokenizer *tok) {
+    if (tok && tok->owned) delete tok;
 }
 
 VT_API vt_status vt_tokenize(const vt_tokenizer *tok, const char *text, size_t len, uint32_t flags,

@@ -5,6 +5,7 @@
 // vt_status and leave a vt_last_error() message that says what is wrong.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -370,4 +371,40 @@ TEST_CASE("abi-model: tokenizer errors", "[abi][model][errors]") {
         CHECK(needed == 4);
         CHECK_STATUS(vt_token_to_piece(tok, 261, false, buf, sizeof buf, &needed), VT_ERR_INVALID_ARGUMENT);
     }
+}
+
+TEST_CASE("abi-model: a tokenizer loads alone and matches the model's", "[abi][tokenizer]") {
+    const std::vector<uint8_t> bytes = vt::test::tiny_llama_gguf({});
+    TempFile f(bytes);
+    vt_model *m = nullptr;
+    REQUIRE(vt_model_load(f.path.string().c_str(), nullptr, &m) == VT_OK);
+    ModelPtr model(m);
+    const vt_tokenizer *from_model = nullptr;
+    REQUIRE(vt_model_tokenizer(model.get(), &from_model) == VT_OK);
+    vt_tokenizer *alone = nullptr;
+    REQUIRE(vt_tokenizer_load(f.path.string().c_str(), &alone) == VT_OK);
+    REQUIRE(alone != nullptr);
+
+    const std::string text = "the thing in the hen";
+    vt_token a[64], b[64];
+    size_t na = 0, nb = 0;
+    REQUIRE(vt_tokenize(from_model, text.data(), text.size(), VT_TOKENIZE_NONE, a, 64, &na) == VT_OK);
+    REQUIRE(vt_tokenize(alone, text.data(), text.size(), VT_TOKENIZE_NONE, b, 64, &nb) == VT_OK);
+    REQUIRE(na == nb);
+    CHECK(std::equal(a, a + na, b));
+    CHECK(vt_tokenizer_n_vocab(alone) == vt_tokenizer_n_vocab(from_model));
+    char buf[256];
+    size_t need = 0;
+    REQUIRE(vt_detokenize(alone, b, nb, false, buf, sizeof buf, &need) == VT_OK);
+    CHECK(std::string(buf, need) == text);
+
+    vt_tokenizer_destroy(const_cast<vt_tokenizer *>(from_model));  // not owned: a no-op
+    CHECK(vt_tokenize(from_model, "he", 2, VT_TOKENIZE_NONE, a, 64, &na) == VT_OK);
+    vt_tokenizer_destroy(alone);
+    vt_tokenizer_destroy(nullptr);
+
+    vt_tokenizer *bad = nullptr;
+    CHECK(vt_tokenizer_load("/nonexistent/vocab.gguf", &bad) == VT_ERR_IO);
+    CHECK(bad == nullptr);
+    CHECK(vt_tokenizer_load(nullptr, &bad) == VT_ERR_INVALID_ARGUMENT);
 }
