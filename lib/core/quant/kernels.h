@@ -42,6 +42,8 @@ void fill_scalar(Kernels &k);
 void fill_avx2(Kernels &k);
 void fill_avx512(Kernels &k);
 void fill_avx512vnni(Kernels &k);
+// Overlay on the AVX-512 tables for CPUs with avx512bf16 (BF16 dot).
+void fill_avx512bf16(Kernels &k);
 #endif
 
 // Scalar reference kernels (quant-scalar.cpp, kquants-scalar.cpp), also the

@@ -55,6 +55,10 @@ const Tables &tables() {
             fill_avx512vnni(t.k[3]);
             t.ok[3] = true;
         }
+        if (avx512 && __builtin_cpu_supports("avx512bf16")) {
+            for (int i = 2; i < kIsaCount; ++i)
+                if (t.ok[i]) fill_avx512bf16(t.k[i]);
+        }
 #endif
         return t;
     }();
