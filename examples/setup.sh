@@ -28,7 +28,7 @@ if [ ! -x .venv/bin/python ]; then
     "$py" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check \
-    "meson==1.6.1" "ninja==1.11.1.3" "pytest==8.3.4"
+    "meson==1.6.1" "ninja==1.11.1.3" "pytest==8.3.4" "pybind11==3.1.0" "numpy==2.4.6"
 
 export PATH="$root/.venv/bin:$PATH"
 if [ ! -f build/build.ninja ]; then

@@ -5,7 +5,7 @@
  * compiled with, resolves every vt_ function it calls with dlsym() and then
  * runs the usual loop: load, tokenize, feed, step, sample greedily. This is
  * the pattern for runtimes that bind C libraries dynamically (plugins, FFI
- * layers, optional acceleration): only include/vt/*.h is needed to build.
+ * layers, optional acceleration): only the headers of include/vt are needed to build.
  *
  *   vt-dlopen [--lib PATH] -m MODEL -p PROMPT [-n N] [-t THREADS]
  *
@@ -94,20 +94,15 @@ struct vt_api {
 #undef VT_API_FIELD_
 };
 
-/* Never called: compares each typedef with the header's prototype inside
- * sizeof, which is not evaluated, so no vt_ symbol is referenced and nothing
- * needs libvt at link time. A mismatch is "comparison of distinct pointer
- * types", an error under -Werror (as this example is built). */
-void vt_dlopen_check_types(void);
-void vt_dlopen_check_types(void) {
-    size_t n = 0;
-    n += sizeof((pfn_vt_abi_version)0 == &vt_abi_version);
-    n += sizeof((pfn_vt_version)0 == &vt_version);
-#define VT_CHECK_TYPE_(name) n += sizeof((pfn_##name)0 == &name);
-    VT_DLOPEN_FUNCS(VT_CHECK_TYPE_)
+/* Compile-time check: each comparison sits inside sizeof, which is not
+ * evaluated, so no vt_ symbol is referenced and nothing needs libvt at link
+ * time; a typedef that differs from the header's prototype is "comparison of
+ * distinct pointer types", an error under -Werror (as this example is built). */
+#define VT_CHECK_TYPE_(name) typedef char vt_check_##name[sizeof((pfn_##name)0 == &name)];
+VT_CHECK_TYPE_(vt_abi_version)
+VT_CHECK_TYPE_(vt_version)
+VT_DLOPEN_FUNCS(VT_CHECK_TYPE_)
 #undef VT_CHECK_TYPE_
-    (void)n;
-}
 
 static struct vt_api api;
 
@@ -129,6 +124,12 @@ static int resolve(void *lib, const char *libname, const char *name, void *slot,
     }
     memcpy(slot, &p, sizeof p);
     return 1;
+}
+
+/* The rule of vt_abi_version(): same major, library minor >= header minor. */
+static int abi_compatible(uint32_t lib_version, uint32_t header_version) {
+    return (lib_version >> 16) == (header_version >> 16) &&
+           (lib_version & 0xFFFFu) >= (header_version & 0xFFFFu);
 }
 
 #define RESOLVE(lib, libname, name) resolve(lib, libname, #name, &api.name, sizeof api.name)
@@ -153,7 +154,7 @@ static void *open_libvt(const char *path) {
     v = api.vt_abi_version();
     major = v >> 16;
     minor = v & 0xFFFFu;
-    if (major != VT_ABI_MAJOR || minor < VT_ABI_MINOR) {
+    if (!abi_compatible(v, VT_ABI_VERSION)) {
         fprintf(stderr,
                 "vt-dlopen: %s (libvt %s) has ABI version %u.%u, but this program was "
                 "built against ABI %u.%u and needs major %u with minor >= %u\n",
@@ -315,7 +316,10 @@ static int generate(const struct options *o) {
     long n_gen = 0;
     int ok = 0;
 
-    if (!piece) goto done;
+    if (!piece) {
+        fprintf(stderr, "vt-dlopen: out of memory\n");
+        return 0;
+    }
     api.vt_model_params_init(&mp);
     if (failed(api.vt_model_load(o->model, &mp, &model))) goto done;
     if (failed(api.vt_model_tokenizer(model, &tok))) goto done;
@@ -366,7 +370,6 @@ done:
     api.vt_model_destroy(model);
     free(prompt);
     free(piece);
-    if (!ok && !piece) fprintf(stderr, "vt-dlopen: out of memory\n");
     return ok;
 }
 

@@ -8,28 +8,18 @@ declared function is not exported (missing: a link error for users), or when
 the library exports a vt_ function no header declares (extra: it would become
 ABI by accident).
 
+The header parser lives in vt_abi_headers.py (shared with
+check-python-symbols.py).
+
 usage: check-exports.py --lib build/libvt.so --headers include/vt [--nm nm]
 """
 import argparse
 import pathlib
-import re
 import subprocess
 import sys
 
-DECL = re.compile(r"\bVT_API\b([^;{]*?)\b(vt_\w+)\s*\(", re.S)
-
-
-def declared(headers: pathlib.Path) -> set[str]:
-    names = set()
-    for h in sorted(headers.glob("*.h")):
-        text = h.read_text(encoding="utf-8")
-        text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)  # comments
-        text = re.sub(r"//[^\n]*", " ", text)
-        # Preprocessor lines (the #define of VT_API itself), with continuations.
-        text = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", " ", text, flags=re.M)
-        for m in DECL.finditer(text):
-            names.add(m.group(2))
-    return names
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from vt_abi_headers import declared  # noqa: E402  (beside this script)
 
 
 def exported(lib: str, nm: str) -> set[str]:

@@ -1,0 +1,175 @@
+// vt.Context and vt.Sequence: evaluating tokens and reading logits
+// (vt_context.h).
+#include <cstring>
+#include <optional>
+
+#include "vt_py.h"
+
+namespace vt_py {
+
+void Sequence::check_no_views(const char *what) const {
+    if (n_views > 0)
+        throw py::buffer_error(std::string("Sequence.") + what +
+                               ": a zero-copy logits view (logits(copy=False)) of this sequence is still "
+                               "alive and would be invalidated; delete it or copy it first");
+}
+
+namespace {
+
+std::shared_ptr<Context> make_context(std::shared_ptr<Model> model, uint32_t n_threads,
+                                      std::optional<std::string> backend, uint32_t n_batch) {
+    auto c = std::make_shared<Context>();
+    c->model = std::move(model);
+    vt_context_params cp;
+    vt_context_params_init(&cp);
+    cp.n_threads = n_threads;
+    cp.backend = backend ? backend->c_str() : nullptr;
+    cp.n_batch = n_batch;
+    Failure f;
+    {
+        py::gil_scoped_release nogil;
+        f.set(vt_context_create(c->model->handle, &cp, &c->handle));
+    }
+    f.raise_if_failed();
+    return c;
+}
+
+std::shared_ptr<Sequence> make_sequence(std::shared_ptr<Context> ctx, uint32_t n_ctx, bool logits_all) {
+    auto s = std::make_shared<Sequence>();
+    s->ctx = std::move(ctx);
+    s->logits_all = logits_all;
+    vt_seq_params sp;
+    vt_seq_params_init(&sp);
+    sp.n_ctx = n_ctx;
+    sp.logits_all = logits_all;
+    Lock lock(s->ctx->mu);
+    Failure f;
+    {
+        py::gil_scoped_release nogil;
+        f.set(vt_seq_create(s->ctx->handle, &sp, &s->handle));
+    }
+    f.raise_if_failed();
+    return s;
+}
+
+// Keeps a sequence alive while a zero-copy view of its logits exists, and
+// counts the views (the capsule is the arrays' base object).
+struct ViewToken {
+    std::shared_ptr<Sequence> seq;
+};
+
+py::array logits(const std::shared_ptr<Sequence> &self, int32_t i, bool copy) {
+    Lock lock(self->ctx->mu);
+    const float *p = nullptr;
+    size_t n = 0;
+    check(vt_seq_logits(self->handle, i, &p, &n));
+    if (copy) {
+        py::array_t<float> out((py::ssize_t)n);
+        std::memcpy(out.mutable_data(), p, n * sizeof(float));
+        return out;
+    }
+    auto *token = new ViewToken{self};
+    py::capsule base(token, [](void *v) {
+        auto *t = static_cast<ViewToken *>(v);
+        t->seq->n_views -= 1;
+        delete t;
+    });
+    self->n_views += 1;
+    py::array_t<float> view({(py::ssize_t)n}, {(py::ssize_t)sizeof(float)}, p, base);
+    view.attr("flags").attr("writeable") = false;
+    return view;
+}
+
+} // namespace
+
+void init_context(py::module_ &m) {
+    py::class_<Context, std::shared_ptr<Context>>(m, "Context",
+        "A model bound to a compute backend and a thread pool; sequences are made in it.\n\n"
+        "Thread-safety: a Context and its Sequences are used by one thread at a time. This\n"
+        "is enforced: every call takes the context's lock (waiting with the GIL released),\n"
+        "so concurrent calls from several threads are serialized, not corrupted. For\n"
+        "parallel work use one Context per thread; they may share one Model.\n\n"
+        "    ctx = vt.Context(model, n_threads=4)\n"
+        "    seq = ctx.sequence()\n"
+        "    seq.feed(model.tokenizer.encode(\"Hello\", add_special=True)); seq.step()\n"
+        "    next_id = int(seq.logits().argmax())")
+        .def(py::init(&make_context), py::arg("model"), py::arg("n_threads") = 0, py::arg("backend") = py::none(),
+             py::arg("n_batch") = 512,
+             "Args:\n"
+             "    model: a vt.Model (kept alive by the context).\n"
+             "    n_threads: compute threads; 0 = the number of physical cores.\n"
+             "    backend: backend name; None = \"cpu\".\n"
+             "    n_batch: most tokens evaluated per forward pass (longer feeds are chunked).\n\n"
+             "Raises VtNotFound (no such backend), VtInvalidArgument, VtOutOfMemory.")
+        .def_readonly("model", &Context::model, "The vt.Model of this context.")
+        .def("sequence", &make_sequence, py::arg("n_ctx") = 0, py::arg("logits_all") = false,
+             "A new empty vt.Sequence in this context; see Sequence.__init__.")
+        .def("__repr__", [](const Context &self) { return "<vt.Context of '" + self.model->path + "'>"; });
+
+    py::class_<Sequence, std::shared_ptr<Sequence>>(m, "Sequence",
+        "One token stream evaluated in a Context: it owns its KV cache (n_ctx tokens),\n"
+        "takes tokens with feed(), evaluates them with step() and exposes the logits of\n"
+        "that step with logits().\n\n"
+        "Thread-safety: as its Context (one thread at a time, enforced by the context's\n"
+        "lock). step() releases the GIL.")
+        .def(py::init(&make_sequence), py::arg("context"), py::arg("n_ctx") = 0, py::arg("logits_all") = false,
+             "Args:\n"
+             "    context: the vt.Context to evaluate in (kept alive by the sequence).\n"
+             "    n_ctx: KV capacity in tokens; 0 = the model's training context, capped at 4096.\n"
+             "    logits_all: keep the logits of every token of a step, not only the last.\n\n"
+             "Raises VtOutOfMemory (KV cache), VtInvalidArgument.")
+        .def("feed", [](Sequence &self, const std::vector<vt_token> &tokens) {
+                Lock lock(self.ctx->mu);
+                check(vt_seq_feed(self.handle, tokens.data(), tokens.size()));
+            },
+            py::arg("tokens"),
+            "Queues token ids for the next step(). Raises VtContextFull if the tokens held\n"
+            "plus queued would exceed n_ctx (nothing is queued then) and VtInvalidArgument\n"
+            "for ids outside the vocabulary.")
+        .def("step", [](Sequence &self) {
+                Lock lock(self.ctx->mu);
+                self.check_no_views("step");
+                Failure f;
+                {
+                    py::gil_scoped_release nogil;
+                    f.set(vt_seq_step(self.handle));
+                }
+                f.raise_if_failed();
+            },
+            "Evaluates every queued token (in chunks of the context's n_batch) and makes their\n"
+            "logits readable; releases the GIL. Raises VtInvalidState if nothing is queued,\n"
+            "and BufferError while a zero-copy logits view is alive (see logits()).")
+        .def("logits", &logits, py::arg("i") = -1, py::arg("copy") = true,
+             "Logits of token i of the last step as a float32 NumPy array of shape (n_vocab,).\n"
+             "i = -1 is the last token; other indexes need logits_all=True.\n\n"
+             "copy=True (default): a fresh array the caller owns.\n"
+             "copy=False: a zero-copy, read-only view of the sequence's own buffer. The view\n"
+             "keeps the sequence alive, and while any such view (or a view of it) exists,\n"
+             "step() and reset() raise BufferError instead of overwriting the memory under\n"
+             "it -- the same rule as bytearray and memoryview. Delete views before the next\n"
+             "step.\n\n"
+             "Raises VtInvalidArgument for an index outside the last step, VtInvalidState\n"
+             "before the first step.")
+        .def_property_readonly("n_past", [](const Sequence &self) {
+                size_t n = 0;
+                check(vt_seq_n_past(self.handle, &n));
+                return n;
+            },
+            "Number of tokens evaluated into the KV cache so far.")
+        .def_readonly("logits_all", &Sequence::logits_all, "Whether every token's logits are kept.")
+        .def_readonly("context", &Sequence::ctx, "The vt.Context of this sequence.")
+        .def("reset", [](Sequence &self) {
+                Lock lock(self.ctx->mu);
+                self.check_no_views("reset");
+                check(vt_seq_reset(self.handle));
+            },
+            "Forgets every token (KV cache, queue and logits) and keeps the memory.\n"
+            "Raises BufferError while a zero-copy logits view is alive.")
+        .def("__repr__", [](const Sequence &self) {
+            size_t n = 0;
+            vt_seq_n_past(self.handle, &n);
+            return "<vt.Sequence n_past=" + std::to_string(n) + ">";
+        });
+}
+
+} // namespace vt_py

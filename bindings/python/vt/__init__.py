@@ -1,0 +1,80 @@
+"""vt: LLM inference with libvt, from Python.
+
+High level (like vLLM's and llama-cpp-python's)::
+
+    import vt
+    llm = vt.LLM(model="SmolLM2-135M-Instruct.Q4_1.gguf")
+    out = llm.generate(["The capital of France is"],
+                       vt.SamplingParams(temperature=0, max_tokens=32))
+    print(out[0].text, out[0].finish_reason)
+    for piece in llm.stream("Once upon a time", vt.SamplingParams(seed=42)):
+        print(piece, end="", flush=True)
+
+Low level, one class per handle of the C ABI (include/vt/*.h)::
+
+    model = vt.Model(path)                      # immutable, shareable across threads
+    tok = model.tokenizer                       # or vt.Tokenizer.from_file(gguf)
+    ctx = vt.Context(model, n_threads=4)        # one thread at a time
+    seq = ctx.sequence(n_ctx=2048)
+    seq.feed(tok.encode("Hello", add_special=True)); seq.step()
+    logits = seq.logits()                       # float32 NumPy array, (n_vocab,)
+    smpl = vt.Sampler().add_top_k(40).add_temp(0.8).add_dist(seed=1)
+    next_id = smpl.sample(seq)
+
+Errors are vt.VtError subclasses (VtIOError, VtFormatError, VtInvalidArgument,
+...), carrying .status and libvt's message. Models and tokenizers may be used
+from any number of threads; an LLM, Context (with its Sequences) or Sampler
+is used by one thread at a time: concurrent calls are serialized by a lock.
+Model loading, step() and generation release the GIL, so threads with their
+own LLM or Context over one shared Model run in parallel.
+"""
+from collections.abc import Mapping as _Mapping
+
+from ._vt import (
+    ABI_VERSION,
+    LOG_DEBUG,
+    LOG_ERROR,
+    LOG_INFO,
+    LOG_NONE,
+    LOG_WARN,
+    STATUS_CODES,
+    Context,
+    Generation,
+    Model,
+    ModelMeta,
+    Sampler,
+    Sequence,
+    Tokenizer,
+    VtBufferTooSmall,
+    VtCancelled,
+    VtContextFull,
+    VtError,
+    VtFormatError,
+    VtInternalError,
+    VtInvalidArgument,
+    VtInvalidState,
+    VtInvalidUTF8,
+    VtIOError,
+    VtNotFound,
+    VtOutOfMemory,
+    VtUnsupportedError,
+    abi_version,
+    set_log_level,
+    status_str,
+    version,
+)
+from ._llm import LLM, RequestOutput, SamplingParams, Stream
+
+_Mapping.register(ModelMeta)
+
+__version__: str = version()
+
+__all__ = [
+    "ABI_VERSION", "LOG_DEBUG", "LOG_ERROR", "LOG_INFO", "LOG_NONE", "LOG_WARN", "STATUS_CODES",
+    "Context", "Generation", "LLM", "Model", "ModelMeta", "RequestOutput", "Sampler", "SamplingParams",
+    "Sequence", "Stream", "Tokenizer",
+    "VtBufferTooSmall", "VtCancelled", "VtContextFull", "VtError", "VtFormatError", "VtInternalError",
+    "VtInvalidArgument", "VtInvalidState", "VtInvalidUTF8", "VtIOError", "VtNotFound", "VtOutOfMemory",
+    "VtUnsupportedError",
+    "abi_version", "set_log_level", "status_str", "version", "__version__",
+]

@@ -1,0 +1,303 @@
+"""vt.LLM, vt.SamplingParams and the outputs: text generation over vt._vt."""
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Iterator, List, Optional, Sequence, Union
+
+from . import _vt
+
+__all__ = ["LLM", "RequestOutput", "SamplingParams", "Stream"]
+
+
+@dataclass
+class SamplingParams:
+    """How LLM.generate and LLM.stream pick tokens.
+
+    The chain is vt-generate's, stage for stage: penalties -> top_k -> top_p ->
+    min_p -> temperature -> a seeded draw; temperature <= 0 is greedy (after
+    the penalties). The defaults are vt-generate's too, so the same settings
+    give the same text as ``vt-generate --temp T --seed S ...``.
+
+    Attributes:
+        temperature: softmax temperature; 0 (or less) = greedy.
+        top_k: keep the k most likely tokens; 0 = off.
+        top_p: nucleus sampling threshold; 1.0 = off.
+        min_p: drop tokens below min_p * the top probability; 0.0 = off.
+        repetition_penalty: CTRL-style repetition penalty; 1.0 = off.
+        frequency_penalty: subtracted per past occurrence; 0.0 = off.
+        presence_penalty: subtracted once for any past occurrence; 0.0 = off.
+        penalty_last_n: how many of the last tokens (prompt and output) the
+            penalties look at; -1 = all, 0 = none.
+        seed: RNG seed (0 .. 2**32-1); None = a fresh random seed per request.
+        max_tokens: most tokens to generate; None = until an end-of-generation
+            token or a full context.
+        stop_token_ids: extra token ids that end generation (finish_reason
+            "stop", stop_reason the id); not included in the output.
+
+    Out-of-range values raise vt.VtInvalidArgument (a ValueError) when the
+    object is made: libvt's own sampler checks them.
+    """
+
+    temperature: float = 0.8
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    repetition_penalty: float = 1.0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    penalty_last_n: int = 64
+    seed: Optional[int] = None
+    max_tokens: Optional[int] = 128
+    stop_token_ids: List[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.seed is not None and not 0 <= self.seed < 2**32:
+            raise _vt.VtInvalidArgument("SamplingParams: seed must be in 0 .. 2**32-1 or None")
+        if self.max_tokens is not None and self.max_tokens < 0:
+            raise _vt.VtInvalidArgument("SamplingParams: max_tokens must be >= 0 or None")
+        self.stop_token_ids = [int(t) for t in self.stop_token_ids]
+        self.sampler(seed=0)  # validates every value through libvt
+
+    def sampler(self, seed: Optional[int] = None) -> _vt.Sampler:
+        """A new vt.Sampler chain for these parameters.
+
+        seed overrides self.seed; with neither, a random seed is drawn.
+        """
+        s = _vt.Sampler()
+        if (self.repetition_penalty != 1.0 or self.frequency_penalty != 0.0
+                or self.presence_penalty != 0.0):
+            s.add_penalties(self.penalty_last_n, self.repetition_penalty,
+                            self.frequency_penalty, self.presence_penalty)
+        if self.temperature <= 0.0:
+            return s.add_greedy()
+        if seed is None:
+            seed = self.seed if self.seed is not None else secrets.randbits(32)
+        return (s.add_top_k(self.top_k).add_top_p(self.top_p, 1).add_min_p(self.min_p, 1)
+                .add_temp(self.temperature).add_dist(seed))
+
+
+@dataclass
+class RequestOutput:
+    """The result of one prompt of LLM.generate.
+
+    Attributes:
+        prompt: the prompt text (None if it was given as token ids).
+        prompt_token_ids: the prompt's token ids, as evaluated.
+        text: the generated text: the pieces of token_ids concatenated, with
+            bytes that are not UTF-8 replaced by U+FFFD.
+        token_ids: the generated token ids (without the end-of-generation or
+            stop token).
+        finish_reason: "stop" (an end-of-generation token or one of
+            stop_token_ids) or "length" (max_tokens, or the context is full).
+        stop_reason: the id from stop_token_ids that ended it, else None.
+    """
+
+    prompt: Optional[str]
+    prompt_token_ids: List[int]
+    text: str
+    token_ids: List[int]
+    finish_reason: str
+    stop_reason: Optional[int] = None
+
+
+class Stream:
+    """Iterator of the text pieces of one generation (LLM.stream).
+
+    Pieces never end inside a UTF-8 character; their concatenation equals the
+    text LLM.generate returns for the same prompt and settings. After (or
+    during) iteration, text, token_ids, finish_reason and stop_reason describe
+    the generation so far. A later generate() or stream() call on the same LLM
+    ends an unfinished stream (finish_reason "abort"; iteration stops).
+    """
+
+    def __init__(self, llm: "LLM", gen: _vt.Generation, prompt: Optional[str]) -> None:
+        self._llm = llm
+        self._gen = gen
+        self.prompt = prompt
+
+    def __iter__(self) -> "Stream":
+        return self
+
+    def __next__(self) -> str:
+        with self._llm._lock:
+            return next(self._gen)
+
+    def close(self) -> None:
+        """Ends the generation early (finish_reason "abort")."""
+        with self._llm._lock:
+            self._gen.close()
+
+    @property
+    def text(self) -> str:
+        return self._gen.text
+
+    @property
+    def token_ids(self) -> List[int]:
+        return self._gen.token_ids
+
+    @property
+    def prompt_token_ids(self) -> List[int]:
+        return self._gen.prompt_token_ids
+
+    @property
+    def finish_reason(self) -> Optional[str]:
+        """None while running, then "stop", "length" or "abort"."""
+        return self._gen.finish_reason
+
+    @property
+    def stop_reason(self) -> Optional[int]:
+        return self._gen.stop_reason
+
+    def output(self) -> RequestOutput:
+        """The generation so far as a RequestOutput (finish_reason may be None)."""
+        g = self._gen
+        return RequestOutput(self.prompt, g.prompt_token_ids, g.text, g.token_ids,
+                             g.finish_reason, g.stop_reason)
+
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class LLM:
+    """A model ready to generate text: a vt.Model, a vt.Context and one sequence.
+
+    Example::
+
+        llm = vt.LLM(model="SmolLM2-135M-Instruct.Q4_1.gguf", n_threads=4)
+        params = vt.SamplingParams(temperature=0.7, top_p=0.9, seed=1, max_tokens=64)
+        for out in llm.generate(["Hello, my name is", "The sky is"], params):
+            print(out.prompt, "->", out.text, out.finish_reason)
+        for piece in llm.stream("Once upon a time", params):
+            print(piece, end="", flush=True)
+
+    Prompts are tokenized like vt-generate's: with the model's BOS/EOS rules
+    (add_special) and with the text of control tokens ("<|im_start|>") turned
+    into those tokens (parse_special), since the prompt is the caller's own
+    text; pass parse_special=False for untrusted text. Prompts run one after
+    another in the LLM's one sequence (its KV cache is reused).
+
+    Thread-safety: an LLM is used by one thread at a time; calls from several
+    threads are serialized by a lock (generation releases the GIL). For
+    parallel generation make one LLM per thread over one shared vt.Model:
+    ``vt.LLM(model=shared_model)``.
+    """
+
+    def __init__(self, model: Union[PathLike, _vt.Model], *, n_threads: int = 0, n_ctx: int = 0,
+                 n_batch: int = 512, backend: Optional[str] = None, use_mmap: bool = True) -> None:
+        """Loads the model (unless given a vt.Model) and makes its context.
+
+        Args:
+            model: a GGUF file path, or a loaded vt.Model to share.
+            n_threads: compute threads; 0 = the number of physical cores.
+            n_ctx: context window (KV capacity) in tokens; 0 = the model's
+                training context, capped at 4096.
+            n_batch: most tokens per forward pass (longer prompts are chunked).
+            backend: backend name; None = "cpu".
+            use_mmap: map the weights (default) instead of reading them.
+
+        Raises:
+            VtIOError, VtFormatError, VtUnsupportedError: the model file.
+            VtNotFound: no such backend.
+        """
+        self.model: _vt.Model = model if isinstance(model, _vt.Model) else _vt.Model(model, use_mmap=use_mmap)
+        self.tokenizer: _vt.Tokenizer = self.model.tokenizer
+        self.context: _vt.Context = _vt.Context(self.model, n_threads=n_threads, backend=backend,
+                                                n_batch=n_batch)
+        self._seq = self.context.sequence(n_ctx=n_ctx)
+        self._lock = threading.RLock()
+        self._active: Optional["weakref.ref[_vt.Generation]"] = None
+
+    def get_tokenizer(self) -> _vt.Tokenizer:
+        """The model's tokenizer (as vLLM's LLM.get_tokenizer)."""
+        return self.tokenizer
+
+    def generate(self, prompts: Union[str, Sequence[str], None] = None,
+                 sampling_params: Union[SamplingParams, Sequence[SamplingParams], None] = None, *,
+                 prompt_token_ids: Union[Sequence[int], Sequence[Sequence[int]], None] = None,
+                 add_special: bool = True, parse_special: bool = True) -> List[RequestOutput]:
+        """Generates a completion for each prompt, one after another.
+
+        Args:
+            prompts: a prompt or a list of prompts (text).
+            sampling_params: one SamplingParams for all prompts, or one per
+                prompt; None = SamplingParams() (vt-generate's defaults).
+            prompt_token_ids: instead of prompts, already tokenized prompts
+                (a list of ids, or a list of such lists).
+            add_special, parse_special: how text prompts are tokenized (see
+                the class docstring).
+
+        Returns:
+            One RequestOutput per prompt, in order.
+
+        Raises:
+            VtInvalidArgument: an empty prompt, a bad parameter.
+            VtContextFull: a prompt longer than the context window.
+            VtInvalidUTF8: a prompt given as bytes that are not UTF-8.
+        """
+        requests = self._requests(prompts, prompt_token_ids, add_special, parse_special)
+        if sampling_params is None or isinstance(sampling_params, SamplingParams):
+            params_list = [sampling_params or SamplingParams()] * len(requests)
+        else:
+            params_list = list(sampling_params)
+            if len(params_list) != len(requests):
+                raise _vt.VtInvalidArgument(
+                    f"generate: {len(params_list)} sampling params for {len(requests)} prompts")
+        outputs = []
+        with self._lock:
+            for (prompt, ids), params in zip(requests, params_list):
+                gen = self._start(ids, params)
+                gen.run()
+                outputs.append(RequestOutput(prompt, gen.prompt_token_ids, gen.text, gen.token_ids,
+                                             gen.finish_reason, gen.stop_reason))
+        return outputs
+
+    def stream(self, prompt: Union[str, Sequence[int]], sampling_params: Optional[SamplingParams] = None,
+               *, add_special: bool = True, parse_special: bool = True) -> Stream:
+        """Generates one completion piece by piece: an iterator of str.
+
+        prompt is text, or a list of token ids. Each piece is the text of one
+        or more tokens and never ends inside a UTF-8 character; "".join of
+        the pieces equals generate()'s text for the same settings. The
+        returned Stream also tells token_ids and finish_reason. Tokens are
+        generated as the iterator is advanced (each step releases the GIL).
+        """
+        if isinstance(prompt, str):
+            text: Optional[str] = prompt
+            ids = self.tokenizer.encode(prompt, add_special=add_special, parse_special=parse_special)
+        else:
+            text, ids = None, [int(t) for t in prompt]
+        with self._lock:
+            gen = self._start(ids, sampling_params or SamplingParams())
+        return Stream(self, gen, text)
+
+    def _requests(self, prompts, prompt_token_ids, add_special, parse_special):
+        if (prompts is None) == (prompt_token_ids is None):
+            raise _vt.VtInvalidArgument("generate: pass either prompts or prompt_token_ids")
+        if prompts is not None:
+            if isinstance(prompts, (str, bytes)):
+                prompts = [prompts]
+            return [(p if isinstance(p, str) else None,
+                     self.tokenizer.encode(p, add_special=add_special, parse_special=parse_special))
+                    for p in prompts]
+        ids_list = list(prompt_token_ids)
+        if ids_list and not isinstance(ids_list[0], (list, tuple)) and not hasattr(ids_list[0], "__len__"):
+            ids_list = [ids_list]
+        return [(None, [int(t) for t in ids]) for ids in ids_list]
+
+    def _start(self, ids: List[int], params: SamplingParams) -> _vt.Generation:
+        # One sequence per LLM: a new generation ends an unfinished stream.
+        if self._active is not None:
+            old = self._active()
+            if old is not None:
+                old.close()
+        gen = _vt.Generation(self._seq, params.sampler(), self.tokenizer, ids,
+                             params.max_tokens, params.stop_token_ids)
+        self._active = weakref.ref(gen)
+        return gen
+
+    def __repr__(self) -> str:
+        return f"<vt.LLM {self.model!r}>"
