@@ -2,22 +2,43 @@
 """Side-by-side prefill/decode throughput: vt-bench vs llama.cpp's llama-bench.
 
 Same machine, same run, same GGUF file, same thread count and repetitions
-(DESIGN.md, "Performance method"). Prints:
+(DESIGN.md, "Performance method"). For every (model, threads) it runs both
+engines (pp512 and tg128 by default, 5 repetitions each after one warmup) and
+reports the MEDIAN tokens/s of the repetitions (llama-bench's per-repetition
+"samples_ts", vt-bench's pp_samples/tg_samples), the ratio vt / llama.cpp,
+and, for decode, the memory-bandwidth roofline:
 
-    test  | vt t/s | llama.cpp t/s | ratio (vt / llama.cpp)
-    pp512 |  ...
-    tg128 |  ...
+    roofline t/s = read bandwidth (vt-membw, best of 5, same thread count,
+                   measured once per run) / weight bytes read per token
+
+Weight bytes per token = the sum of the GGUF's tensor sizes, which is what a
+decode step streams from memory: every matrix is read once per token, the
+tied token embedding included (it is the output matrix). When the file has a
+separate output.weight, token_embd.weight is left out (decode reads one row of
+it). The KV cache (a few MB at these contexts) is not counted. "vt %" and
+"llama %" are each engine's median tg as a percentage of that roofline.
+
+Models: by default the real default model (vt_models "smollm2",
+SmolLM2-135M-Instruct Q4_1). --matrix adds the random-weight files of
+make-random-gguf.py (smollm2-135m and llama-3.2-1b shapes x Q4_0 Q4_1 Q8_0
+Q4_K Q6_K F16 BF16), written on first use into <model cache>/random/.
 
 llama-bench is built from the llama.cpp that llama-cpp-python's sdist vendors
 (pinned version below), outside the repository, and reused once built:
     source: ~/.cache/vt/llama.cpp-src   (pip download --no-deps --no-binary :all:)
     build:  ~/.cache/vt/llama.cpp-build (cmake, GGML_NATIVE=ON, Release)
 
-Usage (from the repository root):
+Usage (from the repository root; vt-bench and vt-membw from a meson build):
     python3 examples/bench/compare-llama-bench.py                  # smollm2, all cores
-    python3 examples/bench/compare-llama-bench.py -t 2 -r 3 --vt-bench build/examples/bench/vt-bench
+    python3 examples/bench/compare-llama-bench.py --matrix --threads 1,2 --json
+    python3 examples/bench/compare-llama-bench.py --matrix --shapes smollm2-135m --types Q4_0,Q8_0
+    python3 examples/bench/compare-llama-bench.py -t 2 -r 3 --bin-dir build-lead/examples/bench
     python3 examples/bench/compare-llama-bench.py --build-only --jobs 1
     python3 examples/bench/compare-llama-bench.py --skip-vt         # llama.cpp numbers only
+
+The load average is printed before and after: on a busy machine (load near or
+above the core count) multi-threaded numbers, llama.cpp's especially (its
+OpenMP threads spin; see --omp-passive), are not meaningful.
 """
 from __future__ import annotations
 
@@ -25,9 +46,12 @@ import argparse
 import json
 import os
 import shutil
+import statistics
+import struct
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,18 +115,33 @@ def ensure_llama_bench(cache: Path, jobs: int, nice: int) -> Path:
     return exe
 
 
+class BenchError(RuntimeError):
+    pass
+
+
+def tests_of(p: int, n: int) -> list[str]:
+    return ([f"pp{p}"] if p > 0 else []) + ([f"tg{n}"] if n > 0 else [])
+
+
 def run_llama_bench(exe: Path, model: Path, p: int, n: int, t: int, r: int,
-                    omp_passive: bool = False) -> dict[str, float]:
+                    omp_passive: bool = False, timeout: float | None = None) -> dict:
     cmd = [str(exe), "-m", str(model), "-p", str(p), "-n", str(n), "-t", str(t),
            "-r", str(r), "-o", "json"]
     env = dict(os.environ)
     if omp_passive:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
-    res = run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        res = run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                  timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"llama-bench timed out after {timeout} s") from None
     if res.returncode != 0:
-        sys.exit(f"llama-bench failed (rc {res.returncode}):\n{res.stderr[-3000:]}")
-    rows = json.loads(res.stdout)
-    out: dict[str, float] = {}
+        raise BenchError(f"llama-bench failed (rc {res.returncode}): {res.stderr.strip()[-1500:]}")
+    try:
+        rows = json.loads(res.stdout)
+    except json.JSONDecodeError:
+        raise BenchError(f"llama-bench printed no JSON: {res.stdout[-1000:]}") from None
+    out: dict = {}
     for row in rows:
         if row.get("n_prompt", 0) > 0 and row.get("n_gen", 0) == 0:
             test = f"pp{row['n_prompt']}"
@@ -110,110 +149,322 @@ def run_llama_bench(exe: Path, model: Path, p: int, n: int, t: int, r: int,
             test = f"tg{row['n_gen']}"
         else:
             continue
-        out[test] = float(row["avg_ts"])
-        out[test + "_sd"] = float(row.get("stddev_ts", 0.0))
-        out[test + "_samples"] = row.get("samples_ts", [])  # type: ignore[assignment]
+        samples = [float(x) for x in row.get("samples_ts", [])] or [float(row["avg_ts"])]
+        out[test] = {"median": statistics.median(samples), "mean": float(row["avg_ts"]),
+                     "stddev": float(row.get("stddev_ts", 0.0)), "samples": samples}
         if "build_commit" in row:
-            out["_commit"] = row["build_commit"]  # type: ignore[assignment]
+            out["_commit"] = row["build_commit"]
     return out
 
 
-def run_vt_bench(exe: Path, model: Path, p: int, n: int, t: int, r: int) -> dict[str, float]:
+def run_vt_bench(exe: Path, model: Path, p: int, n: int, t: int, r: int,
+                 timeout: float | None = None) -> dict:
     cmd = [str(exe), "-m", str(model), "-p", str(p), "-n", str(n), "-t", str(t),
            "-r", str(r), "--json"]
-    res = run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        res = run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"vt-bench timed out after {timeout} s") from None
     if res.returncode != 0:
-        sys.exit(f"vt-bench failed (rc {res.returncode}):\n{res.stderr[-3000:]}")
+        raise BenchError(f"vt-bench failed (rc {res.returncode}): {res.stderr.strip()[-1500:]}")
     try:
         obj = json.loads(res.stdout)
     except json.JSONDecodeError:
-        sys.exit(f"vt-bench --json printed no JSON:\n{res.stdout[-2000:]}")
+        raise BenchError(f"vt-bench --json printed no JSON: {res.stdout[-1000:]}") from None
     if isinstance(obj, list):  # tolerate a list of one object
         obj = obj[0] if obj else {}
-    out: dict[str, float] = {}
+    out: dict = {}
     for kind, test in (("pp", f"pp{p}"), ("tg", f"tg{n}")):
-        if obj.get(f"{kind}_tps") is not None:
-            out[test] = float(obj[f"{kind}_tps"])
-            if obj.get(f"{kind}_stddev") is not None:
-                out[test + "_sd"] = float(obj[f"{kind}_stddev"])
-            out[test + "_samples"] = obj.get(f"{kind}_samples", [])  # type: ignore[assignment]
+        if obj.get(f"{kind}_tps") is None:
+            continue
+        samples = [float(x) for x in obj.get(f"{kind}_samples") or []] or [float(obj[f"{kind}_tps"])]
+        out[test] = {"median": statistics.median(samples), "mean": float(obj[f"{kind}_tps"]),
+                     "stddev": float(obj.get(f"{kind}_stddev") or 0.0), "samples": samples}
     if obj.get("threads") not in (None, t):
         log(f"warning: vt-bench reports threads={obj.get('threads')}, asked for {t}")
     return out
 
 
-def fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
+def run_membw(exe: Path, t: int, mib: int, reps: int = 5) -> dict:
+    res = run([str(exe), "-t", str(t), "-s", str(mib), "-r", str(reps), "--json"],
+              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if res.returncode != 0:
+        sys.exit(f"vt-membw failed (rc {res.returncode}): {res.stderr[-2000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+# --- GGUF tensor sizes (a minimal reader: header, metadata skipped, tensor infos) ---
+
+# ggml type id -> (block elements, block bytes)
+GGML_TYPE_SIZE = {
+    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
+    9: (32, 36), 10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176),
+    14: (256, 210), 15: (256, 292), 16: (256, 66), 17: (256, 74), 18: (256, 98),
+    19: (256, 50), 20: (32, 18), 21: (256, 110), 22: (256, 82), 23: (256, 136),
+    24: (1, 1), 25: (1, 2), 26: (1, 4), 27: (1, 8), 28: (1, 8), 29: (256, 56), 30: (1, 2),
+    34: (256, 54), 35: (256, 66), 39: (32, 17),
+}
+
+
+def gguf_tensors(path: Path) -> list[tuple[str, int, int]]:
+    """(name, ggml type, bytes) of every tensor in a GGUF file."""
+    scalar = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    with open(path, "rb") as f:
+        def rd(fmt: str):
+            return struct.unpack("<" + fmt, f.read(struct.calcsize("<" + fmt)))
+
+        def rd_str() -> bytes:
+            (n,) = rd("Q")
+            return f.read(n)
+
+        def skip(vtype: int) -> None:
+            if vtype in scalar:
+                f.seek(scalar[vtype], 1)
+            elif vtype == 8:
+                rd_str()
+            elif vtype == 9:
+                atype, n = rd("IQ")
+                if atype in scalar:
+                    f.seek(scalar[atype] * n, 1)
+                else:
+                    for _ in range(n):
+                        skip(atype)
+            else:
+                raise ValueError(f"{path}: unknown GGUF value type {vtype}")
+
+        magic, version, n_tensors, n_kv = rd("4sIQQ")
+        if magic != b"GGUF" or version < 2:
+            raise ValueError(f"{path} is not a GGUF v2+ file")
+        for _ in range(n_kv):
+            rd_str()
+            (vtype,) = rd("I")
+            skip(vtype)
+        out = []
+        for _ in range(n_tensors):
+            name = rd_str().decode()
+            (n_dims,) = rd("I")
+            ne = rd("Q" * n_dims)
+            ttype, _offset = rd("IQ")
+            if ttype not in GGML_TYPE_SIZE:
+                raise ValueError(f"{path}: tensor {name} has a ggml type {ttype} this script does not know")
+            be, bb = GGML_TYPE_SIZE[ttype]
+            n_el = 1
+            for d in ne:
+                n_el *= d
+            out.append((name, ttype, n_el // be * bb))
+        return out
+
+
+def decode_bytes_per_token(path: Path) -> int:
+    """Weight bytes one decode step reads: all tensors; token_embd.weight only
+    when it doubles as the output matrix (no output.weight)."""
+    ts = gguf_tensors(path)
+    names = {name for name, _, _ in ts}
+    return sum(b for name, _, b in ts
+               if not (name == "token_embd.weight" and "output.weight" in names))
+
+
+# --- models ---
+
+def gguf_python() -> str:
+    """An interpreter that has the PyPI gguf package (this one or the project venv)."""
+    try:
+        import gguf  # noqa: F401
+        return sys.executable
+    except ImportError:
+        venv = REPO / ".venv" / "bin" / "python"
+        if venv.is_file():
+            return str(venv)
+        sys.exit("make-random-gguf.py needs the PyPI gguf package: pip install gguf "
+                 "(or create the project venv .venv)")
+
+
+def random_models(shapes: list[str], types: list[str]) -> list[tuple[str, Path]]:
+    cmd = [gguf_python(), str(REPO / "examples" / "bench" / "make-random-gguf.py")]
+    for s in shapes:
+        cmd += ["--shape", s]
+    for t in types:
+        cmd += ["--type", t]
+    res = run(cmd, stdout=subprocess.PIPE, text=True)
+    if res.returncode != 0:
+        sys.exit("make-random-gguf.py failed")
+    paths = [Path(line) for line in res.stdout.split("\n") if line.strip()]
+    labels = [f"random {s} {t}" for s in shapes for t in types]
+    if len(paths) != len(labels):
+        sys.exit(f"make-random-gguf.py printed {len(paths)} paths for {len(labels)} files")
+    return list(zip(labels, paths))
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def fmt(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("-m", "--model", help="GGUF path (default: the --model-name from vt_models)")
+    ap.add_argument("-m", "--model", action="append",
+                    help="GGUF path (repeatable; default: the --model-name from vt_models)")
     ap.add_argument("--model-name", default="smollm2", help="vt_models name (default smollm2)")
-    ap.add_argument("-t", "--threads", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("-r", "--repetitions", type=int, default=3)
+    ap.add_argument("--matrix", action="store_true",
+                    help="also every random shape x type from make-random-gguf.py")
+    ap.add_argument("--shapes", default="smollm2-135m,llama-3.2-1b",
+                    help="random shapes for --matrix (comma-separated)")
+    ap.add_argument("--types", default="Q4_0,Q4_1,Q8_0,Q4_K,Q6_K,F16,BF16",
+                    help="random types for --matrix (comma-separated)")
+    ap.add_argument("--no-real", action="store_true", help="with --matrix: leave out the real model")
+    ap.add_argument("-t", "--threads", default=str(os.cpu_count() or 1),
+                    help="thread counts, comma-separated, e.g. 1,2 (default: all cores)")
+    ap.add_argument("-r", "--repetitions", type=int, default=5)
     ap.add_argument("-p", "--n-prompt", type=int, default=512)
     ap.add_argument("-n", "--n-gen", type=int, default=128)
-    ap.add_argument("--vt-bench", default=str(REPO / "build" / "examples" / "bench" / "vt-bench"))
+    ap.add_argument("--bin-dir", help="directory holding vt-bench and vt-membw "
+                    "(default: build/examples/bench)")
+    ap.add_argument("--vt-bench", help="vt-bench binary (default: BIN_DIR/vt-bench)")
+    ap.add_argument("--vt-membw", help="vt-membw binary (default: BIN_DIR/vt-membw)")
+    ap.add_argument("--membw-mib", type=int, default=1024, help="vt-membw buffer size (MiB)")
     ap.add_argument("--llama-bench", help="use this llama-bench instead of building one")
     ap.add_argument("--cache-dir", default=str(Path.home() / ".cache" / "vt"))
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="build parallelism")
     ap.add_argument("--nice", type=int, default=10, help="niceness of the llama.cpp build")
     ap.add_argument("--build-only", action="store_true", help="build llama-bench and exit")
     ap.add_argument("--skip-vt", action="store_true", help="run llama-bench only")
+    ap.add_argument("--skip-llama", action="store_true", help="run vt-bench only")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="seconds allowed per engine invocation (default: no limit)")
     ap.add_argument("--json", action="store_true", help="also print the results as JSON")
     ap.add_argument("--omp-passive", action="store_true",
                     help="run llama-bench with OMP_WAIT_POLICY=PASSIVE (its OpenMP threads "
                          "spin by default, which collapses on an oversubscribed machine)")
     a = ap.parse_args()
 
-    lb = Path(a.llama_bench) if a.llama_bench else ensure_llama_bench(
-        Path(a.cache_dir).expanduser(), a.jobs, a.nice)
+    lb = None
+    if not a.skip_llama:
+        lb = Path(a.llama_bench) if a.llama_bench else ensure_llama_bench(
+            Path(a.cache_dir).expanduser(), a.jobs, a.nice)
     if a.build_only:
         print(lb)
         return 0
-    model = Path(a.model) if a.model else vt_models.model_path(a.model_name)
-    vt_exe = Path(a.vt_bench)
+    threads = [int(x) for x in str(a.threads).split(",") if x.strip()]
+    if not threads or min(threads) < 1:
+        sys.exit(f"bad --threads {a.threads!r}")
+    bin_dir = Path(a.bin_dir) if a.bin_dir else REPO / "build" / "examples" / "bench"
+    vt_exe = Path(a.vt_bench) if a.vt_bench else bin_dir / "vt-bench"
+    membw_exe = Path(a.vt_membw) if a.vt_membw else vt_exe.parent / "vt-membw"
     if not a.skip_vt and not vt_exe.is_file():
-        sys.exit(f"{vt_exe} not found: build vt (meson compile -C build) or pass --vt-bench PATH, "
+        sys.exit(f"{vt_exe} not found: build vt (meson compile -C build) or pass --bin-dir/--vt-bench, "
                  "or --skip-vt")
+    if not membw_exe.is_file():
+        sys.exit(f"{membw_exe} not found: meson compile -C build vt-membw, or pass --vt-membw")
 
-    args = (model, a.n_prompt, a.n_gen, a.threads, a.repetitions)
-    llama = run_llama_bench(lb, *args, omp_passive=a.omp_passive)
-    vt = {} if a.skip_vt else run_vt_bench(vt_exe, *args)
+    models: list[tuple[str, Path]] = []
+    if a.model:
+        models += [(Path(m).name, Path(m)) for m in a.model]
+    elif not (a.matrix and a.no_real):
+        path = vt_models.model_path(a.model_name)
+        models.append((f"{a.model_name} ({path.name})", path))
+    if a.matrix:
+        models += random_models([s for s in a.shapes.split(",") if s],
+                                [t for t in a.types.split(",") if t])
 
-    tests = [f"pp{a.n_prompt}", f"tg{a.n_gen}"]
-    print(f"model {model.name}, {a.threads} threads, {a.repetitions} repetitions"
-          + (f", llama.cpp {llama['_commit']}" if "_commit" in llama else "")
-          + (" (OMP_WAIT_POLICY=PASSIVE)" if a.omp_passive else ""))
-    print(f"| {'test':6s} | {'vt t/s':>14s} | {'llama.cpp t/s':>14s} | {'ratio':>6s} |")
-    print("|" + "-" * 8 + "|" + "-" * 16 + "|" + "-" * 16 + "|" + "-" * 8 + "|")
-    noisy = []
+    tests = tests_of(a.n_prompt, a.n_gen)
+    tg = f"tg{a.n_gen}" if a.n_gen > 0 else None
+    load_before = loadavg()
+    t_start = time.monotonic()
+    membw = {t: run_membw(membw_exe, t, a.membw_mib) for t in threads}
+    rows = []
+    errors = []
+    commit = None
+    for label, path in models:
+        bpt = decode_bytes_per_token(path)
+        for t in threads:
+            row = {"model": label, "file": str(path), "threads": t, "bytes_per_token": bpt,
+                   "membw_gbs": membw[t]["best_gbs"], "vt": {}, "llama.cpp": {}}
+            row["roofline_tps"] = membw[t]["best_gbs"] * 1e9 / bpt
+            for engine in ("vt", "llama.cpp"):
+                if (engine == "vt" and a.skip_vt) or (engine == "llama.cpp" and a.skip_llama):
+                    continue
+                try:
+                    if engine == "vt":
+                        res = run_vt_bench(vt_exe, path, a.n_prompt, a.n_gen, t, a.repetitions,
+                                           timeout=a.timeout)
+                    else:
+                        res = run_llama_bench(lb, path, a.n_prompt, a.n_gen, t, a.repetitions,
+                                              omp_passive=a.omp_passive, timeout=a.timeout)
+                        commit = res.pop("_commit", commit)
+                    row[engine] = res
+                except BenchError as e:
+                    row[engine] = {"error": str(e)}
+                    errors.append(f"{engine} on {path} (-t {t}): {e}")
+                    log(f"error: {engine} on {path}: {e}")
+            for test in tests:
+                v = row["vt"].get(test, {}).get("median")
+                l = row["llama.cpp"].get(test, {}).get("median")
+                row[test + "_ratio"] = v / l if v and l else None
+            rows.append(row)
+    load_after = loadavg()
+    elapsed = time.monotonic() - t_start
+
+    # --- report ---
+    ncpu = os.cpu_count() or 1
+    print(f"vt vs llama.cpp{' ' + commit if commit else ''}: median tokens/s of {a.repetitions} "
+          f"repetitions; ratio = vt / llama.cpp"
+          + (" (llama-bench with OMP_WAIT_POLICY=PASSIVE)" if a.omp_passive else ""))
+    print("read bandwidth (vt-membw, best of 5, "
+          f"{a.membw_mib} MiB): " + ", ".join(f"{t} thread{'s' if t > 1 else ''} "
+                                              f"{membw[t]['best_gbs']:.1f} GB/s" for t in threads))
+    print(f"load average before {load_before}, after {load_after} ({ncpu} cores); "
+          f"{elapsed / 60:.1f} min")
+    if tg:
+        print(f"roofline = bandwidth / weight MB per token; vt %, llama % = median {tg} / roofline")
+    print()
+    hdr = ["model", "t"]
     for test in tests:
-        v, l = vt.get(test), llama.get(test)
-        ratio = "-" if (v is None or not l) else f"{v / l:.2f}"
-        cols = []
-        for res, val in ((vt, v), (llama, l)):
-            sd = res.get(test + "_sd")
-            cols.append(fmt(val) + (f" ± {sd:.1f}" if val is not None and sd is not None else ""))
-            if val and sd is not None and sd > 0.15 * val:
-                noisy.append(test)
-        print(f"| {test:6s} | {cols[0]:>14s} | {cols[1]:>14s} | {ratio:>6s} |")
-    # Decode is memory-bound: each token reads every weight once.
-    size = model.stat().st_size
-    tg = f"tg{a.n_gen}"
-    parts = [f"{name} {res[tg] * size / 1e9:.1f} GB/s" for name, res in (("vt", vt), ("llama.cpp", llama))
-             if res.get(tg)]
-    if parts:
-        print(f"decode weight traffic ({size / 1e6:.0f} MB/token): " + ", ".join(parts))
+        hdr += [f"vt {test}", f"llama {test}", "ratio"]
+    if tg:
+        hdr += ["MB/tok", "roofline", "vt %", "llama %"]
+    print("| " + " | ".join(hdr) + " |")
+    print("|" + "|".join(["---"] + ["---:"] * (len(hdr) - 1)) + "|")
+    noisy = []
+    for row in rows:
+        cells = [row["model"], str(row["threads"])]
+        for test in tests:
+            for engine in ("vt", "llama.cpp"):
+                r = row[engine]
+                if "error" in r:
+                    cells.append("ERR")
+                    continue
+                m = r.get(test, {}).get("median")
+                cells.append(fmt(m))
+                s = r.get(test, {}).get("samples", [])
+                if m and len(s) > 1 and (max(s) - min(s)) > 0.15 * m:
+                    noisy.append(f"{engine} {test} {row['model']} -t {row['threads']}")
+            cells.append(fmt(row[test + "_ratio"]))
+        if tg:
+            cells += [f"{row['bytes_per_token'] / 1e6:.0f}", fmt(row["roofline_tps"], 1)]
+            for engine in ("vt", "llama.cpp"):
+                m = row[engine].get(tg, {}).get("median") if "error" not in row[engine] else None
+                cells.append(f"{100 * m / row['roofline_tps']:.0f}%" if m else "-")
+        print("| " + " | ".join(cells) + " |")
     if noisy:
-        print(f"warning: stddev > 15% of the mean for {', '.join(sorted(set(noisy)))}: "
-              "the machine is probably busy; compare samples (--json) or rerun")
+        print(f"\nwarning: samples spread over 15% of the median (busy machine?): {'; '.join(noisy)}")
+    if errors:
+        print("\nerrors:")
+        for e in errors:
+            print(f"- {e}")
     if a.json:
-        print(json.dumps({"model": str(model), "threads": a.threads, "repetitions": a.repetitions,
-                          "vt": vt, "llama.cpp": {k: v for k, v in llama.items()}}))
-    return 0
+        print(json.dumps({"repetitions": a.repetitions, "n_prompt": a.n_prompt, "n_gen": a.n_gen,
+                          "statistic": "median", "llama_cpp_commit": commit,
+                          "omp_passive": a.omp_passive, "membw": {str(t): membw[t] for t in threads},
+                          "loadavg_before": load_before, "loadavg_after": load_after,
+                          "rows": rows}))
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+"""Random-weight Llama GGUFs in real model shapes, for throughput benchmarks.
+
+Prefill and decode speed depend on the shapes and the weight types, not on the
+values, so these files stand in for models no hub can give us here. They are
+written with the PyPI `gguf` package and load in both vt and llama.cpp.
+
+Shapes (hyperparameters of the real models):
+    smollm2-135m  n_embd 576, 30 layers, 9 heads / 3 kv heads, n_ff 1536,
+                  vocab 49152, ctx 8192, rope base 100000, tied output
+    llama-3.2-1b  n_embd 2048, 16 layers, 32 heads / 8 kv heads, n_ff 8192,
+                  vocab 128256, ctx 131072, rope base 500000, tied output.
+                  rope_freqs.weight (Llama 3.1 "llama3" rope scaling factors)
+                  is OMITTED: speed does not depend on it, and vt's Llama
+                  loader does not support it yet.
+Types: Q4_0 Q4_1 Q8_0 Q4_K Q6_K F16 BF16 (norm weights are always F32).
+
+Tensor types ("pure", like `llama-quantize --pure`): every matrix, the token
+embedding included, is in the named type, so a file measures that type's
+kernels. (llama.cpp's default recipe would instead store the tied
+embedding/output as Q6_K, or Q8_0 when its rows are not a multiple of 256;
+the real SmolLM2 Q4_1 file does that, with a Q8_0 token_embd.) The one
+exception is llama.cpp's own: a K-quant needs rows that are a multiple of 256,
+so in the smollm2-135m shape (576-wide rows) every tensor except ffn_down
+falls back as llama.cpp does: Q4_K -> Q5_0, Q6_K -> Q8_0. The tool prints the
+resulting type mix.
+
+Values: quantized blocks are random bytes with valid, realistic scales (so the
+dequantized weights have a standard deviation near 0.02, like a trained
+model's); F16/BF16 are random normals with std 0.02. Quantizing real normals
+with gguf.quants.quantize would take minutes for the 1B shape; random blocks
+take seconds and the kernels cannot tell the difference.
+
+Tokenizer: byte-level BPE ("gpt2" model, "gpt-2" pre-tokenizer): the 256 GPT-2
+byte symbols, a few merges and their tokens, <|begin_of_text|> and
+<|end_of_text|> (control, bos/eos), then unique filler tokens up to the vocab
+size.
+
+Files: <model cache>/random/<shape>-<type>.gguf (model cache = vt_models's,
+${VT_MODEL_DIR:-~/.cache/vt/models}); an existing file is kept unless --force.
+
+Usage (from the repository root, with the project venv that has `gguf`):
+    .venv/bin/python examples/bench/make-random-gguf.py                 # all shapes x types
+    .venv/bin/python examples/bench/make-random-gguf.py --shape smollm2-135m --type Q4_0
+    .venv/bin/python examples/bench/make-random-gguf.py --list           # paths, present or not
+    .venv/bin/python examples/bench/make-random-gguf.py --check FILE     # dequantized stats
+
+Module: sys.path.insert(0, "<repo>/examples/bench"); mrg = importlib.import_module("make-random-gguf")
+is awkward, so compare-llama-bench.py runs this file as a program.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+try:
+    import numpy as np
+    import gguf
+    from gguf import GGMLQuantizationType as QT
+except ImportError as e:  # pragma: no cover
+    sys.exit(f"make-random-gguf: {e}; run with the project venv (.venv/bin/python) or pip install gguf")
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "examples" / "models"))
+import vt_models  # noqa: E402
+
+STD = 0.02  # weight standard deviation, like a trained transformer's matrices
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    label: str
+    n_embd: int
+    n_layer: int
+    n_head: int
+    n_head_kv: int
+    n_ff: int
+    n_vocab: int
+    n_ctx: int
+    rope_base: float
+    norm_eps: float
+
+
+SHAPES: dict[str, Shape] = {s.name: s for s in (
+    Shape("smollm2-135m", "135M", 576, 30, 9, 3, 1536, 49152, 8192, 100000.0, 1e-5),
+    Shape("llama-3.2-1b", "1B", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0, 1e-5),
+)}
+
+TYPES: dict[str, QT] = {
+    "Q4_0": QT.Q4_0, "Q4_1": QT.Q4_1, "Q8_0": QT.Q8_0, "Q4_K": QT.Q4_K,
+    "Q6_K": QT.Q6_K, "F16": QT.F16, "BF16": QT.BF16,
+}
+FILE_TYPE = {
+    "Q4_0": gguf.LlamaFileType.MOSTLY_Q4_0, "Q4_1": gguf.LlamaFileType.MOSTLY_Q4_1,
+    "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0, "Q4_K": gguf.LlamaFileType.MOSTLY_Q4_K_S,
+    "Q6_K": gguf.LlamaFileType.MOSTLY_Q6_K, "F16": gguf.LlamaFileType.MOSTLY_F16,
+    "BF16": gguf.LlamaFileType.MOSTLY_BF16,
+}
+# llama.cpp (llama_tensor_get_type): a K-quant tensor whose rows are not a
+# multiple of 256 is stored in this type instead.
+K_FALLBACK = {QT.Q4_K: QT.Q5_0, QT.Q6_K: QT.Q8_0}
+
+
+def log(msg: str) -> None:
+    print(f"make-random-gguf: {msg}", file=sys.stderr, flush=True)
+
+
+def random_dir() -> Path:
+    return vt_models.model_dir() / "random"
+
+
+def file_path(shape: str, type_name: str) -> Path:
+    return random_dir() / f"{shape}-{type_name}.gguf"
+
+
+def tensor_type(qt: QT, ne0: int) -> QT:
+    bs, _ = gguf.GGML_QUANT_SIZES[qt]
+    if ne0 % bs != 0:
+        if qt not in K_FALLBACK:
+            raise ValueError(f"{qt.name} needs rows that are a multiple of {bs}, got {ne0}")
+        return K_FALLBACK[qt]
+    return qt
+
+
+def f16_bytes(rng: np.random.Generator, n: int, center: float, spread: float = 0.25) -> np.ndarray:
+    """n float16 scales around `center` (+-spread relative), as (n, 2) uint8."""
+    v = center * (1.0 + spread * (2.0 * rng.random(n, dtype=np.float32) - 1.0))
+    return v.astype(np.float16).view(np.uint8).reshape(n, 2)
+
+
+def random_blocks(rng: np.random.Generator, qt: QT, rows: int, ne0: int) -> np.ndarray:
+    """(rows, bytes per row) uint8: random quants with valid realistic scales."""
+    bs, nb = gguf.GGML_QUANT_SIZES[qt]
+    n_blocks = rows * (ne0 // bs)
+    b = np.frombuffer(rng.bytes(n_blocks * nb), dtype=np.uint8).reshape(n_blocks, nb).copy()
+    u4 = 4.61  # std of a uniform 0..15 nibble
+    if qt == QT.Q4_0:    # d, qs[16]: w = d * (q - 8)
+        b[:, 0:2] = f16_bytes(rng, n_blocks, STD / u4)
+    elif qt == QT.Q4_1:  # d, m, qs[16]: w = d * q + m
+        d = STD / u4
+        b[:, 0:2] = f16_bytes(rng, n_blocks, d)
+        b[:, 2:4] = f16_bytes(rng, n_blocks, -7.5 * d)
+    elif qt == QT.Q5_0:  # d, qh[4], qs[16]: w = d * (q - 16), q 5 bits
+        b[:, 0:2] = f16_bytes(rng, n_blocks, STD / 9.23)
+    elif qt == QT.Q8_0:  # d, qs[32] int8: w = d * q
+        b[:, 0:2] = f16_bytes(rng, n_blocks, STD / 73.9)
+    elif qt == QT.Q4_K:  # d, dmin, scales[12] (6-bit sc/m), qs[128]: w = d*sc*q - dmin*m
+        # Sub-block scales and mins in 32..47 (6-bit fields; bit patterns
+        # below set every field of the 12-byte packing to 32 + 4 random bits).
+        sc = 32 + (np.frombuffer(rng.bytes(n_blocks * 8), dtype=np.uint8).reshape(n_blocks, 8) & 15)
+        m = 32 + (np.frombuffer(rng.bytes(n_blocks * 8), dtype=np.uint8).reshape(n_blocks, 8) & 15)
+        packed = np.empty((n_blocks, 12), dtype=np.uint8)
+        packed[:, 0:4] = (sc[:, 0:4] & 63) | ((sc[:, 4:8] >> 4) << 6)
+        packed[:, 4:8] = (m[:, 0:4] & 63) | ((m[:, 4:8] >> 4) << 6)
+        packed[:, 8:12] = (sc[:, 4:8] & 15) | ((m[:, 4:8] & 15) << 4)
+        d = STD / (40.0 * u4)
+        b[:, 0:2] = f16_bytes(rng, n_blocks, d)
+        b[:, 2:4] = f16_bytes(rng, n_blocks, 7.5 * d)
+        b[:, 4:16] = packed
+    elif qt == QT.Q6_K:  # ql[128], qh[64], scales[16] int8, d: w = d * sc * (q - 32)
+        sc = 4 + (np.frombuffer(rng.bytes(n_blocks * 16), dtype=np.uint8).reshape(n_blocks, 16) & 7)
+        b[:, 192:208] = sc
+        b[:, 208:210] = f16_bytes(rng, n_blocks, STD / (7.5 * 18.5))
+    else:
+        raise ValueError(f"no random block writer for {qt.name}")
+    return b.reshape(rows, (ne0 // bs) * nb)
+
+
+def random_float(rng: np.random.Generator, qt: QT, rows: int, ne0: int) -> np.ndarray:
+    x = rng.standard_normal((rows, ne0), dtype=np.float32)
+    x *= STD
+    if qt == QT.F16:
+        return x.astype(np.float16)
+    # BF16: round to nearest even, as (rows, 2*ne0) uint8.
+    u = x.view(np.uint32)
+    u += 0x7FFF + ((u >> 16) & 1)
+    return (u >> 16).astype(np.uint16).view(np.uint8).reshape(rows, 2 * ne0)
+
+
+def tensor_plan(s: Shape) -> list[tuple[str, int, int, bool]]:
+    """(name, ne0, ne1, is_norm) in llama.cpp's order; ne0 is the row length."""
+    hd = s.n_embd // s.n_head
+    q, kv = s.n_head * hd, s.n_head_kv * hd
+    plan = [("token_embd.weight", s.n_embd, s.n_vocab, False)]
+    for i in range(s.n_layer):
+        p = f"blk.{i}."
+        plan += [
+            (p + "attn_norm.weight", s.n_embd, 1, True),
+            (p + "attn_q.weight", s.n_embd, q, False),
+            (p + "attn_k.weight", s.n_embd, kv, False),
+            (p + "attn_v.weight", s.n_embd, kv, False),
+            (p + "attn_output.weight", q, s.n_embd, False),
+            (p + "ffn_norm.weight", s.n_embd, 1, True),
+            (p + "ffn_gate.weight", s.n_embd, s.n_ff, False),
+            (p + "ffn_up.weight", s.n_embd, s.n_ff, False),
+            (p + "ffn_down.weight", s.n_ff, s.n_embd, False),
+        ]
+    plan.append(("output_norm.weight", s.n_embd, 1, True))
+    return plan
+
+
+def gpt2_byte_symbols() -> list[str]:
+    """The 256 printable stand-ins GPT-2's byte-level BPE uses for bytes."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
+        + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return [chr(c) for c in cs]
+
+
+MERGES = ["Ġ t", "Ġ a", "h e", "i n", "r e", "o n", "Ġt he", "e r"]
+
+
+def add_tokenizer(w: gguf.GGUFWriter, n_vocab: int) -> None:
+    tokens = gpt2_byte_symbols()
+    tokens += [m.replace(" ", "") for m in MERGES]
+    bos = len(tokens)
+    tokens += ["<|begin_of_text|>", "<|end_of_text|>"]
+    eos = bos + 1
+    n_fixed = len(tokens)
+    tokens += [f"filler_{i}" for i in range(n_fixed, n_vocab)]
+    assert len(tokens) == n_vocab and len(set(tokens)) == n_vocab
+    types = [gguf.TokenType.NORMAL] * n_vocab
+    types[bos] = types[eos] = gguf.TokenType.CONTROL
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("gpt-2")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(MERGES)
+    w.add_bos_token_id(bos)
+    w.add_eos_token_id(eos)
+    w.add_add_bos_token(False)
+
+
+def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[str, int]:
+    s = SHAPES[shape]
+    qt = TYPES[type_name]
+    rng = np.random.default_rng(seed)
+    plan = tensor_plan(s)
+    tmp = path.with_name(path.name + f".partial-{os.getpid()}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    w = gguf.GGUFWriter(tmp, "llama")
+    w.add_type("model")
+    w.add_name(f"random {shape} {type_name}")
+    w.add_description("random weights in real shapes (vt examples/bench/make-random-gguf.py); "
+                      "for throughput measurements only")
+    w.add_size_label(s.label)
+    w.add_context_length(s.n_ctx)
+    w.add_embedding_length(s.n_embd)
+    w.add_block_count(s.n_layer)
+    w.add_feed_forward_length(s.n_ff)
+    w.add_head_count(s.n_head)
+    w.add_head_count_kv(s.n_head_kv)
+    w.add_rope_freq_base(s.rope_base)
+    w.add_layer_norm_rms_eps(s.norm_eps)
+    w.add_rope_dimension_count(s.n_embd // s.n_head)
+    w.add_vocab_size(s.n_vocab)
+    w.add_file_type(FILE_TYPE[type_name])
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    add_tokenizer(w, s.n_vocab)
+
+    mix: dict[str, int] = {}
+    types: list[QT] = []
+    for name, ne0, ne1, is_norm in plan:
+        if is_norm:
+            t = QT.F32
+            w.add_tensor_info(name, (ne0,), np.dtype(np.float32), ne0 * 4)
+        else:
+            t = tensor_type(qt, ne0)
+            bs, nb = gguf.GGML_QUANT_SIZES[t]
+            nbytes = ne1 * (ne0 // bs) * nb
+            if t == QT.F16:
+                w.add_tensor_info(name, (ne1, ne0), np.dtype(np.float16), nbytes)
+            else:
+                w.add_tensor_info(name, (ne1, (ne0 // bs) * nb), np.dtype(np.uint8), nbytes, raw_dtype=t)
+            mix[t.name] = mix.get(t.name, 0) + nbytes
+        types.append(t)
+    try:
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_ti_data_to_file()
+        for (name, ne0, ne1, is_norm), t in zip(plan, types):
+            if is_norm:
+                arr = (1.0 + 0.1 * rng.standard_normal(ne0, dtype=np.float32)).astype(np.float32)
+            elif t in (QT.F16, QT.BF16):
+                arr = random_float(rng, t, ne1, ne0)
+            else:
+                arr = random_blocks(rng, t, ne1, ne0)
+            w.write_tensor_data(arr)
+        w.close()
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return mix
+
+
+def ensure(shape: str, type_name: str, force: bool = False) -> Path:
+    path = file_path(shape, type_name)
+    if path.is_file() and not force:
+        return path
+    t0 = time.monotonic()
+    mix = write_model(shape, type_name, path)
+    total = sum(mix.values())
+    desc = ", ".join(f"{k} {v / total * 100:.0f}%" for k, v in sorted(mix.items(), key=lambda kv: -kv[1]))
+    log(f"wrote {path} ({path.stat().st_size / 1e6:.0f} MB, matrices: {desc}) "
+        f"in {time.monotonic() - t0:.1f} s")
+    return path
+
+
+def check(path: Path) -> None:
+    """Dequantized mean/std of a sample of every matrix type in the file."""
+    r = gguf.GGUFReader(path)
+    seen: dict[str, list[float]] = {}
+    for t in r.tensors:
+        key = f"{t.tensor_type.name}{' norm' if len(t.shape) == 1 else ''}"
+        if key in seen:
+            continue
+        data = np.asarray(t.data)
+        rows = data[:64] if data.ndim > 1 else data
+        x = gguf.quants.dequantize(rows, t.tensor_type).astype(np.float64)
+        seen[key] = [x.mean(), x.std(), float(np.abs(x).max())]
+        print(f"{path.name}: {t.name} {key}: mean {x.mean():+.4f} std {x.std():.4f} "
+              f"max|w| {np.abs(x).max():.4f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shape", action="append", choices=list(SHAPES),
+                    help="shape to write (repeatable; default all)")
+    ap.add_argument("--type", action="append", choices=list(TYPES),
+                    help="type to write (repeatable; default all)")
+    ap.add_argument("--force", action="store_true", help="rewrite files that exist")
+    ap.add_argument("--list", action="store_true", help="print the paths and whether they exist")
+    ap.add_argument("--check", metavar="FILE", help="print dequantized stats of FILE and exit")
+    a = ap.parse_args()
+    if a.check:
+        check(Path(a.check))
+        return 0
+    for shape in a.shape or list(SHAPES):
+        for type_name in a.type or list(TYPES):
+            if a.list:
+                p = file_path(shape, type_name)
+                print(f"{p}\t{'present' if p.is_file() else 'absent'}")
+            else:
+                print(ensure(shape, type_name, a.force))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
