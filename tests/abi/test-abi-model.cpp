@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/gguf-writer.h"
+#include "common/temp-file.h"
 #include "vt/vt.h"
 
 namespace fs = std::filesystem;
@@ -22,19 +23,7 @@ using vt::test::TinyLlama;
 
 namespace {
 
-struct TempFile {
-    fs::path path;
-    explicit TempFile(const std::vector<uint8_t> &bytes) {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("vt-test-abi-model-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".gguf");
-        REQUIRE(vt::test::write_file(path.string(), bytes));
-    }
-    ~TempFile() {
-        std::error_code ec;
-        fs::remove(path, ec);
-    }
-};
+using vt::test::TempFile;
 
 struct ModelDel { void operator()(vt_model *m) const { vt_model_destroy(m); } };
 struct ContextDel { void operator()(vt_context *c) const { vt_context_destroy(c); } };

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/gguf-writer.h"
+#include "common/temp-file.h"
 #include "core/error.h"
 #include "model/model.h"
 #include "runner/sequence.h"
@@ -41,20 +42,7 @@ using vt::test::TinyLlama;
 
 namespace {
 
-// A scratch file removed at scope exit.
-struct TempFile {
-    fs::path path;
-    explicit TempFile(const std::vector<uint8_t> &bytes) {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("vt-test-model-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".gguf");
-        REQUIRE(vt::test::write_file(path.string(), bytes));
-    }
-    ~TempFile() {
-        std::error_code ec;
-        fs::remove(path, ec);
-    }
-};
+using vt::test::TempFile;
 
 std::unique_ptr<vt::Model> load(const TinyLlama &o = {}, const vt::Model::Progress &progress = nullptr) {
     TempFile f(vt::test::tiny_llama_gguf(o));

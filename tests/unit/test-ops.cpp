@@ -24,8 +24,12 @@
 #include "backend/backend-impl.h"
 #include "backend/graph.h"
 #include "core/quant.h"
+#include "common/random-blocks.h"
 
 using namespace vt;
+
+using vt::test::fp16_fields;
+using vt::test::put_f16;
 
 namespace {
 
@@ -136,26 +140,6 @@ void check_close(const std::vector<float> &got, const std::vector<double> &ref, 
 
 // ---- random data -------------------------------------------------------------
 
-// Byte offsets of a block's fp16 scale (d-like) and min fields.
-struct Fields {
-    std::vector<int> scales, mins;
-};
-Fields fp16_fields(DType t) {
-    switch (t) {
-    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return {{0}, {}};
-    case DType::Q4_1: case DType::Q5_1: return {{0}, {2}};
-    case DType::Q2_K: return {{80}, {82}};
-    case DType::Q3_K: return {{108}, {}};
-    case DType::Q4_K: case DType::Q5_K: return {{0}, {2}};
-    case DType::Q6_K: return {{208}, {}};
-    default: return {};
-    }
-}
-
-void put_f16(uint8_t *p, float v) {
-    const uint16_t h = f32_to_fp16(v);
-    std::memcpy(p, &h, 2);
-}
 
 // A weight matrix of `rows` rows of n elements: floats ~ N(0, 1); block types
 // random bytes with finite, moderate fp16 scales and mins.
@@ -179,7 +163,7 @@ Bytes random_weights(DType t, int64_t n, int64_t rows, std::mt19937 &rng) {
     for (auto &x : b) x = (uint8_t)byte(rng);
     std::uniform_real_distribution<float> mag(0.002f, 0.05f);
     std::bernoulli_distribution neg(0.5);
-    const Fields f = fp16_fields(t);
+    const vt::test::Fields f = fp16_fields(t);
     const size_t bb = dtype_info(t).block_bytes;
     for (size_t off = 0; off < b.size(); off += bb) {
         for (int o : f.scales) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
@@ -315,7 +299,7 @@ void act_error(DType vdt, const std::vector<float> &x, std::vector<double> &e, s
 void weight_parts(DType t, const uint8_t *row, int64_t k, std::vector<float> &p1, std::vector<float> &p2) {
     p1.assign((size_t)k, 0.f);
     p2.assign((size_t)k, 0.f);
-    const Fields f = fp16_fields(t);
+    const vt::test::Fields f = fp16_fields(t);
     if (f.mins.empty()) {
         ref::dequantize_row(t, row, p1.data(), k);
         return;

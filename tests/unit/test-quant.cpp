@@ -12,11 +12,15 @@
 #include <vector>
 
 #include "core/quant.h"
+#include "common/random-blocks.h"
 #include "core/quant/kernels.h"
 
 using namespace vt;
 using quant::Isa;
 using quant::Kernels;
+
+using vt::test::fp16_fields;
+using vt::test::put_f16;
 
 namespace {
 
@@ -46,26 +50,6 @@ std::vector<int64_t> row_lengths(DType t) {
     return {1, 7, 32, 4096, 576}; // plain floats: also odd tails
 }
 
-// Byte offsets of a block's fp16 scale fields (d-like) and min fields.
-struct Fields {
-    std::vector<int> scales, mins;
-};
-Fields fp16_fields(DType t) {
-    switch (t) {
-    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return {{0}, {}};
-    case DType::Q4_1: case DType::Q5_1: return {{0}, {2}};
-    case DType::Q2_K: return {{80}, {82}};
-    case DType::Q3_K: return {{108}, {}};
-    case DType::Q4_K: case DType::Q5_K: return {{0}, {2}};
-    case DType::Q6_K: return {{208}, {}};
-    default: return {};
-    }
-}
-
-void put_f16(uint8_t *p, float v) {
-    const uint16_t h = f32_to_fp16(v);
-    std::memcpy(p, &h, 2);
-}
 
 // Random weights: random bytes, fp16 scales finite and moderate.
 Bytes random_row(DType t, int64_t n, std::mt19937 &rng) {
@@ -90,7 +74,7 @@ Bytes random_row(DType t, int64_t n, std::mt19937 &rng) {
     for (auto &x : b) x = (uint8_t)byte(rng);
     std::uniform_real_distribution<float> mag(0.002f, 0.05f);
     std::bernoulli_distribution neg(0.5);
-    const Fields f = fp16_fields(t);
+    const vt::test::Fields f = fp16_fields(t);
     const size_t bb = dtype_info(t).block_bytes;
     for (size_t off = 0; off < b.size(); off += bb) {
         for (int o : f.scales) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
@@ -138,7 +122,7 @@ bool same_bits(const std::vector<float> &a, const std::vector<float> &b) {
 // Also returns in *min_mag the same sum over the min parts alone.
 double dot_magnitude(DType t, const Bytes &w, const std::vector<float> &a, double *min_mag) {
     const int64_t n = (int64_t)a.size();
-    const Fields f = fp16_fields(t);
+    const vt::test::Fields f = fp16_fields(t);
     std::vector<float> p1, p2;
     if (f.mins.empty()) {
         p1 = dequant(scalar(), t, w.data(), n);
