@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "core/dtype.h"
@@ -32,6 +33,21 @@ inline Fields fp16_fields(DType t) {
 inline void put_f16(uint8_t *p, float v) {
     const uint16_t h = f32_to_fp16(v);
     std::memcpy(p, &h, 2);
+}
+
+// Fills b (whole blocks of type t) with random bytes, then sets every fp16
+// scale and min to a random value of magnitude 0.002..0.05 and either sign.
+inline void randomize_blocks(DType t, std::vector<uint8_t> &b, std::mt19937 &rng) {
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (auto &x : b) x = (uint8_t)byte(rng);
+    std::uniform_real_distribution<float> mag(0.002f, 0.05f);
+    std::bernoulli_distribution neg(0.5);
+    const Fields f = fp16_fields(t);
+    const size_t bb = dtype_info(t).block_bytes;
+    for (size_t off = 0; off + bb <= b.size(); off += bb) {
+        for (int o : f.scales) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
+        for (int o : f.mins) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
+    }
 }
 
 } // namespace vt::test

@@ -19,6 +19,7 @@ using namespace vt;
 using quant::Isa;
 using quant::Kernels;
 
+
 using vt::test::fp16_fields;
 using vt::test::put_f16;
 
@@ -70,16 +71,7 @@ Bytes random_row(DType t, int64_t n, std::mt19937 &rng) {
         }
         return b;
     }
-    std::uniform_int_distribution<int> byte(0, 255);
-    for (auto &x : b) x = (uint8_t)byte(rng);
-    std::uniform_real_distribution<float> mag(0.002f, 0.05f);
-    std::bernoulli_distribution neg(0.5);
-    const vt::test::Fields f = fp16_fields(t);
-    const size_t bb = dtype_info(t).block_bytes;
-    for (size_t off = 0; off < b.size(); off += bb) {
-        for (int o : f.scales) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
-        for (int o : f.mins) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
-    }
+    vt::test::randomize_blocks(t, b, rng);
     return b;
 }
 
