@@ -80,8 +80,8 @@ public:
 
     // A weight by GGUF name as a tensor view into the mapping, checked
     // against the expected shape (trailing 1s may be omitted). Throws
-    // VT_ERR_FORMAT on a mismatch, VT_ERR_NOT_FOUND... as VT_ERR_FORMAT
-    // when required and absent; returns nullptr when optional and absent.
+    // VT_ERR_FORMAT on a shape mismatch or when a required tensor is absent;
+    // returns nullptr when an optional one is absent.
     const Tensor *weight(const std::string &name, std::initializer_list<int64_t> shape, bool required = true);
 
     // Reads a required/optional "<arch>.<suffix>" integer or float key.

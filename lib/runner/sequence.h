@@ -26,9 +26,9 @@ public:
     const Model &model() const { return model_; }
     uint32_t n_batch() const { return n_batch_; }
 
-    // Builds, plans and runs one forward graph; returns the logits tensor
-    // (valid until the next forward). fill_inputs writes token ids,
-    // positions and output rows once the graph's inputs have memory.
+    // Builds, plans and runs one forward graph for args.n_tokens tokens
+    // after n_past cached ones; returns the logits tensor (n_vocab, n_out) of
+    // the rows listed in out_rows, valid until the next forward.
     const Tensor *forward(ForwardArgs &args, const int32_t *tokens, int64_t n_past, const int32_t *out_rows,
                           int64_t n_out);
 
