@@ -45,8 +45,8 @@ Usage (from the repository root, with the project venv that has `gguf`):
     .venv/bin/python examples/bench/make-random-gguf.py --list           # paths, present or not
     .venv/bin/python examples/bench/make-random-gguf.py --check FILE     # dequantized stats
 
-Module: sys.path.insert(0, "<repo>/examples/bench"); mrg = importlib.import_module("make-random-gguf")
-is awkward, so compare-llama-bench.py runs this file as a program.
+compare-llama-bench.py --matrix runs this file as a program (it prints one
+path per line, shapes outer, types inner) with an interpreter that has gguf.
 """
 from __future__ import annotations
 
