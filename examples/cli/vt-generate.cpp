@@ -22,7 +22,6 @@
 #include <string>
 #include <vector>
 
-#include "utf8.h"
 #include "vt/vt.h"
 
 namespace {
@@ -56,6 +55,7 @@ struct ModelDel { void operator()(vt_model *m) const { vt_model_destroy(m); } };
 struct ContextDel { void operator()(vt_context *c) const { vt_context_destroy(c); } };
 struct SeqDel { void operator()(vt_seq *s) const { vt_seq_destroy(s); } };
 struct SamplerDel { void operator()(vt_sampler *s) const { vt_sampler_destroy(s); } };
+struct DetokenizerDel { void operator()(vt_detokenizer *d) const { vt_detokenizer_destroy(d); } };
 
 // One progress line on stderr: rewritten in place on a terminal, printed once
 // at the end otherwise (logs stay clean).
@@ -108,13 +108,17 @@ bool tokenize(const vt_tokenizer *tok, const std::string &text, uint32_t flags,
     return true;
 }
 
-bool piece(const vt_tokenizer *tok, vt_token t, std::string &buf) {
+// The text of a vt_detokenizer_push (token) or, with no token, of
+// vt_detokenizer_finish, into buf. Text longer than buf stays pending in the
+// detokenizer and is fetched with a VT_TOKEN_NULL push.
+bool stream_text(vt_detokenizer *d, std::optional<vt_token> token, std::string &buf) {
     size_t needed = 0;
-    buf.resize(buf.capacity() < 64 ? 64 : buf.capacity());
-    vt_status s = vt_token_to_piece(tok, t, false, buf.data(), buf.size(), &needed);
+    buf.resize(buf.capacity() < 256 ? 256 : buf.capacity());
+    vt_status s = token ? vt_detokenizer_push(d, *token, buf.data(), buf.size(), &needed)
+                        : vt_detokenizer_finish(d, buf.data(), buf.size(), &needed);
     if (s == VT_ERR_BUFFER_TOO_SMALL) {
         buf.resize(needed + 1);
-        s = vt_token_to_piece(tok, t, false, buf.data(), buf.size(), &needed);
+        s = vt_detokenizer_push(d, VT_TOKEN_NULL, buf.data(), buf.size(), &needed);
     }
     if (failed(s)) return false;
     buf.resize(needed);
@@ -202,8 +206,12 @@ int run(const Options &o) {
     if (failed(vt_seq_step(seq.get()))) return 1;
     const double prefill_s = seconds_since(t_prefill);
 
-    // Decode.
-    vt_example::Utf8Stream out;
+    // Decode. The detokenizer continues the prompt's text: chunks never end
+    // inside a character, and the first word keeps its leading space.
+    vt_detokenizer *draw = nullptr;
+    if (failed(vt_detokenizer_create(tok, false, &draw))) return 1;
+    std::unique_ptr<vt_detokenizer, DetokenizerDel> detok(draw);
+    if (failed(vt_detokenizer_prefill(detok.get(), prompt_tokens.data(), prompt_tokens.size()))) return 1;
     std::string buf;
     bool ends_in_newline = true;
     auto emit = [&](std::string_view bytes) {
@@ -224,8 +232,8 @@ int run(const Options &o) {
         if (vt_token_is_eog(tok, t)) break;
         ++n_gen;
         if (failed(vt_sampler_accept(smpl.get(), t))) return 1;
-        if (!piece(tok, t, buf)) return 1;
-        emit(out.push(buf));
+        if (!stream_text(detok.get(), t, buf)) return 1;
+        emit(buf);
         if (o.n_predict >= 0 && n_gen >= o.n_predict) break;
         vt_status s = vt_seq_feed(seq.get(), &t, 1);
         if (s == VT_ERR_CONTEXT_FULL) {
@@ -235,7 +243,8 @@ int run(const Options &o) {
         if (failed(s) || failed(vt_seq_step(seq.get()))) return 1;
     }
     const double decode_s = seconds_since(t_decode);
-    emit(out.flush());
+    if (!stream_text(detok.get(), std::nullopt, buf)) return 1;
+    emit(buf);
     if (!ends_in_newline && isatty(fileno(stdout))) std::fputc('\n', stdout);
     std::fflush(stdout);
 

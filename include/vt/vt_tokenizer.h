@@ -1,7 +1,9 @@
 /* vt_tokenizer.h - text <-> token ids.
  *
- * A vt_tokenizer is immutable: every function here is thread-safe. The
- * tokenizer of a model is owned by the model and lives as long as it.
+ * A vt_tokenizer is immutable: every vt_tokenizer function here is
+ * thread-safe. The tokenizer of a model is owned by the model and lives as
+ * long as it. A vt_detokenizer (streaming text of generated tokens) is a
+ * per-stream object: see its section below.
  */
 #ifndef VT_TOKENIZER_H
 #define VT_TOKENIZER_H
@@ -54,8 +56,8 @@ VT_API vt_status vt_tokenize(const vt_tokenizer *tok, const char *text,
 /* METHOD. Bytes of one token as it appears in text (byte-level and
  * SentencePiece pieces decoded: "Ġthe" -> " the", "<0x0A>" -> "\n").
  * Control tokens give their text only if render_special, else "".
- * May be a partial UTF-8 sequence: streaming callers keep incomplete bytes
- * until the next piece completes them. */
+ * May be a partial UTF-8 sequence, and pieces alone miss the spacing rules
+ * of vt_detokenize: to print tokens as they come, use a vt_detokenizer. */
 VT_API vt_status vt_token_to_piece(const vt_tokenizer *tok, vt_token token,
                                    bool render_special, char *buf,
                                    size_t buf_size, size_t *needed);
@@ -66,6 +68,85 @@ VT_API vt_status vt_token_to_piece(const vt_tokenizer *tok, vt_token token,
 VT_API vt_status vt_detokenize(const vt_tokenizer *tok, const vt_token *tokens,
                                size_t n_tokens, bool render_special, char *buf,
                                size_t buf_size, size_t *needed);
+
+/* ---- Streaming detokenization ------------------------------------------
+ *
+ * A vt_detokenizer turns a token stream into text as it grows (generation
+ * output), in chunks that never end inside a UTF-8 character: it decodes a
+ * short window of recent tokens with vt_detokenize and hands out the text
+ * that follows what was already handed out, once that text grew and does not
+ * end in an unfinished character (the method of Hugging Face tokenizers'
+ * DecodeStream). Spaces come out as vt_detokenize gives them for the whole
+ * sequence: e.g. the leading space SentencePiece removes from the first word
+ * is removed from the first chunk only (see vt_detokenizer_prefill to
+ * continue a prompt instead).
+ *
+ * Invalid UTF-8 (byte tokens that never form a character) is passed through
+ * unchanged, as vt_detokenize does: bytes that are invalid whatever follows
+ * go out with the next chunk, and an unfinished character at the end of the
+ * stream is returned by vt_detokenizer_finish as its bytes. So the chunks of
+ * a stream, concatenated with what finish returns, equal vt_detokenize of
+ * the whole stream, byte for byte, valid UTF-8 or not.
+ *
+ * Memory stays bounded whatever the stream's length: a detokenizer holds a
+ * few tokens, and a run of 64 tokens that finishes no character (e.g. 64
+ * control tokens not rendered, or text ending in U+FFFD each time) is
+ * handed out as it stands.
+ *
+ * Thread-safety: one detokenizer per stream, used by one thread at a time
+ * (externally synchronized); distinct detokenizers, even of one tokenizer,
+ * may run in parallel. The tokenizer must outlive its detokenizers (a
+ * model's tokenizer: the model). No function here changes the tokenizer. */
+typedef struct vt_detokenizer vt_detokenizer;
+
+/* CONSTRUCTOR. A detokenizer for `tok`, empty (no context). Control tokens
+ * give their text only if render_special, as in vt_detokenize.
+ * VT_ERR_INVALID_ARGUMENT if tok or out is NULL (*out is then NULL). */
+VT_API vt_status vt_detokenizer_create(const vt_tokenizer *tok,
+                                       bool render_special,
+                                       vt_detokenizer **out);
+
+/* DESTRUCTOR. Accepts NULL. */
+VT_API void vt_detokenizer_destroy(vt_detokenizer *d);
+
+/* METHOD. Adds `token` to the stream and writes the text it completes to
+ * buf (maybe none: *needed 0). If the text does not fit,
+ * VT_ERR_BUFFER_TOO_SMALL with *needed set: the token is kept and the text
+ * stays pending; push VT_TOKEN_NULL with a larger buffer to fetch it without
+ * adding a token (a push of another token instead returns the pending text
+ * followed by that token's). buf may be NULL when buf_size is 0. The text is
+ * *needed bytes (it may hold a NUL byte) followed by a NUL.
+ * VT_ERR_INVALID_ARGUMENT, leaving the stream unchanged, if d or needed is
+ * NULL, buf is NULL with buf_size > 0, or token is outside the vocabulary
+ * (and not VT_TOKEN_NULL). */
+VT_API vt_status vt_detokenizer_push(vt_detokenizer *d, vt_token token,
+                                     char *buf, size_t buf_size,
+                                     size_t *needed);
+
+/* METHOD. Ends the stream: writes everything still held back (an unfinished
+ * character, as its bytes) and any pending text to buf, then starts over as
+ * after vt_detokenizer_reset. Buffer and errors as vt_detokenizer_push; on
+ * VT_ERR_BUFFER_TOO_SMALL the text stays pending (call finish again, or push
+ * VT_TOKEN_NULL, with a larger buffer). */
+VT_API vt_status vt_detokenizer_finish(vt_detokenizer *d, char *buf,
+                                       size_t buf_size, size_t *needed);
+
+/* METHOD. Starts over: drops held-back tokens and pending text, and the
+ * context. Accepts NULL. */
+VT_API void vt_detokenizer_reset(vt_detokenizer *d);
+
+/* METHOD. Starts over (as vt_detokenizer_reset) with tokens[0..n_tokens) as
+ * text already shown, typically the prompt a generation continues: their
+ * text is not handed out, but the tokens pushed next come out as they do in
+ * vt_detokenize of prompt + output (a SentencePiece word keeps its leading
+ * space). Only the last few tokens are kept. If they end in an unfinished
+ * character, that character is handed out whole once the pushed tokens
+ * finish it. tokens may be NULL when n_tokens is 0.
+ * VT_ERR_INVALID_ARGUMENT if d is NULL, tokens is NULL with n_tokens > 0, or
+ * a token is outside the vocabulary; the detokenizer is then empty. */
+VT_API vt_status vt_detokenizer_prefill(vt_detokenizer *d,
+                                        const vt_token *tokens,
+                                        size_t n_tokens);
 
 /* Vocabulary size, special ids (VT_TOKEN_NULL if the vocabulary has none)
  * and whether a token ends generation (EOS, EOT, <|im_end|> ...). With a NULL

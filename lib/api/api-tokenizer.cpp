@@ -20,15 +20,10 @@ VT_API vt_status vt_tokenizer_load(const char *path, vt_tokenizer **out) {
     if (out) *out = nullptr;
     if (!path || !out) return fail_arg("vt_tokenizer_load: path and out must not be NULL");
     return guard([&] {
-        auto gguf = vt::GgufFile::open(path, true);
         auto t = std::make_unique<vt_tokenizer>();
-        try {
-            t->owned = vt::Tokenizer::from_gguf(*gguf);
-        } catch (const vt::Error &e) {
-            throw vt::Error(e.status(), std::string(path) + ": " + e.what());
-        }
+        t->owned = vt::Tokenizer::from_file(path);  // errors name the path
         t->impl = t->owned.get();
-        *out = t.release();  // the vocabulary is copied: the file mapping goes now
+        *out = t.release();
     });
 }
 

@@ -3,9 +3,13 @@
 // tokenizes the same here as there.
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "model/gguf.h"
 #include "tokenizer/bpe.h"
+#include "tokenizer/convert.h"
+#include "tokenizer/pipeline-tokenizer.h"
 #include "tokenizer/spm.h"
 #include "tokenizer/tokenizer.h"
 
@@ -108,10 +112,15 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile &g) {
     if (!model) fail(VT_ERR_FORMAT, "GGUF has no tokenizer.ggml.model");
     const std::string pre_name(g.get_string("tokenizer.ggml.pre").value_or(""));
 
+    // WordPiece and Unigram vocabularies run on the tokenizer.json pipeline,
+    // converted the way Hugging Face's converters build them.
+    if (*model == "bert" || *model == "t5") {
+        return std::make_unique<tok::PipelineTokenizer>(tok::convert_gguf_vocab(g), nullptr);
+    }
     const bool is_spm = *model == "llama";
     const bool is_bpe = *model == "gpt2";
     if (!is_spm && !is_bpe) {
-        fail(VT_ERR_UNSUPPORTED, "tokenizer model '%.*s' is not supported (supported: gpt2, llama)",
+        fail(VT_ERR_UNSUPPORTED, "tokenizer model '%.*s' is not supported (supported: gpt2, llama, bert, t5)",
              static_cast<int>(model->size()), model->data());
     }
 

@@ -28,6 +28,14 @@ public:
     // VT_ERR_FORMAT for inconsistent metadata.
     static std::unique_ptr<Tokenizer> from_gguf(const GgufFile &gguf);
 
+    // Builds the tokenizer a file describes, sniffing its format: GGUF
+    // (tokenizer.ggml.* metadata), tokenizer.json (with tokenizer_config.json
+    // beside it when present), a directory holding tokenizer.json, a tiktoken
+    // rank file, GPT-2 vocab.json/encoder.json with merges.txt/vocab.bpe
+    // beside it, or a SentencePiece .model. Throws vt::Error: VT_ERR_IO,
+    // VT_ERR_FORMAT, VT_ERR_UNSUPPORTED.
+    static std::unique_ptr<Tokenizer> from_file(const std::string &path);
+
     // Encodes UTF-8 text. add_special: BOS/EOS as the metadata asks.
     // parse_special: control/user-defined token texts become their ids.
     // Throws vt::Error(VT_ERR_INVALID_UTF8) naming the offset of bad input.

@@ -32,9 +32,13 @@ def test_vocab_vectors_and_round_trips(vocab_dir):
         except vt.VtUnsupportedError:
             continue  # the C++ test skips these too
         cases = read_cases(inp, out)
+        # WordPiece (bert) lowercases and drops whitespace: no round trip;
+        # its decode is compared with HF's in tests/tokenizers.
+        lossless = not gguf.name.startswith("ggml-vocab-bert")
         for text, ids in cases:
             assert tok.encode(text) == ids, (gguf.name, text)
-            assert tok.decode(ids) == text, (gguf.name, text)
+            if lossless:
+                assert tok.decode(ids) == text, (gguf.name, text)
         tested.append(gguf.name)
     if not tested:
         pytest.skip(f"no loadable ggml-vocab-*.gguf with .inp/.out in {vocab_dir}")

@@ -147,8 +147,11 @@ TEST_CASE("tokenizer: llama.cpp vocabulary test vectors", "[tokenizer]") {
             CHECK(show(got) == show(c.ids));
             ok += got == c.ids;
         }
-        // Byte-level BPE and SentencePiece with byte fallback are lossless.
-        for (const Case &c : cases) {
+        // Byte-level BPE and SentencePiece with byte fallback are lossless;
+        // WordPiece (bert) lowercases, strips accents and drops whitespace,
+        // so its decode is checked against HF's in tests/tokenizers instead.
+        const bool lossless = fam.rfind("bert", 0) != 0;
+        for (const Case &c : lossless ? cases : std::vector<Case>{}) {
             INFO("round trip, family " << fam << ", text [" << c.text << "]");
             const std::vector<int32_t> ids = tok->encode(c.text, false, false);
             CHECK(tok->decode(ids.data(), ids.size(), false) == c.text);

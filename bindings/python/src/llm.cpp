@@ -3,9 +3,10 @@
 // It is vt-generate's loop (examples/cli/vt-generate.cpp) over the same ABI
 // calls, so that the same settings give the same tokens: accept the prompt
 // into the sampler, feed and step it, then sample -> stop on an
-// end-of-generation token -> accept -> piece -> feed -> step, until
-// max_tokens or a full context. Pieces go through a UTF-8 hold-back so that a
-// streamed chunk never ends inside a character.
+// end-of-generation token -> accept -> detokenize -> feed -> step, until
+// max_tokens or a full context. The text comes from a vt_detokenizer
+// prefilled with the prompt (as vt-generate's), so that a streamed chunk
+// never ends inside a character and spaces are those of the whole text.
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -19,22 +20,9 @@ namespace {
 
 std::thread::id g_main_thread;
 
-// Bytes of s that can be handed out now: all but an incomplete UTF-8
-// sequence at the very end. Invalid bytes are never held back. (The same rule
-// as examples/cli/utf8.h; examples are not a library to include.)
-size_t utf8_complete_prefix(const std::string &s) {
-    const size_t n = s.size();
-    for (size_t k = 1; k <= 4 && k <= n; ++k) {
-        const unsigned char c = (unsigned char)s[n - k];
-        if ((c & 0xC0) == 0x80) continue;
-        size_t need = 1;
-        if ((c & 0xE0) == 0xC0) need = 2;
-        else if ((c & 0xF0) == 0xE0) need = 3;
-        else if ((c & 0xF8) == 0xF0) need = 4;
-        return need > k ? n - k : n;
-    }
-    return n;
-}
+struct DetokenizerDel {
+    void operator()(vt_detokenizer *d) const { vt_detokenizer_destroy(d); }
+};
 
 class Generation {
 public:
@@ -46,6 +34,9 @@ public:
             raise_status(VT_ERR_INVALID_ARGUMENT, "max_tokens must be >= 0 or None (until end of generation)");
         if (!sampler_->has_final)
             raise_status(VT_ERR_INVALID_STATE, "the sampler chain has no final stage (add_greedy or add_dist)");
+        vt_detokenizer *d = nullptr;
+        check(vt_detokenizer_create(tok_->handle, false, &d));
+        detok_.reset(d);
     }
 
     // Next non-empty text chunk; StopIteration at the end.
@@ -74,20 +65,23 @@ public:
                 if (interrupted()) return;
             }
         }, true);
-        rest_sent_ = emitted_ = bytes_.size();
+        emitted_ = text_.size();
     }
 
+    // May run while another thread is in run() (it ends that loop), so it
+    // leaves the detokenizer alone: text held back in it is dropped.
     void close() {
         if (!done_) {
             done_ = true;
             finish_ = "abort";
         }
-        rest_sent_ = emitted_ = bytes_.size();
+        closed_ = true;
+        emitted_ = text_.size();
     }
 
     py::list token_ids() const { return py::cast(out_); }
     py::list prompt_token_ids() const { return py::cast(prompt_); }
-    py::str text() const { return utf8_replace(bytes_); }
+    py::str text() const { return utf8_replace(text_); }
     py::object finish_reason() const { return finish_.empty() ? py::object(py::none()) : py::str(finish_); }
     py::object stop_reason() const { return stop_reason_ ? py::object(py::int_(*stop_reason_)) : py::object(py::none()); }
     bool done() const { return done_; }
@@ -153,6 +147,9 @@ private:
             if (fail_.set(vt_sampler_accept(sampler_->handle, t))) return false;
         if (fail_.set(vt_seq_feed(seq_->handle, prompt_.data(), prompt_.size()))) return false;
         if (fail_.set(vt_seq_step(seq_->handle))) return false;
+        // The output continues the prompt's text (a SentencePiece word keeps
+        // its leading space).
+        if (fail_.set(vt_detokenizer_prefill(detok_.get(), prompt_.data(), prompt_.size()))) return false;
         if (max_tokens_ == 0) finish("length");
         return true;
     }
@@ -162,8 +159,8 @@ private:
         finish_ = reason;
     }
 
-    // One token: without the GIL. Appends printable bytes to chunk. False on
-    // failure (recorded in fail_).
+    // One token: without the GIL. Appends the text completed to chunk (all
+    // of it once done). False on failure (recorded in fail_).
     bool advance(std::string &chunk) {
         const float *logits = nullptr;
         size_t n_vocab = 0;
@@ -178,7 +175,10 @@ private:
         } else {
             out_.push_back(t);
             if (fail_.set(vt_sampler_accept(sampler_->handle, t))) return false;
-            if (!piece(t)) return false;
+            if (fail_.set(detokenizer_append(detok_.get(), [&](char *b, size_t n, size_t *need) {
+                    return vt_detokenizer_push(detok_.get(), t, b, n, need);
+                }, text_)))
+                return false;
             if (max_tokens_ >= 0 && (int64_t)out_.size() >= max_tokens_) {
                 finish("length");
             } else {
@@ -187,31 +187,31 @@ private:
                 else if (fail_.set(s) || fail_.set(vt_seq_step(seq_->handle))) return false;
             }
         }
-        // Hand out what is complete (everything once done).
-        const size_t upto = done_ ? bytes_.size() : emitted_ + utf8_complete_prefix(bytes_.substr(emitted_));
-        chunk.append(bytes_, emitted_, upto - emitted_);
-        emitted_ = upto;
-        rest_sent_ = emitted_;
+        if (done_ && !flush()) return false;
+        chunk.append(text_, emitted_, std::string::npos);
+        emitted_ = text_.size();
         return true;
     }
 
-    bool piece(vt_token t) {
-        if (piece_.size() < 64) piece_.resize(64);
-        size_t needed = 0;
-        vt_status s = vt_token_to_piece(tok_->handle, t, false, piece_.data(), piece_.size(), &needed);
-        if (s == VT_ERR_BUFFER_TOO_SMALL) {
-            piece_.resize(needed + 1);
-            s = vt_token_to_piece(tok_->handle, t, false, piece_.data(), piece_.size(), &needed);
-        }
-        if (fail_.set(s)) return false;
-        bytes_.append(piece_.data(), needed);
-        return true;
+    // Appends what the detokenizer still holds back to text_, once.
+    bool flush() {
+        if (flushed_) return true;
+        flushed_ = true;
+        return !fail_.set(detokenizer_append(detok_.get(), [&](char *b, size_t n, size_t *need) {
+            return vt_detokenizer_finish(detok_.get(), b, n, need);
+        }, text_));
     }
 
-    // Bytes not yet handed out by next() (after an error or close).
+    // Text not yet handed out by next(), after an error ended the generation
+    // (nothing after close()).
     std::string take_rest() {
-        std::string r = bytes_.substr(rest_sent_);
-        rest_sent_ = emitted_ = bytes_.size();
+        Lock lock(seq_->ctx->mu);  // as run_locked: the detokenizer is the loop's
+        std::string r;
+        if (!closed_) {
+            flush();
+            r = text_.substr(emitted_);
+        }
+        emitted_ = text_.size();
         return r;
     }
 
@@ -225,10 +225,11 @@ private:
     bool started_ = false;
     bool done_ = false;
     std::vector<vt_token> out_;
-    std::string bytes_;      // every generated piece, concatenated
-    size_t emitted_ = 0;     // bytes_ handed out by next()
-    size_t rest_sent_ = 0;
-    std::string piece_;
+    std::unique_ptr<vt_detokenizer, DetokenizerDel> detok_;
+    std::string text_;       // the text the detokenizer gave so far
+    size_t emitted_ = 0;     // text_ handed out by next()
+    bool flushed_ = false;   // the detokenizer's rest is in text_
+    bool closed_ = false;
     std::string finish_;     // "", "stop", "length", "abort"
     std::optional<vt_token> stop_reason_;
     Failure fail_;
@@ -256,7 +257,7 @@ void init_llm(py::module_ &m) {
              "Args:\n"
              "    seq: the vt.Sequence to generate in (reset when the generation starts).\n"
              "    sampler: a vt.Sampler chain ending in greedy or dist.\n"
-             "    tokenizer: the model's vt.Tokenizer (end-of-generation ids, pieces).\n"
+             "    tokenizer: the model's vt.Tokenizer (end-of-generation ids, text).\n"
              "    prompt_token_ids: the prompt, already tokenized (non-empty).\n"
              "    max_tokens: most tokens to generate; None = until end of generation or a\n"
              "        full context.\n"
@@ -269,7 +270,9 @@ void init_llm(py::module_ &m) {
         .def_property_readonly("token_ids", &Generation::token_ids, "Generated token ids so far.")
         .def_property_readonly("prompt_token_ids", &Generation::prompt_token_ids, "The prompt's token ids.")
         .def_property_readonly("text", &Generation::text,
-                               "Generated text so far: the pieces concatenated (invalid UTF-8 replaced).")
+                               "Generated text so far, as handed out (Tokenizer.decode of prompt + output,\n"
+                               "less the prompt's text; invalid UTF-8 replaced). Complete once done, unless\n"
+                               "closed early.")
         .def_property_readonly("finish_reason", &Generation::finish_reason,
                                "None while running; \"stop\" (end-of-generation or stop token), \"length\"\n"
                                "(max_tokens or a full context) or \"abort\" (closed, interrupted).")

@@ -1,4 +1,6 @@
 // vt.Tokenizer: text <-> token ids (vt_tokenizer.h).
+#include <optional>
+
 #include "vt_py.h"
 
 namespace vt_py {
@@ -57,6 +59,66 @@ std::string detokenize(const Tokenizer &self, const std::vector<vt_token> &ids, 
 }
 
 py::object token_or_none(vt_token t) { return t == VT_TOKEN_NULL ? py::object(py::none()) : py::int_(t); }
+
+// vt.Detokenizer. Its calls are short and keep the GIL, which serializes
+// them (the ABI asks one thread at a time); no lock of its own.
+struct Detokenizer {
+    std::shared_ptr<Tokenizer> tok;  // must outlive handle
+    vt_detokenizer *handle = nullptr;
+    ~Detokenizer() { vt_detokenizer_destroy(handle); }
+
+    void restart(const std::optional<std::vector<vt_token>> &prefill) {
+        if (prefill) check(vt_detokenizer_prefill(handle, prefill->data(), prefill->size()));
+        else vt_detokenizer_reset(handle);
+    }
+    py::str push(const std::vector<vt_token> &ids) {
+        // All or nothing: a bad id after good ones would lose their text.
+        const uint32_t n_vocab = vt_tokenizer_n_vocab(tok->handle);
+        for (vt_token t : ids)
+            if (t < 0 || (uint32_t)t >= n_vocab)
+                raise_status(VT_ERR_INVALID_ARGUMENT, "Detokenizer.push: token " + std::to_string(t) +
+                                                          " out of range [0, " + std::to_string(n_vocab) + ")");
+        std::string text;
+        for (vt_token t : ids) {
+            check(detokenizer_append(handle, [&](char *b, size_t n, size_t *need) {
+                return vt_detokenizer_push(handle, t, b, n, need);
+            }, text));
+        }
+        return utf8_replace(text);
+    }
+    py::str finish() {
+        std::string text;
+        check(detokenizer_append(handle, [&](char *b, size_t n, size_t *need) {
+            return vt_detokenizer_finish(handle, b, n, need);
+        }, text));
+        return utf8_replace(text);
+    }
+};
+
+std::shared_ptr<Detokenizer> make_detokenizer(std::shared_ptr<Tokenizer> tok, bool render_special,
+                                              const std::optional<std::vector<vt_token>> &prefill) {
+    auto d = std::make_shared<Detokenizer>();
+    check(vt_detokenizer_create(tok->handle, render_special, &d->handle));
+    d->tok = std::move(tok);
+    d->restart(prefill);
+    return d;
+}
+
+const char *const kDetokenizerDoc =
+    "Streaming detokenization: the text of a growing token sequence (generation\n"
+    "output) in chunks that never end inside a UTF-8 character (vt_detokenizer, the\n"
+    "method of Hugging Face tokenizers' DecodeStream). The chunks of a stream joined\n"
+    "with finish() equal Tokenizer.decode of the whole sequence.\n\n"
+    "    d = tok.decode_stream()\n"
+    "    for id in ids:\n"
+    "        print(d.push(id), end=\"\")\n"
+    "    print(d.finish())\n\n"
+    "A character split across byte tokens comes out with the token that finishes it;\n"
+    "bytes that never form a character come out as U+FFFD (finish() returns an\n"
+    "unfinished one at the end). prefill: tokens already shown (e.g. the prompt):\n"
+    "their text is not returned, but the pushed tokens decode as they do after them\n"
+    "(a SentencePiece word keeps its leading space).\n\n"
+    "Thread-safety: one stream, one thread at a time. Keeps its Tokenizer alive.";
 
 } // namespace
 
@@ -129,10 +191,35 @@ void init_tokenizer(py::module_ &m) {
                                "End-of-sequence token id, or None if the vocabulary has none.")
         .def("is_eog", [](const Tokenizer &self, vt_token id) { return vt_token_is_eog(self.handle, id); },
              py::arg("id"), "Whether id ends generation (EOS, EOT, <|im_end|>, ...).")
+        .def("decode_stream", &make_detokenizer, py::arg("render_special") = false,
+             py::arg("prefill") = py::none(),
+             "A vt.Detokenizer of this tokenizer: streaming decode (see vt.Detokenizer).")
         .def("__repr__", [](const Tokenizer &self) {
             return "<vt.Tokenizer n_vocab=" + std::to_string(vt_tokenizer_n_vocab(self.handle)) +
                    (self.model ? ", of '" + self.model->path + "'>" : std::string(">"));
         });
+
+    py::class_<Detokenizer, std::shared_ptr<Detokenizer>>(m, "Detokenizer", kDetokenizerDoc)
+        .def(py::init(&make_detokenizer), py::arg("tokenizer"), py::arg("render_special") = false,
+             py::arg("prefill") = py::none(),
+             "Args:\n"
+             "    tokenizer: the vt.Tokenizer whose decode it follows.\n"
+             "    render_special: control tokens give their text (as in Tokenizer.decode).\n"
+             "    prefill: token ids already shown, or None.")
+        .def("push", [](Detokenizer &self, vt_token id) { return self.push({id}); }, py::arg("id"),
+             "Adds a token; returns the text it completes (\"\" if none yet).\n"
+             "Raises VtInvalidArgument for an id outside the vocabulary (nothing is added).")
+        .def("push", [](Detokenizer &self, const std::vector<vt_token> &ids) { return self.push(ids); },
+             py::arg("ids"),
+             "Adds tokens in order; returns the text they complete. Raises VtInvalidArgument,\n"
+             "adding none, if one is outside the vocabulary.")
+        .def("finish", &Detokenizer::finish,
+             "Ends the stream: returns the text still held back (an unfinished character\n"
+             "as U+FFFD) and starts over, without prefill.")
+        .def("reset", &Detokenizer::restart, py::arg("prefill") = py::none(),
+             "Starts over, dropping what is held back; prefill as in the constructor.")
+        .def_property_readonly("tokenizer", [](const Detokenizer &self) { return self.tok; })
+        .def("__repr__", [](const Detokenizer &) { return std::string("<vt.Detokenizer>"); });
 }
 
 } // namespace vt_py

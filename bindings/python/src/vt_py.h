@@ -84,6 +84,23 @@ template <class Fill> std::string read_string(Fill fill, bool *not_found = nullp
     return buf;
 }
 
+// Appends the text of a vt_detokenizer_push or vt_detokenizer_finish call,
+// call(buf, size, &needed), to out; text longer than the first buffer is
+// fetched with a VT_TOKEN_NULL push, as the ABI says. Needs no GIL (raises
+// nothing): the status is returned.
+template <class Call> vt_status detokenizer_append(vt_detokenizer *d, Call call, std::string &out) {
+    char buf[256];
+    size_t needed = 0;
+    vt_status s = call(buf, sizeof buf, &needed);
+    if (s == VT_OK) out.append(buf, needed);
+    if (s != VT_ERR_BUFFER_TOO_SMALL) return s;
+    const size_t at = out.size();
+    out.resize(at + needed + 1);
+    s = vt_detokenizer_push(d, VT_TOKEN_NULL, out.data() + at, needed + 1, &needed);
+    out.resize(s == VT_OK ? at + needed : at);
+    return s;
+}
+
 // ---- locking -----------------------------------------------------------------
 
 // Takes a mutex without ever waiting for it while holding the GIL.

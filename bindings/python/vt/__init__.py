@@ -14,6 +14,7 @@ Low level, one class per handle of the C ABI (include/vt/*.h)::
 
     model = vt.Model(path)                      # immutable, shareable across threads
     tok = model.tokenizer                       # or vt.Tokenizer.from_file(gguf)
+    d = tok.decode_stream()                     # vt.Detokenizer: d.push(id) -> text so far
     ctx = vt.Context(model, n_threads=4)        # one thread at a time
     seq = ctx.sequence(n_ctx=2048)
     seq.feed(tok.encode("Hello", add_special=True)); seq.step()
@@ -39,6 +40,7 @@ from ._vt import (
     LOG_WARN,
     STATUS_CODES,
     Context,
+    Detokenizer,
     Generation,
     Model,
     ModelMeta,
@@ -71,7 +73,7 @@ __version__: str = version()
 
 __all__ = [
     "ABI_VERSION", "LOG_DEBUG", "LOG_ERROR", "LOG_INFO", "LOG_NONE", "LOG_WARN", "STATUS_CODES",
-    "Context", "Generation", "LLM", "Model", "ModelMeta", "RequestOutput", "Sampler", "SamplingParams",
+    "Context", "Detokenizer", "Generation", "LLM", "Model", "ModelMeta", "RequestOutput", "Sampler", "SamplingParams",
     "Sequence", "Stream", "Tokenizer",
     "VtBufferTooSmall", "VtCancelled", "VtContextFull", "VtError", "VtFormatError", "VtInternalError",
     "VtInvalidArgument", "VtInvalidState", "VtInvalidUTF8", "VtIOError", "VtNotFound", "VtOutOfMemory",

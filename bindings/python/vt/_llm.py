@@ -87,8 +87,9 @@ class RequestOutput:
     Attributes:
         prompt: the prompt text (None if it was given as token ids).
         prompt_token_ids: the prompt's token ids, as evaluated.
-        text: the generated text: the pieces of token_ids concatenated, with
-            bytes that are not UTF-8 replaced by U+FFFD.
+        text: the generated text: the text of token_ids as they continue the
+            prompt (as a vt.Detokenizer prefilled with the prompt gives it),
+            with bytes that are not UTF-8 replaced by U+FFFD.
         token_ids: the generated token ids (without the end-of-generation or
             stop token).
         finish_reason: "stop" (an end-of-generation token or one of

@@ -1,0 +1,195 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace vt {
+
+Scheduler::Scheduler(KvCacheManager &kv, const SchedulerConfig &cfg)
+    : kv_(kv), max_batched_tokens_(cfg.max_num_batched_tokens), max_num_seqs_(cfg.max_num_seqs),
+      max_model_len_(cfg.max_model_len) {
+    uint64_t capacity = (uint64_t)kv.num_blocks() * kv.block_size();
+    if (max_model_len_ == 0) max_model_len_ = (uint32_t)std::min<uint64_t>(capacity, UINT32_MAX);
+    if (max_batched_tokens_ == 0 || max_num_seqs_ == 0)
+        fail(VT_ERR_INVALID_ARGUMENT, "scheduler: the token budget and the sequence cap must be positive");
+    if (max_model_len_ > capacity)
+        fail(VT_ERR_INVALID_ARGUMENT,
+             "scheduler: max_model_len %u needs %u KV blocks of %u tokens but the cache has only %u; "
+             "raise the KV memory budget or lower max_model_len",
+             max_model_len_, (max_model_len_ + kv.block_size() - 1) / kv.block_size(), kv.block_size(),
+             kv.num_blocks());
+}
+
+void Scheduler::add(SeqId id, std::vector<int32_t> prompt, uint32_t max_new_tokens) {
+    if (seqs_.count(id)) fail(VT_ERR_INVALID_ARGUMENT, "scheduler: sequence %llu already exists", (unsigned long long)id);
+    if (prompt.empty()) fail(VT_ERR_INVALID_ARGUMENT, "scheduler: sequence %llu has an empty prompt", (unsigned long long)id);
+    if (max_new_tokens == 0)
+        fail(VT_ERR_INVALID_ARGUMENT, "scheduler: sequence %llu asks for no new tokens", (unsigned long long)id);
+    if (prompt.size() > max_model_len_)
+        fail(VT_ERR_CONTEXT_FULL,
+             "scheduler: the prompt of %zu tokens can never fit: the limit is %u tokens per sequence "
+             "(max_model_len; KV cache of %u blocks of %u tokens)",
+             prompt.size(), max_model_len_, kv_.num_blocks(), kv_.block_size());
+    Seq s;
+    s.num_prompt = (uint32_t)prompt.size();
+    s.tokens = std::move(prompt);
+    s.max_new_tokens = max_new_tokens;
+    seqs_.emplace(id, std::move(s));
+    waiting_.push_back(id);
+}
+
+void Scheduler::cancel(SeqId id) {
+    std::lock_guard<std::mutex> lock(cancel_mu_);
+    cancel_requests_.push_back(id);
+}
+
+const std::vector<int32_t> *Scheduler::tokens(SeqId id) const {
+    auto it = seqs_.find(id);
+    return it == seqs_.end() ? nullptr : &it->second.tokens;
+}
+
+void Scheduler::drop(SeqId id) {
+    kv_.free(id);
+    seqs_.erase(id);
+    auto r = std::find(running_.begin(), running_.end(), id);
+    if (r != running_.end()) {
+        running_.erase(r);
+        return;
+    }
+    auto w = std::find(waiting_.begin(), waiting_.end(), id);
+    if (w != waiting_.end()) waiting_.erase(w);
+}
+
+void Scheduler::process_cancels(SchedulerOutput &out) {
+    std::vector<SeqId> ids;
+    {
+        std::lock_guard<std::mutex> lock(cancel_mu_);
+        ids.swap(cancel_requests_);
+    }
+    for (SeqId id : ids) {
+        if (!seqs_.count(id)) continue;  // already finished, or cancelled twice
+        drop(id);
+        out.cancelled.push_back(id);
+    }
+}
+
+void Scheduler::preempt(SeqId id, SchedulerOutput &out) {
+    kv_.free(id);
+    seqs_.at(id).num_computed = 0;  // recomputed from the start (with prefix hits) when readmitted
+    waiting_.push_front(id);
+    out.preempted.push_back(id);
+}
+
+void Scheduler::emit(SeqId id, Seq &s, uint32_t n, SchedulerOutput &out) {
+    ScheduledSeq ss;
+    ss.id = id;
+    ss.offset = (uint32_t)out.tokens.size();
+    ss.n_tokens = n;
+    ss.start_pos = s.num_computed;
+    std::span<const BlockId> table = kv_.block_table(id);
+    ss.block_table.assign(table.begin(), table.end());
+    ss.needs_logits = s.num_computed + n == s.tokens.size();
+    for (uint32_t i = 0; i < n; ++i) {
+        out.tokens.push_back(s.tokens[s.num_computed + i]);
+        out.positions.push_back((int32_t)(s.num_computed + i));
+    }
+    // Optimistically counted as computed now, so the next step can be
+    // planned before this one's results are in.
+    s.num_computed += n;
+    out.seqs.push_back(std::move(ss));
+}
+
+SchedulerOutput Scheduler::schedule() {
+    SchedulerOutput out;
+    process_cancels(out);
+    uint32_t budget = max_batched_tokens_;
+
+    // Running sequences first, oldest first; the newest give way when the
+    // pool runs dry. Victims come from the back, which is not scheduled yet.
+    for (size_t i = 0; i < running_.size() && budget > 0;) {
+        SeqId id = running_[i];
+        Seq &s = seqs_.at(id);
+        uint32_t n = std::min<uint32_t>((uint32_t)s.tokens.size() - s.num_computed, budget);
+        if (n == 0) {  // its sampled token is not in yet (schedule() twice without update())
+            ++i;
+            continue;
+        }
+        bool scheduled = false;
+        for (;;) {
+            if (kv_.allocate(id, s.tokens, s.num_computed, n)) {
+                scheduled = true;
+                break;
+            }
+            SeqId victim = running_.back();
+            running_.pop_back();
+            preempt(victim, out);
+            if (victim == id) break;
+        }
+        if (!scheduled) break;  // it preempted itself: everything after it is gone too
+        emit(id, s, n, out);
+        budget -= n;
+        ++i;
+    }
+
+    // Then waiting sequences, first come first served; a step that had to
+    // preempt admits nobody, or the victims would be readmitted at once.
+    while (out.preempted.empty() && !waiting_.empty() && budget > 0 && running_.size() < max_num_seqs_) {
+        SeqId id = waiting_.front();
+        Seq &s = seqs_.at(id);
+        PrefixHit hit = kv_.find_prefix(s.tokens);
+        uint32_t n = std::min<uint32_t>((uint32_t)s.tokens.size() - hit.num_tokens, budget);
+        if (!kv_.allocate(id, s.tokens, hit.num_tokens, n, hit)) break;
+        waiting_.pop_front();
+        running_.push_back(id);
+        s.num_computed = hit.num_tokens;
+        emit(id, s, n, out);
+        budget -= n;
+    }
+    return out;
+}
+
+std::vector<FinishedSeq> Scheduler::update(const SchedulerOutput &out, std::span<const SampledToken> sampled) {
+    std::vector<FinishedSeq> finished;
+    size_t k = 0;
+    for (const ScheduledSeq &ss : out.seqs) {
+        if (!ss.needs_logits) continue;
+        if (k >= sampled.size() || sampled[k].id != ss.id)
+            fail(VT_ERR_INVALID_ARGUMENT, "scheduler: no sampled token for sequence %llu",
+                 (unsigned long long)ss.id);
+        const SampledToken &t = sampled[k++];
+        auto it = seqs_.find(ss.id);
+        if (it == seqs_.end()) continue;  // cannot happen: sequences leave only in schedule() and here
+        Seq &s = it->second;
+        s.tokens.push_back(t.token);
+        bool length = s.tokens.size() - s.num_prompt >= s.max_new_tokens || s.tokens.size() >= max_model_len_;
+        if (t.stop || length) {
+            finished.push_back({ss.id, t.stop ? FinishReason::stop : FinishReason::length});
+            drop(ss.id);
+        }
+    }
+    if (k != sampled.size())
+        fail(VT_ERR_INVALID_ARGUMENT, "scheduler: %zu sampled tokens for %zu sequences that needed logits",
+             sampled.size(), k);
+    return finished;
+}
+
+void Scheduler::check() const {
+    kv_.check();
+    for (SeqId id : waiting_)
+        if (!kv_.block_table(id).empty())
+            fail(VT_ERR_INTERNAL, "scheduler: waiting sequence %llu holds blocks", (unsigned long long)id);
+    if (running_.size() + waiting_.size() != seqs_.size())
+        fail(VT_ERR_INTERNAL, "scheduler: %zu sequences, %zu running, %zu waiting", seqs_.size(), running_.size(),
+             waiting_.size());
+    uint32_t bs = kv_.block_size();
+    for (SeqId id : running_) {
+        const Seq &s = seqs_.at(id);
+        size_t need = (s.num_computed + bs - 1) / bs;
+        if (kv_.block_table(id).size() != need)
+            fail(VT_ERR_INTERNAL, "scheduler: sequence %llu has %u computed tokens but %zu blocks",
+                 (unsigned long long)id, s.num_computed, kv_.block_table(id).size());
+    }
+}
+
+} // namespace vt

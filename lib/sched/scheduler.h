@@ -1,0 +1,143 @@
+// Continuous batching, as in vLLM v1: one step is one forward pass over a
+// batch that mixes prefill chunks and decode tokens of many sequences, under
+// a token budget and a sequence cap. There are no prefill or decode modes:
+// each sequence simply has tokens whose KV is not computed yet, and a step
+// computes as many of them as the budget allows (chunked prefill).
+//
+// The engine loop:
+//     SchedulerOutput out = sched.schedule();
+//     logits = runner.forward(out);                  // one pass
+//     sampled = sampler(logits of out's needs_logits sequences);
+//     finished = sched.update(out, sampled);
+//
+// Policy. Running sequences are served first, in admission order; when the
+// KV pool runs out, the newest running sequence is preempted: its blocks are
+// freed and it goes back to the front of the waiting queue, to be recomputed
+// later (its freed blocks often still hit the prefix cache). Waiting
+// sequences are then admitted first come, first served, while budget, the
+// sequence cap and blocks last; none are admitted in a step that preempted.
+//
+// Pure bookkeeping: no tensors. Thread-safety: cancel() may be called from
+// any thread; everything else belongs to the engine's thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "kv/kv-cache-manager.h"
+
+namespace vt {
+
+struct SchedulerConfig {
+    uint32_t max_num_batched_tokens = 2048;  // token budget of one step
+    uint32_t max_num_seqs = 256;             // running sequences at most
+    uint32_t max_model_len = 0;              // tokens per sequence; 0: all the KV blocks
+};
+
+// One sequence's share of a step.
+struct ScheduledSeq {
+    SeqId id = 0;
+    uint32_t offset = 0;    // first of its tokens in SchedulerOutput::tokens / positions
+    uint32_t n_tokens = 0;  // tokens computed this step
+    uint32_t start_pos = 0; // tokens already in its KV; its positions are start_pos .. start_pos+n_tokens-1
+    std::vector<BlockId> block_table;  // covers start_pos + n_tokens tokens
+    bool needs_logits = false;  // the step reaches its last known token: sample the next one
+};
+
+// One step: what the runner computes.
+struct SchedulerOutput {
+    std::vector<ScheduledSeq> seqs;  // running ones first, then newly admitted
+    std::vector<int32_t> tokens;     // (total tokens) the sequences' tokens, concatenated
+    std::vector<int32_t> positions;  // (total tokens) position of each token in its sequence
+    std::vector<SeqId> preempted;    // lost their KV in this step; they will be recomputed
+    std::vector<SeqId> cancelled;    // removed in this step; their blocks are free
+
+    bool empty() const { return seqs.empty(); }
+    size_t num_tokens() const { return tokens.size(); }
+};
+
+// The token sampled for a sequence that needed logits, and whether the
+// sampler ends it there (end-of-generation token, stop string).
+struct SampledToken {
+    SeqId id = 0;
+    int32_t token = 0;
+    bool stop = false;
+};
+
+enum class FinishReason { stop, length };
+
+struct FinishedSeq {
+    SeqId id = 0;
+    FinishReason reason = FinishReason::stop;
+};
+
+class Scheduler {
+public:
+    // Borrows kv for its lifetime. Errors: VT_ERR_INVALID_ARGUMENT when
+    // max_model_len tokens do not fit in the whole pool (such a sequence
+    // could never finish) or a limit is zero.
+    Scheduler(KvCacheManager &kv, const SchedulerConfig &cfg);
+
+    uint32_t max_model_len() const { return max_model_len_; }
+
+    // Queues a request; it generates at most max_new_tokens tokens and stops
+    // at max_model_len tokens in all. Errors: VT_ERR_INVALID_ARGUMENT on a
+    // duplicate id, an empty prompt or max_new_tokens == 0;
+    // VT_ERR_CONTEXT_FULL when the prompt is longer than max_model_len: it
+    // can never fit.
+    void add(SeqId id, std::vector<int32_t> prompt, uint32_t max_new_tokens);
+
+    // Asks to drop a sequence; the next schedule() frees its blocks and lists
+    // it in cancelled. Unknown or finished ids are ignored. Thread-safe.
+    void cancel(SeqId id);
+
+    // Plans the next step. The output is empty when nothing can run.
+    SchedulerOutput schedule();
+
+    // Records the step's results: sampled holds one token per sequence of
+    // out with needs_logits, in out's order. Returns the sequences that
+    // finished; their blocks are already free and their ids are forgotten.
+    // Errors: VT_ERR_INVALID_ARGUMENT when sampled does not match out.
+    std::vector<FinishedSeq> update(const SchedulerOutput &out, std::span<const SampledToken> sampled);
+
+    size_t num_waiting() const { return waiting_.size(); }
+    size_t num_running() const { return running_.size(); }
+    bool has_work() const { return !waiting_.empty() || !running_.empty(); }
+
+    // All known tokens of a live sequence (prompt, then generated), or null.
+    const std::vector<int32_t> *tokens(SeqId id) const;
+    // Running sequences, oldest admitted first.
+    const std::vector<SeqId> &running() const { return running_; }
+    const std::deque<SeqId> &waiting() const { return waiting_; }
+
+    // Verifies KV invariants and that every running sequence's block table
+    // exactly covers its computed tokens. VT_ERR_INTERNAL if not.
+    void check() const;
+
+private:
+    struct Seq {
+        std::vector<int32_t> tokens;
+        uint32_t num_prompt = 0;
+        uint32_t num_computed = 0;  // tokens whose KV is in the cache, counting the step just scheduled
+        uint32_t max_new_tokens = 0;
+    };
+
+    void preempt(SeqId id, SchedulerOutput &out);
+    void drop(SeqId id);
+    void emit(SeqId id, Seq &s, uint32_t n, SchedulerOutput &out);
+    void process_cancels(SchedulerOutput &out);
+
+    KvCacheManager &kv_;
+    uint32_t max_batched_tokens_, max_num_seqs_, max_model_len_;
+    std::unordered_map<SeqId, Seq> seqs_;
+    std::deque<SeqId> waiting_;
+    std::vector<SeqId> running_;  // admission order: the back is preempted first
+    std::mutex cancel_mu_;
+    std::vector<SeqId> cancel_requests_;  // guarded by cancel_mu_
+};
+
+} // namespace vt

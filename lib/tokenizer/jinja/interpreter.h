@@ -1,0 +1,18 @@
+// Walks the statement tree and writes the output. Scoping follows Jinja:
+// every for-loop iteration and macro call gets a fresh scope, `if` does not,
+// so `set` inside a loop is invisible after it (hence namespace()).
+#pragma once
+
+#include <string>
+
+#include "ast.h"
+#include "jinja.h"
+#include "value.h"
+
+namespace vt::jinja {
+
+// `variables` become the outermost scope, in front of the globals
+// (raise_exception, strftime_now, namespace, dict, range).
+std::string render_body(const Body &body, const Dict &variables, const RenderOptions &opt);
+
+} // namespace vt::jinja

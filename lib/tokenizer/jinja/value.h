@@ -1,0 +1,129 @@
+// The values a chat template computes with. They model the Python objects
+// that Jinja (as transformers runs it) sees: JSON data plus Jinja's
+// Undefined, namespaces and callables. Printing and comparing follow Python
+// (str(1.0) is "1.0", str([1]) is "[1]", True == 1), because templates'
+// output is checked byte for byte against transformers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace vt::jinja {
+
+class Value;
+using List = std::vector<Value>;
+
+// Insertion-ordered like a Python dict; chat dicts are small, so a linear
+// lookup beats hashing.
+struct Dict {
+    std::vector<std::pair<std::string, Value>> items;
+    bool is_namespace = false;  // namespace(): the one object `set x.y` may change
+
+    const Value *find(std::string_view key) const;
+    void set(const std::string &key, Value v);
+};
+
+// Positional and keyword arguments of a call.
+struct Args {
+    std::vector<Value> pos;
+    std::vector<std::pair<std::string, Value>> kw;
+
+    // Argument `name` at position `index` (or by keyword); nullptr if absent.
+    const Value *get(size_t index, std::string_view name) const;
+};
+
+struct Function {
+    std::string name;
+    std::function<Value(Args &)> call;
+};
+
+class Value {
+public:
+    enum class Kind { Undefined, None, Bool, Int, Float, String, List, Dict, Function };
+
+    Value() = default;  // Undefined
+    Value(std::nullptr_t) : kind_(Kind::None) {}
+    Value(bool b) : kind_(Kind::Bool), i_(b) {}
+    Value(int v) : kind_(Kind::Int), i_(v) {}
+    Value(int64_t v) : kind_(Kind::Int), i_(v) {}
+    Value(double v) : kind_(Kind::Float), f_(v) {}
+    Value(std::string s) : kind_(Kind::String), s_(std::make_shared<std::string>(std::move(s))) {}
+    Value(const char *s) : Value(std::string(s)) {}
+    Value(List l) : kind_(Kind::List), list_(std::make_shared<List>(std::move(l))) {}
+    Value(Dict d) : kind_(Kind::Dict), dict_(std::make_shared<Dict>(std::move(d))) {}
+    Value(std::shared_ptr<Function> f) : kind_(Kind::Function), fn_(std::move(f)) {}
+
+    // An Undefined that remembers the name it stands for, for error messages.
+    static Value undefined(std::string name);
+    static Value from_json(const nlohmann::ordered_json &j);
+    static Value from_json(const nlohmann::json &j);
+
+    Kind kind() const { return kind_; }
+    bool is_undefined() const { return kind_ == Kind::Undefined; }
+    bool is_none() const { return kind_ == Kind::None; }
+    bool is_bool() const { return kind_ == Kind::Bool; }
+    bool is_int() const { return kind_ == Kind::Int; }
+    bool is_float() const { return kind_ == Kind::Float; }
+    bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float || kind_ == Kind::Bool; }
+    bool is_string() const { return kind_ == Kind::String; }
+    bool is_list() const { return kind_ == Kind::List; }
+    bool is_dict() const { return kind_ == Kind::Dict; }
+    bool is_function() const { return kind_ == Kind::Function; }
+
+    bool as_bool() const { return i_ != 0; }
+    int64_t as_int() const { return i_; }              // Int or Bool
+    double as_double() const { return kind_ == Kind::Float ? f_ : double(i_); }
+    const std::string &str() const { return *s_; }     // String only
+    const List &list() const { return *list_; }
+    const Dict &dict() const { return *dict_; }
+    Dict &mutable_dict() const { return *dict_; }      // namespaces only
+    Function &function() const { return *fn_; }
+    const std::string &undefined_name() const;
+
+    // Python's bool(x): empty containers, 0, None and Undefined are false.
+    bool truthy() const;
+    // Python's str(x) (Undefined prints as nothing, as Jinja's Undefined).
+    std::string to_str() const;
+    // Python's repr(x), as str() of a container prints its items.
+    std::string repr() const;
+    const char *type_name() const;
+
+    // Iteration as in a for loop: list items, dict keys, string characters.
+    List items_for_iteration() const;
+
+private:
+    Kind kind_ = Kind::Undefined;
+    int64_t i_ = 0;
+    double f_ = 0;
+    std::shared_ptr<std::string> s_;  // String; also the name of an Undefined
+    std::shared_ptr<List> list_;
+    std::shared_ptr<Dict> dict_;
+    std::shared_ptr<Function> fn_;
+};
+
+// Python ==; numbers compare across int/float/bool.
+bool equals(const Value &a, const Value &b);
+// Python <; throws vt::Error for unorderable types.
+bool less(const Value &a, const Value &b);
+
+// Python float repr: shortest round-trip digits, "1.0", "1e+16", "inf".
+std::string python_float_repr(double v);
+
+struct JsonDumpOptions {
+    int indent = -1;                      // < 0: one line
+    std::string indent_str;               // set when indent was given as a string
+    std::string item_sep, key_sep;        // empty: json.dumps defaults
+    bool sort_keys = false;
+    bool ensure_ascii = false;
+};
+// json.dumps as transformers' tojson filter calls it.
+std::string json_dumps(const Value &v, const JsonDumpOptions &opt);
+
+} // namespace vt::jinja

@@ -1,0 +1,212 @@
+"""The tokenizer parity gate: vt.Tokenizer against the reference tokenizers.
+
+The expected ids are goldens/<name>.json, written by make-goldens.py from
+the oracles run live (HF tokenizers/transformers, sentencepiece, tiktoken),
+and llama.cpp's .out vectors in ../shared/data. Each golden lists the files
+vt loads the same tokenizer from (raw vocabulary files, tokenizer.json
+fixtures, GGUF); every one must give the golden ids. A source whose data,
+fixture or model is absent is skipped with the reason.
+
+Modes (how vt.encode is called; goldens/README.md has the oracle side):
+  plain      add_special=False, parse_special=False
+  parse      add_special=False, parse_special=True   (HF encode(add_special_tokens=False))
+  add_parse  add_special=True,  parse_special=True   (HF encode(text))
+"""
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import vt
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1] / "examples" / "models"))
+import stress_inputs as si  # noqa: E402
+
+MODES = {"plain": (False, False), "parse": (False, True), "add_parse": (True, True)}
+GOLDENS = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted((HERE / "goldens").glob("*.json"))}
+CASES = [(name, i) for name, g in GOLDENS.items() for i in range(len(g["loads"]))]
+CASE_IDS = [f"{name}@{g['loads'][i]['root']}:{g['loads'][i]['path']}" for name, i in CASES
+            for g in [GOLDENS[name]]]
+
+
+def load_path(load: dict) -> Path:
+    root, path = load["root"], load["path"]
+    if root == "shared":
+        p = si.tokenizer_data() / path
+        hint = "../shared/data/tokenizers is part of the shared test data"
+    elif root == "fixtures":
+        p = si.fixtures_dir() / path
+        hint = "run tests/tokenizers/make-goldens.py --fixtures-only (tests/run.sh does)"
+    else:
+        import vt_models
+        p = vt_models.cached_path(path)
+        hint = f"fetch it with examples/models/vt_models.py fetch {path}"
+    if not p.exists():
+        pytest.skip(f"{p} is missing: {hint}")
+    return p
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: str) -> vt.Tokenizer:
+    return vt.Tokenizer.from_file(path)
+
+
+def tokenizer(name: str, i: int) -> vt.Tokenizer:
+    return _load(str(load_path(GOLDENS[name]["loads"][i])))
+
+
+@functools.lru_cache(maxsize=None)
+def _synthetic() -> dict:
+    return si.synthetic()
+
+
+@functools.lru_cache(maxsize=None)
+def _chat() -> tuple:
+    return tuple(si.chat_strings())
+
+
+def input_text(key: str) -> str:
+    kind, _, name = key.partition(":")
+    if kind == "vocab46":
+        strings = si.vocab_strings()
+        if strings is None:
+            pytest.skip("llama.cpp's .inp strings are missing from ../shared/data")
+        return strings[int(name)]
+    if kind == "chat":
+        return _chat()[int(name)]
+    if kind == "corpus":
+        text = si.corpus(name)
+        if text is None:
+            pytest.skip(f"corpus {name} is missing from ../shared/data")
+        return text
+    if kind == "synthetic":
+        return _synthetic()[name]
+    raise KeyError(key)
+
+
+def encode(tok: vt.Tokenizer, text: str, mode: str) -> list[int]:
+    add, parse = MODES[mode]
+    return tok.encode(text, add_special=add, parse_special=parse)
+
+
+def first_difference(got: list[int], want: list[int]) -> str:
+    k = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+    return (f"first difference at {k} of {len(want)} (vt has {len(got)}): "
+            f"vt {got[max(0, k - 3):k + 5]} != oracle {want[max(0, k - 3):k + 5]}")
+
+
+def check_all(failures: list[str], what: str) -> None:
+    if failures:
+        shown = "\n  ".join(failures[:12])
+        more = f"\n  ... and {len(failures) - 12} more" if len(failures) > 12 else ""
+        pytest.fail(f"{len(failures)} {what} differ from the oracle:\n  {shown}{more}", pytrace=False)
+
+
+@pytest.mark.parametrize("name,i", CASES, ids=CASE_IDS)
+def test_exact_ids(name, i):
+    """Short inputs (the 46 strings, chat strings, small stress inputs):
+    the exact ids in every mode."""
+    g = GOLDENS[name]
+    tok = tokenizer(name, i)
+    failures = []
+    for key, by_mode in g["exact"].items():
+        text = input_text(key)
+        for mode, want in by_mode.items():
+            got = encode(tok, text, mode)
+            if got != want:
+                failures.append(f"{key} [{mode}] {text[:40]!r}: {first_difference(got, want)}")
+    check_all(failures, "encodings")
+
+
+@pytest.mark.parametrize("name,i", CASES, ids=CASE_IDS)
+def test_big_inputs(name, i):
+    """Corpora, 64 KiB stress inputs and the 1,000 chat strings: sha256 of the ids."""
+    g = GOLDENS[name]
+    tok = tokenizer(name, i)
+    failures = []
+    for key, by_mode in g["hashed"].items():
+        for mode, want in by_mode.items():
+            if key == "chat:all":
+                got = si.batch_digest([encode(tok, t, mode) for t in _chat()])
+            else:
+                got = si.ids_digest(encode(tok, input_text(key), mode))
+            if got != want:
+                failures.append(f"{key} [{mode}]: {got[1]} ids (sha256 {got[0][:12]}), "
+                                f"oracle {want[1]} ids (sha256 {want[0][:12]})")
+    check_all(failures, "big inputs")
+
+
+@pytest.mark.parametrize("name,i", CASES, ids=CASE_IDS)
+def test_special_token_text(name, i):
+    """Texts holding special-token text: parsed or not per mode."""
+    g = GOLDENS[name]
+    tok = tokenizer(name, i)
+    failures = []
+    for probe in g["probes"]:
+        for mode in g["modes"]:
+            got = encode(tok, probe["text"], mode)
+            if got != probe[mode]:
+                failures.append(f"{probe['text']!r} [{mode}]: {first_difference(got, probe[mode])}")
+    check_all(failures, "special-token probes")
+
+
+@pytest.mark.parametrize("name,i", CASES, ids=CASE_IDS)
+def test_decode(name, i):
+    """decode() text: keep_special = vt render_special=True (HF
+    skip_special_tokens=False), skip_special = render_special=False."""
+    g = GOLDENS[name]
+    tok = tokenizer(name, i)
+    failures = []
+    for case in g["decode"]:
+        for key, render in (("keep_special", True), ("skip_special", False)):
+            if key in case:
+                got = tok.decode(case["ids"], render_special=render)
+                if got != case[key]:
+                    failures.append(f"{case['ids'][:8]}... [{key}]: vt {got[:60]!r} != oracle {case[key][:60]!r}")
+    check_all(failures, "decodes")
+
+
+@pytest.mark.parametrize("name,i", [c for c in CASES if GOLDENS[c[0]]["vectors"]],
+                         ids=[cid for c, cid in zip(CASES, CASE_IDS) if GOLDENS[c[0]]["vectors"]])
+def test_llama_cpp_vectors_through_other_files(name, i):
+    """llama.cpp's .out vectors (HF AutoTokenizer, add_special_tokens=False)
+    through a vocabulary from another file (llama3/ for llama-bpe, the Qwen2
+    GGUF for qwen2...)."""
+    tok = tokenizer(name, i)
+    vocab = si.tokenizer_data() / "llama.cpp-vocab"
+    failures = []
+    for family in GOLDENS[name]["vectors"]:
+        inp, out = vocab / f"{family}.inp", vocab / f"{family}.out"
+        if not (inp.exists() and out.exists()):
+            pytest.skip(f"{inp} or its .out is missing")
+        for text, want in zip(si.read_vocab_inp(inp), si.read_vocab_out(out)):
+            got = tok.encode(text, parse_special=True)
+            if got != want:
+                failures.append(f"{family} {text[:40]!r}: {first_difference(got, want)}")
+    check_all(failures, "llama.cpp vectors")
+
+
+def vocab_families():
+    vocab = si.tokenizer_data() / "llama.cpp-vocab"
+    return sorted(p.name.removesuffix(".inp") for p in vocab.glob("ggml-vocab-*.gguf.inp"))
+
+
+@pytest.mark.parametrize("family", vocab_families())
+def test_llama_cpp_vocab_gguf(family):
+    """Every .inp/.out pair whose vocab-only GGUF is in ../shared/data."""
+    vocab = si.tokenizer_data() / "llama.cpp-vocab"
+    if not (vocab / family).exists():
+        pytest.skip(f"{family} is not in ../shared/data (too large); its vectors run through other sources")
+    tok = _load(str(vocab / family))
+    failures = []
+    for text, want in zip(si.read_vocab_inp(vocab / f"{family}.inp"), si.read_vocab_out(vocab / f"{family}.out")):
+        got = tok.encode(text)
+        if got != want:
+            failures.append(f"{text[:40]!r}: {first_difference(got, want)}")
+    check_all(failures, "vectors")

@@ -1,0 +1,298 @@
+// Paged KV bookkeeping: exact block ids handed out, prefix-cache hits through
+// the chained hashes, LRU eviction order, all-or-nothing allocation, and no
+// leak. Expected ids follow from the documented policy (fresh pool in id
+// order, free queue appended tail-first per sequence, eviction from the head).
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <xxhash.h>
+
+#include "core/error.h"
+#include "kv/kv-cache-manager.h"
+
+using namespace vt;
+using Ids = std::vector<BlockId>;
+
+namespace {
+
+std::vector<int32_t> iota_tokens(size_t n, int32_t first) {
+    std::vector<int32_t> t(n);
+    std::iota(t.begin(), t.end(), first);
+    return t;
+}
+
+Ids table_of(const KvCacheManager &kv, SeqId s) {
+    auto t = kv.block_table(s);
+    return Ids(t.begin(), t.end());
+}
+
+KvCacheManager make_kv(uint32_t num_blocks, bool caching = true) {
+    KvCacheConfig cfg;
+    cfg.block_size = 4;
+    cfg.num_blocks = num_blocks;
+    cfg.prefix_caching = caching;
+    return KvCacheManager(cfg);
+}
+
+} // namespace
+
+TEST_CASE("block hash is XXH3-128 over the parent hash and the block's token ids", "[kv]") {
+    std::vector<int32_t> block = {7, 8, 9, 10};
+    BlockHash parent{0x1122334455667788ull, 0x99aabbccddeeff00ull};
+    // Independent one-shot hash of the same bytes, laid out by hand.
+    unsigned char buf[16 + 16];
+    std::memcpy(buf, &parent.lo, 8);
+    std::memcpy(buf + 8, &parent.hi, 8);
+    std::memcpy(buf + 16, block.data(), 16);
+    XXH128_hash_t want = XXH3_128bits(buf, sizeof buf);
+    BlockHash got = hash_block(parent, block);
+    CHECK(got.lo == want.low64);
+    CHECK(got.hi == want.high64);
+    // The chain makes equal blocks under different parents different keys.
+    CHECK(!(hash_block(BlockHash{}, block) == got));
+}
+
+TEST_CASE("KV memory is sized from a byte budget", "[kv]") {
+    // SmolLM2-135M: 30 layers, 3 KV heads of 64 -> 192 K and 192 V values
+    // per layer per token, f16: 2 * 30 * 192 * 2 = 23040 bytes per token.
+    uint64_t per_token = 2ull * 30 * 192 * 2;
+    CHECK(kv_blocks_for_budget(1ull << 30, per_token, 16) == 2912);  // floor(2^30 / 368640)
+    CHECK(kv_blocks_for_budget(per_token * 16 - 1, per_token, 16) == 0);
+    CHECK_THROWS_AS(kv_blocks_for_budget(1 << 20, 0, 16), Error);
+}
+
+TEST_CASE("a fresh pool hands out ids in order and takes a sequence back tail first", "[kv]") {
+    KvCacheManager kv = make_kv(8);
+    auto toks = iota_tokens(10, 100);
+    REQUIRE(kv.allocate(1, toks, 0, 10));
+    CHECK(table_of(kv, 1) == Ids{0, 1, 2});
+    CHECK(kv.num_free_blocks() == 5);
+    CHECK(kv.pool().free_queue() == Ids{3, 4, 5, 6, 7});
+    // The two full blocks are cached; the partial third is not.
+    CHECK(kv.pool().is_cached(0));
+    CHECK(kv.pool().is_cached(1));
+    CHECK(!kv.pool().is_cached(2));
+    kv.check();
+
+    kv.free(1);
+    CHECK(kv.pool().free_queue() == Ids{3, 4, 5, 6, 7, 2, 1, 0});
+    CHECK(kv.num_free_blocks() == 8);
+    CHECK(kv.pool().num_cached() == 2);
+    CHECK(table_of(kv, 1).empty());
+    kv.check();
+}
+
+TEST_CASE("decode grows the table one block at a time and caches blocks as they fill", "[kv]") {
+    KvCacheManager kv = make_kv(4);
+    auto toks = iota_tokens(3, 0);
+    REQUIRE(kv.allocate(1, toks, 0, 3));
+    CHECK(table_of(kv, 1) == Ids{0});
+    CHECK(!kv.pool().is_cached(0));
+    toks.push_back(3);  // the 4th token fills block 0
+    REQUIRE(kv.allocate(1, toks, 3, 1));
+    CHECK(table_of(kv, 1) == Ids{0});
+    CHECK(kv.pool().is_cached(0));
+    toks.push_back(4);  // the 5th needs a new block
+    REQUIRE(kv.allocate(1, toks, 4, 1));
+    CHECK(table_of(kv, 1) == Ids{0, 1});
+    CHECK(kv_slot(kv.block_table(1), 4, 4) == 4);
+    kv.free(1);
+    CHECK(kv.num_free_blocks() == 4);
+    kv.check();
+}
+
+TEST_CASE("a shared prefix hits cached blocks, live or freed", "[kv]") {
+    KvCacheManager kv = make_kv(8);
+    auto a = iota_tokens(10, 100);
+    REQUIRE(kv.allocate(1, a, 0, 10));  // [0, 1, 2]
+
+    // Same first 8 tokens, then 3 others.
+    std::vector<int32_t> b(a.begin(), a.begin() + 8);
+    for (int32_t t : {7, 7, 7}) b.push_back(t);
+    PrefixHit hit = kv.find_prefix(b);
+    CHECK(hit.blocks == Ids{0, 1});
+    CHECK(hit.num_tokens == 8);
+    REQUIRE(kv.allocate(2, b, hit.num_tokens, 3, hit));
+    CHECK(table_of(kv, 2) == Ids{0, 1, 3});
+    CHECK(kv.pool().ref_count(0) == 2);
+    CHECK(kv.pool().ref_count(1) == 2);
+    CHECK(kv.pool().ref_count(2) == 1);
+    CHECK(kv.prefix_query_tokens() == 10 + 11);
+    CHECK(kv.prefix_hit_tokens() == 8);
+    kv.check();
+
+    // Freed blocks still hit; a hit takes them out of the free queue.
+    kv.free(1);
+    kv.free(2);
+    CHECK(kv.pool().free_queue() == Ids{4, 5, 6, 7, 2, 3, 1, 0});
+    hit = kv.find_prefix(a);
+    CHECK(hit.blocks == Ids{0, 1});
+    REQUIRE(kv.allocate(3, a, 8, 2, hit));
+    CHECK(table_of(kv, 3) == Ids{0, 1, 4});
+    CHECK(kv.pool().free_queue() == Ids{5, 6, 7, 2, 3});
+    kv.free(3);
+    CHECK(kv.num_free_blocks() == 8);
+    kv.check();
+}
+
+TEST_CASE("a hit never covers the last token, and the chain needs every parent", "[kv]") {
+    KvCacheManager kv = make_kv(8);
+    auto a = iota_tokens(8, 0);
+    REQUIRE(kv.allocate(1, a, 0, 8));  // [0, 1], both cached
+    // The whole prompt is cached, but its last token must be computed for
+    // its logits: only the first block hits.
+    PrefixHit hit = kv.find_prefix(a);
+    CHECK(hit.blocks == Ids{0});
+    CHECK(hit.num_tokens == 4);
+    // Recomputing block 1 gives a duplicate of a cached block: it is not
+    // shared (tables stay append-only) and not cached.
+    REQUIRE(kv.allocate(2, a, 4, 4, hit));
+    CHECK(table_of(kv, 2) == Ids{0, 2});
+    CHECK(!kv.pool().is_cached(2));
+    CHECK(kv.pool().num_cached() == 2);
+
+    // Block 1's tokens behind a different block 0: a different key, no hit.
+    std::vector<int32_t> c = {50, 51, 52, 53, 4, 5, 6, 7, 9};
+    CHECK(kv.find_prefix(c).blocks.empty());
+    kv.free(1);
+    kv.free(2);
+    CHECK(kv.num_free_blocks() == 8);
+    kv.check();
+}
+
+TEST_CASE("unreferenced cached blocks are evicted least recently freed first", "[kv]") {
+    KvCacheManager kv = make_kv(4);
+    auto a = iota_tokens(8, 0);
+    auto b = iota_tokens(8, 100);
+    REQUIRE(kv.allocate(1, a, 0, 8));  // [0, 1]
+    REQUIRE(kv.allocate(2, b, 0, 8));  // [2, 3]
+    kv.free(1);
+    kv.free(2);
+    CHECK(kv.pool().free_queue() == Ids{1, 0, 3, 2});
+    CHECK(kv.pool().num_cached() == 4);
+
+    auto c = iota_tokens(4, 200);
+    REQUIRE(kv.allocate(3, c, 0, 4));
+    CHECK(table_of(kv, 3) == Ids{1});  // a's tail goes first
+    auto a9 = a;
+    a9.push_back(-1);
+    CHECK(kv.find_prefix(a9).blocks == Ids{0});  // a's head survives
+
+    auto d = iota_tokens(8, 300);
+    REQUIRE(kv.allocate(4, d, 0, 8));
+    CHECK(table_of(kv, 4) == Ids{0, 3});
+    CHECK(kv.find_prefix(a9).blocks.empty());
+    auto b9 = b;
+    b9.push_back(-1);
+    CHECK(kv.find_prefix(b9).blocks == Ids{2});
+    // The evicted blocks now carry c's and d's prefixes instead.
+    CHECK(kv.pool().num_cached() == 4);
+    kv.free(3);
+    kv.free(4);
+    CHECK(kv.num_free_blocks() == 4);
+    kv.check();
+}
+
+TEST_CASE("allocation is all or nothing, and free hits count against the free blocks", "[kv]") {
+    KvCacheManager kv = make_kv(4);
+    auto a = iota_tokens(8, 0);
+    REQUIRE(kv.allocate(1, a, 0, 8));  // [0, 1]
+    kv.free(1);                        // queue [2, 3, 1, 0]
+
+    // 17 tokens need 5 blocks: 2 hits + 3 fresh, one more than the pool.
+    auto longer = a;
+    for (int32_t t = 0; t < 9; ++t) longer.push_back(1000 + t);
+    PrefixHit hit = kv.find_prefix(longer);
+    CHECK(hit.blocks == Ids{0, 1});
+    CHECK(!kv.allocate(2, longer, 8, 9, hit));
+    CHECK(table_of(kv, 2).empty());
+    CHECK(kv.pool().free_queue() == Ids{2, 3, 1, 0});
+    CHECK(kv.pool().ref_count(0) == 0);
+
+    // 13 tokens need 4: the two free hits plus two fresh use the whole pool.
+    longer.resize(13);
+    hit = kv.find_prefix(longer);
+    REQUIRE(kv.allocate(2, longer, 8, 5, hit));
+    CHECK(table_of(kv, 2) == Ids{0, 1, 2, 3});
+    CHECK(kv.num_free_blocks() == 0);
+    CHECK(!kv.allocate(3, a, 0, 1));
+    kv.free(2);
+    CHECK(kv.num_free_blocks() == 4);
+    kv.check();
+}
+
+TEST_CASE("a hit at the head of the free queue is not evicted by its own allocation", "[kv]") {
+    KvCacheManager kv = make_kv(3);
+    auto a = iota_tokens(8, 0);
+    REQUIRE(kv.allocate(1, a, 0, 8));  // [0, 1]
+    kv.free(1);                        // queue [2, 1, 0]
+    auto x = iota_tokens(4, 50);
+    REQUIRE(kv.allocate(2, x, 0, 4));  // [2]
+    kv.free(2);
+    CHECK(kv.pool().free_queue() == Ids{1, 0, 2});
+    auto a9 = a;
+    a9.push_back(99);
+    PrefixHit hit = kv.find_prefix(a9);
+    CHECK(hit.blocks == Ids{0, 1});
+    REQUIRE(kv.allocate(3, a9, 8, 1, hit));
+    CHECK(table_of(kv, 3) == Ids{0, 1, 2});
+    CHECK(kv.pool().num_cached() == 2);  // x's block was evicted
+    kv.free(3);
+    kv.check();
+}
+
+TEST_CASE("with prefix caching off nothing is cached or hit", "[kv]") {
+    KvCacheManager kv = make_kv(4, false);
+    auto a = iota_tokens(9, 0);
+    REQUIRE(kv.allocate(1, a, 0, 9));
+    CHECK(kv.pool().num_cached() == 0);
+    CHECK(kv.find_prefix(a).blocks.empty());
+    kv.free(1);
+    CHECK(kv.num_free_blocks() == 4);
+}
+
+TEST_CASE("bad sizes are clear errors", "[kv]") {
+    CHECK_THROWS_AS(make_kv(0), Error);
+    KvCacheConfig cfg;
+    cfg.block_size = 0;
+    cfg.num_blocks = 4;
+    CHECK_THROWS_AS(KvCacheManager(cfg), Error);
+}
+
+TEST_CASE("random allocate/free keeps the pool consistent", "[kv][stress]") {
+    std::mt19937 rng(1234);
+    KvCacheManager kv = make_kv(32);
+    std::vector<std::vector<int32_t>> seqs(8);
+    std::vector<uint32_t> computed(8, 0);
+    for (int iter = 0; iter < 4000; ++iter) {
+        SeqId s = rng() % 8;
+        auto &toks = seqs[s];
+        if (rng() % 5 == 0) {
+            kv.free(s);
+            toks.clear();
+            computed[s] = 0;
+        } else if (toks.empty()) {
+            // Prompts from a few shared stems so that prefixes repeat.
+            size_t n = 1 + rng() % 20;
+            int32_t stem = (int32_t)(rng() % 3);
+            for (size_t i = 0; i < n; ++i) toks.push_back(i < 8 ? stem * 10 + (int32_t)i : (int32_t)(rng() % 50));
+            PrefixHit hit = kv.find_prefix(toks);
+            if (kv.allocate(s, toks, hit.num_tokens, (uint32_t)toks.size() - hit.num_tokens, hit))
+                computed[s] = (uint32_t)toks.size();
+            else
+                toks.clear();
+        } else {
+            toks.push_back((int32_t)(rng() % 50));
+            if (kv.allocate(s, toks, computed[s], 1)) computed[s] += 1;
+            else toks.pop_back();
+        }
+        kv.check();
+        for (SeqId q = 0; q < 8; ++q)
+            REQUIRE(kv.block_table(q).size() == (computed[q] + 3) / 4);
+    }
+    for (SeqId q = 0; q < 8; ++q) kv.free(q);
+    CHECK(kv.num_free_blocks() == 32);
+    kv.check();
+}
