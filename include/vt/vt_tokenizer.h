@@ -25,10 +25,20 @@ typedef int32_t vt_token;
 VT_API vt_status vt_model_tokenizer(const vt_model *model,
                                     const vt_tokenizer **out);
 
-/* CONSTRUCTOR. A tokenizer alone, read from the tokenizer.ggml.* metadata of
- * a GGUF file (a vocab-only GGUF or a full model; no weights are kept).
- * Errors as vt_model_load (VT_ERR_IO, VT_ERR_FORMAT, VT_ERR_UNSUPPORTED for
- * an unknown tokenizer model or pre-tokenizer). Thread-safe. */
+/* CONSTRUCTOR. A tokenizer alone (no weights), from any of these files; the
+ * format is read from the content, not the name:
+ *  - GGUF: its tokenizer.ggml.* metadata (a vocab-only GGUF or a full model;
+ *    tokenizer models gpt2, llama, bert, t5);
+ *  - a Hugging Face tokenizer.json (tokenizer_config.json beside it adds
+ *    BOS/EOS, add_bos_token/add_eos_token and added tokens), or a directory
+ *    holding one;
+ *  - a tiktoken rank file, named <encoding>.tiktoken (r50k_base, p50k_base,
+ *    cl100k_base, o200k_base: the name picks the split pattern and specials);
+ *  - GPT-2 style vocab.json / encoder.json with merges.txt / vocab.bpe beside it;
+ *  - a SentencePiece .model (BPE or Unigram).
+ * Errors: VT_ERR_IO, VT_ERR_FORMAT (malformed file, naming what is wrong),
+ * VT_ERR_UNSUPPORTED (an unknown tokenizer model, pre-tokenizer or
+ * component). Thread-safe. */
 VT_API vt_status vt_tokenizer_load(const char *path, vt_tokenizer **out);
 
 /* DESTRUCTOR. Frees a tokenizer from vt_tokenizer_load. Accepts NULL; a

@@ -105,8 +105,10 @@ json spm_model(const SpmDescription &spm, bool has_user_defined) {
     if (spm.unigram) {
         json vocab = json::array();
         for (const auto &p : spm.pieces) vocab.push_back(json::array({p.text, p.score}));
+        // vt_float_scores (ours, not HF's): SentencePiece sums scores in
+        // float, and it is the oracle for these files.
         return {{"type", "Unigram"}, {"unk_id", spm.unk_id}, {"vocab", std::move(vocab)},
-                {"byte_fallback", spm.byte_fallback}};
+                {"byte_fallback", spm.byte_fallback}, {"vt_float_scores", true}};
     }
     json vocab = json::object();
     for (size_t i = 0; i < spm.pieces.size(); ++i) vocab[spm.pieces[i].text] = i;

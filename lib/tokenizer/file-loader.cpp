@@ -101,7 +101,9 @@ std::unique_ptr<Tokenizer> load(const fs::path &path) {
     }
     if (starts_json_object(data)) {
         const json doc = parse_json(data, path);
-        if (doc.contains("model")) return from_tokenizer_json(doc, path);
+        // A vocab.json may well hold a token "model"; a tokenizer.json's
+        // "model" is an object.
+        if (auto m = doc.find("model"); m != doc.end() && m->is_object()) return from_tokenizer_json(doc, path);
         // A GPT-2 style vocabulary: the merges live in a file beside it.
         const fs::path merges = first_existing(path.parent_path(), {"merges.txt", "vocab.bpe"});
         if (merges.empty()) {

@@ -125,6 +125,8 @@ std::unique_ptr<Model> make_unigram(const json &j, const Vocab &vocab) {
         o.unk_id = u->get<int32_t>();
     }
     o.byte_fallback = opt_bool(j, "Unigram", "byte_fallback", false);
+    // Not an HF field: set by convert_spm_model (convert.h).
+    o.float_scores = opt_bool(j, "Unigram", "vt_float_scores", false);
     const json *v = field(j, "vocab");
     if (v && !v->is_array()) fail(VT_ERR_FORMAT, "Unigram model: \"vocab\" must be an array of [piece, score]");
     const size_t n = v ? v->size() : 0;

@@ -39,6 +39,10 @@ UnigramModel::UnigramModel(const Vocab &vocab, const UnigramOptions &options)
     double min_score = std::numeric_limits<double>::infinity();
     for (uint32_t id = 0; id < n_model_; ++id) min_score = std::min(min_score, scores_[id]);
     unk_score_ = min_score - kUnkPenalty;
+    if (opt_.float_scores) {
+        for (double &x : scores_) x = static_cast<float>(x);
+        unk_score_ = static_cast<float>(static_cast<float>(min_score) - static_cast<float>(kUnkPenalty));
+    }
 
     for (int b = 0; b < 256; ++b) {
         char name[8];
@@ -48,6 +52,10 @@ UnigramModel::UnigramModel(const Vocab &vocab, const UnigramOptions &options)
 
     node_id_.push_back(-1);  // the root
     for (uint32_t id = 0; id < n_model_; ++id) {
+        // Control and unused pieces are never matched in text, as in
+        // SentencePiece: "<s>" typed by a user stays characters (special
+        // added tokens are cut out before the model when parse_special asks).
+        if (vocab.attr(static_cast<int32_t>(id)) & (ATTR_CONTROL | ATTR_UNUSED)) continue;
         uint32_t node = 0;
         for (unsigned char c : vocab.text(static_cast<int32_t>(id))) {
             const uint64_t key = uint64_t(node) << 8 | c;
@@ -62,6 +70,11 @@ UnigramModel::UnigramModel(const Vocab &vocab, const UnigramOptions &options)
         }
         if (node != 0) node_id_[node] = static_cast<int32_t>(id);
     }
+}
+
+double UnigramModel::add(double a, double b) const {
+    // float + float rounded to float, exactly what SentencePiece computes.
+    return opt_.float_scores ? static_cast<double>(static_cast<float>(a) + static_cast<float>(b)) : a + b;
 }
 
 int32_t UnigramModel::find_model(std::string_view text) const {
@@ -107,13 +120,13 @@ void UnigramModel::encode(std::string_view piece, std::vector<int32_t> &out) con
             const int32_t id = node_id_[node];
             if (id < 0) continue;
             BestPath &target = best[end];
-            const double candidate = scores_[id] + score_here;
+            const double candidate = add(scores_[id], score_here);
             if (target.start < 0 || candidate > target.score) target = {candidate, int32_t(start), id};
             has_single = has_single || end - start == char_len;
         }
         if (!has_single) {
             BestPath &target = best[start + char_len];
-            const double candidate = unk_score_ + score_here;
+            const double candidate = add(unk_score_, score_here);
             if (target.start < 0 || candidate > target.score) {
                 if (opt_.unk_id < 0) {
                     fail(VT_ERR_INVALID_ARGUMENT, "Unigram: the piece has a character with no token and the model "

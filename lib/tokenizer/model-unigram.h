@@ -6,7 +6,8 @@
 // an unk node of score (lowest score - 10); consecutive unk nodes fuse into
 // one token, whose text is looked up again, then split into <0xXX> byte
 // tokens under byte_fallback, else it is unk_id. Scores are added in
-// double precision as HF does, so ties break the same way.
+// double precision as HF does, so ties break the same way (or in float for
+// SentencePiece .model files, see UnigramOptions::float_scores).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,10 @@ struct UnigramOptions {
     // Scores by id at full precision (tokenizer.json stores doubles); empty:
     // Vocab::score.
     std::vector<double> scores;
+    // Sum path scores in float as SentencePiece does (its .model files are
+    // checked against it); HF sums in double. The sums round differently and
+    // so break some ties differently.
+    bool float_scores = false;
 };
 
 class UnigramModel final : public Model {
@@ -46,6 +51,7 @@ private:
     void encode(std::string_view piece, std::vector<int32_t> &out) const;
     void emit_unknown(std::string_view text, std::vector<int32_t> &out) const;
     int32_t find_model(std::string_view text) const;
+    double add(double a, double b) const;
 
     const Vocab &vocab_;
     UnigramOptions opt_;

@@ -264,11 +264,12 @@ void PipelineTokenizer::read_vocab(const json &doc, const json *config) {
     }
 
     // A content the model knows keeps the model's id (as HF). Otherwise the
-    // token's "id" is used when it is free; HF instead renumbers new tokens
-    // from the end of the model's vocabulary, which is the same for every
-    // consistent file but would lose the gaps of tiktoken's special ids
-    // (cl100k's <|endoftext|> is 100257, not 100256), so a taken or missing
-    // slot alone falls back to HF's next-id rule.
+    // token's "id" is used when that slot is free; HF instead renumbers new
+    // tokens from the end of the model's vocabulary, which is the same for
+    // every consistent file but would lose the gaps of tiktoken's special
+    // ids (cl100k's <|endoftext|> is 100257 after 100256 ranks; p50k's is
+    // 50256, a hole inside its ranks), so only a taken slot falls back to
+    // HF's next-id rule.
     const size_t model_size = by_id.size();
     std::unordered_map<std::string, int32_t> model_ids;
     model_ids.reserve(model_size);
@@ -284,7 +285,7 @@ void PipelineTokenizer::read_vocab(const json &doc, const json *config) {
             if (same != added_.end()) continue;  // tokenizer.json wins over the config
             if (auto m = model_ids.find(t.content); m != model_ids.end()) {
                 t.id = m->second;
-            } else if (static_cast<size_t>(t.id) >= model_size && static_cast<size_t>(t.id) < model_size + kMaxIdGap &&
+            } else if (static_cast<size_t>(t.id) < model_size + kMaxIdGap &&
                        (static_cast<size_t>(t.id) >= by_id.size() || !by_id[t.id].set)) {
                 put(static_cast<uint64_t>(t.id), t.content, 0.0f, 0);
             } else {

@@ -72,8 +72,11 @@ void Vocab::derive_specials() {
     // A token that looks like an end-of-turn marker is treated as control
     // even when the converter typed it NORMAL (llama.cpp does the same, so
     // such tokens are parsed as specials and hidden when not rendering).
+    // A USER_DEFINED token keeps its type: Hugging Face matches it in plain
+    // text and decodes it (Gemma 3 has user-defined "<s>" and "</s>").
+    // llama.cpp would promote it too; HF is the oracle for ids.
     auto promote = [&](int32_t id) {
-        if ((attrs_[id] & ATTR_CONTROL) == 0) attrs_[id] = (attrs_[id] & ~0x7Fu) | ATTR_CONTROL;
+        if ((attrs_[id] & (ATTR_CONTROL | ATTR_USER_DEFINED)) == 0) attrs_[id] = (attrs_[id] & ~0x7Fu) | ATTR_CONTROL;
     };
 
     // Ids the metadata did not give are found by text; a token found that

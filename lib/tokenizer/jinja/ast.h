@@ -46,6 +46,9 @@ struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;
 using Body = std::vector<StmtPtr>;
 
+// The name a filter block's chain reads its body from (not a valid identifier).
+inline constexpr const char *kFilterBlockBody = "(filter body)";
+
 struct MacroParam {
     std::string name;
     ExprPtr default_value;  // null: required
@@ -63,6 +66,7 @@ struct Stmt {
         CallBlock,   // call [(params)] expr: body is caller()
         Break,
         Continue,
+        FilterBlock, // filter chain `expr` applied to the rendered body
         Scope,       // body only: {% generation %} and the like
     };
     Kind kind;

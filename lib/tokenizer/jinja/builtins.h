@@ -28,6 +28,8 @@ Value get_item(const Value &obj, const Value &key);
 // Helpers shared by the three tables.
 int64_t to_int_arg(const Value *v, int64_t fallback, const char *what);
 std::string to_str_arg(const Value *v, const char *what);
+// markupsafe.escape: & < > " ' as HTML entities.
+std::string html_escape(const std::string &s);
 // Python's str % args (the `%` operator and the format filter).
 std::string percent_format(const std::string &fmt, const Value &args);
 

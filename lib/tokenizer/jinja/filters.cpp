@@ -202,7 +202,7 @@ Value f_items(const Value &v, Args &) {
     if (v.is_undefined()) return Value(List{});
     if (!v.is_dict()) fail(VT_ERR_INVALID_ARGUMENT, "Can only get item pairs from a mapping.");
     List out;
-    for (const auto &kv : v.dict().items) out.emplace_back(List{Value(kv.first), kv.second});
+    for (const auto &kv : v.dict().items) out.push_back(Value::tuple(List{Value(kv.first), kv.second}));
     return Value(std::move(out));
 }
 
@@ -350,6 +350,7 @@ Args rest_args(const Args &a, size_t skip) {
 
 Value f_map(const Value &v, Args &a) {
     List out;
+    if (!v.truthy()) return Value(std::move(out));  // Jinja maps over a falsy value (None) as empty
     if (a.pos.empty()) {
         const Value *attr = a.get(99, "attribute");
         if (!attr) fail(VT_ERR_INVALID_ARGUMENT, "map: give a filter name or attribute=");
@@ -370,6 +371,7 @@ Value f_map(const Value &v, Args &a) {
 
 Value select_impl(const Value &v, Args &a, bool by_attr, bool keep) {
     List out;
+    if (!v.truthy()) return Value(std::move(out));  // as Jinja: a falsy value (None) selects nothing
     size_t next = 0;
     std::string attr;
     if (by_attr) {
@@ -413,11 +415,15 @@ Value f_indent(const Value &v, Args &a) {
     return Value(std::move(rv));
 }
 
-Value f_safe(const Value &v, Args &) { return v; }
+Value f_safe(const Value &v, Args &) { return v.is_markup() ? v : Value::markup(v.to_str()); }
 
-Value f_escape(const Value &v, Args &) {
+Value f_escape(const Value &v, Args &) { return v.is_markup() ? v : Value::markup(html_escape(v.to_str())); }
+
+} // namespace
+
+std::string html_escape(const std::string &s) {
     std::string out;
-    for (char c : v.to_str()) {
+    for (char c : s) {
         switch (c) {
         case '&': out += "&amp;"; break;
         case '<': out += "&lt;"; break;
@@ -427,8 +433,10 @@ Value f_escape(const Value &v, Args &) {
         default: out += c;
         }
     }
-    return Value(std::move(out));
+    return out;
 }
+
+namespace {
 
 Value f_format(const Value &v, Args &a) {
     if (!a.kw.empty()) fail(VT_ERR_UNSUPPORTED, "format filter: keyword arguments are not supported");

@@ -48,10 +48,15 @@ enum class Flow { Normal, Break, Continue };
     fail(VT_ERR_INVALID_ARGUMENT, "%s", u.undefined_name().empty() ? "value is undefined" : u.undefined_name().c_str());
 }
 
-int64_t checked(bool overflow, int64_t r) {
-    if (overflow) fail(VT_ERR_INVALID_ARGUMENT, "integer overflow");
-    return r;
+template <class Op>
+Value checked(Op op, int64_t a, int64_t b) {
+    int64_t r = 0;
+    if (op(a, b, &r)) fail(VT_ERR_INVALID_ARGUMENT, "integer overflow");
+    return Value(r);
 }
+bool add_overflow(int64_t a, int64_t b, int64_t *r) { return __builtin_add_overflow(a, b, r); }
+bool sub_overflow(int64_t a, int64_t b, int64_t *r) { return __builtin_sub_overflow(a, b, r); }
+bool mul_overflow(int64_t a, int64_t b, int64_t *r) { return __builtin_mul_overflow(a, b, r); }
 
 Value arithmetic(const std::string &op, const Value &a, const Value &b) {
     if (op == "~") return Value(a.to_str() + b.to_str());
@@ -59,10 +64,14 @@ Value arithmetic(const std::string &op, const Value &a, const Value &b) {
     if (b.is_undefined()) undefined_error(b);
     bool nums = a.is_number() && b.is_number();
     bool ints = nums && !a.is_float() && !b.is_float();
-    int64_t r = 0;
     if (op == "+") {
-        if (ints) return Value(checked(__builtin_add_overflow(a.as_int(), b.as_int(), &r), r));
+        if (ints) return checked(add_overflow, a.as_int(), b.as_int());
         if (nums) return Value(a.as_double() + b.as_double());
+        if (a.is_markup() || b.is_markup()) {
+            if (a.is_string() && b.is_string())
+                return Value::markup((a.is_markup() ? a.str() : html_escape(a.str())) +
+                                     (b.is_markup() ? b.str() : html_escape(b.str())));
+        }
         if (a.is_string() && b.is_string()) return Value(a.str() + b.str());
         if (a.is_list() && b.is_list()) {
             List l = a.list();
@@ -72,10 +81,10 @@ Value arithmetic(const std::string &op, const Value &a, const Value &b) {
         if (a.is_string())
             fail(VT_ERR_INVALID_ARGUMENT, "can only concatenate str (not \"%s\") to str", b.type_name());
     } else if (op == "-") {
-        if (ints) return Value(checked(__builtin_sub_overflow(a.as_int(), b.as_int(), &r), r));
+        if (ints) return checked(sub_overflow, a.as_int(), b.as_int());
         if (nums) return Value(a.as_double() - b.as_double());
     } else if (op == "*") {
-        if (ints) return Value(checked(__builtin_mul_overflow(a.as_int(), b.as_int(), &r), r));
+        if (ints) return checked(mul_overflow, a.as_int(), b.as_int());
         if (nums) return Value(a.as_double() * b.as_double());
         const Value &seq = a.is_number() ? b : a;
         const Value &n = a.is_number() ? a : b;
@@ -283,6 +292,14 @@ private:
         }
         case Stmt::Kind::Break: return Flow::Break;
         case Stmt::Kind::Continue: return Flow::Continue;
+        case Stmt::Kind::FilterBlock: {
+            ScopePtr inner = child_of(scope);
+            std::string text;
+            exec(s.body, inner, text);  // Jinja scopes a filter block's sets to it
+            inner->vars[kFilterBlockBody] = Value(std::move(text));
+            write(out, eval(*s.expr, inner).to_str());
+            return Flow::Normal;
+        }
         case Stmt::Kind::Scope: return exec(s.body, scope, out);
         }
         return Flow::Normal;
@@ -411,7 +428,7 @@ private:
         case Expr::Kind::Tuple: {
             List l;
             for (const ExprPtr &x : e.args) l.push_back(eval(*x, scope));
-            return Value(std::move(l));
+            return e.kind == Expr::Kind::Tuple ? Value::tuple(std::move(l)) : Value(std::move(l));
         }
         case Expr::Kind::Dict: {
             Dict d;

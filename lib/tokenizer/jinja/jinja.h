@@ -7,10 +7,12 @@
 // No C++ Jinja library is packaged for Debian, hence this module. Supported:
 // {{ }}, {% %}, {# #}, whitespace control, if/elif/else, for (loop.*, `if`
 // filter, else, break, continue, unpacking), set (also block set and
-// namespace attributes), macro and call blocks, raw, generation; Python
-// operators, slicing, str/dict/list methods; Jinja's common filters and
-// tests. Not supported: extends/include/import, recursive loops, filter
-// blocks, `*args`/`**kwargs` in calls.
+// namespace attributes), macro and call blocks, filter blocks, raw,
+// generation; Python operators, slicing, str/dict/list methods; Jinja's
+// common filters and tests. Not supported: extends/include/import, recursive
+// loops, `*args`/`**kwargs` in calls, dict literals with non-string keys.
+// map/select return lists, not lazy generators, so `x|map(...)|tojson`
+// renders where Jinja raises.
 #pragma once
 
 #include <cstdint>

@@ -208,7 +208,7 @@ Value dict_method(const std::string &name, const Value &d, Args &a, bool &found)
     found = true;
     if (name == "items") {
         List out;
-        for (const auto &kv : d.dict().items) out.emplace_back(List{Value(kv.first), kv.second});
+        for (const auto &kv : d.dict().items) out.push_back(Value::tuple(List{Value(kv.first), kv.second}));
         return Value(std::move(out));
     }
     if (name == "keys") {

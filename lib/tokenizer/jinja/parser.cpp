@@ -142,6 +142,7 @@ private:
             expect_block_end();
             return s;
         }
+        if (k == "filter") return parse_filter_block(kw);
         if (k == "generation") {  // transformers' assistant-mask tag: renders its body
             auto s = make_stmt(Stmt::Kind::Scope, kw);
             expect_block_end();
@@ -245,6 +246,28 @@ private:
         std::string end;
         s->body = parse_body({"endmacro"}, end);
         if (cur().type == T::Name) next();  // {% endmacro name %}
+        expect_block_end();
+        return s;
+    }
+
+    // {% filter name(args) | name2 %}body{% endfilter %}: the chain is parsed
+    // as filters applied to a placeholder name the interpreter binds to the body.
+    StmtPtr parse_filter_block(const Token &kw) {
+        auto s = make_stmt(Stmt::Kind::FilterBlock, kw);
+        auto placeholder = make(Expr::Kind::Name, kw);
+        placeholder->name = kFilterBlockBody;
+        ExprPtr e = std::move(placeholder);
+        do {
+            auto f = make(Expr::Kind::Filter, cur());
+            f->name = expect_name();
+            f->args.push_back(std::move(e));
+            if (is_op("(")) parse_call_args(*f);
+            e = std::move(f);
+        } while (skip_op("|"));
+        s->expr = std::move(e);
+        expect_block_end();
+        std::string end;
+        s->body = parse_body({"endfilter"}, end);
         expect_block_end();
         return s;
     }

@@ -37,6 +37,18 @@ Value Value::undefined(std::string name) {
     return v;
 }
 
+Value Value::tuple(List l) {
+    Value v(std::move(l));
+    v.tuple_ = true;
+    return v;
+}
+
+Value Value::markup(std::string s) {
+    Value v(std::move(s));
+    v.markup_ = true;
+    return v;
+}
+
 const std::string &Value::undefined_name() const {
     static const std::string none;
     return s_ ? *s_ : none;
@@ -160,12 +172,13 @@ std::string Value::repr() const {
     case Kind::Float: return python_float_repr(f_);
     case Kind::String: return repr_string(*s_);
     case Kind::List: {
-        std::string out = "[";
+        std::string out = tuple_ ? "(" : "[";
         for (size_t i = 0; i < list_->size(); ++i) {
             if (i) out += ", ";
             out += (*list_)[i].repr();
         }
-        return out + "]";
+        if (tuple_ && list_->size() == 1) out += ",";
+        return out + (tuple_ ? ")" : "]");
     }
     case Kind::Dict: {
         std::string out = dict_->is_namespace ? "<Namespace {" : "{";

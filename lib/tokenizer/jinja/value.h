@@ -62,6 +62,11 @@ public:
 
     // An Undefined that remembers the name it stands for, for error messages.
     static Value undefined(std::string name);
+    // A str marked safe (Jinja's Markup, from |safe): `+` with a plain str
+    // HTML-escapes the plain side, as markupsafe does even without autoescape.
+    static Value markup(std::string s);
+    // A Python tuple: a list that prints as (a, b) (dict items, literals).
+    static Value tuple(List l);
     static Value from_json(const nlohmann::ordered_json &j);
     static Value from_json(const nlohmann::json &j);
 
@@ -76,6 +81,7 @@ public:
     bool is_list() const { return kind_ == Kind::List; }
     bool is_dict() const { return kind_ == Kind::Dict; }
     bool is_function() const { return kind_ == Kind::Function; }
+    bool is_markup() const { return kind_ == Kind::String && markup_; }
 
     bool as_bool() const { return i_ != 0; }
     int64_t as_int() const { return i_; }              // Int or Bool
@@ -100,6 +106,8 @@ public:
 
 private:
     Kind kind_ = Kind::Undefined;
+    bool markup_ = false;  // String: Markup
+    bool tuple_ = false;   // List: tuple
     int64_t i_ = 0;
     double f_ = 0;
     std::shared_ptr<std::string> s_;  // String; also the name of an Undefined
