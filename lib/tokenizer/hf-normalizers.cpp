@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "tokenizer/byte-level.h"
+#include "tokenizer/base64.h"
 #include "tokenizer/hf-json.h"
 #include "tokenizer/hf-regex.h"
 #include "tokenizer/hf-unicode.h"
@@ -252,31 +253,6 @@ private:
 // character or a grapheme cluster; its value is the offset of the
 // replacement.
 // ---------------------------------------------------------------------------
-
-bool base64_decode(std::string_view in, std::string &out) {
-    auto value = [](char c) -> int {
-        if (c >= 'A' && c <= 'Z') return c - 'A';
-        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-        if (c >= '0' && c <= '9') return c - '0' + 52;
-        if (c == '+') return 62;
-        if (c == '/') return 63;
-        return -1;
-    };
-    while (!in.empty() && in.back() == '=') in.remove_suffix(1);
-    uint32_t acc = 0;
-    int bits = 0;
-    for (char c : in) {
-        const int v = value(c);
-        if (v < 0) return false;
-        acc = (acc << 6) | static_cast<uint32_t>(v);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-        }
-    }
-    return true;
-}
 
 class Precompiled : public Normalizer {
 public:

@@ -96,21 +96,11 @@ int32_t BpeModel::unk_id_or_fail() const {
 
 void BpeModel::tokenize(std::string_view piece, std::vector<int32_t> &out) const {
     if (piece.empty()) return;
-    PieceCache *cache = nullptr;
-    size_t hash = 0;
-    if (PieceCache::fits(piece)) {
-        hash = PieceCache::hash(piece);
-        cache = &PieceCache::for_owner(cache_owner_);
-        if (cache->get(piece, hash, out)) return;
-    }
-    const size_t first = out.size();
-    const int32_t whole = opt_.ignore_merges ? find_model(piece) : -1;
-    if (whole >= 0) {
-        out.push_back(whole);
-    } else {
-        tokenize_uncached(piece, out);
-    }
-    if (cache) cache->put(piece, hash, out.data() + first, out.size() - first);
+    tokenize_cached(cache_owner_, piece, out, [this](std::string_view p, std::vector<int32_t> &ids) {
+        const int32_t whole = opt_.ignore_merges ? find_model(p) : -1;
+        if (whole >= 0) ids.push_back(whole);
+        else tokenize_uncached(p, ids);
+    });
 }
 
 size_t BpeModel::tokenize_uncached(std::string_view piece, std::vector<int32_t> &out, bool force_heap) const {

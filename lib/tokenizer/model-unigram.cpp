@@ -84,16 +84,8 @@ int32_t UnigramModel::find_model(std::string_view text) const {
 
 void UnigramModel::tokenize(std::string_view piece, std::vector<int32_t> &out) const {
     if (piece.empty()) return;
-    PieceCache *cache = nullptr;
-    size_t hash = 0;
-    if (PieceCache::fits(piece)) {
-        hash = PieceCache::hash(piece);
-        cache = &PieceCache::for_owner(cache_owner_);
-        if (cache->get(piece, hash, out)) return;
-    }
-    const size_t first = out.size();
-    encode(piece, out);
-    if (cache) cache->put(piece, hash, out.data() + first, out.size() - first);
+    tokenize_cached(cache_owner_, piece, out,
+                    [this](std::string_view p, std::vector<int32_t> &ids) { encode(p, ids); });
 }
 
 // Tokenizers' Unigram::encode_optimized (SentencePiece's EncodeOptimized):

@@ -106,4 +106,21 @@ private:
     std::vector<Slot> slots_;
 };
 
+// Appends the ids of `piece` to `out` from the calling thread's cache of
+// `owner`, computing them with encode(piece, out) on a miss (and keeping
+// short results).
+template <class Encode>
+void tokenize_cached(uint64_t owner, std::string_view piece, std::vector<int32_t> &out, Encode &&encode) {
+    if (!PieceCache::fits(piece)) {
+        encode(piece, out);
+        return;
+    }
+    const size_t hash = PieceCache::hash(piece);
+    PieceCache &cache = PieceCache::for_owner(owner);
+    if (cache.get(piece, hash, out)) return;
+    const size_t first = out.size();
+    encode(piece, out);
+    cache.put(piece, hash, out.data() + first, out.size() - first);
+}
+
 } // namespace vt::tok
