@@ -124,9 +124,10 @@ const char *const kDetokenizerDoc =
 
 void init_tokenizer(py::module_ &m) {
     py::class_<Tokenizer, std::shared_ptr<Tokenizer>>(m, "Tokenizer",
-        "Text <-> token ids with a GGUF vocabulary (BPE, SentencePiece, ...).\n\n"
-        "Get one from a model (Model.tokenizer, LLM.tokenizer) or from any GGUF file,\n"
-        "including vocab-only files, with Tokenizer.from_file(path).\n\n"
+        "Text <-> token ids (BPE, SentencePiece, WordPiece, Unigram, ...).\n\n"
+        "Get one from a model (Model.tokenizer, LLM.tokenizer) or from a tokenizer file\n"
+        "(GGUF, tokenizer.json, tiktoken, vocab.json + merges.txt, SentencePiece .model)\n"
+        "with Tokenizer.from_file(path).\n\n"
         "Thread-safety: immutable; share it freely between threads (encode and decode\n"
         "release the GIL).\n\n"
         "    tok = vt.Tokenizer.from_file(\"ggml-vocab-gpt-2.gguf\")\n"
@@ -145,8 +146,11 @@ void init_tokenizer(py::module_ &m) {
                 return t;
             },
             py::arg("path"),
-            "Reads a tokenizer from the tokenizer.ggml.* metadata of a GGUF file (a vocab-only\n"
-            "file or a full model; no weights are kept).\n\n"
+            "Reads a tokenizer from a file, its format sniffed from the content: GGUF\n"
+            "(tokenizer.ggml.* metadata of a vocab-only file or a full model; no weights are\n"
+            "kept), a Hugging Face tokenizer.json (tokenizer_config.json beside it is read too)\n"
+            "or a directory holding one, <encoding>.tiktoken, vocab.json/encoder.json with\n"
+            "merges.txt/vocab.bpe beside it, or a SentencePiece .model.\n\n"
             "Raises VtIOError, VtFormatError, or VtUnsupportedError (unknown tokenizer model\n"
             "or pre-tokenizer).")
         .def("encode", &encode, py::arg("text"), py::arg("add_special") = false, py::arg("parse_special") = false,
