@@ -3,10 +3,14 @@
 // vec_dot_type (llama.cpp does the same, which is what makes our results
 // agree with it); phase 2 splits the weight rows across threads, so each
 // thread streams a disjoint slice of the weights (decode is bound by that
-// memory traffic).
+// memory traffic). With several tokens, a table's gemm tiles (when it has
+// them for the type) dot each loaded weight block with several activation
+// rows at once; their results are bit-identical to the vec_dot loop's, so
+// prefill and decode agree exactly.
 #include <cstring>
 
 #include "core/quant.h"
+#include "core/quant/kernels.h"
 #include "cpu-ops.h"
 
 namespace vt::cpu {
@@ -25,6 +29,7 @@ void op_mul_mat(const Node &n, const OpCtx &c) {
     const int64_t n_out = w->ne[1];   // weight rows (output features)
     const DType vdt = vec_dot_type(w->type);
     const VecDotFn dot = vec_dot_fn(w->type);
+    const quant::GemmFn gemm = quant::active_kernels().gemm[(int)w->type];
 
     const uint8_t *act = static_cast<const uint8_t *>(x->data);
     size_t act_stride = x->nb[1];
@@ -41,10 +46,17 @@ void op_mul_mat(const Node &n, const OpCtx &c) {
     // Rows in blocks so that a block of weights stays in cache while it is
     // dotted with every activation row.
     constexpr int64_t kRowBlock = 16;
+    // Below this many tokens the tiles would be mostly edge (1-token) tiles.
+    constexpr int64_t kGemmMinTokens = 4;
     int64_t b, e;
     split(n_out, c.ith, c.nth, b, e);
     const uint8_t *wbase = static_cast<const uint8_t *>(w->data);
     float *out = static_cast<float *>(dst->data);
+    if (gemm && m >= kGemmMinTokens) {
+        // The tiles do their own cache blocking over this thread's rows.
+        gemm(k, wbase + (size_t)b * w->nb[1], w->nb[1], e - b, act, act_stride, m, out + b, (size_t)n_out);
+        return;
+    }
     for (int64_t r0 = b; r0 < e; r0 += kRowBlock) {
         const int64_t r1 = r0 + kRowBlock < e ? r0 + kRowBlock : e;
         for (int64_t t = 0; t < m; ++t) {

@@ -3,6 +3,7 @@
 // a summary (token counts, prefill/decode speed, peak RSS) to stderr.
 //
 //   vt-generate -m model.gguf -p "Once upon a time" -n 128 --temp 0.7
+//   vt-generate -m model.gguf --chat --system "Be brief." -p "What is a llama?"
 //
 // Every failing vt call ends the program with "vt-generate: <message>" on
 // stderr and exit status 1; argument errors exit with CLI11's status.
@@ -41,6 +42,8 @@ struct Options {
     unsigned threads = 0;
     unsigned n_ctx = 0;
     bool no_parse_special = false;
+    bool chat = false;           // the prompt is a user message, rendered by the chat template
+    std::optional<std::string> system;
 };
 
 // Prints the error of a failed vt call and tells the caller to stop.
@@ -56,6 +59,7 @@ struct ContextDel { void operator()(vt_context *c) const { vt_context_destroy(c)
 struct SeqDel { void operator()(vt_seq *s) const { vt_seq_destroy(s); } };
 struct SamplerDel { void operator()(vt_sampler *s) const { vt_sampler_destroy(s); } };
 struct DetokenizerDel { void operator()(vt_detokenizer *d) const { vt_detokenizer_destroy(d); } };
+struct ChatTemplateDel { void operator()(vt_chat_template *t) const { vt_chat_template_destroy(t); } };
 
 // One progress line on stderr: rewritten in place on a terminal, printed once
 // at the end otherwise (logs stay clean).
@@ -125,6 +129,37 @@ bool stream_text(vt_detokenizer *d, std::optional<vt_token> token, std::string &
     return true;
 }
 
+// The conversation [system,] user rendered with the model's chat template.
+bool render_chat(const vt_model *model, const Options &o, const std::string &user, std::string &out) {
+    vt_chat_template *traw = nullptr;
+    if (failed(vt_chat_template_create(nullptr, model, &traw))) return false;
+    std::unique_ptr<vt_chat_template, ChatTemplateDel> tmpl(traw);
+    std::vector<vt_chat_message> msgs;
+    if (o.system) msgs.push_back({"system", o.system->c_str()});
+    msgs.push_back({"user", user.c_str()});
+    size_t needed = 0;
+    out.resize(user.size() + 4096);
+    vt_status s = vt_chat_template_apply(tmpl.get(), msgs.data(), msgs.size(), nullptr, out.data(), out.size(), &needed);
+    if (s == VT_ERR_BUFFER_TOO_SMALL) {
+        out.resize(needed + 1);
+        s = vt_chat_template_apply(tmpl.get(), msgs.data(), msgs.size(), nullptr, out.data(), out.size(), &needed);
+    }
+    if (failed(s)) return false;
+    out.resize(needed);
+    return true;
+}
+
+// Whether text begins with the text of the model's BOS token: a template
+// that writes BOS itself must not get a second one from the tokenizer.
+bool starts_with_bos(const vt_tokenizer *tok, const std::string &text) {
+    vt_token bos = vt_token_bos(tok);
+    if (bos == VT_TOKEN_NULL) return false;
+    char piece[256];
+    size_t n = 0;
+    if (vt_token_to_piece(tok, bos, true, piece, sizeof piece, &n) != VT_OK || n == 0) return false;
+    return text.compare(0, n, piece, n) == 0;
+}
+
 bool build_sampler(const Options &o, uint32_t seed, vt_sampler **out) {
     vt_sampler *s = nullptr;
     if (failed(vt_sampler_create(&s))) return false;
@@ -170,8 +205,15 @@ int run(const Options &o) {
 
     // Tokenize: the prompt is the user's own text, so control-token text in
     // it ("<|im_start|>") becomes control tokens unless --no-parse-special.
+    // A chat prompt is the template's text, control tokens included.
     uint32_t flags = VT_TOKENIZE_ADD_SPECIAL;
     if (!o.no_parse_special) flags |= VT_TOKENIZE_PARSE_SPECIAL;
+    if (o.chat) {
+        std::string user = std::move(prompt);
+        if (!render_chat(model.get(), o, user, prompt)) return 1;
+        flags = VT_TOKENIZE_PARSE_SPECIAL;
+        if (!starts_with_bos(tok, prompt)) flags |= VT_TOKENIZE_ADD_SPECIAL;
+    }
     std::vector<vt_token> prompt_tokens;
     if (!tokenize(tok, prompt, flags, prompt_tokens)) return 1;
     if (prompt_tokens.empty()) {
@@ -271,6 +313,8 @@ int main(int argc, char **argv) {
         "The prompt is tokenized with the model's BOS/EOS rules, and text of control tokens in it\n"
         "(e.g. <|im_start|>) becomes those tokens, since it is your own text; pass\n"
         "--no-parse-special to tokenize it as plain text. --temp 0 samples greedily.\n"
+        "With --chat the prompt is one user message (after --system's, if given) rendered by\n"
+        "the model's chat template, ending with the assistant's turn header.\n"
         "Generated text goes to stdout, the load line and a summary to stderr.");
     app.add_option("-m,--model", o.model, "GGUF model file")->required();
     auto *p_opt = app.add_option("-p,--prompt", o.prompt, "prompt text");
@@ -290,8 +334,12 @@ int main(int argc, char **argv) {
     app.add_option("-s,--seed", o.seed, "RNG seed (default: random, printed in the summary)");
     app.add_option("-t,--threads", o.threads, "compute threads, 0 = physical cores")->capture_default_str();
     app.add_option("-c,--ctx", o.n_ctx, "context size in tokens, 0 = model default")->capture_default_str();
-    app.add_flag("--no-parse-special", o.no_parse_special,
-                 "tokenize control-token text in the prompt as plain text");
+    auto *nps_opt = app.add_flag("--no-parse-special", o.no_parse_special,
+                                 "tokenize control-token text in the prompt as plain text");
+    auto *chat_opt = app.add_flag("--chat", o.chat,
+                                  "the prompt is a user message: render it with the model's chat template");
+    chat_opt->excludes(nps_opt);
+    app.add_option("--system", o.system, "system message before the prompt (with --chat)")->needs(chat_opt);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &e) {

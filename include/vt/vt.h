@@ -8,5 +8,6 @@
 #include "vt_tokenizer.h"
 #include "vt_context.h"
 #include "vt_sampler.h"
+#include "vt_chat.h"
 
 #endif /* VT_H */

@@ -1,6 +1,7 @@
 // The public headers as C++ (built as C++11 and C++20 by meson): extern "C"
 // linkage, no C-only constructs. Calls go to the C symbols of libvt.
 #include "vt/vt.h"
+#include "vt/vt_chat.h"
 #include "vt/vt_common.h"
 #include "vt/vt_context.h"
 #include "vt/vt_model.h"

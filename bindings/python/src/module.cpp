@@ -10,4 +10,5 @@ PYBIND11_MODULE(_vt, m) {
     vt_py::init_context(m);
     vt_py::init_sampler(m);
     vt_py::init_llm(m);
+    vt_py::init_chat(m);
 }

@@ -187,6 +187,7 @@ void init_tokenizer(py::module_ &m);
 void init_context(py::module_ &m);
 void init_sampler(py::module_ &m);
 void init_llm(py::module_ &m);
+void init_chat(py::module_ &m);
 
 // Bytes -> str with invalid UTF-8 replaced by U+FFFD (never raises).
 py::str utf8_replace(const std::string &bytes);

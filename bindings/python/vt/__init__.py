@@ -9,6 +9,8 @@ High level (like vLLM's and llama-cpp-python's)::
     print(out[0].text, out[0].finish_reason)
     for piece in llm.stream("Once upon a time", vt.SamplingParams(seed=42)):
         print(piece, end="", flush=True)
+    reply = llm.chat([{"role": "user", "content": "Hi!"}])[0].text   # the model's chat template
+    text = vt.apply_chat_template(llm.model, [{"role": "user", "content": "Hi!"}])
 
 Low level, one class per handle of the C ABI (include/vt/*.h)::
 
@@ -39,6 +41,7 @@ from ._vt import (
     LOG_NONE,
     LOG_WARN,
     STATUS_CODES,
+    ChatTemplate,
     Context,
     Detokenizer,
     Generation,
@@ -65,6 +68,7 @@ from ._vt import (
     status_str,
     version,
 )
+from ._chat import apply_chat_template
 from ._llm import LLM, RequestOutput, SamplingParams, Stream
 
 _Mapping.register(ModelMeta)
@@ -73,10 +77,10 @@ __version__: str = version()
 
 __all__ = [
     "ABI_VERSION", "LOG_DEBUG", "LOG_ERROR", "LOG_INFO", "LOG_NONE", "LOG_WARN", "STATUS_CODES",
-    "Context", "Detokenizer", "Generation", "LLM", "Model", "ModelMeta", "RequestOutput", "Sampler", "SamplingParams",
+    "ChatTemplate", "Context", "Detokenizer", "Generation", "LLM", "Model", "ModelMeta", "RequestOutput", "Sampler", "SamplingParams",
     "Sequence", "Stream", "Tokenizer",
     "VtBufferTooSmall", "VtCancelled", "VtContextFull", "VtError", "VtFormatError", "VtInternalError",
     "VtInvalidArgument", "VtInvalidState", "VtInvalidUTF8", "VtIOError", "VtNotFound", "VtOutOfMemory",
     "VtUnsupportedError",
-    "abi_version", "set_log_level", "status_str", "version", "__version__",
+    "abi_version", "apply_chat_template", "set_log_level", "status_str", "version", "__version__",
 ]

@@ -6,9 +6,11 @@ import secrets
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Sequence, Union
+from collections.abc import Mapping
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import _vt
+from ._chat import chat_prompt_token_ids
 
 __all__ = ["LLM", "RequestOutput", "SamplingParams", "Stream"]
 
@@ -179,7 +181,9 @@ class LLM:
     (add_special) and with the text of control tokens ("<|im_start|>") turned
     into those tokens (parse_special), since the prompt is the caller's own
     text; pass parse_special=False for untrusted text. Prompts run one after
-    another in the LLM's one sequence (its KV cache is reused).
+    another in the LLM's one sequence (its KV cache is reused). chat() takes
+    conversations (message dicts) instead and renders them with the model's
+    chat template first.
 
     Thread-safety: an LLM is used by one thread at a time; calls from several
     threads are serialized by a lock (generation releases the GIL). For
@@ -211,6 +215,7 @@ class LLM:
         self._seq = self.context.sequence(n_ctx=n_ctx)
         self._lock = threading.RLock()
         self._active: Optional["weakref.ref[_vt.Generation]"] = None
+        self._chat_template: Optional[_vt.ChatTemplate] = None  # parsed on first chat()
 
     def get_tokenizer(self) -> _vt.Tokenizer:
         """The model's tokenizer (as vLLM's LLM.get_tokenizer)."""
@@ -255,6 +260,58 @@ class LLM:
                 outputs.append(RequestOutput(prompt, gen.prompt_token_ids, gen.text, gen.token_ids,
                                              gen.finish_reason, gen.stop_reason))
         return outputs
+
+    def chat(self, messages: Union[Sequence[Mapping[str, Any]], Sequence[Sequence[Mapping[str, Any]]]],
+             sampling_params: Union[SamplingParams, Sequence[SamplingParams], None] = None, *,
+             chat_template: Optional[str] = None, add_generation_prompt: bool = True,
+             tools: Optional[List[Dict[str, Any]]] = None,
+             chat_template_kwargs: Optional[Dict[str, Any]] = None) -> List[RequestOutput]:
+        """Generates the assistant's reply to a conversation (as vLLM's LLM.chat).
+
+        Each conversation is rendered with the model's chat template (or
+        chat_template), tokenized with control-token text as control tokens
+        and without a second BOS when the text already starts with one, and
+        generated from as generate() does with those token ids.
+
+        Args:
+            messages: one conversation (a list of message dicts such as
+                {"role": "user", "content": "Hi"}) or a list of conversations.
+            sampling_params: as in generate().
+            chat_template: Jinja text to use instead of the model's template.
+            add_generation_prompt: end the prompt with the header of an
+                assistant turn (the usual case).
+            tools: tool definitions, passed to the template as `tools`.
+            chat_template_kwargs: further template variables
+                (e.g. {"enable_thinking": False}).
+
+        Returns:
+            One RequestOutput per conversation, in order; prompt is the
+            rendered text.
+
+        Raises:
+            VtNotFound: the model has no chat template and none was given.
+            VtFormatError: a template with a syntax error.
+            VtInvalidArgument: the template raised (raise_exception), e.g. on
+                roles in an order it refuses.
+        """
+        conversations = [messages] if messages and isinstance(messages[0], Mapping) else list(messages)
+        template = self._template(chat_template)
+        kwargs = dict(chat_template_kwargs or {})
+        if tools is not None:
+            kwargs["tools"] = tools
+        prompts = [template.apply(conv, add_generation_prompt, **kwargs) for conv in conversations]
+        ids = [chat_prompt_token_ids(self.tokenizer, p) for p in prompts]
+        outputs = self.generate(sampling_params=sampling_params, prompt_token_ids=ids)
+        for out, text in zip(outputs, prompts):
+            out.prompt = text
+        return outputs
+
+    def _template(self, source: Optional[str]) -> _vt.ChatTemplate:
+        if source is not None:
+            return _vt.ChatTemplate(source, self.model)
+        if self._chat_template is None:
+            self._chat_template = _vt.ChatTemplate(model=self.model)
+        return self._chat_template
 
     def stream(self, prompt: Union[str, Sequence[int]], sampling_params: Optional[SamplingParams] = None,
                *, add_special: bool = True, parse_special: bool = True) -> Stream:

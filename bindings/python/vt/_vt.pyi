@@ -1,6 +1,6 @@
 """Type stubs of vt._vt, the C++ extension behind the vt package."""
 import os
-from typing import Callable, Dict, Iterator, List, Optional, Sequence as _Seq, Tuple, Union, overload
+from typing import Any, Callable, Dict, Mapping, Iterator, List, Optional, Sequence as _Seq, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -179,3 +179,10 @@ class Generation:
     def stop_reason(self) -> Optional[int]: ...
     @property
     def done(self) -> bool: ...
+
+# ---- chat --------------------------------------------------------------------
+
+class ChatTemplate:
+    def __init__(self, source: Optional[str] = None, model: Optional[Model] = None) -> None: ...
+    def apply(self, messages: _Seq[Mapping[str, Any]], add_generation_prompt: bool = True,
+              **kwargs: Any) -> str: ...

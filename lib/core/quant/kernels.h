@@ -7,6 +7,7 @@
 // uses only the functions of core/quant.h.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/quant.h"
@@ -15,6 +16,12 @@ namespace vt::quant {
 
 using DequantFn = void (*)(const void *src, float *dst, int64_t n);
 using QuantFn = void (*)(const float *src, void *dst, int64_t n);
+// out[t * out_stride + r] = dot(k, w + r * w_stride, a + t * a_stride) for
+// r < nr, t < nt: many (row, token) pairs in register tiles, each output
+// bit-identical to the same table's dot (strides in bytes for w and a, in
+// floats for out).
+using GemmFn = void (*)(int64_t k, const void *w, size_t w_stride, int64_t nr, const void *a, size_t a_stride,
+                        int64_t nt, float *out, size_t out_stride);
 
 constexpr int kTypeSlots = 32; // GGUF type ids used by vt are < 32
 
@@ -26,6 +33,7 @@ struct Kernels {
     VecDotFn dot[kTypeSlots] = {};
     DequantFn dequant[kTypeSlots] = {};
     QuantFn quant[kTypeSlots] = {}; // only for vec_dot types
+    GemmFn gemm[kTypeSlots] = {};   // optional: null means loop over dot
 };
 
 // The table for isa, or nullptr if this build or this CPU lacks it (never
@@ -44,6 +52,10 @@ void fill_avx512(Kernels &k);
 void fill_avx512vnni(Kernels &k);
 // Overlay on the AVX-512 tables for CPUs with avx512bf16 (BF16 dot).
 void fill_avx512bf16(Kernels &k);
+// The gemm tiles matching each table's dots (gemm-avx512*.cpp).
+void fill_gemm_avx512(Kernels &k);
+void fill_gemm_avx512vnni(Kernels &k);
+void fill_gemm_avx512bf16(Kernels &k);
 #endif
 
 // Scalar reference kernels (quant-scalar.cpp, kquants-scalar.cpp), also the

@@ -48,16 +48,21 @@ const Tables &tables() {
         if (avx512) {
             t.k[2] = t.k[1];
             fill_avx512(t.k[2]);
+            fill_gemm_avx512(t.k[2]);
             t.ok[2] = true;
         }
         if (vnni) {
             t.k[3] = t.k[2];
             fill_avx512vnni(t.k[3]);
+            fill_gemm_avx512vnni(t.k[3]);
             t.ok[3] = true;
         }
         if (avx512 && __builtin_cpu_supports("avx512bf16")) {
             for (int i = 2; i < kIsaCount; ++i)
-                if (t.ok[i]) fill_avx512bf16(t.k[i]);
+                if (t.ok[i]) {
+                    fill_avx512bf16(t.k[i]);
+                    fill_gemm_avx512bf16(t.k[i]);
+                }
         }
 #endif
         return t;

@@ -1,0 +1,115 @@
+/* vt_chat.h - chat templates: a conversation rendered into prompt text.
+ *
+ * Models carry a Jinja template (GGUF tokenizer.chat_template) that turns a
+ * list of messages into the prompt text the model was trained on. vt renders
+ * it as Hugging Face transformers' apply_chat_template does (byte for byte on
+ * the templates of tests/chat/goldens), with the Jinja subset real templates
+ * use (no extends/include/import, no recursive loops).
+ *
+ * A vt_chat_template is parsed once and rendered many times. It is immutable
+ * after creation: vt_chat_template_apply and vt_chat_template_apply_json are
+ * thread-safe, and one template may render on any number of threads at once.
+ * It copies what it needs from the model (the template text, BOS/EOS texts),
+ * so the model may be destroyed before the template.
+ *
+ * The rendered text holds control tokens as text ("<|im_start|>"): tokenize
+ * it with VT_TOKENIZE_PARSE_SPECIAL. When it already begins with the text of
+ * the model's BOS token, tokenize it without VT_TOKENIZE_ADD_SPECIAL, or the
+ * prompt starts with two BOS tokens.
+ */
+#ifndef VT_CHAT_H
+#define VT_CHAT_H
+
+#include "vt_common.h"
+#include "vt_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vt_chat_template vt_chat_template;
+
+/* One message of a conversation. role ("system", "user", "assistant",
+ * "tool", ...) must not be NULL; content NULL gives the template a null
+ * content (as an assistant message that only calls tools has). Messages with
+ * more fields (tool_calls, tool_call_id, content parts) go through
+ * vt_chat_template_apply_json instead. */
+typedef struct vt_chat_message {
+    const char *role;     /* UTF-8, NUL-terminated */
+    const char *content;  /* UTF-8, NUL-terminated, or NULL */
+} vt_chat_message;
+
+typedef struct vt_chat_params {
+    uint32_t struct_size;        /* sizeof(vt_chat_params) */
+    /* Ends the prompt with the header of an assistant turn (the template's
+     * add_generation_prompt). Default true. */
+    bool add_generation_prompt;
+    /* Optional JSON object whose keys become further template variables,
+     * e.g. {"tools": [...], "enable_thinking": false, "documents": [...]}.
+     * They override bos_token, eos_token, tools and documents; "messages"
+     * and "add_generation_prompt" are refused (VT_ERR_INVALID_ARGUMENT).
+     * Default NULL. */
+    const char *extra_json;
+    /* The template's bos_token / eos_token. NULL (default): the text of the
+     * model's BOS / EOS token, or "" when the template has no model or the
+     * model no such token. */
+    const char *bos_token;
+    const char *eos_token;
+    /* The clock strftime_now() reads, in seconds since the Unix epoch, shown
+     * in local time. Default 0: the current time. */
+    int64_t now;
+} vt_chat_params;
+
+/* Writes defaults into *params (struct_size included). */
+VT_API void vt_chat_params_init(vt_chat_params *params);
+
+/* CONSTRUCTOR. Parses a chat template.
+ * source: Jinja text (NUL-terminated, UTF-8), or NULL for the model's own
+ * template (tokenizer.chat_template). model: supplies the default BOS/EOS
+ * texts and, when source is NULL, the template; may be NULL when source is
+ * given. On success *out owns the template; free it with
+ * vt_chat_template_destroy. Errors: VT_ERR_INVALID_ARGUMENT (out NULL, or
+ * both source and model NULL), VT_ERR_NOT_FOUND (source NULL and the model
+ * has no chat template), VT_ERR_FORMAT (a syntax error: the message names
+ * line and column), VT_ERR_UNSUPPORTED (a construct outside the subset),
+ * VT_ERR_OUT_OF_MEMORY. *out is NULL on failure. Thread-safe. */
+VT_API vt_status vt_chat_template_create(const char *source, const vt_model *model,
+                                         vt_chat_template **out);
+
+/* DESTRUCTOR. Accepts NULL. */
+VT_API void vt_chat_template_destroy(vt_chat_template *tmpl);
+
+/* METHOD. Renders messages[0..n_messages) into buf (see the buffer
+ * convention in vt_common.h; the text may be rendered again on each call, so
+ * a template that reads the clock may need a different size on the next
+ * call). params may be NULL for defaults. messages may be NULL when
+ * n_messages is 0. Errors: VT_ERR_INVALID_ARGUMENT (NULL tmpl or needed, a
+ * message with a NULL role, extra_json not an object or naming a reserved
+ * key, or the template failed at run time: raise_exception() (its message
+ * is vt_last_error()), an undefined call, a type error), VT_ERR_FORMAT
+ * (extra_json is not JSON), VT_ERR_INVALID_UTF8 (a string is not UTF-8),
+ * VT_ERR_UNSUPPORTED, VT_ERR_BUFFER_TOO_SMALL. Thread-safe. */
+VT_API vt_status vt_chat_template_apply(const vt_chat_template *tmpl,
+                                        const vt_chat_message *messages,
+                                        size_t n_messages,
+                                        const vt_chat_params *params, char *buf,
+                                        size_t buf_size, size_t *needed);
+
+/* METHOD. As vt_chat_template_apply, with the messages given as a JSON array
+ * of objects, passed to the template as they are: OpenAI-style messages with
+ * tool_calls, tool_call_id, name, or content as a list of parts. Key order
+ * is kept (tojson prints it). Each message must be an object with a string
+ * "role". Errors as vt_chat_template_apply; VT_ERR_FORMAT if messages_json
+ * is not JSON, VT_ERR_INVALID_ARGUMENT if it is not an array of such
+ * objects. Thread-safe. */
+VT_API vt_status vt_chat_template_apply_json(const vt_chat_template *tmpl,
+                                             const char *messages_json,
+                                             const vt_chat_params *params,
+                                             char *buf, size_t buf_size,
+                                             size_t *needed);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VT_CHAT_H */

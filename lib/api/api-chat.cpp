@@ -1,0 +1,194 @@
+// vt_chat_template shims: a parsed vt::jinja::Template plus the model's
+// BOS/EOS texts, and the context transformers' apply_chat_template passes to
+// a template (messages, tools, documents, add_generation_prompt, bos_token,
+// eos_token, then the caller's extra keys).
+#include <cstring>
+#include <ctime>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "api/api-handles.h"
+#include "api/api-internal.h"
+#include "tokenizer/jinja/jinja.h"
+#include "tokenizer/utf8.h"
+
+using vt::api::copy_out;
+using vt::api::fail_arg;
+using vt::api::guard;
+using ordered_json = nlohmann::ordered_json;
+
+struct vt_chat_template {
+    explicit vt_chat_template(std::string_view source) : tmpl(source) {}
+    vt::jinja::Template tmpl;
+    std::string bos_token;  // the model's, "" without one
+    std::string eos_token;
+};
+
+namespace {
+
+std::string special_text(const vt::Tokenizer &tok, int32_t id) {
+    return id < 0 ? std::string() : tok.token_to_piece(id, /*render_special=*/true);
+}
+
+// A C string that becomes a template string: checked here so that a bad
+// byte is reported as the caller's, with the field it came from.
+std::string checked_text(const char *s, const char *what) {
+    std::string_view v(s);
+    size_t bad = vt::tok::utf8_find_invalid(v);
+    if (bad != std::string_view::npos)
+        vt::fail(VT_ERR_INVALID_UTF8, "%s is not valid UTF-8 (byte offset %zu)", what, bad);
+    return std::string(v);
+}
+
+ordered_json parse_json(const char *text, const char *what) {
+    try {
+        return ordered_json::parse(text);
+    } catch (const ordered_json::exception &e) {
+        // nlohmann reports invalid UTF-8 as a parse error too.
+        vt::fail(VT_ERR_FORMAT, "%s is not valid JSON: %s", what, e.what());
+    }
+}
+
+vt_chat_params params_or_defaults(const vt_chat_params *params) {
+    vt_chat_params p;
+    vt_chat_params_init(&p);
+    if (!params) return p;
+    if (params->struct_size < offsetof(vt_chat_params, add_generation_prompt) + sizeof(bool))
+        vt::fail(VT_ERR_INVALID_ARGUMENT, "params->struct_size is too small; call vt_chat_params_init");
+    std::memcpy(&p, params, params->struct_size < sizeof p ? params->struct_size : sizeof p);
+    p.struct_size = sizeof p;
+    return p;
+}
+
+// The variables the template sees, in transformers' order.
+ordered_json make_context(const vt_chat_template &t, ordered_json messages, const vt_chat_params &p) {
+    ordered_json ctx = ordered_json::object();
+    ctx["messages"] = std::move(messages);
+    ctx["tools"] = nullptr;
+    ctx["documents"] = nullptr;
+    ctx["add_generation_prompt"] = p.add_generation_prompt;
+    ctx["bos_token"] = p.bos_token ? checked_text(p.bos_token, "params->bos_token") : t.bos_token;
+    ctx["eos_token"] = p.eos_token ? checked_text(p.eos_token, "params->eos_token") : t.eos_token;
+    if (p.extra_json) {
+        ordered_json extra = parse_json(p.extra_json, "params->extra_json");
+        if (!extra.is_object()) vt::fail(VT_ERR_INVALID_ARGUMENT, "params->extra_json must be a JSON object");
+        for (auto it = extra.begin(); it != extra.end(); ++it) {
+            if (it.key() == "messages" || it.key() == "add_generation_prompt")
+                vt::fail(VT_ERR_INVALID_ARGUMENT,
+                         "params->extra_json must not set '%s' (pass it as the messages / the parameter)",
+                         it.key().c_str());
+            ctx[it.key()] = it.value();
+        }
+    }
+    return ctx;
+}
+
+vt::jinja::RenderOptions render_options(const vt_chat_params &p) {
+    vt::jinja::RenderOptions opt;
+    if (p.now != 0) {
+        std::time_t t = (std::time_t)p.now;
+        std::tm tm{};
+        if (!localtime_r(&t, &tm)) vt::fail(VT_ERR_INVALID_ARGUMENT, "params->now is out of range");
+        opt.now = tm;
+    }
+    return opt;
+}
+
+// Renders and copies out. copy_out's own status (BUFFER_TOO_SMALL) is kept
+// apart from guard()'s, which only reports what was thrown.
+vt_status render_out(const vt_chat_template *t, ordered_json messages, const vt_chat_params &p, char *buf,
+                     size_t buf_size, size_t *needed) {
+    vt_status st = VT_OK;
+    vt_status g = guard([&] {
+        std::string text = t->tmpl.render(make_context(*t, std::move(messages), p), render_options(p));
+        st = copy_out(text, buf, buf_size, needed);
+    });
+    return g != VT_OK ? g : st;
+}
+
+} // namespace
+
+extern "C" {
+
+VT_API void vt_chat_params_init(vt_chat_params *params) {
+    if (!params) return;
+    std::memset(params, 0, sizeof *params);
+    params->struct_size = sizeof *params;
+    params->add_generation_prompt = true;
+}
+
+VT_API vt_status vt_chat_template_create(const char *source, const vt_model *model, vt_chat_template **out) {
+    if (out) *out = nullptr;
+    if (!out) return fail_arg("vt_chat_template_create: out must not be NULL");
+    if (!source && !model)
+        return fail_arg("vt_chat_template_create: pass a template source, a model, or both");
+    return guard([&] {
+        std::optional<std::string> text;
+        if (source) {
+            text = source;
+        } else {
+            text = model->impl->gguf().get_string("tokenizer.chat_template");
+            if (!text)
+                vt::fail(VT_ERR_NOT_FOUND,
+                         "the model has no chat template (tokenizer.chat_template); pass one as source");
+        }
+        auto t = std::make_unique<vt_chat_template>(*text);
+        if (model) {
+            const vt::Tokenizer &tok = model->impl->tokenizer();
+            t->bos_token = special_text(tok, tok.bos());
+            t->eos_token = special_text(tok, tok.eos());
+        }
+        *out = t.release();
+    });
+}
+
+VT_API void vt_chat_template_destroy(vt_chat_template *tmpl) { delete tmpl; }
+
+VT_API vt_status vt_chat_template_apply(const vt_chat_template *tmpl, const vt_chat_message *messages,
+                                        size_t n_messages, const vt_chat_params *params, char *buf,
+                                        size_t buf_size, size_t *needed) {
+    if (!tmpl || !needed) return fail_arg("vt_chat_template_apply: tmpl and needed must not be NULL");
+    if (!messages && n_messages) return fail_arg("vt_chat_template_apply: messages is NULL with a nonzero count");
+    ordered_json msgs;  // null until inside guard(): building the array may allocate
+    vt_chat_params p;
+    vt_status g = guard([&] {
+        p = params_or_defaults(params);
+        msgs = ordered_json::array();
+        for (size_t i = 0; i < n_messages; ++i) {
+            if (!messages[i].role) vt::fail(VT_ERR_INVALID_ARGUMENT, "message %zu has a NULL role", i);
+            ordered_json m = ordered_json::object();
+            m["role"] = checked_text(messages[i].role, "a message role");
+            if (messages[i].content)
+                m["content"] = checked_text(messages[i].content, "a message content");
+            else
+                m["content"] = nullptr;
+            msgs.push_back(std::move(m));
+        }
+    });
+    if (g != VT_OK) return g;
+    return render_out(tmpl, std::move(msgs), p, buf, buf_size, needed);
+}
+
+VT_API vt_status vt_chat_template_apply_json(const vt_chat_template *tmpl, const char *messages_json,
+                                             const vt_chat_params *params, char *buf, size_t buf_size,
+                                             size_t *needed) {
+    if (!tmpl || !messages_json || !needed)
+        return fail_arg("vt_chat_template_apply_json: tmpl, messages_json and needed must not be NULL");
+    ordered_json msgs;
+    vt_chat_params p;
+    vt_status g = guard([&] {
+        p = params_or_defaults(params);
+        msgs = parse_json(messages_json, "messages_json");
+        if (!msgs.is_array()) vt::fail(VT_ERR_INVALID_ARGUMENT, "messages_json must be a JSON array of messages");
+        for (size_t i = 0; i < msgs.size(); ++i)
+            if (!msgs[i].is_object() || !msgs[i].contains("role") || !msgs[i]["role"].is_string())
+                vt::fail(VT_ERR_INVALID_ARGUMENT, "message %zu of messages_json is not an object with a string \"role\"",
+                         i);
+    });
+    if (g != VT_OK) return g;
+    return render_out(tmpl, std::move(msgs), p, buf, buf_size, needed);
+}
+
+} // extern "C"

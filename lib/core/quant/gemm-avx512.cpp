@@ -1,0 +1,39 @@
+// AVX-512 multi-token tiles (Kernels::gemm), compiled twice like
+// quant-avx512.cpp: plain and with VT_QUANT_VNNI, each table getting the
+// tiles that match its own vec_dot kernels bit for bit (see gemm-x86.h).
+// F16 mirrors the AVX2 dot the AVX-512 tables keep; the 256-bit tiles still
+// gain from the 32 vector registers of EVEX.
+#include "core/quant/blocks.h"
+#include "core/quant/kernels.h"
+#include "core/quant/simd-x86.h"
+#include "core/quant/legacy-x86.h"
+#include "core/quant/gemm-x86.h"
+
+namespace vt::quant {
+namespace {
+using namespace x86;
+
+// 4 rows x 4 tokens: 16 accumulators per pass plus the 4 weight vectors
+// fit the 32 registers.
+constexpr int kRows = 4, kTokens = 4;
+
+void fill(Kernels &k) {
+    k.gemm[(int)DType::Q4_0] = gemm_legacy<OpsQ4_0>;
+    k.gemm[(int)DType::Q4_1] = gemm_legacy<OpsQ4_1>;
+    k.gemm[(int)DType::Q5_0] = gemm_legacy<OpsQ5_0>;
+    k.gemm[(int)DType::Q5_1] = gemm_legacy<OpsQ5_1>;
+    k.gemm[(int)DType::Q8_0] = gemm_legacy<OpsQ8_0>;
+    k.gemm[(int)DType::F16] = gemm_tiled<HalfTile, kRows, kTokens>;
+    k.gemm[(int)DType::BF16] = gemm_tiled<Wide<uint16_t, load16_bf16_, one_bf16_>::T, kRows, kTokens>;
+    k.gemm[(int)DType::F32] = gemm_tiled<Wide<float, load16_f32_, one_f32_>::T, kRows, kTokens>;
+}
+
+} // namespace
+
+#if defined(VT_QUANT_VNNI)
+void fill_gemm_avx512vnni(Kernels &k) { fill(k); }
+#else
+void fill_gemm_avx512(Kernels &k) { fill(k); }
+#endif
+
+} // namespace vt::quant

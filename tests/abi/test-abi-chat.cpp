@@ -1,0 +1,377 @@
+// Chat templates through the public C ABI only (vt_chat.h): the goldens of
+// tests/chat/goldens (real models' templates rendered by transformers'
+// apply_chat_template code, tests/chat/make-goldens.py) rendered again through
+// vt_chat_template_apply_json and compared byte for byte, statuses of bad
+// templates and arguments, the buffer convention, and (tag [model], meson test
+// abi-chat-model) SmolLM2's own template read from the model with its BOS/EOS
+// texts as defaults. The [model] run exits 77 (skip) when VT_TEST_MODEL is
+// unset.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/gguf-writer.h"
+#include "common/temp-file.h"
+#include "vt/vt.h"
+
+namespace fs = std::filesystem;
+using ordered_json = nlohmann::ordered_json;
+
+namespace {
+
+struct TemplateDel { void operator()(vt_chat_template *t) const { vt_chat_template_destroy(t); } };
+struct ModelDel { void operator()(vt_model *m) const { vt_model_destroy(m); } };
+using TemplatePtr = std::unique_ptr<vt_chat_template, TemplateDel>;
+using ModelPtr = std::unique_ptr<vt_model, ModelDel>;
+
+std::string last_error() {
+    const char *e = vt_last_error();
+    return e ? e : "";
+}
+
+TemplatePtr make_template(const char *source, const vt_model *model = nullptr) {
+    vt_chat_template *t = nullptr;
+    vt_status st = vt_chat_template_create(source, model, &t);
+    INFO(last_error());
+    REQUIRE(st == VT_OK);
+    REQUIRE(t);
+    return TemplatePtr(t);
+}
+
+// Renders through the JSON entry point with the caller-buffer convention:
+// ask for the size, then render into a buffer of that size.
+vt_status apply_json(const vt_chat_template *t, const std::string &messages, const vt_chat_params &p,
+                     std::string &out) {
+    size_t needed = 0;
+    vt_status st = vt_chat_template_apply_json(t, messages.c_str(), &p, nullptr, 0, &needed);
+    if (st != VT_OK && st != VT_ERR_BUFFER_TOO_SMALL) return st;
+    std::vector<char> buf(needed + 1);
+    st = vt_chat_template_apply_json(t, messages.c_str(), &p, buf.data(), buf.size(), &needed);
+    if (st == VT_OK) out.assign(buf.data(), needed);
+    return st;
+}
+
+vt_status apply(const vt_chat_template *t, const std::vector<vt_chat_message> &msgs, const vt_chat_params *p,
+                std::string &out) {
+    size_t needed = 0;
+    std::vector<char> buf(1 << 16);
+    vt_status st = vt_chat_template_apply(t, msgs.data(), msgs.size(), p, buf.data(), buf.size(), &needed);
+    if (st == VT_OK) out.assign(buf.data(), needed);
+    return st;
+}
+
+// The goldens' clock ("2025-02-03 14:05:09", local time) as Unix seconds.
+int64_t unix_time_of(const std::string &s) {
+    std::tm tm{};
+    std::istringstream in(s);
+    in >> std::get_time(&tm, "%Y-%m-%d %H:%M:%S");
+    tm.tm_isdst = -1;
+    return (int64_t)std::mktime(&tm);
+}
+
+fs::path goldens_dir() {
+    const char *root = std::getenv("VT_SOURCE_ROOT");
+    return root ? fs::path(root) / "tests" / "chat" / "goldens" : fs::path();
+}
+
+ordered_json read_golden(const fs::path &p) {
+    std::ifstream f(p);
+    return ordered_json::parse(f);
+}
+
+// One golden case as the ABI call that reproduces it: messages and
+// add_generation_prompt as such, every other variable (bos_token, tools,
+// enable_thinking, ...) through extra_json.
+struct Call {
+    std::string messages;
+    std::string extra;
+    vt_chat_params params;
+};
+
+Call call_of(const ordered_json &c) {
+    Call call;
+    vt_chat_params_init(&call.params);
+    const ordered_json &ctx = c["context"];
+    call.messages = ctx["messages"].dump();
+    ordered_json extra = ordered_json::object();
+    for (auto it = ctx.begin(); it != ctx.end(); ++it)
+        if (it.key() != "messages" && it.key() != "add_generation_prompt") extra[it.key()] = it.value();
+    call.extra = extra.dump();
+    call.params.add_generation_prompt = ctx["add_generation_prompt"].get<bool>();
+    call.params.now = unix_time_of(c["now"].get<std::string>());
+    return call;
+}
+
+} // namespace
+
+TEST_CASE("chat goldens: every template, given as source without a model, renders as transformers does",
+          "[template]") {
+    fs::path dir = goldens_dir();
+    if (dir.empty()) {
+        WARN("VT_SOURCE_ROOT is unset; run through meson test to check the chat-template goldens");
+        return;
+    }
+    int files = 0, cases = 0, errors = 0;
+    for (const auto &entry : fs::directory_iterator(dir)) {
+        if (entry.path().extension() != ".json") continue;
+        ordered_json golden = read_golden(entry.path());
+        const std::string name = golden["name"].get<std::string>();
+        TemplatePtr t = make_template(golden["template"].get<std::string>().c_str());
+        ++files;
+        for (const auto &c : golden["cases"]) {
+            ++cases;
+            INFO(name << " / " << c["name"].get<std::string>());
+            Call call = call_of(c);
+            call.params.extra_json = call.extra.c_str();
+            std::string got;
+            vt_status st = apply_json(t.get(), call.messages, call.params, got);
+            if (c.contains("expected")) {
+                INFO(last_error());
+                REQUIRE(st == VT_OK);
+                CHECK(got == c["expected"].get<std::string>());
+            } else {
+                // transformers raised: raise_exception() (TemplateError) or a
+                // type error; both are run-time errors of the template.
+                ++errors;
+                const std::string err = c["error"].get<std::string>();
+                INFO("transformers raised " << err);
+                CHECK(st == VT_ERR_INVALID_ARGUMENT);
+                const std::string prefix = "TemplateError: ";
+                if (err.rfind(prefix, 0) == 0) CHECK(last_error().find(err.substr(prefix.size())) != std::string::npos);
+            }
+        }
+    }
+    CHECK(files >= 10);
+    CHECK(cases > 100);
+    CHECK(errors > 0);
+}
+
+TEST_CASE("chat: (role, content) messages render as the same messages in JSON", "[template]") {
+    const char *src =
+        "{% for m in messages %}<{{ m.role }}>{{ m.content if m.content is not none else 'NULL' }}\n{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{% endif %}|{{ bos_token }}|{{ eos_token }}|{{ tools }}";
+    TemplatePtr t = make_template(src);
+    std::vector<vt_chat_message> msgs = {{"system", "Be brief."}, {"user", "Grüße 🦙"}, {"assistant", nullptr}};
+    std::string got;
+    REQUIRE(apply(t.get(), msgs, nullptr, got) == VT_OK);
+    // Without a model, bos_token and eos_token are "" and tools is none.
+    CHECK(got == "<system>Be brief.\n<user>Grüße 🦙\n<assistant>NULL\n<assistant>|||None");
+
+    vt_chat_params p;
+    vt_chat_params_init(&p);
+    CHECK(p.struct_size == sizeof p);
+    CHECK(p.add_generation_prompt);
+    p.add_generation_prompt = false;
+    p.bos_token = "<s>";
+    p.eos_token = "</s>";
+    p.extra_json = R"({"tools": [{"name": "f"}]})";
+    REQUIRE(apply(t.get(), msgs, &p, got) == VT_OK);
+    CHECK(got == "<system>Be brief.\n<user>Grüße 🦙\n<assistant>NULL\n|<s>|</s>|[{'name': 'f'}]");
+
+    // extra_json overrides bos_token; the JSON entry point keeps extra fields.
+    p.extra_json = R"({"bos_token": "[BOS]"})";
+    REQUIRE(apply_json(t.get(), R"([{"role": "user", "content": "x", "tool_calls": []}])", p, got) == VT_OK);
+    CHECK(got == "<user>x\n|[BOS]|</s>|None");
+
+    // No messages at all.
+    REQUIRE(apply(t.get(), {}, &p, got) == VT_OK);
+    CHECK(got == "|[BOS]|</s>|None");
+}
+
+TEST_CASE("chat: strftime_now reads params->now", "[template]") {
+    TemplatePtr t = make_template("{{ strftime_now('%d %b %Y %H:%M') }}");
+    vt_chat_params p;
+    vt_chat_params_init(&p);
+    p.now = unix_time_of("2024-07-26 09:30:00");
+    std::string got;
+    REQUIRE(apply(t.get(), {}, &p, got) == VT_OK);
+    CHECK(got == "26 Jul 2024 09:30");
+}
+
+TEST_CASE("chat: the buffer convention", "[template]") {
+    TemplatePtr t = make_template("{{ messages[0].content }}!");
+    vt_chat_message m = {"user", "hello"};
+    size_t needed = 0;
+    CHECK(vt_chat_template_apply(t.get(), &m, 1, nullptr, nullptr, 0, &needed) == VT_ERR_BUFFER_TOO_SMALL);
+    CHECK(needed == 6);
+    char small[4];
+    std::memset(small, 'x', sizeof small);
+    CHECK(vt_chat_template_apply(t.get(), &m, 1, nullptr, small, sizeof small, &needed) == VT_ERR_BUFFER_TOO_SMALL);
+    CHECK(needed == 6);
+    CHECK(std::string(small) == "hel");  // a NUL-terminated prefix
+    char exact[7];
+    CHECK(vt_chat_template_apply(t.get(), &m, 1, nullptr, exact, sizeof exact, &needed) == VT_OK);
+    CHECK(std::string(exact) == "hello!");
+    CHECK(vt_chat_template_apply(t.get(), &m, 1, nullptr, nullptr, 8, &needed) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(vt_chat_template_apply_json(t.get(), R"([{"role":"user","content":"hello"}])", nullptr, exact, 6,
+                                      &needed) == VT_ERR_BUFFER_TOO_SMALL);
+    CHECK(needed == 6);
+    CHECK(std::string(exact) == "hello");
+}
+
+TEST_CASE("chat: errors give their documented status and a message", "[template]") {
+    vt_chat_template *t = reinterpret_cast<vt_chat_template *>(1);
+    // Creation.
+    CHECK(vt_chat_template_create("x", nullptr, nullptr) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(vt_chat_template_create(nullptr, nullptr, &t) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(t == nullptr);
+    CHECK(!last_error().empty());
+    t = reinterpret_cast<vt_chat_template *>(1);
+    CHECK(vt_chat_template_create("{% for m in messages %}{{ m.content }", nullptr, &t) == VT_ERR_FORMAT);
+    CHECK(t == nullptr);
+    CHECK(last_error().find("line") != std::string::npos);
+    CHECK(vt_chat_template_create("{% if x %}", nullptr, &t) == VT_ERR_FORMAT);
+    CHECK(vt_chat_template_create("{% include 'other.jinja' %}", nullptr, &t) != VT_OK);
+    vt_chat_template_destroy(nullptr);
+
+    // Rendering: raise_exception carries the template's message.
+    TemplatePtr raising = make_template(
+        "{% if messages[0].role != 'user' %}{{ raise_exception('Roles must start with user, not ' + "
+        "messages[0].role) }}{% endif %}ok");
+    std::vector<vt_chat_message> sys = {{"system", "s"}};
+    std::string got;
+    CHECK(apply(raising.get(), sys, nullptr, got) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(last_error().find("Roles must start with user, not system") != std::string::npos);
+    std::vector<vt_chat_message> user = {{"user", "u"}};
+    CHECK(apply(raising.get(), user, nullptr, got) == VT_OK);
+    CHECK(got == "ok");
+    CHECK(last_error().empty());
+
+    TemplatePtr typed = make_template("{{ messages[0].content + 1 }}");
+    CHECK(apply(typed.get(), user, nullptr, got) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(!last_error().empty());
+
+    // Arguments.
+    size_t needed = 0;
+    char buf[64];
+    CHECK(vt_chat_template_apply(nullptr, user.data(), 1, nullptr, buf, sizeof buf, &needed) ==
+          VT_ERR_INVALID_ARGUMENT);
+    CHECK(vt_chat_template_apply(raising.get(), user.data(), 1, nullptr, buf, sizeof buf, nullptr) ==
+          VT_ERR_INVALID_ARGUMENT);
+    CHECK(vt_chat_template_apply(raising.get(), nullptr, 1, nullptr, buf, sizeof buf, &needed) ==
+          VT_ERR_INVALID_ARGUMENT);
+    vt_chat_message no_role = {nullptr, "x"};
+    CHECK(vt_chat_template_apply(raising.get(), &no_role, 1, nullptr, buf, sizeof buf, &needed) ==
+          VT_ERR_INVALID_ARGUMENT);
+    vt_chat_message bad_utf8 = {"user", "a\xff"};
+    CHECK(vt_chat_template_apply(raising.get(), &bad_utf8, 1, nullptr, buf, sizeof buf, &needed) ==
+          VT_ERR_INVALID_UTF8);
+
+    vt_chat_params p;
+    vt_chat_params_init(&p);
+    p.extra_json = "{not json";
+    CHECK(vt_chat_template_apply(raising.get(), user.data(), 1, &p, buf, sizeof buf, &needed) == VT_ERR_FORMAT);
+    p.extra_json = "[1, 2]";
+    CHECK(vt_chat_template_apply(raising.get(), user.data(), 1, &p, buf, sizeof buf, &needed) ==
+          VT_ERR_INVALID_ARGUMENT);
+    p.extra_json = R"({"messages": []})";
+    CHECK(vt_chat_template_apply(raising.get(), user.data(), 1, &p, buf, sizeof buf, &needed) ==
+          VT_ERR_INVALID_ARGUMENT);
+    CHECK(last_error().find("messages") != std::string::npos);
+    p.extra_json = nullptr;
+    p.struct_size = 2;
+    CHECK(vt_chat_template_apply(raising.get(), user.data(), 1, &p, buf, sizeof buf, &needed) ==
+          VT_ERR_INVALID_ARGUMENT);
+
+    CHECK(vt_chat_template_apply_json(raising.get(), nullptr, nullptr, buf, sizeof buf, &needed) ==
+          VT_ERR_INVALID_ARGUMENT);
+    CHECK(vt_chat_template_apply_json(raising.get(), "[{\"role\": ", nullptr, buf, sizeof buf, &needed) ==
+          VT_ERR_FORMAT);
+    CHECK(vt_chat_template_apply_json(raising.get(), R"({"role": "user"})", nullptr, buf, sizeof buf, &needed) ==
+          VT_ERR_INVALID_ARGUMENT);
+    CHECK(vt_chat_template_apply_json(raising.get(), R"([{"content": "no role"}])", nullptr, buf, sizeof buf,
+                                      &needed) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(vt_chat_template_apply_json(raising.get(), "[{\"role\": \"user\", \"content\": \"\xff\"}]", nullptr, buf,
+                                      sizeof buf, &needed) == VT_ERR_FORMAT);
+}
+
+TEST_CASE("chat: a model without a template, and its BOS/EOS texts as defaults", "[template]") {
+    // The tiny random-weight Llama of tests/common/gguf-writer.h: no
+    // tokenizer.chat_template, BOS = EOS = <|endoftext|>.
+    vt::test::TempFile f(vt::test::tiny_llama_gguf({}));
+    vt_model *m = nullptr;
+    REQUIRE(vt_model_load(f.path.string().c_str(), nullptr, &m) == VT_OK);
+    ModelPtr model(m);
+    vt_chat_template *t = reinterpret_cast<vt_chat_template *>(1);
+    CHECK(vt_chat_template_create(nullptr, model.get(), &t) == VT_ERR_NOT_FOUND);
+    CHECK(t == nullptr);
+    CHECK(last_error().find("no chat template") != std::string::npos);
+
+    TemplatePtr given = make_template("{{ bos_token }}{{ messages[0].content }}{{ eos_token }}", model.get());
+    model.reset();  // the template keeps what it needs
+    std::vector<vt_chat_message> user = {{"user", "hi"}};
+    std::string got;
+    REQUIRE(apply(given.get(), user, nullptr, got) == VT_OK);
+    CHECK(got == "<|endoftext|>hi<|endoftext|>");
+}
+
+TEST_CASE("chat: SmolLM2's own template through the model equals the goldens", "[model]") {
+    const char *path = std::getenv("VT_TEST_MODEL");
+    REQUIRE(path);  // main() skips this run without it
+    vt_model *m = nullptr;
+    INFO(path);
+    REQUIRE(vt_model_load(path, nullptr, &m) == VT_OK);
+    ModelPtr model(m);
+    fs::path dir = goldens_dir();
+    REQUIRE(!dir.empty());
+    ordered_json golden = read_golden(dir / "smollm2.json");
+
+    // The model's template is the golden's (make-goldens.py read it from the
+    // same file).
+    size_t needed = 0;
+    REQUIRE(vt_model_chat_template(model.get(), nullptr, 0, &needed) == VT_ERR_BUFFER_TOO_SMALL);
+    std::vector<char> src(needed + 1);
+    REQUIRE(vt_model_chat_template(model.get(), src.data(), src.size(), &needed) == VT_OK);
+    CHECK(std::string(src.data(), needed) == golden["template"].get<std::string>());
+
+    TemplatePtr t = make_template(nullptr, model.get());
+    int cases = 0;
+    for (const auto &c : golden["cases"]) {
+        INFO(c["name"].get<std::string>());
+        const ordered_json &ctx = c["context"];
+        // bos_token / eos_token are the model's defaults: the golden's
+        // values come from transformers' special tokens of the same model.
+        Call call = call_of(c);
+        std::string got;
+        vt_status st = apply_json(t.get(), call.messages, call.params, got);
+        INFO(last_error());
+        REQUIRE(st == VT_OK);
+        CHECK(got == c["expected"].get<std::string>());
+        ++cases;
+
+        // The same conversation as (role, content) structs.
+        std::vector<std::string> roles, contents;
+        for (const auto &msg : ctx["messages"]) {
+            roles.push_back(msg["role"].get<std::string>());
+            contents.push_back(msg["content"].get<std::string>());
+        }
+        std::vector<vt_chat_message> msgs;
+        for (size_t i = 0; i < roles.size(); ++i) msgs.push_back({roles[i].c_str(), contents[i].c_str()});
+        REQUIRE(apply(t.get(), msgs, &call.params, got) == VT_OK);
+        CHECK(got == c["expected"].get<std::string>());
+    }
+    CHECK(cases >= 5);
+}
+
+int main(int argc, char **argv) {
+    // `test-abi-chat [model]` needs the default model: 77 tells meson the
+    // run was skipped.
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "[model]") == 0 && !std::getenv("VT_TEST_MODEL")) {
+            std::printf("SKIP: VT_TEST_MODEL is unset (examples/models/vt_models.py path smollm2)\n");
+            return 77;
+        }
+    return Catch::Session().run(argc, argv);
+}

@@ -1,0 +1,127 @@
+// Multi-token gemm tiles (Kernels::gemm): every output bit-identical to the
+// same table's vec_dot, for every ISA the CPU has, over block counts that
+// exercise each accumulator pass and tail, and row/token counts that leave
+// edge tiles on both sides.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/random-blocks.h"
+#include "core/quant.h"
+#include "core/quant/kernels.h"
+
+using namespace vt;
+using quant::Isa;
+using quant::Kernels;
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+const DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
+                        DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
+                        DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+// Row lengths: for block types every remainder of the 4-block loop plus a
+// long row; for plain floats every tail of the 64/32/16/8-element steps.
+std::vector<int64_t> row_lengths(DType t) {
+    const int64_t be = dtype_info(t).block_elems;
+    if (be > 1) return {be, 2 * be, 3 * be, 4 * be, 5 * be, 7 * be, 18 * be, 131 * be};
+    return {1, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 100, 577, 1033};
+}
+
+// Rows of type t, each padded to `stride` bytes (the pad is garbage).
+Bytes random_weights(DType t, int64_t n, int64_t rows, size_t stride, std::mt19937 &rng) {
+    Bytes all(stride * rows, 0xCD);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (int64_t r = 0; r < rows; ++r) {
+        Bytes b(row_bytes(t, n));
+        if (t == DType::F32 || t == DType::F16 || t == DType::BF16) {
+            for (int64_t i = 0; i < n; ++i) {
+                const float v = nd(rng);
+                if (t == DType::F32) std::memcpy(&b[4 * i], &v, 4);
+                else {
+                    const uint16_t h = t == DType::F16 ? f32_to_fp16(v) : f32_to_bf16(v);
+                    std::memcpy(&b[2 * i], &h, 2);
+                }
+            }
+        } else {
+            vt::test::randomize_blocks(t, b, rng);
+        }
+        std::memcpy(&all[r * stride], b.data(), b.size());
+    }
+    return all;
+}
+
+// Activation rows converted to vdt by the table's own quantizer (the
+// engine's path), with outliers and an all-zero row among them.
+Bytes random_acts(const Kernels &k, DType vdt, int64_t n, int64_t rows, size_t stride, std::mt19937 &rng) {
+    Bytes all(stride * rows, 0xEF);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> x(n);
+    for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t i = 0; i < n; ++i) {
+            x[i] = nd(rng) * ((r % 3 == 1 && i % 37 == 0) ? 60.f : 0.7f);
+            if (r == 2) x[i] = 0.f;
+        }
+        if (vdt == DType::F32) std::memcpy(&all[r * stride], x.data(), 4 * n);
+        else {
+            const quant::QuantFn q = k.quant[(int)vdt] ? k.quant[(int)vdt]
+                                                       : quant::kernels_for(Isa::scalar)->quant[(int)vdt];
+            q(x.data(), &all[r * stride], n);
+        }
+    }
+    return all;
+}
+
+} // namespace
+
+TEST_CASE("gemm tiles match the vec_dot of their table bit for bit", "[gemm]") {
+    std::mt19937 rng(1234);
+    int checked = 0;
+    for (int i = 0; i < quant::kIsaCount; ++i) {
+        const Kernels *k = quant::kernels_for((Isa)i);
+        if (!k) continue;
+        for (DType t : kTypes) {
+            const quant::GemmFn gemm = k->gemm[(int)t];
+            if (!gemm) continue;
+            const VecDotFn dot = k->dot[(int)t];
+            REQUIRE(dot);
+            const DType vdt = vec_dot_type(t);
+            for (int64_t n : row_lengths(t)) {
+                // (rows, tokens): full tiles only, edges only, both.
+                const int64_t shapes[][2] = {{1, 1}, {4, 4}, {3, 2}, {9, 7}, {8, 13}};
+                for (const auto &sh : shapes) {
+                    const int64_t nr = sh[0], nt = sh[1];
+                    INFO(std::string(k->isa) + " " + dtype_name(t) + " n=" + std::to_string(n) +
+                         " rows=" + std::to_string(nr) + " tokens=" + std::to_string(nt));
+                    const size_t ws = row_bytes(t, n) + 6, as = row_bytes(vdt, n) + 10;
+                    const Bytes w = random_weights(t, n, nr, ws, rng);
+                    const Bytes a = random_acts(*k, vdt, n, nt, as, rng);
+                    const size_t os = (size_t)nr + 3;
+                    std::vector<float> out(os * nt, -7.f);
+                    gemm(n, w.data(), ws, nr, a.data(), as, nt, out.data(), os);
+                    int bad = 0;
+                    for (int64_t tk = 0; tk < nt; ++tk)
+                        for (int64_t r = 0; r < nr; ++r) {
+                            const float want = dot(n, &w[r * ws], &a[tk * as]);
+                            const float got = out[tk * os + r];
+                            if (std::memcmp(&want, &got, 4) != 0) {
+                                if (bad++ == 0) FAIL_CHECK("row " << r << " token " << tk << ": gemm " << got
+                                                                  << " vec_dot " << want);
+                            }
+                        }
+                    CHECK(bad == 0);
+                    // Padding columns of out are never written.
+                    for (int64_t tk = 0; tk < nt; ++tk)
+                        for (size_t r = (size_t)nr; r < os; ++r) REQUIRE(out[tk * os + r] == -7.f);
+                    ++checked;
+                }
+            }
+        }
+    }
+    if (checked == 0) WARN("no ISA table of this CPU has gemm tiles; nothing checked");
+}
