@@ -120,3 +120,19 @@ TEST_CASE("pipeline: tokenizer_config.json sets BOS/EOS and add_bos_token", "[to
     // As transformers' Llama tokenizers: the template becomes "<bos> $A".
     CHECK(t.encode("cat", true, true) == Ids{1, 3});
 }
+
+TEST_CASE("pipeline: plain text never becomes a special token, even a Unigram piece", "[tokenizer][pipeline]") {
+    // "</s>" is a special added token and also a Unigram piece (as in
+    // SentencePiece conversions). HF tokenizers 0.23.3 gives [2, 1, 3] for
+    // "x </s> y" even with encode_special_tokens = True: its model matches
+    // the piece. vt's plain mode keeps the ABI's promise (and SentencePiece's
+    // behaviour: control pieces are not in the lattice): "<", "/", "s", ">"
+    // with "<" and ">" unknown.
+    const PipelineTokenizer t = make(R"({
+      "added_tokens": [{"id": 1, "content": "</s>", "special": true, "normalized": false}],
+      "pre_tokenizer": {"type": "WhitespaceSplit"},
+      "model": {"type": "Unigram", "unk_id": 0, "byte_fallback": false,
+        "vocab": [["<unk>", 0.0], ["</s>", 0.0], ["x", -1.0], ["y", -1.0], ["s", -2.0], ["/", -2.0]]}})");
+    CHECK(t.encode("x </s> y", false, true) == Ids{2, 1, 3});  // parse_special: as HF
+    CHECK(t.encode("x </s> y", false, false) == Ids{2, 0, 5, 4, 0, 3});
+}
