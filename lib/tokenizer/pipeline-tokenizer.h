@@ -22,51 +22,12 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "tokenizer/added-tokens.h"
 #include "tokenizer/pipeline.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
 
 namespace vt::tok {
-
-struct AddedToken {
-    int32_t id = -1;
-    std::string content;
-    std::string pattern;       // what is matched: content, normalized when `normalized`
-    bool single_word = false;  // only where no word character touches it
-    bool lstrip = false;       // swallows whitespace on its left
-    bool rstrip = false;       // ... and on its right
-    bool normalized = false;   // matched in the normalized text
-    bool special = false;      // needs parse_special; skipped by decode unless rendering specials
-};
-
-// Leftmost-longest matcher over a set of added tokens (HF uses an
-// Aho-Corasick automaton with the same semantics; the sets are small, so a
-// byte trie walked from each candidate position is enough).
-class AddedTokenMatcher {
-public:
-    struct Match {
-        int32_t token = -1;  // index into the AddedToken list, -1 for text
-        uint32_t begin = 0;
-        uint32_t end = 0;
-    };
-
-    AddedTokenMatcher() = default;
-    // Indexes the tokens of `all` whose `normalized` equals `normalized`.
-    AddedTokenMatcher(const std::vector<AddedToken> &all, bool normalized);
-
-    bool empty() const { return node_token_.size() <= 1; }
-    // Cuts `text` into added-token and text fragments covering it in order
-    // (empty text gives nothing).
-    void split(std::string_view text, bool parse_special, std::vector<Match> &out) const;
-
-private:
-    int32_t longest_at(std::string_view text, size_t pos, size_t &len) const;
-
-    const std::vector<AddedToken> *tokens_ = nullptr;
-    std::vector<int32_t> node_token_{-1};           // trie node (0 = root) -> token ending there
-    std::unordered_map<uint64_t, int32_t> edges_;  // (node << 8 | byte) -> child
-    bool first_byte_[256] = {};
-};
 
 class PipelineTokenizer final : public Tokenizer {
 public:
