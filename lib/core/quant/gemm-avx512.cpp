@@ -8,13 +8,15 @@
 #include "core/quant/simd-x86.h"
 #include "core/quant/legacy-x86.h"
 #include "core/quant/gemm-x86.h"
+#include "core/quant/gemm-kquants-x86.h"
 
 namespace vt::quant {
 namespace {
 using namespace x86;
 
-// 4 rows x 4 tokens: 16 accumulators per pass plus the 4 weight vectors
-// fit the 32 registers.
+// Float tiles: 4 rows x 4 tokens, 16 accumulators per pass plus the 4
+// weight vectors in the 32 registers (the quantized tiles fix the same
+// shape as kR x kC in gemm-x86.h).
 constexpr int kRows = 4, kTokens = 4;
 
 void fill(Kernels &k) {
@@ -23,9 +25,11 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::Q5_0] = gemm_legacy<OpsQ5_0>;
     k.gemm[(int)DType::Q5_1] = gemm_legacy<OpsQ5_1>;
     k.gemm[(int)DType::Q8_0] = gemm_legacy<OpsQ8_0>;
+    k.gemm[(int)DType::Q4_K] = gemm_q4_k;
+    k.gemm[(int)DType::Q6_K] = gemm_q6_k;
     k.gemm[(int)DType::F16] = gemm_tiled<HalfTile, kRows, kTokens>;
-    k.gemm[(int)DType::BF16] = gemm_tiled<Wide<uint16_t, load16_bf16_, one_bf16_>::T, kRows, kTokens>;
-    k.gemm[(int)DType::F32] = gemm_tiled<Wide<float, load16_f32_, one_f32_>::T, kRows, kTokens>;
+    k.gemm[(int)DType::BF16] = gemm_tiled<Wide<Bf16x16>::T, kRows, kTokens>;
+    k.gemm[(int)DType::F32] = gemm_tiled<Wide<F32x16>::T, kRows, kTokens>;
 }
 
 } // namespace

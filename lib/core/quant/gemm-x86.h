@@ -11,8 +11,9 @@
 // accumulators (block j goes to accumulator j mod N); a tile instead runs
 // one pass per accumulator, each pass holding one register per (row, token)
 // pair, and combines the passes at the end exactly as the vec_dot does.
-// Loading each weight block once for C tokens and each activation block once
-// for R rows is the whole gain.
+// The gain: each weight block is loaded (and, for the quantized types,
+// unpacked, once per call into a scratch) for C tokens at once, each
+// activation block for R rows, and no horizontal reduction is done per block.
 #pragma once
 
 #include "core/quant/blocks.h"
@@ -128,7 +129,7 @@ struct alignas(64) Line {
 
 // Per-thread scratch, grown on demand and kept between calls.
 static inline uint8_t *scratch(std::vector<Line> &v, size_t bytes) {
-    if (v.size() * 64 < bytes) v.resize((bytes + 63) / 64);
+    if (v.empty() || v.size() * 64 < bytes) v.resize(bytes / 64 + 1);
     return v.data()->b;
 }
 
@@ -137,7 +138,7 @@ constexpr int kR = 4, kC = 4, kPairs = kR * kC;
 
 // Scratch layout, per tile of rows (or tokens) and block:
 //   weights: 4 x 32 u8, then 4 f32 d, then 4 f32 m           (160 bytes)
-//   tokens:  4 x 32 i8, 4 x 8 i32 corrections, 16 f32 d, 16 f32 s (448)
+//   tokens:  4 x 32 i8, 4 x 8 i32 corrections, 16 f32 d, 16 f32 s (384)
 // Padding rows and tokens are zero and their outputs are not stored.
 constexpr size_t kWBlock = kR * 32 + 2 * kR * 4, kABlock = kC * 32 + kC * 32 + 2 * kPairs * 4;
 
@@ -259,6 +260,13 @@ static void legacy_tile(int64_t nb, const uint8_t *pw, const uint8_t *pa, float 
     }
 }
 
+// Token tiles per chunk: about 384 KiB of packed activations (half the L2
+// of the CPUs this targets), at least one tile.
+static inline int64_t chunk_tiles(size_t tile_bytes) {
+    const int64_t n = (int64_t)((384 * 1024) / tile_bytes);
+    return n < 1 ? 1 : n;
+}
+
 // Weight rows per cache block: their unpacked blocks (160 bytes per 4 rows
 // per block) stay in L1 while every token tile passes over them.
 constexpr size_t kWeightBlockBytes = 24 * 1024;
@@ -276,24 +284,30 @@ void gemm_legacy(int64_t k, const void *w, size_t ws, int64_t nr, const void *a,
     int64_t rows_per_block = (int64_t)(kWeightBlockBytes / ((size_t)nb * kWBlock)) * kR;
     if (rows_per_block < kR) rows_per_block = kR;
     uint8_t *pw = scratch(w_buf, (size_t)(rows_per_block / kR * nb) * kWBlock);
-    for (int64_t r0 = 0; r0 < nr; r0 += rows_per_block) {
-        const int64_t rn = nr - r0 < rows_per_block ? nr - r0 : rows_per_block;
-        pack_weights<Ops>((const uint8_t *)w + r0 * ws, ws, rn, nb, pw);
-        for (int64_t tt = 0; tt < ntiles_t; ++tt)
-            for (int64_t rt = 0; rt * kR < rn; ++rt) {
-                __m256 part[4][kPairs];
-                __m512 msum[2];
-                legacy_tile<Ops>(nb, pw + rt * nb * kWBlock, pa + tt * nb * kABlock, sc, part, msum);
-                alignas(64) float m[kPairs] = {};
-                if constexpr (Ops::kMin) _mm512_store_ps(m, _mm512_add_ps(msum[0], msum[1]));
-                for (int t = 0; t < kC && tt * kC + t < nt; ++t)
-                    for (int r = 0; r < kR && rt * kR + r < rn; ++r) {
-                        const int i = t * kR + r;
-                        const float s = hsum(_mm256_add_ps(_mm256_add_ps(part[0][i], part[1][i]),
-                                                           _mm256_add_ps(part[2][i], part[3][i])));
-                        out[(tt * kC + t) * os + r0 + rt * kR + r] = Ops::kMin ? s + m[i] : s;
-                    }
-            }
+    // Token chunks whose packed activations stay in L2 while the weights
+    // (repacked per chunk) pass over them.
+    const int64_t chunk = chunk_tiles(nb * kABlock);
+    for (int64_t tc = 0; tc < ntiles_t; tc += chunk) {
+        const int64_t tc_end = tc + chunk < ntiles_t ? tc + chunk : ntiles_t;
+        for (int64_t r0 = 0; r0 < nr; r0 += rows_per_block) {
+            const int64_t rn = nr - r0 < rows_per_block ? nr - r0 : rows_per_block;
+            pack_weights<Ops>((const uint8_t *)w + r0 * ws, ws, rn, nb, pw);
+            for (int64_t tt = tc; tt < tc_end; ++tt)
+                for (int64_t rt = 0; rt * kR < rn; ++rt) {
+                    __m256 part[4][kPairs];
+                    __m512 msum[2];
+                    legacy_tile<Ops>(nb, pw + rt * nb * kWBlock, pa + tt * nb * kABlock, sc, part, msum);
+                    alignas(64) float m[kPairs] = {};
+                    if constexpr (Ops::kMin) _mm512_store_ps(m, _mm512_add_ps(msum[0], msum[1]));
+                    for (int t = 0; t < kC && tt * kC + t < nt; ++t)
+                        for (int r = 0; r < kR && rt * kR + r < rn; ++r) {
+                            const int i = t * kR + r;
+                            const float s = hsum(_mm256_add_ps(_mm256_add_ps(part[0][i], part[1][i]),
+                                                               _mm256_add_ps(part[2][i], part[3][i])));
+                            out[(tt * kC + t) * os + r0 + rt * kR + r] = Ops::kMin ? s + m[i] : s;
+                        }
+                }
+        }
     }
 }
 
@@ -341,16 +355,25 @@ struct HalfTile {
 
 // ---- BF16 / F32 with 16-lane FMAs (mirrors dot_wide in quant-avx512.cpp) ---
 
-static inline __m512 load16_bf16_(const uint16_t *p) {
-    const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
-}
-static inline __m512 load16_f32_(const float *p) { return _mm512_loadu_ps(p); }
-static inline float one_bf16_(uint16_t h) { return b2f(h); }
-static inline float one_f32_(float v) { return v; }
+// Element types as traits classes (a function pointer returning __m512 as
+// a template argument would drop its vector attributes, -Wignored-attributes).
+struct Bf16x16 {
+    using E = uint16_t;
+    static inline __m512 load(const E *p) {
+        const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    }
+    static inline float one(E h) { return b2f(h); }
+};
+struct F32x16 {
+    using E = float;
+    static inline __m512 load(const E *p) { return _mm512_loadu_ps(p); }
+    static inline float one(E v) { return v; }
+};
 
-template <class E, __m512 (*Load)(const E *), float (*One)(E)>
+template <class L>
 struct Wide {
+    using E = typename L::E;
     template <int R, int C>
     struct T {
         static void run(int64_t n, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *out,
@@ -367,9 +390,9 @@ struct Wide {
                     for (int t = 0; t < C; ++t) acc[r][t] = _mm512_setzero_ps();
                 const auto chunk = [&](int64_t i) {
                     __m512 wv[R];
-                    for (int r = 0; r < R; ++r) wv[r] = Load(x[r] + i);
+                    for (int r = 0; r < R; ++r) wv[r] = L::load(x[r] + i);
                     for (int t = 0; t < C; ++t) {
-                        const __m512 yv = Load(y[t] + i);
+                        const __m512 yv = L::load(y[t] + i);
                         for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], yv, acc[r][t]);
                     }
                 };
@@ -383,7 +406,7 @@ struct Wide {
                 for (int t = 0; t < C; ++t) {
                     float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(part[0][r][t], part[1][r][t]),
                                                                  _mm512_add_ps(part[2][r][t], part[3][r][t])));
-                    for (int64_t i = n16; i < n; ++i) s += One(x[r][i]) * One(y[t][i]);
+                    for (int64_t i = n16; i < n; ++i) s += L::one(x[r][i]) * L::one(y[t][i]);
                     out[t * os + r] = s;
                 }
         }
