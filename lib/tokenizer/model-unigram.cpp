@@ -1,6 +1,7 @@
 #include "tokenizer/model-unigram.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 
@@ -13,15 +14,17 @@ namespace vt::tok {
 namespace {
 
 constexpr double kUnkPenalty = 10.0;
+constexpr double kScoreResetThreshold = 100000.0;  // SentencePiece's, see rebase()
+
+} // namespace
 
 // The best path ending at one byte offset of the piece.
-struct BestPath {
+struct UnigramModel::BestPath {
     double score;
     int32_t start;  // -1: no path ends here yet
     int32_t id;
 };
 
-} // namespace
 
 UnigramModel::UnigramModel(const Vocab &vocab, const UnigramOptions &options)
     : vocab_(vocab), opt_(options), cache_owner_(PieceCache::new_owner()) {
@@ -72,6 +75,18 @@ UnigramModel::UnigramModel(const Vocab &vocab, const UnigramOptions &options)
     }
 }
 
+// SentencePiece keeps its float path scores near zero: once the score where
+// the next pieces start passes 1e5 in magnitude, it is subtracted (in float)
+// from every score already set between there and the furthest offset
+// reached. That changes which near-ties float rounding breaks, so .model
+// files are only reproduced by doing the same.
+void UnigramModel::rebase(std::vector<BestPath> &best, uint32_t start, uint32_t max_frontier) const {
+    const auto offset = static_cast<float>(best[start].score);
+    for (uint32_t i = start; i <= max_frontier && i < best.size(); ++i) {
+        if (i == start || best[i].start >= 0) best[i].score = static_cast<float>(best[i].score) - offset;
+    }
+}
+
 double UnigramModel::add(double a, double b) const {
     // float + float rounded to float, exactly what SentencePiece computes.
     return opt_.float_scores ? static_cast<double>(static_cast<float>(a) + static_cast<float>(b)) : a + b;
@@ -99,8 +114,11 @@ void UnigramModel::encode(std::string_view piece, std::vector<int32_t> &out) con
     const auto size = static_cast<uint32_t>(piece.size());
     best.assign(size + 1, BestPath{0.0, -1, 0});
 
+    uint32_t max_frontier = 0;  // the furthest offset a path reaches so far
     for (uint32_t start = 0; start < size;) {
-        const double score_here = best[start].score;
+        double score_here = best[start].score;
+        if (opt_.float_scores && std::fabs(score_here) > kScoreResetThreshold) rebase(best, start, max_frontier);
+        score_here = best[start].score;
         const auto char_len = static_cast<uint32_t>(std::min<size_t>(utf8_len(p[start]), size - start));
         bool has_single = false;
         uint32_t node = 0;
@@ -111,12 +129,14 @@ void UnigramModel::encode(std::string_view piece, std::vector<int32_t> &out) con
             ++end;
             const int32_t id = node_id_[node];
             if (id < 0) continue;
+            max_frontier = std::max(max_frontier, end);
             BestPath &target = best[end];
             const double candidate = add(scores_[id], score_here);
             if (target.start < 0 || candidate > target.score) target = {candidate, int32_t(start), id};
             has_single = has_single || end - start == char_len;
         }
         if (!has_single) {
+            max_frontier = std::max(max_frontier, start + char_len);
             BestPath &target = best[start + char_len];
             const double candidate = add(unk_score_, score_here);
             if (target.start < 0 || candidate > target.score) {

@@ -28,9 +28,10 @@ struct UnigramOptions {
     // Scores by id at full precision (tokenizer.json stores doubles); empty:
     // Vocab::score.
     std::vector<double> scores;
-    // Sum path scores in float as SentencePiece does (its .model files are
-    // checked against it); HF sums in double. The sums round differently and
-    // so break some ties differently.
+    // Path scores in float as SentencePiece's EncodeOptimized keeps them,
+    // rebased near zero past 1e5 as it does (its .model files are checked
+    // against it); HF sums in double. The two break some near-ties
+    // differently.
     bool float_scores = false;
 };
 
@@ -52,6 +53,8 @@ private:
     void emit_unknown(std::string_view text, std::vector<int32_t> &out) const;
     int32_t find_model(std::string_view text) const;
     double add(double a, double b) const;
+    struct BestPath;
+    void rebase(std::vector<BestPath> &best, uint32_t start, uint32_t max_frontier) const;
 
     const Vocab &vocab_;
     UnigramOptions opt_;

@@ -530,24 +530,6 @@ def hf_gguf(path: Path) -> HFOracle:
 # converter keeps them as BPE vocabulary entries, and its merges only build
 # runs up to 16: [152, 152, 152, 152]. The expected ids of these cases come
 # from sentencepiece running a model rebuilt from the GGUF's vocabulary.
-# Cases where vt itself is known to differ from the oracle (not the oracle's
-# fault): recorded in the golden as "known_gaps" so the gate stays green on
-# everything else; the test reports each one on every run and fails once a
-# gap closes, so the list cannot go stale.
-# SentencePiece Unigram over one long string: vt reproduces sentencepiece
-# 0.2.3 on every line of the corpora (127,690 lines, both models), but on a
-# single string of 60 KB - 3 MB the path scores reach ~1e5, where its float
-# arithmetic breaks ties in a way vt's Viterbi does not reproduce yet.
-KNOWN_VT_GAPS = {
-    "unigram-spm": ["corpus:war-and-peace", "corpus:botchan", "corpus:wagahaiwa-nekodearu",
-                    "synthetic:random-letters-64k"],
-    "unigram-ja-spm": ["corpus:war-and-peace", "corpus:botchan", "corpus:wagahaiwa-nekodearu",
-                       "synthetic:digits-64k", "synthetic:base64-64k", "synthetic:json-min-64k"],
-}
-KNOWN_VT_GAP_REASON = (
-    "vt's Unigram Viterbi in float does not yet reproduce sentencepiece's tie-breaking once path "
-    "scores reach ~1e5 (single strings of 60 KB and more); every line of the same text matches")
-
 GGUF_WHOLE_PIECE_DEVIATIONS = {
     "gemma3-gguf": ["synthetic:spaces-64k", "synthetic:mixed-whitespace-64k"],
 }
@@ -754,9 +736,6 @@ def build_golden(name: str, oracle, loads, vectors) -> dict:
         "probes": probes,
         "decode": decodes,
     }
-    gaps = [k for k in KNOWN_VT_GAPS.get(name, []) if k in hashed]
-    if gaps:
-        golden["known_gaps"] = {k: KNOWN_VT_GAP_REASON for k in gaps}
     if getattr(oracle, "gguf", None) is not None:
         golden["deviations"] = whole_piece_deviations(name, golden, oracle.gguf)
         if golden["deviations"]:

@@ -21,10 +21,6 @@ text (HF's Unigram matches special pieces that are also vocabulary); vt's
 plain mode never does, and is held to that guard for that probe (the unk id
 excepted: unknown characters map to it; tests/unit/test-tokenizer-pipeline
 checks the guard where unk and the special piece differ).
-A golden's "known_gaps" name big inputs where vt itself is known to differ
-from the oracle (the reason is in the golden): they are reported as warnings
-on every run, and a gap that starts matching fails the test, so the list is
-removed as soon as vt is fixed.
 A golden's "deviations" replace the oracle's ids of a few named cases where
 the oracle is known to be wrong for the loads listed there, each with its
 reason and the ids of an independent reference; vt is held to those.
@@ -34,7 +30,6 @@ from __future__ import annotations
 import functools
 import json
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -172,8 +167,7 @@ def test_big_inputs(name, i):
     g = GOLDENS[name]
     tok = tokenizer(name, i)
     modes = compared_modes(name, i)
-    failures, gaps, compared = [], [], 0
-    known_gaps = g.get("known_gaps", {})
+    failures, compared = [], 0
     for key, by_mode in g["hashed"].items():
         for mode, want in by_mode.items():
             if mode not in modes:
@@ -184,19 +178,11 @@ def test_big_inputs(name, i):
                 got = si.batch_digest([encode(tok, t, mode) for t in _chat()])
             else:
                 got = si.ids_digest(encode(tok, input_text(key), mode))
-            differs = f"{key} [{mode}]: {got[1]} ids (sha256 {got[0][:12]}), oracle {want[1]} ids (sha256 {want[0][:12]})"
-            if key in known_gaps:
-                if got == want:
-                    failures.append(f"{key} [{mode}] is listed as a known gap but now matches: "
-                                    "remove it from KNOWN_VT_GAPS in make-goldens.py")
-                else:
-                    gaps.append(f"{differs} (known gap: {known_gaps[key]})")
-            elif got != want:
-                failures.append(differs)
+            if got != want:
+                failures.append(f"{key} [{mode}]: {got[1]} ids (sha256 {got[0][:12]}), "
+                                f"oracle {want[1]} ids (sha256 {want[0][:12]})")
     assert compared, f"no big inputs in modes {sorted(modes)}"
     check_all(failures, "big inputs")
-    for gap in gaps:
-        warnings.warn(gap)
 
 
 @pytest.mark.parametrize("name,i", CASES, ids=CASE_IDS)
