@@ -15,16 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures = 0;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__,  \
-                    #cond);                                                  \
-            ++failures;                                                      \
-        }                                                                    \
-    } while (0)
+#include "abi-check.h"
 
 /* The call returns `want` and leaves a non-empty message. */
 #define CHECK_STATUS(call, want)                                             \

@@ -10,16 +10,7 @@
 int vt_abi_cxx_cxx11(void);
 int vt_abi_cxx_cxx20(void);
 
-static int failures = 0;
-
-#define CHECK(cond)                                                         \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                 \
-            ++failures;                                                     \
-        }                                                                   \
-    } while (0)
+#include "abi-check.h"
 
 int main(void) {
     uint32_t v = vt_abi_version();
