@@ -38,6 +38,17 @@ std::string read_file(const fs::path &p) {
     return data;
 }
 
+// The first bytes of a file (fewer if it is shorter): enough to tell a
+// GGUF, whose whole multi-gigabyte file must not be read for its vocabulary.
+std::string read_head(const fs::path &p, size_t n) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) fail(VT_ERR_IO, "%s: cannot open", p.c_str());
+    std::string head(n, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(n));
+    head.resize(static_cast<size_t>(in.gcount()));
+    return head;
+}
+
 json parse_json(const std::string &text, const fs::path &p) {
     try {
         return json::parse(text);
@@ -93,12 +104,11 @@ std::unique_ptr<Tokenizer> load(const fs::path &path) {
         if (f.empty()) fail(VT_ERR_IO, "%s: a directory without tokenizer.json, tokenizer.model or vocab.json", path.c_str());
         return load(f);
     }
-    const std::string data = read_file(path);
-
-    if (data.size() >= 4 && data.compare(0, 4, "GGUF") == 0) {
+    if (read_head(path, 4) == "GGUF") {  // mapped: only the metadata is touched
         auto gguf = GgufFile::open(path.string(), true);
         return Tokenizer::from_gguf(*gguf);
     }
+    const std::string data = read_file(path);
     if (starts_json_object(data)) {
         const json doc = parse_json(data, path);
         // A vocab.json may well hold a token "model"; a tokenizer.json's
