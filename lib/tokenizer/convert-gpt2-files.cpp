@@ -67,11 +67,6 @@ json parse_merges(std::string_view text, const json &vocab) {
     return merges;
 }
 
-json byte_level(bool add_prefix_space, bool trim_offsets, bool use_regex) {
-    return {{"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space}, {"trim_offsets", trim_offsets},
-            {"use_regex", use_regex}};
-}
-
 } // namespace
 
 json convert_gpt2_files(std::string_view vocab_json, std::string_view merges_txt) {
@@ -84,28 +79,10 @@ json convert_gpt2_files(std::string_view vocab_json, std::string_view merges_txt
     if (auto it = vocab.find("<|endoftext|>"); it != vocab.end()) {
         j["added_tokens"].push_back(added_token_json(it->get<int64_t>(), "<|endoftext|>", true, true));
     }
-    if (llama3) {
-        j["pre_tokenizer"] = {{"type", "Sequence"},
-                              {"pretokenizers", json::array({{{"type", "Split"},
-                                                              {"pattern", regex_pattern(kLlama3Pattern)},
-                                                              {"behavior", "Isolated"},
-                                                              {"invert", false}},
-                                                             byte_level(false, true, false)})}};
-    } else {
-        j["pre_tokenizer"] = byte_level(false, true, true);
-    }
+    j["pre_tokenizer"] = llama3 ? split_then_byte_level(kLlama3Pattern) : byte_level(false, true, true);
     j["post_processor"] = byte_level(true, false, true);
     j["decoder"] = byte_level(true, true, true);
-    j["model"] = {{"type", "BPE"},
-                  {"dropout", nullptr},
-                  {"unk_token", nullptr},
-                  {"continuing_subword_prefix", llama3 ? json(nullptr) : json("")},
-                  {"end_of_word_suffix", llama3 ? json(nullptr) : json("")},
-                  {"fuse_unk", false},
-                  {"byte_fallback", false},
-                  {"ignore_merges", llama3},
-                  {"vocab", std::move(vocab)},
-                  {"merges", std::move(merges)}};
+    j["model"] = byte_level_bpe_model(std::move(vocab), std::move(merges), llama3);
     return j;
 }
 

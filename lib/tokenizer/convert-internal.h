@@ -40,6 +40,37 @@ inline nlohmann::json added_token_json(int64_t id, std::string_view content, boo
 
 // {"Regex": pattern} / {"String": s}: the two ways HF spells a pattern.
 inline nlohmann::json regex_pattern(std::string_view pattern) { return {{"Regex", std::string(pattern)}}; }
+
+// A ByteLevel node (pre-tokenizer, post-processor and decoder share the shape).
+inline nlohmann::json byte_level(bool add_prefix_space, bool trim_offsets, bool use_regex) {
+    return {{"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space}, {"trim_offsets", trim_offsets},
+            {"use_regex", use_regex}};
+}
+
+// The pre-tokenizer of tiktoken-style vocabularies (Llama 3, cl100k...): the
+// split regex first, then the byte alphabet without GPT-2's own regex.
+inline nlohmann::json split_then_byte_level(std::string_view pattern) {
+    return {{"type", "Sequence"},
+            {"pretokenizers", nlohmann::json::array({{{"type", "Split"},
+                                                      {"pattern", regex_pattern(pattern)},
+                                                      {"behavior", "Isolated"},
+                                                      {"invert", false}},
+                                                     byte_level(false, true, false)})}};
+}
+
+// A byte-level BPE model node (no unk, prefix or suffix).
+inline nlohmann::json byte_level_bpe_model(nlohmann::json vocab, nlohmann::json merges, bool ignore_merges) {
+    return {{"type", "BPE"},
+            {"dropout", nullptr},
+            {"unk_token", nullptr},
+            {"continuing_subword_prefix", nullptr},
+            {"end_of_word_suffix", nullptr},
+            {"fuse_unk", false},
+            {"byte_fallback", false},
+            {"ignore_merges", ignore_merges},
+            {"vocab", std::move(vocab)},
+            {"merges", std::move(merges)}};
+}
 inline nlohmann::json string_pattern(std::string_view s) { return {{"String", std::string(s)}}; }
 
 // Escapes regex metacharacters so that `text` matches itself, in both

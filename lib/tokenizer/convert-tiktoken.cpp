@@ -168,25 +168,10 @@ json convert_tiktoken(std::string_view text, std::string_view encoding) {
         }
         j["added_tokens"].push_back(added_token_json(s.id, s.text, true, false));
     }
-    j["pre_tokenizer"] = {
-        {"type", "Sequence"},
-        {"pretokenizers",
-         json::array({{{"type", "Split"}, {"pattern", regex_pattern(enc->pattern)}, {"behavior", "Isolated"},
-                       {"invert", false}},
-                      {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
-                       {"use_regex", false}}})}};
-    j["post_processor"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}};
-    j["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
-    j["model"] = {{"type", "BPE"},
-                  {"dropout", nullptr},
-                  {"unk_token", nullptr},
-                  {"continuing_subword_prefix", nullptr},
-                  {"end_of_word_suffix", nullptr},
-                  {"fuse_unk", false},
-                  {"byte_fallback", false},
-                  {"ignore_merges", true},
-                  {"vocab", std::move(vocab)},
-                  {"merges", std::move(merges)}};
+    j["pre_tokenizer"] = split_then_byte_level(enc->pattern);
+    j["post_processor"] = byte_level(true, false, true);
+    j["decoder"] = byte_level(true, true, true);
+    j["model"] = byte_level_bpe_model(std::move(vocab), std::move(merges), true);
     return j;
 }
 
