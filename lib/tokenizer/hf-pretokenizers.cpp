@@ -9,9 +9,6 @@
 // thread, so the hot path allocates only while buffers first grow.
 #include "tokenizer/pipeline.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
