@@ -9,5 +9,6 @@
 #include "vt_context.h"
 #include "vt_sampler.h"
 #include "vt_chat.h"
+#include "vt_engine.h"
 
 #endif /* VT_H */

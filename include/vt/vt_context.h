@@ -26,7 +26,15 @@ typedef struct vt_context_params {
     uint32_t struct_size;   /* sizeof(vt_context_params) */
     uint32_t n_threads;     /* compute threads; 0 = number of physical cores (default) */
     const char *backend;    /* backend name; NULL or "cpu" (default) */
-    uint32_t n_batch;       /* most tokens per vt_seq_step; default 512 */
+    uint32_t n_batch;       /* most tokens per forward pass (vt_seq_step chunks, engine steps); default 512 */
+    /* Serving (vt_engine.h); read at the first vt_context_submit. */
+    uint64_t kv_cache_bytes;      /* KV block pool; 0 = a quarter of the available memory, capped at
+                                     what max_num_seqs requests of max_model_len tokens can use */
+    uint32_t kv_block_size;       /* tokens per KV block; 0 = 16 */
+    uint32_t max_num_seqs;        /* requests running at once; 0 = 64 */
+    uint32_t max_model_len;       /* tokens per request (prompt + output); 0 = the model's training
+                                     context, capped by the pool */
+    bool no_prefix_caching;       /* do not share KV blocks between requests (default false) */
 } vt_context_params;
 
 VT_API void vt_context_params_init(vt_context_params *params);
