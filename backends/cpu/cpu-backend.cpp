@@ -35,6 +35,7 @@ void run_node(const Node &n, const OpCtx &c) {
     case Op::ROPE: op_rope(n, c); break;
     case Op::ATTN: op_attn(n, c); break;
     case Op::SWIGLU: op_swiglu(n, c); break;
+    case Op::ATTN_PAGED: op_attn_paged(n, c); break;
     case Op::COUNT: break;
     }
 }
@@ -54,6 +55,7 @@ size_t work_size(const Node &n, int nth) {
     switch (n.op) {
     case Op::MUL_MAT: return mul_mat_work_size(n);
     case Op::ATTN: return attn_work_size(n, nth);
+    case Op::ATTN_PAGED: return attn_paged_work_size(n, nth);
     default: return 0;
     }
 }
@@ -85,6 +87,7 @@ bool supports(const Node &n) {
         return n_head_kv > 0 && n_head % n_head_kv == 0 && n.src[3]->ne[0] == kv_row && n.src[4]->ne[1] == kv_row &&
                n_past + n_tok <= n.src[3]->ne[1] && n_past + n_tok <= n.src[4]->ne[0];
     }
+    case Op::ATTN_PAGED: return attn_paged_supported(n);
     case Op::COUNT: break;
     }
     return false;

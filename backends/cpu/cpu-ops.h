@@ -31,7 +31,10 @@ void op_add(const Node &n, const OpCtx &c);
 void op_rope(const Node &n, const OpCtx &c);
 void op_attn(const Node &n, const OpCtx &c);
 void op_swiglu(const Node &n, const OpCtx &c);
+void op_attn_paged(const Node &n, const OpCtx &c);
 size_t attn_work_size(const Node &n, int nth);
+size_t attn_paged_work_size(const Node &n, int nth);
+bool attn_paged_supported(const Node &n);
 size_t mul_mat_work_size(const Node &n);
 
 // [begin, end) of n items for thread ith of nth.

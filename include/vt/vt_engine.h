@@ -89,7 +89,7 @@ VT_API void vt_request_params_init(vt_request_params *params);
 
 /* METHOD. Queues a request; its events start at a later vt_context_step.
  * Thread-safe. *id (> 0, never reused by this context) names it for
- * vt_context_cancel. The first submit allocates the KV pool.
+ * vt_context_cancel. The first submit (or step) allocates the KV pool.
  * Errors: VT_ERR_INVALID_ARGUMENT (empty prompt, ids outside the vocabulary,
  * bad stop strings or top_logprobs > 20); VT_ERR_CONTEXT_FULL when the
  * prompt alone is longer than max_model_len; VT_ERR_OUT_OF_MEMORY for the
@@ -106,8 +106,9 @@ VT_API vt_status vt_context_cancel(vt_context *ctx, uint64_t id);
  * of the running requests, sampling, and their events. When nothing is
  * queued or running it first waits up to wait_ms milliseconds for a submit
  * or cancel (0: return at once). *n_tokens (may be NULL) receives the tokens
- * computed (0 when idle). A failing forward pass ends the requests of that
- * step with VT_FINISH_ERROR and returns its status; the context stays usable.
+ * computed (0 when idle). A failing forward pass ends every admitted request
+ * with VT_FINISH_ERROR (their KV may be half written, so the prefix cache is
+ * dropped too) and returns its status; the context stays usable.
  * Not thread-safe: one stepping thread. */
 VT_API vt_status vt_context_step(vt_context *ctx, uint32_t wait_ms, size_t *n_tokens);
 

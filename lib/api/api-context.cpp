@@ -7,16 +7,7 @@
 using vt::api::fail_arg;
 using vt::api::guard;
 
-namespace {
-// Copies a caller's params struct of any (older or newer) size over defaults.
-template <class P> bool read_params(const P *in, P &out) {
-    if (!in) return true;
-    if (in->struct_size < sizeof(uint32_t)) return false;
-    std::memcpy(&out, in, in->struct_size < sizeof out ? in->struct_size : sizeof out);
-    out.struct_size = sizeof out;
-    return true;
-}
-} // namespace
+using vt::api::read_params;
 
 extern "C" {
 
@@ -38,6 +29,7 @@ VT_API vt_status vt_context_create(const vt_model *model, const vt_context_param
     return guard([&] {
         auto c = std::make_unique<vt_context>();
         c->model = model;
+        c->params = p;
         c->impl = std::make_unique<vt::Context>(*model->impl, p.backend ? p.backend : "cpu", p.n_threads, p.n_batch);
         *out = c.release();
     });

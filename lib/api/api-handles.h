@@ -1,10 +1,14 @@
 // The opaque public handles and the C++ objects behind them.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 
+#include "engine/engine.h"
 #include "model/model.h"
 #include "runner/sequence.h"
+#include "sample/sampler.h"
 #include "vt/vt.h"
 
 // A tokenizer handle: the model's (borrowed) or one of its own.
@@ -21,11 +25,21 @@ struct vt_model {
 struct vt_context {
     const vt_model *model;
     std::unique_ptr<vt::Context> impl;
+    vt_context_params params;              // as created (struct_size normalized)
+    // The serving engine, made by the first vt_context_submit or
+    // vt_context_step (under engine_mu); read without the lock once set.
+    std::mutex engine_mu;
+    std::unique_ptr<vt::Engine> engine_owner;
+    std::atomic<vt::Engine *> engine{nullptr};
 };
 
 struct vt_seq {
     vt_context *ctx;
     std::unique_ptr<vt::Sequence> impl;
+};
+
+struct vt_sampler {
+    vt::Sampler impl;
 };
 
 inline const vt::Tokenizer *from_handle(const vt_tokenizer *t) { return t->impl; }

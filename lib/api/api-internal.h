@@ -37,6 +37,16 @@ template <class F> vt_status guard(F &&f) noexcept {
     }
 }
 
+// Copies a caller's params struct of any (older or newer) size over the
+// defaults already in out; false when in->struct_size is unset.
+template <class P> bool read_params(const P *in, P &out) {
+    if (!in) return true;
+    if (in->struct_size < sizeof(uint32_t)) return false;
+    std::memcpy(&out, in, in->struct_size < sizeof out ? in->struct_size : sizeof out);
+    out.struct_size = sizeof out;
+    return true;
+}
+
 // Writes s into a caller buffer following the convention of vt_common.h.
 vt_status copy_out(std::string_view s, char *buf, size_t buf_size, size_t *needed);
 

@@ -1,10 +1,6 @@
 // extern "C" shims of include/vt/vt_sampler.h over vt::Sampler.
+#include "api/api-handles.h"
 #include "api/api-internal.h"
-#include "sample/sampler.h"
-
-struct vt_sampler {
-    vt::Sampler impl;
-};
 
 using vt::api::fail_arg;
 using vt::api::guard;

@@ -20,7 +20,7 @@ const char *op_name(Op op);
 int op_n_src(Op op);
 
 constexpr int kMaxDims = 4;
-constexpr int kMaxSrc = 5;
+constexpr int kMaxSrc = 6;
 
 // A strided view of memory. ne[0] is the contiguous dimension; nb[] are byte
 // strides (nb[0] = element or block bytes). A tensor does not own its data.

@@ -112,4 +112,10 @@ void BlockPool::check() const {
         fail(VT_ERR_INTERNAL, "KV block pool: %zu hashes, %u cached blocks", cached_.size(), n_cached);
 }
 
+uint32_t BlockPool::num_free_cached() const {
+    uint32_t n = 0;
+    for (const auto &entry : cached_) n += blocks_[(size_t)entry.second].ref == 0;
+    return n;
+}
+
 } // namespace vt

@@ -66,6 +66,8 @@ public:
     uint32_t ref_count(BlockId id) const { return blocks_.at((size_t)id).ref; }
     bool is_cached(BlockId id) const { return blocks_.at((size_t)id).cached; }
     uint32_t num_cached() const { return (uint32_t)cached_.size(); }
+    // Cached blocks that nobody references (evictable, still hit-able). O(cached).
+    uint32_t num_free_cached() const;
 
     // The free queue from head (next evicted) to tail; for tests.
     std::vector<BlockId> free_queue() const;

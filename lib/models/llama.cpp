@@ -122,6 +122,10 @@ Tensor *Llama::build(const Model &m, const ForwardArgs &a) const {
     attn.i[0] = (int32_t)a.n_past;
     attn.i[1] = (int32_t)hp.head_dim;
     attn.f[0] = 1.0f / std::sqrt((float)hp.head_dim);
+    OpParams paged{};
+    paged.i[0] = (int32_t)hp.head_dim;
+    paged.i[1] = (int32_t)a.block_size;
+    paged.f[0] = attn.f[0];
 
     Tensor *x = g.op(Op::GET_ROWS, DType::F32, E, n, {w(tok_embd_), a.tokens});
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
@@ -132,7 +136,10 @@ Tensor *Llama::build(const Model &m, const ForwardArgs &a) const {
         Tensor *v = g.op(Op::MUL_MAT, DType::F32, KV, n, {w(l.wv), h});
         q = g.op(Op::ROPE, DType::F32, Q, n, {q, a.positions}, rope);
         k = g.op(Op::ROPE, DType::F32, KV, n, {k, a.positions}, rope);
-        Tensor *att = g.op(Op::ATTN, DType::F32, Q, n, {q, k, v, &(*a.k_cache)[il], &(*a.v_cache)[il]}, attn);
+        Tensor *att = a.kv_index
+                          ? g.op(Op::ATTN_PAGED, DType::F32, Q, n,
+                                 {q, k, v, &(*a.k_cache)[il], &(*a.v_cache)[il], a.kv_index}, paged)
+                          : g.op(Op::ATTN, DType::F32, Q, n, {q, k, v, &(*a.k_cache)[il], &(*a.v_cache)[il]}, attn);
         Tensor *o = g.op(Op::MUL_MAT, DType::F32, E, n, {w(l.wo), att});
         x = g.op(Op::ADD, DType::F32, E, n, {x, o});
         h = g.op(Op::RMS_NORM, DType::F32, E, n, {x, w(l.ffn_norm)}, norm);

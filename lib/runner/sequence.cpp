@@ -30,15 +30,14 @@ void Context::free_host(void *p) {
     else std::free(p);
 }
 
-const Tensor *Context::forward(ForwardArgs &args, const int32_t *tokens, int64_t n_past, const int32_t *out_rows,
-                               int64_t n_out) {
+const Tensor *Context::build(ForwardArgs &args, int64_t n_out, int64_t n_index) {
     const int64_t n = args.n_tokens;
     graph_.reset();
     args.graph = &graph_;
-    args.n_past = n_past;
     args.tokens = graph_.input(DType::I32, n, 1, "tokens");
     args.positions = graph_.input(DType::I32, n, 1, "positions");
     args.out_rows = graph_.input(DType::I32, n_out, 1, "out_rows");
+    args.kv_index = n_index ? graph_.input(DType::I32, n_index, 1, "kv_index") : nullptr;
     const Tensor *logits = model_.arch().build(model_, args);
     size_t need = graph_.plan();
     if (need > arena_size_) {
@@ -50,13 +49,40 @@ const Tensor *Context::forward(ForwardArgs &args, const int32_t *tokens, int64_t
         VT_LOG_DEBUG("compute arena: %.2f MiB", (double)need / (1 << 20));
     }
     graph_.bind(arena_);
+    return logits;
+}
+
+void Context::compute() {
+    const std::vector<Node> &nodes = graph_.nodes();
+    vt_status st = backend_->iface->graph_compute(backend_->context, nodes.data(), (int)nodes.size());
+    if (st != VT_OK) fail(st, "backend %s failed to compute the graph", backend_->iface->get_name(backend_->context));
+}
+
+const Tensor *Context::forward(ForwardArgs &args, const int32_t *tokens, int64_t n_past, const int32_t *out_rows,
+                               int64_t n_out) {
+    const int64_t n = args.n_tokens;
+    args.n_past = n_past;
+    const Tensor *logits = build(args, n_out, 0);
     std::memcpy(args.tokens->data, tokens, (size_t)n * sizeof(int32_t));
     int32_t *pos = static_cast<int32_t *>(args.positions->data);
     for (int64_t i = 0; i < n; ++i) pos[i] = (int32_t)(n_past + i);
     std::memcpy(args.out_rows->data, out_rows, (size_t)n_out * sizeof(int32_t));
-    const std::vector<Node> &nodes = graph_.nodes();
-    vt_status st = backend_->iface->graph_compute(backend_->context, nodes.data(), (int)nodes.size());
-    if (st != VT_OK) fail(st, "backend %s failed to compute the graph", backend_->iface->get_name(backend_->context));
+    compute();
+    return logits;
+}
+
+const Tensor *Context::forward_paged(const PagedBatch &b) {
+    ForwardArgs args{};
+    args.n_tokens = b.n_tokens;
+    args.k_cache = b.k_pool;
+    args.v_cache = b.v_pool;
+    args.block_size = b.block_size;
+    const Tensor *logits = build(args, b.n_out, b.n_index);
+    std::memcpy(args.tokens->data, b.tokens, (size_t)b.n_tokens * sizeof(int32_t));
+    std::memcpy(args.positions->data, b.positions, (size_t)b.n_tokens * sizeof(int32_t));
+    std::memcpy(args.out_rows->data, b.out_rows, (size_t)b.n_out * sizeof(int32_t));
+    std::memcpy(args.kv_index->data, b.kv_index, (size_t)b.n_index * sizeof(int32_t));
+    compute();
     return logits;
 }
 

@@ -32,10 +32,30 @@ public:
     const Tensor *forward(ForwardArgs &args, const int32_t *tokens, int64_t n_past, const int32_t *out_rows,
                           int64_t n_out);
 
+    // One forward pass of the serving engine: tokens of many sequences at
+    // explicit positions, K/V through the paged pools (see Op::ATTN_PAGED
+    // for kv_index). Returns logits (n_vocab, n_out) of the rows in out_rows,
+    // valid until the next forward.
+    struct PagedBatch {
+        const int32_t *tokens, *positions;  // (n_tokens)
+        int64_t n_tokens;
+        const int32_t *kv_index;            // (n_index)
+        int64_t n_index;
+        const int32_t *out_rows;            // (n_out)
+        int64_t n_out;
+        std::vector<Tensor> *k_pool, *v_pool;  // per layer (n_embd_kv, n_slots) f16
+        int64_t block_size;
+    };
+    const Tensor *forward_paged(const PagedBatch &b);
+
     void *alloc_host(size_t size);
     void free_host(void *p);
 
 private:
+    // Builds the graph, sizes the arena and binds it; the caller fills the inputs, then compute().
+    const Tensor *build(ForwardArgs &args, int64_t n_out, int64_t n_index);
+    void compute();
+
     const Model &model_;
     vt_backend *backend_ = nullptr;
     uint32_t n_batch_;

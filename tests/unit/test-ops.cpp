@@ -618,6 +618,149 @@ TEST_CASE("ATTN: causal GQA softmax attention over f16 caches", "[ops]") {
     }
 }
 
+// ---- ATTN_PAGED ------------------------------------------------------------------
+
+TEST_CASE("ATTN_PAGED: many sequences over a block pool, through their block tables", "[ops]") {
+    // Three sequences in one batch (decode, a prompt chunk after a cached
+    // prefix, a fresh prompt), blocks scattered over the pool in shuffled
+    // order. Every slot no table reaches holds NaN, so a stray read poisons
+    // the output; slots the step writes must hold exactly f16(k), f16(v).
+    std::mt19937 rng(77);
+    const int64_t n_head = 6, n_head_kv = 2, head_dim = 32, n_blocks = 24;
+    const int64_t Q = n_head * head_dim, kv_row = n_head_kv * head_dim;
+    const uint16_t kNaN16 = 0x7e00;
+    for (int64_t bs : {16, 4}) {
+        INFO("block size " << bs);
+        const int64_t n_slots = n_blocks * bs;
+        struct SeqCase { int64_t n_past, n_tok; };
+        const SeqCase seqs[] = {{37, 1}, {20, 5}, {0, 3}};
+        std::vector<int32_t> perm((size_t)n_blocks);
+        for (int64_t b = 0; b < n_blocks; ++b) perm[(size_t)b] = (int32_t)b;
+        std::shuffle(perm.begin(), perm.end(), rng);
+        size_t next_block = 0;
+        int64_t n_tok = 0;
+        for (const SeqCase &sc : seqs) n_tok += sc.n_tok;
+        std::vector<int32_t> index((size_t)(3 * n_tok));
+        std::vector<std::vector<int32_t>> tables;
+        std::vector<uint16_t> k0((size_t)(kv_row * n_slots), kNaN16), v0 = k0;
+        std::normal_distribution<float> nd(0.f, 1.f);
+        int64_t t0 = 0;
+        for (const SeqCase &sc : seqs) {
+            std::vector<int32_t> table;
+            for (int64_t b = 0; b < (sc.n_past + sc.n_tok + bs - 1) / bs; ++b) table.push_back(perm[next_block++]);
+            const int32_t at = (int32_t)index.size();
+            index.insert(index.end(), table.begin(), table.end());
+            for (int64_t j = 0; j < sc.n_past; ++j) {  // the cached prefix
+                const int64_t slot = table[(size_t)(j / bs)] * bs + j % bs;
+                for (int64_t d = 0; d < kv_row; ++d) {
+                    k0[(size_t)(slot * kv_row + d)] = f32_to_fp16(nd(rng));
+                    v0[(size_t)(slot * kv_row + d)] = f32_to_fp16(nd(rng));
+                }
+            }
+            for (int64_t i = 0; i < sc.n_tok; ++i) {
+                const int64_t pos = sc.n_past + i, t = t0 + i;
+                index[(size_t)(3 * t)] = (int32_t)(table[(size_t)(pos / bs)] * bs + pos % bs);
+                index[(size_t)(3 * t + 1)] = (int32_t)(pos + 1);
+                index[(size_t)(3 * t + 2)] = at;
+            }
+            tables.push_back(table);
+            t0 += sc.n_tok;
+        }
+        const float scale = 1.0f / std::sqrt((float)head_dim);
+        const std::vector<float> q = normal((size_t)(Q * n_tok), rng), k = normal((size_t)(kv_row * n_tok), rng),
+                                 v = normal((size_t)(kv_row * n_tok), rng);
+        std::vector<uint16_t> kc = k0, vc = v0;
+        Tensor kct, vct;
+        tensor_init(kct, DType::F16, kv_row, n_slots, 1, 1, kc.data(), "k_pool");
+        tensor_init(vct, DType::F16, kv_row, n_slots, 1, 1, vc.data(), "v_pool");
+        Graph g;
+        Tensor *qt = g.input(DType::F32, Q, n_tok), *kt = g.input(DType::F32, kv_row, n_tok),
+               *vt_ = g.input(DType::F32, kv_row, n_tok), *it = g.input(DType::I32, (int64_t)index.size(), 1);
+        OpParams p{};
+        p.i[0] = (int32_t)head_dim;
+        p.i[1] = (int32_t)bs;
+        p.f[0] = scale;
+        Tensor *y = g.op(Op::ATTN_PAGED, DType::F32, Q, n_tok, {qt, kt, vt_, &kct, &vct, it}, p);
+        g.mark_output(y);
+        CHECK(supports(g.nodes()[0]));
+        Bound bound(g);
+        const std::vector<float> got = run_both(
+            g, y,
+            [&] {
+                put(qt, q);
+                put(kt, k);
+                put(vt_, v);
+                put(it, index);
+                kc = k0;
+                vc = v0;
+            },
+            [&] {
+                Bytes s(kc.size() * 4);
+                std::memcpy(s.data(), kc.data(), kc.size() * 2);
+                std::memcpy(s.data() + kc.size() * 2, vc.data(), vc.size() * 2);
+                return s;
+            });
+        std::vector<uint16_t> k_exp = k0, v_exp = v0;
+        for (int64_t t = 0; t < n_tok; ++t)
+            for (int64_t d = 0; d < kv_row; ++d) {
+                const int64_t slot = index[(size_t)(3 * t)];
+                k_exp[(size_t)(slot * kv_row + d)] = f32_to_fp16(k[(size_t)(t * kv_row + d)]);
+                v_exp[(size_t)(slot * kv_row + d)] = f32_to_fp16(v[(size_t)(t * kv_row + d)]);
+            }
+        CHECK(kc == k_exp);
+        CHECK(vc == v_exp);
+
+        // Reference in double over the f16 pool contents with q rounded to
+        // f16 (the kernel's contract). The kernel's scores are f32 dots
+        // (<= D (hd + 2) u each, D = max scale sum |q K|); the online softmax
+        // rescales the f32 accumulators once per block (a few u each) and
+        // sums n_kv f32 terms: tol = A (2 expm1(2 es) + (n_kv + 16) 4 u),
+        // A = sum_j p_j |V_jd|.
+        auto h16 = [](uint16_t h) { return (double)fp16_to_f32(h); };
+        const int64_t group = n_head / n_head_kv;
+        std::vector<double> ref(got.size()), tol(got.size());
+        for (int64_t t = 0; t < n_tok; ++t) {
+            const int64_t n_kv = index[(size_t)(3 * t + 1)];
+            const int32_t *table = &index[(size_t)index[(size_t)(3 * t + 2)]];
+            for (int64_t h = 0; h < n_head; ++h) {
+                const int64_t hk = h / group;
+                const float *qh = &q[(size_t)((t * n_head + h) * head_dim)];
+                std::vector<double> s((size_t)n_kv);
+                double D = 0, mx = -INFINITY;
+                for (int64_t j = 0; j < n_kv; ++j) {
+                    const int64_t slot = table[j / bs] * bs + j % bs;
+                    double dot = 0, mag = 0;
+                    for (int64_t i = 0; i < head_dim; ++i) {
+                        const double qi = h16(f32_to_fp16(qh[i]));
+                        const double kj = h16(k_exp[(size_t)(slot * kv_row + hk * head_dim + i)]);
+                        dot += qi * kj;
+                        mag += std::fabs(qi * kj);
+                    }
+                    s[(size_t)j] = (double)scale * dot;
+                    D = std::max(D, (double)scale * mag);
+                    mx = std::max(mx, s[(size_t)j]);
+                }
+                double sum = 0;
+                for (double &sj : s) sum += sj = std::exp(sj - mx);
+                const double es = D * (double)(head_dim + 2) * kU;
+                for (int64_t d = 0; d < head_dim; ++d) {
+                    double o = 0, A = 0;
+                    for (int64_t j = 0; j < n_kv; ++j) {
+                        const int64_t slot = table[j / bs] * bs + j % bs;
+                        const double vj = h16(v_exp[(size_t)(slot * kv_row + hk * head_dim + d)]);
+                        o += s[(size_t)j] / sum * vj;
+                        A += s[(size_t)j] / sum * std::fabs(vj);
+                    }
+                    const size_t i = (size_t)((t * n_head + h) * head_dim + d);
+                    ref[i] = o;
+                    tol[i] = A * (2 * std::expm1(2 * es) + (double)(n_kv + 16) * 4 * kU) + 1e-30;
+                }
+            }
+        }
+        check_close(got, ref, tol, "ATTN_PAGED");
+    }
+}
+
 // ---- supports_op -----------------------------------------------------------------
 
 TEST_CASE("supports_op rejects what the CPU cannot compute", "[ops]") {

@@ -1,0 +1,376 @@
+#include "engine/engine.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace vt {
+
+namespace {
+constexpr double kRateWindowSeconds = 10.0;
+
+uint64_t bytes_per_token(const Hparams &hp) {
+    return 2ull /* K and V */ * hp.n_layer * hp.n_embd_kv() * 2 /* f16 */;
+}
+
+int32_t argmax(const float *row, size_t n) {
+    size_t best = 0;
+    for (size_t i = 1; i < n; ++i)
+        if (row[i] > row[best]) best = i;  // ties: the lower id, as the greedy sampler
+    return (int32_t)best;
+}
+} // namespace
+
+uint64_t default_kv_cache_bytes() {
+    uint64_t avail = 0;
+    if (FILE *f = std::fopen("/proc/meminfo", "r")) {
+        char line[256];
+        unsigned long long kb;
+        while (std::fgets(line, sizeof line, f))
+            if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                avail = (uint64_t)kb * 1024;
+                break;
+            }
+        std::fclose(f);
+    }
+    if (avail == 0) {
+        long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0) avail = (uint64_t)pages * (uint64_t)page;
+    }
+    return avail ? avail / 4 : (1ull << 30);
+}
+
+Engine::Engine(Context &ctx, const EngineConfig &cfg)
+    : ctx_(ctx), model_(ctx.model()), block_size_(cfg.block_size ? cfg.block_size : 16) {
+    const Hparams &hp = model_.hparams;
+    const uint64_t per_token = bytes_per_token(hp);
+    const uint32_t max_num_seqs = cfg.max_num_seqs ? cfg.max_num_seqs : 64;
+    uint32_t max_len = cfg.max_model_len ? cfg.max_model_len : (hp.n_ctx_train ? hp.n_ctx_train : 4096);
+    uint64_t budget = cfg.kv_cache_bytes;
+    if (budget == 0) budget = std::min(default_kv_cache_bytes(), (uint64_t)max_num_seqs * max_len * per_token);
+    const uint32_t num_blocks = kv_blocks_for_budget(budget, per_token, block_size_);
+    if (num_blocks == 0)
+        fail(VT_ERR_INVALID_ARGUMENT, "KV cache of %llu bytes holds no block of %u tokens (%llu bytes each)",
+             (unsigned long long)budget, block_size_, (unsigned long long)(per_token * block_size_));
+    const uint64_t pool_tokens = (uint64_t)num_blocks * block_size_;
+    if (cfg.max_model_len == 0) max_len = (uint32_t)std::min<uint64_t>(max_len, pool_tokens);
+    else if (cfg.max_model_len > pool_tokens)
+        fail(VT_ERR_INVALID_ARGUMENT, "max_model_len %u exceeds the %llu tokens the KV cache holds", cfg.max_model_len,
+             (unsigned long long)pool_tokens);
+
+    pool_bytes_ = pool_tokens * per_token;
+    pool_mem_ = ctx.alloc_host(pool_bytes_);
+    const int64_t kv_row = hp.n_embd_kv();
+    const size_t layer_bytes = (size_t)pool_tokens * row_bytes(DType::F16, kv_row);
+    k_pool_.resize(hp.n_layer);
+    v_pool_.resize(hp.n_layer);
+    uint8_t *p = static_cast<uint8_t *>(pool_mem_);
+    for (uint32_t l = 0; l < hp.n_layer; ++l) {
+        tensor_init(k_pool_[l], DType::F16, kv_row, (int64_t)pool_tokens, 1, 1, p, "k_pool");
+        p += layer_bytes;
+        tensor_init(v_pool_[l], DType::F16, kv_row, (int64_t)pool_tokens, 1, 1, p, "v_pool");
+        p += layer_bytes;
+    }
+    kv_cfg_ = KvCacheConfig{block_size_, num_blocks, cfg.prefix_caching};
+    sched_cfg_.max_num_batched_tokens = cfg.max_batched_tokens ? cfg.max_batched_tokens : 512;
+    sched_cfg_.max_num_seqs = max_num_seqs;
+    sched_cfg_.max_model_len = max_len;
+    kv_ = std::make_unique<KvCacheManager>(kv_cfg_);
+    sched_ = std::make_unique<Scheduler>(*kv_, sched_cfg_);
+    stats_.struct_size = sizeof stats_;
+    stats_.kv_block_size = block_size_;
+    stats_.kv_blocks_total = num_blocks;
+    stats_.max_model_len = max_len;
+    stats_.kv_cache_bytes = pool_bytes_;
+    VT_LOG_INFO("KV cache: %.2f GiB = %u blocks of %u tokens = %llu tokens; up to %u requests of %u tokens%s",
+                (double)pool_bytes_ / (1 << 30), num_blocks, block_size_, (unsigned long long)pool_tokens,
+                max_num_seqs, max_len, cfg.prefix_caching ? ", prefix caching on" : "");
+}
+
+Engine::~Engine() {
+    if (pool_mem_) ctx_.free_host(pool_mem_);
+}
+
+uint64_t Engine::submit(RequestSpec spec) {
+    const Tokenizer &tok = model_.tokenizer();
+    const uint32_t n_vocab = model_.hparams.n_vocab;
+    const uint32_t max_len = sched_->max_model_len();
+    if (spec.prompt.empty()) fail(VT_ERR_INVALID_ARGUMENT, "the prompt is empty");
+    for (size_t i = 0; i < spec.prompt.size(); ++i)
+        if (spec.prompt[i] < 0 || (uint32_t)spec.prompt[i] >= n_vocab)
+            fail(VT_ERR_INVALID_ARGUMENT, "prompt token %zu is %d, outside the vocabulary [0, %u)", i, spec.prompt[i],
+                 n_vocab);
+    if (spec.prompt.size() >= max_len)
+        fail(VT_ERR_CONTEXT_FULL, "the prompt has %zu tokens; this context allows %u per request (prompt and output)",
+             spec.prompt.size(), max_len);
+    for (int32_t t : spec.stop_tokens)
+        if (t < 0 || (uint32_t)t >= n_vocab) fail(VT_ERR_INVALID_ARGUMENT, "stop token %d is outside the vocabulary", t);
+    auto r = std::make_unique<Request>();
+    r->spec = std::move(spec);
+    r->text = std::make_unique<RequestText>(tok, r->spec);  // keeps a reference to r->spec's stop strings
+    std::lock_guard<std::mutex> lk(inbox_mu_);
+    r->id = next_id_++;
+    const uint64_t id = r->id;
+    inbox_.push_back(std::move(r));
+    inbox_cv_.notify_one();
+    return id;
+}
+
+void Engine::cancel(uint64_t id) {
+    std::lock_guard<std::mutex> lk(inbox_mu_);
+    inbox_cancels_.push_back(id);
+    inbox_cv_.notify_one();
+}
+
+void Engine::admit_inbox() {
+    std::vector<std::unique_ptr<Request>> incoming;
+    std::vector<uint64_t> cancels;
+    {
+        std::lock_guard<std::mutex> lk(inbox_mu_);
+        incoming.swap(inbox_);
+        cancels.swap(inbox_cancels_);
+    }
+    const uint32_t max_len = sched_->max_model_len();
+    for (std::unique_ptr<Request> &r : incoming) {
+        const uint64_t id = r->id;
+        const uint32_t room = max_len - (uint32_t)r->spec.prompt.size();
+        const uint32_t max_new = r->spec.max_tokens ? std::min(r->spec.max_tokens, room) : room;
+        sched_->add(id, r->spec.prompt, max_new);
+        requests_.emplace(id, std::move(r));
+    }
+    for (uint64_t id : cancels)
+        if (requests_.count(id)) sched_->cancel(id);
+}
+
+void Engine::emit(Request &r, OwnedEvent &&ev, vt_finish_reason reason) {
+    vt_request_output &o = ev.out;
+    o.struct_size = sizeof o;
+    o.request_id = r.id;
+    o.user_data = r.spec.user_data;
+    o.finish_reason = reason;
+    o.status = r.failed ? r.error : VT_OK;
+    o.n_prompt_tokens = (uint32_t)r.spec.prompt.size();
+    o.n_output_tokens = r.n_output;
+    o.n_cached_tokens = r.n_cached;
+    if (r.spec.callback) {
+        ev.fix_pointers();
+        r.spec.callback(&ev.out, r.spec.user_data);
+    } else {
+        queue_.push_back(std::move(ev));
+    }
+}
+
+void Engine::finish(uint64_t id, vt_finish_reason reason, vt_status status) {
+    auto it = requests_.find(id);
+    if (it == requests_.end()) return;
+    Request &r = *it->second;
+    if (status != VT_OK) {
+        r.failed = true;
+        r.error = status;
+    }
+    OwnedEvent ev;
+    ev.out.token = -1;
+    emit(r, std::move(ev), r.failed ? VT_FINISH_ERROR : reason);
+    requests_.erase(it);
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    ++stats_.requests_finished;
+}
+
+const vt_request_output *Engine::poll() {
+    if (queue_.empty()) return nullptr;
+    polled_ = std::move(queue_.front());
+    queue_.pop_front();
+    polled_.fix_pointers();
+    return &polled_.out;
+}
+
+size_t Engine::step(uint32_t wait_ms) {
+    {
+        std::unique_lock<std::mutex> lk(inbox_mu_);
+        if (wait_ms && inbox_.empty() && inbox_cancels_.empty() && !sched_->has_work())
+            inbox_cv_.wait_for(lk, std::chrono::milliseconds(wait_ms),
+                               [&] { return !inbox_.empty() || !inbox_cancels_.empty(); });
+    }
+    admit_inbox();
+    SchedulerOutput so = sched_->schedule();
+    for (SeqId id : so.cancelled) finish(id, VT_FINISH_CANCELLED);
+    {
+        std::lock_guard<std::mutex> lk(stats_mu_);
+        stats_.preemptions += so.preempted.size();
+    }
+    if (so.empty()) {
+        update_stats(0);
+        return 0;
+    }
+    for (const ScheduledSeq &s : so.seqs) {
+        Request &r = *requests_.at(s.id);
+        if (!r.admitted) {
+            r.admitted = true;
+            r.n_cached = s.start_pos;  // the prefix-cache hit of its first admission
+        }
+    }
+    const Tensor *logits = nullptr;
+    try {
+        logits = run_forward(so);
+    } catch (const Error &e) {
+        fail_all(e.status());
+        throw;
+    } catch (const std::bad_alloc &) {
+        fail_all(VT_ERR_OUT_OF_MEMORY);
+        throw;
+    }
+    sample_and_record(so, static_cast<const float *>(logits->data), model_.hparams.n_vocab);
+    update_stats(so.num_tokens());
+    return so.num_tokens();
+}
+
+const Tensor *Engine::run_forward(const SchedulerOutput &so) {
+    const size_t n_tok = so.num_tokens();
+    kv_index_.assign(3 * n_tok, 0);
+    out_rows_.clear();
+    for (const ScheduledSeq &s : so.seqs) {
+        const int32_t table_at = (int32_t)kv_index_.size();
+        kv_index_.insert(kv_index_.end(), s.block_table.begin(), s.block_table.end());
+        for (uint32_t i = 0; i < s.n_tokens; ++i) {
+            const size_t t = s.offset + i;
+            const uint32_t pos = s.start_pos + i;
+            kv_index_[3 * t] = (int32_t)kv_slot(s.block_table, pos, block_size_);
+            kv_index_[3 * t + 1] = (int32_t)(pos + 1);
+            kv_index_[3 * t + 2] = table_at;
+        }
+        if (s.needs_logits) out_rows_.push_back((int32_t)(s.offset + s.n_tokens - 1));
+    }
+    // A step of prompt chunks only needs no logits; one row keeps the graph non-empty.
+    const bool any_logits = !out_rows_.empty();
+    if (!any_logits) out_rows_.push_back(0);
+    Context::PagedBatch b{};
+    b.tokens = so.tokens.data();
+    b.positions = so.positions.data();
+    b.n_tokens = (int64_t)n_tok;
+    b.kv_index = kv_index_.data();
+    b.n_index = (int64_t)kv_index_.size();
+    b.out_rows = out_rows_.data();
+    b.n_out = (int64_t)out_rows_.size();
+    b.k_pool = &k_pool_;
+    b.v_pool = &v_pool_;
+    b.block_size = block_size_;
+    return ctx_.forward_paged(b);
+}
+
+void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, size_t n_vocab) {
+    const Tokenizer &tok = model_.tokenizer();
+    std::vector<SampledToken> sampled;
+    std::vector<std::pair<uint64_t, OwnedEvent>> events;
+    std::vector<bool> hit_stop_string;
+    size_t row = 0;
+    uint64_t prompt_computed = 0;
+    for (const ScheduledSeq &s : so.seqs) {
+        Request &r = *requests_.at(s.id);
+        const uint32_t n_prompt = (uint32_t)r.spec.prompt.size();
+        prompt_computed += std::min(s.start_pos + s.n_tokens, n_prompt) - std::min(s.start_pos, n_prompt);
+        if (!s.needs_logits) continue;
+        const float *lg = logits + row++ * n_vocab;
+        OwnedEvent ev;
+        bool stop = false, stop_string = false;
+        try {
+            const int32_t t = r.spec.sampler ? r.spec.sampler->sample(lg, n_vocab) : argmax(lg, n_vocab);
+            if (r.spec.sampler) r.spec.sampler->accept(t);
+            ev.out.token = t;
+            if (r.spec.logprobs || r.spec.top_logprobs)
+                token_logprobs(lg, n_vocab, t, r.spec.top_logprobs, ev.out.logprob, ev.top_tokens, ev.top_logprobs);
+            stop = (!r.spec.ignore_eos && tok.is_eog(t)) ||
+                   std::find(r.spec.stop_tokens.begin(), r.spec.stop_tokens.end(), t) != r.spec.stop_tokens.end();
+            if (!stop) stop = stop_string = r.text->push(t, ev.text);
+        } catch (const Error &e) {
+            r.failed = true;
+            r.error = e.status();
+            stop = true;
+        }
+        ++r.n_output;
+        sampled.push_back({s.id, ev.out.token < 0 ? 0 : ev.out.token, stop});
+        hit_stop_string.push_back(stop_string);
+        events.emplace_back(s.id, std::move(ev));
+    }
+    std::unordered_map<uint64_t, FinishReason> finished;
+    for (const FinishedSeq &f : sched_->update(so, sampled)) finished.emplace(f.id, f.reason);
+    for (size_t i = 0; i < events.size(); ++i) {
+        const uint64_t id = events[i].first;
+        Request &r = *requests_.at(id);
+        auto f = finished.find(id);
+        if (f == finished.end()) {
+            emit(r, std::move(events[i].second), VT_FINISH_NONE);
+            continue;
+        }
+        // Ended for length (or a stop token): nothing more can match a stop
+        // string, so the held-back text is shown.
+        if (!hit_stop_string[i]) r.text->flush(events[i].second.text);
+        const vt_finish_reason reason = r.failed ? VT_FINISH_ERROR
+                                        : f->second == FinishReason::length ? VT_FINISH_LENGTH
+                                                                            : VT_FINISH_STOP;
+        emit(r, std::move(events[i].second), reason);
+        requests_.erase(id);
+    }
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    stats_.prompt_tokens += prompt_computed;
+    stats_.generated_tokens += sampled.size();
+    stats_.requests_finished += finished.size();
+}
+
+void Engine::fail_all(vt_status st) {
+    // The failed pass may have left blocks that the prefix cache already
+    // lists half written: end every request and start the pool over.
+    std::vector<uint64_t> ids;
+    for (auto &[id, r] : requests_) ids.push_back(id);
+    for (uint64_t id : ids) finish(id, VT_FINISH_ERROR, st);
+    sched_.reset();
+    kv_ = std::make_unique<KvCacheManager>(kv_cfg_);
+    sched_ = std::make_unique<Scheduler>(*kv_, sched_cfg_);
+}
+
+void Engine::update_stats(size_t n_tokens) {
+    size_t n_inbox;
+    {
+        std::lock_guard<std::mutex> lk(inbox_mu_);
+        n_inbox = inbox_.size();
+    }
+    const BlockPool &pool = kv_->pool();
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (n_tokens) {
+        ++stats_.steps;
+        recent_.emplace_back(now, n_tokens);
+    }
+    while (!recent_.empty() && std::chrono::duration<double>(now - recent_.front().first).count() > kRateWindowSeconds)
+        recent_.pop_front();
+    size_t window_tokens = 0;
+    for (auto &e : recent_) window_tokens += e.second;
+    stats_.tokens_per_second = (double)window_tokens / kRateWindowSeconds;
+    stats_.n_running = (uint32_t)sched_->num_running();
+    sched_waiting_ = (uint32_t)sched_->num_waiting();
+    stats_.n_waiting = (uint32_t)(sched_waiting_ + n_inbox);
+    stats_.kv_blocks_used = pool.num_blocks() - pool.num_free();
+    stats_.kv_blocks_cached = pool.num_free_cached();
+    stats_.prefix_query_tokens = kv_->prefix_query_tokens();
+    stats_.prefix_hit_tokens = kv_->prefix_hit_tokens();
+}
+
+void Engine::stats(vt_engine_stats &out) const {
+    size_t n_inbox;
+    {
+        std::lock_guard<std::mutex> lk(inbox_mu_);
+        n_inbox = inbox_.size();
+    }
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    out = stats_;
+    out.struct_size = sizeof out;
+    // Requests submitted since the last step are waiting too.
+    out.n_waiting = (uint32_t)(sched_waiting_ + n_inbox);
+}
+
+} // namespace vt

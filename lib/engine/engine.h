@@ -1,0 +1,120 @@
+// The serving engine: continuous batching over a paged KV cache (vLLM v1's
+// loop). One step = schedule (lib/sched) -> one forward pass over every
+// scheduled token (runner, paged attention) -> sample the sequences that
+// reached their last known token -> record tokens, emit events, retire the
+// finished. Public face: include/vt/vt_engine.h.
+//
+// Threads: submit(), cancel() and stats() may be called from any thread;
+// step() and poll() belong to one engine thread. Requests waiting in the
+// inbox join the scheduler at the next step.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/request-output.h"
+#include "kv/kv-cache-manager.h"
+#include "runner/sequence.h"
+#include "sched/scheduler.h"
+
+namespace vt {
+
+struct EngineConfig {
+    uint64_t kv_cache_bytes = 0;   // 0: a quarter of the available memory, capped (see vt_context_params)
+    uint32_t block_size = 16;
+    uint32_t max_num_seqs = 64;
+    uint32_t max_model_len = 0;    // 0: the model's training context, capped by the pool
+    uint32_t max_batched_tokens = 512;
+    bool prefix_caching = true;
+};
+
+class Engine {
+public:
+    // Allocates the KV pool and logs its size in tokens. Errors:
+    // VT_ERR_OUT_OF_MEMORY, VT_ERR_INVALID_ARGUMENT (a budget below one
+    // block per layer, or a max_model_len the pool cannot hold).
+    Engine(Context &ctx, const EngineConfig &cfg);
+    ~Engine();
+    Engine(const Engine &) = delete;
+    Engine &operator=(const Engine &) = delete;
+
+    // Queues a request (thread-safe); returns its id. Errors:
+    // VT_ERR_INVALID_ARGUMENT, VT_ERR_CONTEXT_FULL (prompt > max_model_len).
+    uint64_t submit(RequestSpec spec);
+    void cancel(uint64_t id);  // thread-safe
+
+    // One step; waits up to wait_ms for work when idle. Returns the tokens
+    // computed. Throws vt::Error when the forward pass fails, after ending
+    // that step's requests with VT_FINISH_ERROR.
+    size_t step(uint32_t wait_ms);
+
+    // The next queued event (requests without a callback), or null; valid
+    // until the next poll() or step().
+    const vt_request_output *poll();
+
+    void stats(vt_engine_stats &out) const;  // thread-safe; writes every field
+
+private:
+    struct Request {
+        uint64_t id = 0;
+        RequestSpec spec;
+        std::unique_ptr<RequestText> text;
+        uint32_t n_output = 0;
+        uint32_t n_cached = 0;
+        bool admitted = false;   // n_cached is known
+        bool failed = false;     // its step failed: ends with VT_FINISH_ERROR
+        vt_status error = VT_OK;
+    };
+
+    void admit_inbox();
+    const Tensor *run_forward(const SchedulerOutput &so);
+    void sample_and_record(const SchedulerOutput &so, const float *logits, size_t n_vocab);
+    void fail_all(vt_status st);
+    void emit(Request &r, OwnedEvent &&ev, vt_finish_reason reason);
+    void finish(uint64_t id, vt_finish_reason reason, vt_status status = VT_OK);
+    void update_stats(size_t n_tokens);
+
+    Context &ctx_;
+    const Model &model_;
+    uint32_t block_size_;
+    uint64_t pool_bytes_ = 0;
+    void *pool_mem_ = nullptr;
+    std::vector<Tensor> k_pool_, v_pool_;  // per layer (n_embd_kv, n_slots) f16
+    KvCacheConfig kv_cfg_;
+    SchedulerConfig sched_cfg_;
+    std::unique_ptr<KvCacheManager> kv_;
+    std::unique_ptr<Scheduler> sched_;
+
+    std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;  // engine thread only
+
+    // Inbox and ids, shared with submitting threads.
+    mutable std::mutex inbox_mu_;
+    std::condition_variable inbox_cv_;
+    std::vector<std::unique_ptr<Request>> inbox_;
+    std::vector<uint64_t> inbox_cancels_;
+    uint64_t next_id_ = 1;
+
+    // Events of requests without a callback.
+    std::deque<OwnedEvent> queue_;
+    OwnedEvent polled_;
+
+    // Step scratch, reused.
+    std::vector<int32_t> kv_index_, out_rows_;
+
+    // Counters; guarded by stats_mu_ for readers on other threads.
+    mutable std::mutex stats_mu_;
+    vt_engine_stats stats_{};
+    uint32_t sched_waiting_ = 0;  // the scheduler's waiting queue after the last step
+    std::deque<std::pair<std::chrono::steady_clock::time_point, size_t>> recent_;  // (step end, tokens)
+};
+
+// The default pool: a quarter of the memory available now.
+uint64_t default_kv_cache_bytes();
+
+} // namespace vt
