@@ -9,7 +9,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
 packages=(build-essential pkg-config python3-venv catch2 libxxhash-dev libpcre2-dev
-          libutf8proc-dev nlohmann-json3-dev libcli11-dev)
+          libutf8proc-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,4 +1,5 @@
 // vt_context_* and vt_seq_* shims.
+#include <cstddef>
 #include <cstring>
 
 #include "api/api-handles.h"
@@ -11,18 +12,30 @@ using vt::api::read_params;
 
 extern "C" {
 
+namespace {
+// The size of vt_context_params in ABI 1.0 and 1.1: what their callers allocate.
+constexpr size_t kContextParamsV1Size = offsetof(vt_context_params, kv_cache_bytes);
+} // namespace
+
+VT_API void vt_context_params_init_v2(vt_context_params *params, size_t size) {
+    if (!params || size < sizeof(uint32_t)) return;
+    vt_context_params d;
+    std::memset(&d, 0, sizeof d);
+    d.n_batch = 512;
+    if (size > sizeof d) size = sizeof d;
+    d.struct_size = (uint32_t)size;
+    std::memcpy(params, &d, size);
+}
+
 VT_API void vt_context_params_init(vt_context_params *params) {
-    if (!params) return;
-    std::memset(params, 0, sizeof *params);
-    params->struct_size = sizeof *params;
-    params->n_batch = 512;
+    vt_context_params_init_v2(params, kContextParamsV1Size);
 }
 
 VT_API vt_status vt_context_create(const vt_model *model, const vt_context_params *params, vt_context **out) {
     if (out) *out = nullptr;
     if (!model || !out) return fail_arg("vt_context_create: model and out must not be NULL");
     vt_context_params p;
-    vt_context_params_init(&p);
+    vt_context_params_init_v2(&p, sizeof p);
     if (!read_params(params, p)) return fail_arg("vt_context_create: params->struct_size is not set");
     if (p.n_threads > 1024) return fail_arg("vt_context_create: n_threads must be at most 1024");
     if (p.n_batch > 65536) return fail_arg("vt_context_create: n_batch must be at most 65536");

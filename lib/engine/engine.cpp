@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,7 +66,14 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
              (unsigned long long)pool_tokens);
 
     pool_bytes_ = pool_tokens * per_token;
-    pool_mem_ = ctx.alloc_host(pool_bytes_);
+    // Straight from mmap, not the heap: the pages stay untouched (and cost
+    // nothing) until blocks are first used, however large the budget, and
+    // malloc debugging (MALLOC_PERTURB_) does not write the whole pool.
+    pool_mem_ = mmap(nullptr, pool_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (pool_mem_ == MAP_FAILED) {
+        pool_mem_ = nullptr;
+        fail(VT_ERR_OUT_OF_MEMORY, "cannot map a KV cache of %.2f GiB", (double)pool_bytes_ / (1 << 30));
+    }
     const int64_t kv_row = hp.n_embd_kv();
     const size_t layer_bytes = (size_t)pool_tokens * row_bytes(DType::F16, kv_row);
     k_pool_.resize(hp.n_layer);
@@ -94,7 +102,7 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
 }
 
 Engine::~Engine() {
-    if (pool_mem_) ctx_.free_host(pool_mem_);
+    if (pool_mem_) munmap(pool_mem_, pool_bytes_);
 }
 
 uint64_t Engine::submit(RequestSpec spec) {

@@ -52,7 +52,7 @@ ModelPtr tiny_model() {
 
 ContextPtr make_context(const vt_model *m, uint64_t kv_bytes, uint32_t n_batch = 64, uint32_t max_num_seqs = 16) {
     vt_context_params p;
-    vt_context_params_init(&p);
+    vt_context_params_init_v2(&p, sizeof p);
     p.n_threads = 2;
     p.n_batch = n_batch;
     p.kv_cache_bytes = kv_bytes;

@@ -35,9 +35,15 @@ def model(model_path):
     return vt.Model(model_path)
 
 
+# KV pool of an LLM's engine in tests. libvt's default (a quarter of the
+# memory) is only reserved, but meson test sets MALLOC_PERTURB_, which makes
+# glibc write every byte of it.
+TEST_KV_MEMORY = "256MiB"
+
+
 @pytest.fixture(scope="session")
 def llm(model):
-    return vt.LLM(model)
+    return vt.LLM(model, kv_cache_memory=TEST_KV_MEMORY)
 
 
 def _write_tiny(tmp_path_factory, name, *args):

@@ -1,5 +1,9 @@
-"""vt.LLM generation equals vt-generate's for the same settings; streaming
-equals generate; finish reasons; prompts as text and as ids."""
+"""vt.LLM.stream (the single-sequence loop) equals vt-generate's for the same
+settings; streamed pieces equal the whole run; generate (the batched engine,
+test_engine.py) gives consistent outputs; finish reasons; prompts as text
+and as ids. The two paths' tokens are not compared: the engine keeps softmax
+probabilities in f32 where the single-sequence path rounds them to f16 (as
+llama.cpp), so near-ties may go either way."""
 import subprocess
 
 import pytest
@@ -30,32 +34,42 @@ CASES = [
 @pytest.mark.parametrize("flags,params", CASES, ids=["greedy", "seeded", "seeded-penalties"])
 def test_equals_vt_generate(llm, model_path, vt_generate, flags, params):
     sp = vt.SamplingParams(max_tokens=48, **params)
-    outs = llm.generate(PROMPTS, sp)
-    for prompt, out in zip(PROMPTS, outs):
+    for prompt in PROMPTS:
         want = vt_generate_text(vt_generate, model_path, prompt, 48, *flags)
-        assert out.text == want, prompt
+        s = llm.stream(prompt, sp)
+        assert "".join(s) == want, prompt
+        out = s.output()
+        assert out.text == want and out.prompt == prompt
+        assert out.finish_reason in ("stop", "length")
+        if out.finish_reason == "length":
+            assert len(out.token_ids) == 48
+    # generate: the text is the tokens' pieces concatenated; the same prompt
+    # alone, as ids, gives the same tokens.
+    for prompt, out in zip(PROMPTS, llm.generate(PROMPTS, sp)):
         assert out.prompt == prompt
         assert out.finish_reason in ("stop", "length")
         if out.finish_reason == "length":
             assert len(out.token_ids) == 48
-        # The text is the tokens' pieces concatenated.
         assert out.text == llm.tokenizer.detokenize(out.token_ids).decode("utf-8", "replace")
-        # The same prompt alone, as ids, gives the same tokens.
         again = llm.generate(prompt_token_ids=out.prompt_token_ids, sampling_params=sp)[0]
         assert again.token_ids == out.token_ids and again.prompt is None
 
 
-def test_stream_equals_generate(llm):
+def test_stream_equals_run(llm):
+    # The streamed pieces of a generation equal the same loop run at once.
     for params in (vt.SamplingParams(temperature=0, max_tokens=40), vt.SamplingParams(seed=3, max_tokens=40)):
         for prompt in PROMPTS + ["Write the word café in five languages:"]:
-            want = llm.generate(prompt, params)[0]
+            ids = llm.tokenizer.encode(prompt, add_special=True, parse_special=True)
+            want = vt.Generation(llm.context.sequence(), params.sampler(), llm.tokenizer, ids,
+                                 params.max_tokens, params.stop_token_ids)
+            want.run()
             s = llm.stream(prompt, params)
             pieces = list(s)
             assert all(isinstance(p, str) and p for p in pieces)
             assert "".join(pieces) == want.text
             assert s.token_ids == want.token_ids
             assert s.finish_reason == want.finish_reason
-            assert s.output() == vt.RequestOutput(prompt, want.prompt_token_ids, want.text, want.token_ids,
+            assert s.output() == vt.RequestOutput(prompt, ids, want.text, want.token_ids,
                                                   want.finish_reason, None)
 
 
@@ -115,7 +129,7 @@ def test_stream_superseded(llm):
     s = llm.stream(PROMPTS[0], params)
     first = next(s)
     assert first
-    llm.generate(PROMPTS[1], params)  # takes the LLM's sequence
+    llm.stream(PROMPTS[1], params)  # takes the LLM's sequence
     assert list(s) == []
     assert s.finish_reason == "abort"
     s2 = llm.stream(PROMPTS[0], params)
@@ -131,7 +145,8 @@ def test_tiny_model_generation(tiny):
     assert out.finish_reason in ("stop", "length")
     assert out.prompt_token_ids == [1, 2, 3]
     s = llm.stream([1, 2, 3], greedy)
-    assert "".join(s) == out.text and s.token_ids == out.token_ids
+    assert "".join(s) == s.text and s.finish_reason in ("stop", "length")
+    assert len(s.token_ids) <= 20 and s.output().prompt_token_ids == [1, 2, 3]
     seeded = vt.SamplingParams(seed=11, max_tokens=20, temperature=1.5, top_k=0, top_p=1.0, min_p=0.0)
     a = llm.generate(prompt_token_ids=[5, 6], sampling_params=seeded)[0]
     b = llm.generate(prompt_token_ids=[5, 6], sampling_params=seeded)[0]
@@ -142,5 +157,5 @@ def test_tiny_model_equals_vt_generate(tiny, tiny_path, vt_generate):
     prompt = "hello there"
     for flags, params in CASES:
         want = vt_generate_text(vt_generate, tiny_path, prompt, 24, "-t", "1", *flags)
-        got = vt.LLM(tiny, n_threads=1).generate(prompt, vt.SamplingParams(max_tokens=24, **params))[0]
-        assert got.text == want, flags
+        got = "".join(vt.LLM(tiny, n_threads=1).stream(prompt, vt.SamplingParams(max_tokens=24, **params)))
+        assert got == want, flags

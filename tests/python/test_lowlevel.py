@@ -77,9 +77,10 @@ def test_logits_all(tiny):
 
 
 def test_manual_loop_equals_llm(tiny):
-    # feed/step/sample/accept by hand is the loop LLM.generate runs.
+    # feed/step/sample/accept by hand is the loop LLM.stream runs.
     params = vt.SamplingParams(seed=9, temperature=1.2, top_k=0, top_p=1.0, min_p=0.0, max_tokens=12)
-    want = vt.LLM(tiny, n_threads=1).generate(prompt_token_ids=[3, 4, 5], sampling_params=params)[0]
+    want = vt.LLM(tiny, n_threads=1).stream([3, 4, 5], params)
+    list(want)
     seq = vt.Context(tiny, n_threads=1).sequence()
     smpl = params.sampler()
     tok = tiny.tokenizer

@@ -8,6 +8,7 @@ import pytest
 import vt
 
 PROMPTS = [[1, 2, 3], [10, 20, 30, 40], [100, 7], [42]]
+KV = "64MiB"  # each LLM's engine pool (see conftest.TEST_KV_MEMORY)
 
 
 def run_threads(fn, n):
@@ -35,11 +36,11 @@ def shared(request):
 
 def test_llm_per_thread(shared):
     params = vt.SamplingParams(temperature=0, max_tokens=16)
-    want = [vt.LLM(shared, n_threads=1).generate(prompt_token_ids=p, sampling_params=params)[0].token_ids
+    want = [vt.LLM(shared, n_threads=1, kv_cache_memory=KV).generate(prompt_token_ids=p, sampling_params=params)[0].token_ids
             for p in PROMPTS]
 
     def work(i):
-        llm = vt.LLM(shared, n_threads=1)
+        llm = vt.LLM(shared, n_threads=1, kv_cache_memory=KV)
         return [llm.generate(prompt_token_ids=PROMPTS[i], sampling_params=params)[0].token_ids for _ in range(2)]
 
     got = run_threads(work, len(PROMPTS))

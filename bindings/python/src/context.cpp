@@ -1,5 +1,6 @@
 // vt.Context and vt.Sequence: evaluating tokens and reading logits
-// (vt_context.h).
+// (vt_context.h). The context's serving engine (submit, step, ...) is in
+// engine.cpp.
 #include <cstring>
 #include <optional>
 
@@ -17,14 +18,21 @@ void Sequence::check_no_views(const char *what) const {
 namespace {
 
 std::shared_ptr<Context> make_context(std::shared_ptr<Model> model, uint32_t n_threads,
-                                      std::optional<std::string> backend, uint32_t n_batch) {
+                                      std::optional<std::string> backend, uint32_t n_batch, uint64_t kv_cache_bytes,
+                                      uint32_t kv_block_size, uint32_t max_num_seqs, uint32_t max_model_len,
+                                      bool prefix_caching) {
     auto c = std::make_shared<Context>();
     c->model = std::move(model);
     vt_context_params cp;
-    vt_context_params_init(&cp);
+    vt_context_params_init_v2(&cp, sizeof cp);  // the serving fields too (ABI 1.2)
     cp.n_threads = n_threads;
     cp.backend = backend ? backend->c_str() : nullptr;
     cp.n_batch = n_batch;
+    cp.kv_cache_bytes = kv_cache_bytes;
+    cp.kv_block_size = kv_block_size;
+    cp.max_num_seqs = max_num_seqs;
+    cp.max_model_len = max_model_len;
+    cp.no_prefix_caching = !prefix_caching;
     Failure f;
     {
         py::gil_scoped_release nogil;
@@ -92,14 +100,35 @@ void init_context(py::module_ &m) {
         "    ctx = vt.Context(model, n_threads=4)\n"
         "    seq = ctx.sequence()\n"
         "    seq.feed(model.tokenizer.encode(\"Hello\", add_special=True)); seq.step()\n"
-        "    next_id = int(seq.logits().argmax())")
+        "    next_id = int(seq.logits().argmax())\n\n"
+        "A context also serves many requests at once (continuous batching, vt_engine.h):\n"
+        "submit() queues one, each step() is one forward pass over all running requests,\n"
+        "poll() returns their events (vt.RequestEvent). A request's tokens are the same\n"
+        "alone or batched.\n\n"
+        "    rid = ctx.submit(prompt_ids, max_tokens=16)\n"
+        "    done = False\n"
+        "    while not done:\n"
+        "        ctx.step()\n"
+        "        for ev in ctx.poll():\n"
+        "            print(ev.text, end=\"\"); done = ev.finish_reason is not None\n\n"
+        "submit, cancel and stats may be called from any thread while one thread steps.")
         .def(py::init(&make_context), py::arg("model"), py::arg("n_threads") = 0, py::arg("backend") = py::none(),
-             py::arg("n_batch") = 512,
+             py::arg("n_batch") = 512, py::kw_only(), py::arg("kv_cache_bytes") = 0, py::arg("kv_block_size") = 0,
+             py::arg("max_num_seqs") = 0, py::arg("max_model_len") = 0, py::arg("prefix_caching") = true,
              "Args:\n"
              "    model: a vt.Model (kept alive by the context).\n"
              "    n_threads: compute threads; 0 = the number of physical cores.\n"
              "    backend: backend name; None = \"cpu\".\n"
-             "    n_batch: most tokens evaluated per forward pass (longer feeds are chunked).\n\n"
+             "    n_batch: most tokens evaluated per forward pass (longer feeds are chunked;\n"
+             "        the engine's token budget per step).\n"
+             "  The serving engine (read at the first submit; 0 = libvt's default):\n"
+             "    kv_cache_bytes: the KV block pool; 0 = a quarter of the available memory,\n"
+             "        capped at what max_num_seqs requests of max_model_len tokens can use.\n"
+             "    kv_block_size: tokens per KV block; 0 = 16.\n"
+             "    max_num_seqs: requests running at once; 0 = 64.\n"
+             "    max_model_len: tokens per request (prompt + output); 0 = the model's\n"
+             "        training context, capped by the pool.\n"
+             "    prefix_caching: share the KV blocks of common prompt prefixes.\n\n"
              "Raises VtNotFound (no such backend), VtInvalidArgument, VtOutOfMemory.")
         .def_readonly("model", &Context::model, "The vt.Model of this context.")
         .def("sequence", &make_sequence, py::arg("n_ctx") = 0, py::arg("logits_all") = false,

@@ -32,6 +32,10 @@ public:
           max_tokens_(max_tokens.value_or(-1)), stop_ids_(std::move(stop_ids)) {
         if (max_tokens && *max_tokens < 0)
             raise_status(VT_ERR_INVALID_ARGUMENT, "max_tokens must be >= 0 or None (until end of generation)");
+        {
+            Lock lock(sampler_->mu);
+            sampler_->get("Generation");
+        }
         if (!sampler_->has_final)
             raise_status(VT_ERR_INVALID_STATE, "the sampler chain has no final stage (add_greedy or add_dist)");
         vt_detokenizer *d = nullptr;
@@ -93,6 +97,11 @@ private:
         if (done_) return;
         Lock ctx_lock(seq_->ctx->mu);
         Lock smpl_lock(sampler_->mu);
+        if (sampler_->moved) {
+            done_ = true;
+            finish_ = "abort";
+            sampler_->get("Generation");  // raises: the chain was moved into an engine request
+        }
         if (!started_) {
             seq_->check_no_views("step");
             seq_->owner = this;

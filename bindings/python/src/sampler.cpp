@@ -15,7 +15,7 @@ std::shared_ptr<Sampler> make_sampler() {
 // Adds a stage under the sampler's lock and returns the sampler (chaining).
 template <class Add> std::shared_ptr<Sampler> add(std::shared_ptr<Sampler> self, Add stage, bool final_stage = false) {
     Lock lock(self->mu);
-    check(stage(self->handle));
+    check(stage(self->get("Sampler.add_*")));
     if (final_stage) self->has_final = true;
     return self;
 }
@@ -25,18 +25,19 @@ vt_token sample_array(Sampler &self, py::array_t<float, py::array::c_style | py:
         raise_status(VT_ERR_INVALID_ARGUMENT, "Sampler.sample: logits must be one-dimensional (n_vocab,)");
     Lock lock(self.mu);
     vt_token t = VT_TOKEN_NULL;
-    check(vt_sampler_sample(self.handle, logits.data(), (size_t)logits.size(), &t));
+    check(vt_sampler_sample(self.get("Sampler.sample"), logits.data(), (size_t)logits.size(), &t));
     return t;
 }
 
 vt_token sample_seq(Sampler &self, Sequence &seq, int32_t i) {
     Lock ctx_lock(seq.ctx->mu);  // lock order: context, then sampler
     Lock lock(self.mu);
+    vt_sampler *h = self.get("Sampler.sample");
     const float *p = nullptr;
     size_t n = 0;
     check(vt_seq_logits(seq.handle, i, &p, &n));
     vt_token t = VT_TOKEN_NULL;
-    check(vt_sampler_sample(self.handle, p, n, &t));
+    check(vt_sampler_sample(h, p, n, &t));
     return t;
 }
 
@@ -53,6 +54,8 @@ void init_sampler(py::module_ &m) {
         "                       .add_temp(0.8).add_dist(seed=42)\n"
         "    tok = smpl.sample(seq); smpl.accept(tok)\n\n"
         "vt.SamplingParams(...).sampler() builds the chain LLM.generate uses.\n\n"
+        "Context.submit moves a chain into a request (the request owns it from then on):\n"
+        "the object is then empty and every method raises VtInvalidState.\n\n"
         "Thread-safety: one thread at a time (it holds the RNG and the penalty history);\n"
         "enforced with a lock. Stages raise VtInvalidArgument for values out of range and\n"
         "VtInvalidState when added after a final stage.")
@@ -100,17 +103,18 @@ void init_sampler(py::module_ &m) {
              "Picks a token from a 1-D array of logits (converted to contiguous float32).")
         .def("accept", [](Sampler &self, vt_token t) {
                 Lock lock(self.mu);
-                check(vt_sampler_accept(self.handle, t));
+                check(vt_sampler_accept(self.get("Sampler.accept"), t));
             },
             py::arg("token"), "Records a token in the penalty history (prompt and output tokens).")
         .def("reset", [](Sampler &self) {
                 Lock lock(self.mu);
-                check(vt_sampler_reset(self.handle));
+                check(vt_sampler_reset(self.get("Sampler.reset")));
             },
             "Clears the penalty history and reseeds the RNG with its original seed.")
         .def_property_readonly("has_final", [](const Sampler &self) { return self.has_final; },
                                "Whether the chain ends in greedy or dist (it can sample).")
         .def("__repr__", [](const Sampler &self) {
+            if (self.moved) return std::string("<vt.Sampler (moved into a request)>");
             return std::string("<vt.Sampler") + (self.has_final ? "" : " (no final stage)") + ">";
         });
 }

@@ -171,12 +171,22 @@ struct Sequence {
     void check_no_views(const char *what) const;
 };
 
-// vt.Sampler: one thread at a time (mu).
+// vt.Sampler: one thread at a time (mu). Context.submit moves the handle
+// into a request (the C ABI takes ownership): handle is null from then on.
 struct Sampler {
     vt_sampler *handle = nullptr;
     bool has_final = false;  // ends in greedy or dist
+    bool moved = false;      // given to a request by Context.submit
     std::mutex mu;
     ~Sampler() { vt_sampler_destroy(handle); }
+    // The live handle; raises VtInvalidState (naming `what`) once moved.
+    // Needs the GIL and mu held.
+    vt_sampler *get(const char *what) const {
+        if (moved)
+            raise_status(VT_ERR_INVALID_STATE, std::string(what) +
+                         ": this vt.Sampler was moved into a request by Context.submit; make a new chain");
+        return handle;
+    }
 };
 
 // ---- areas ---------------------------------------------------------------------
@@ -185,6 +195,9 @@ void init_errors(py::module_ &m);
 void init_model(py::module_ &m);
 void init_tokenizer(py::module_ &m);
 void init_context(py::module_ &m);
+// vt.RequestEvent, and Context.submit / cancel / step / poll / stats added to
+// the Context class (after init_context and init_sampler).
+void init_engine(py::module_ &m);
 void init_sampler(py::module_ &m);
 void init_llm(py::module_ &m);
 void init_chat(py::module_ &m);

@@ -3,10 +3,10 @@
 High level (like vLLM's and llama-cpp-python's)::
 
     import vt
-    llm = vt.LLM(model="SmolLM2-135M-Instruct.Q4_1.gguf")
-    out = llm.generate(["The capital of France is"],
-                       vt.SamplingParams(temperature=0, max_tokens=32))
-    print(out[0].text, out[0].finish_reason)
+    llm = vt.LLM(model="SmolLM2-135M-Instruct.Q4_1.gguf", kv_cache_memory="1GiB")
+    outs = llm.generate(["The capital of France is", "Once upon a time"],   # batched
+                        vt.SamplingParams(temperature=0, max_tokens=32, stop=["."]))
+    print(outs[0].text, outs[0].finish_reason)
     for piece in llm.stream("Once upon a time", vt.SamplingParams(seed=42)):
         print(piece, end="", flush=True)
     reply = llm.chat([{"role": "user", "content": "Hi!"}])[0].text   # the model's chat template
@@ -23,6 +23,9 @@ Low level, one class per handle of the C ABI (include/vt/*.h)::
     logits = seq.logits()                       # float32 NumPy array, (n_vocab,)
     smpl = vt.Sampler().add_top_k(40).add_temp(0.8).add_dist(seed=1)
     next_id = smpl.sample(seq)
+    rid = ctx.submit(tok.encode("Hi", add_special=True), max_tokens=16,
+                     sampler=smpl)              # the serving engine; smpl is moved into it
+    ctx.step(); events = ctx.poll()             # vt.RequestEvent: token, text, finish_reason
 
 Errors are vt.VtError subclasses (VtIOError, VtFormatError, VtInvalidArgument,
 ...), carrying .status and libvt's message. Models and tokenizers may be used
@@ -47,6 +50,7 @@ from ._vt import (
     Generation,
     Model,
     ModelMeta,
+    RequestEvent,
     Sampler,
     Sequence,
     Tokenizer,
@@ -77,7 +81,7 @@ __version__: str = version()
 
 __all__ = [
     "ABI_VERSION", "LOG_DEBUG", "LOG_ERROR", "LOG_INFO", "LOG_NONE", "LOG_WARN", "STATUS_CODES",
-    "ChatTemplate", "Context", "Detokenizer", "Generation", "LLM", "Model", "ModelMeta", "RequestOutput", "Sampler", "SamplingParams",
+    "ChatTemplate", "Context", "Detokenizer", "Generation", "LLM", "Model", "ModelMeta", "RequestEvent", "RequestOutput", "Sampler", "SamplingParams",
     "Sequence", "Stream", "Tokenizer",
     "VtBufferTooSmall", "VtCancelled", "VtContextFull", "VtError", "VtFormatError", "VtInternalError",
     "VtInvalidArgument", "VtInvalidState", "VtInvalidUTF8", "VtIOError", "VtNotFound", "VtOutOfMemory",

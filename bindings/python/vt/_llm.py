@@ -11,18 +11,27 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import _vt
 from ._chat import chat_prompt_token_ids
+from ._engine import parse_bytes, run_batch
 
 __all__ = ["LLM", "RequestOutput", "SamplingParams", "Stream"]
 
 
 @dataclass
 class SamplingParams:
-    """How LLM.generate and LLM.stream pick tokens.
+    """How LLM.generate and LLM.stream pick tokens, and when they stop.
 
     The chain is vt-generate's, stage for stage: penalties -> top_k -> top_p ->
     min_p -> temperature -> a seeded draw; temperature <= 0 is greedy (after
-    the penalties). The defaults are vt-generate's too, so the same settings
-    give the same text as ``vt-generate --temp T --seed S ...``.
+    the penalties). The defaults are vt-generate's too, so LLM.stream (the
+    single-sequence loop of vt-generate) gives the same text as
+    ``vt-generate --temp T --seed S ...`` for the same settings.
+
+    LLM.generate runs its prompts batched in the serving engine instead. Its
+    tokens do not depend on the batch, but its numerics differ slightly from
+    the single-sequence path's (softmax probabilities kept in f32 rather than
+    rounded to f16 as llama.cpp does), so near-ties may pick other tokens; and
+    there the penalties see the generated tokens only (as OpenAI's and vLLM's
+    presence/frequency penalties), not the prompt.
 
     Attributes:
         temperature: softmax temperature; 0 (or less) = greedy.
@@ -39,6 +48,15 @@ class SamplingParams:
             token or a full context.
         stop_token_ids: extra token ids that end generation (finish_reason
             "stop", stop_reason the id); not included in the output.
+        stop: a stop string or a list of them (generate only): the text ends
+            just before the first one generated (finish_reason "stop",
+            stop_reason the string); the string itself is not in the text,
+            the tokens that made it are in token_ids (as in vLLM).
+        ignore_eos: keep generating after end-of-generation tokens
+            (generate only).
+        logprobs: None, or the number (0 .. 20) of most likely tokens whose
+            log-probabilities each output token reports besides its own
+            (generate only; as vLLM's logprobs).
 
     Out-of-range values raise vt.VtInvalidArgument (a ValueError) when the
     object is made: libvt's own sampler checks them.
@@ -55,6 +73,9 @@ class SamplingParams:
     seed: Optional[int] = None
     max_tokens: Optional[int] = 128
     stop_token_ids: List[int] = field(default_factory=list)
+    stop: Union[str, List[str], None] = None
+    ignore_eos: bool = False
+    logprobs: Optional[int] = None
 
     def __post_init__(self) -> None:
         if self.seed is not None and not 0 <= self.seed < 2**32:
@@ -62,6 +83,12 @@ class SamplingParams:
         if self.max_tokens is not None and self.max_tokens < 0:
             raise _vt.VtInvalidArgument("SamplingParams: max_tokens must be >= 0 or None")
         self.stop_token_ids = [int(t) for t in self.stop_token_ids]
+        stops = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+        if not all(isinstance(x, str) and x and "\0" not in x for x in stops):
+            raise _vt.VtInvalidArgument("SamplingParams: stop must be a non-empty string or a list of them")
+        self.stop = stops
+        if self.logprobs is not None and not 0 <= self.logprobs <= 20:
+            raise _vt.VtInvalidArgument("SamplingParams: logprobs must be in 0 .. 20 or None")
         self.sampler(seed=0)  # validates every value through libvt
 
     def sampler(self, seed: Optional[int] = None) -> _vt.Sampler:
@@ -94,9 +121,16 @@ class RequestOutput:
             with bytes that are not UTF-8 replaced by U+FFFD.
         token_ids: the generated token ids (without the end-of-generation or
             stop token).
-        finish_reason: "stop" (an end-of-generation token or one of
-            stop_token_ids) or "length" (max_tokens, or the context is full).
-        stop_reason: the id from stop_token_ids that ended it, else None.
+        finish_reason: "stop" (an end-of-generation token, one of
+            stop_token_ids or a stop string) or "length" (max_tokens, or the
+            context is full).
+        stop_reason: the id from stop_token_ids or the stop string that ended
+            it, else None.
+        logprobs: with SamplingParams.logprobs = n, one dict per token of
+            token_ids: {token id: log-probability} of the n most likely
+            tokens and of the token itself; else None.
+        num_cached_tokens: prompt tokens served from the prefix cache
+            (generate); None from a stream.
     """
 
     prompt: Optional[str]
@@ -104,17 +138,20 @@ class RequestOutput:
     text: str
     token_ids: List[int]
     finish_reason: str
-    stop_reason: Optional[int] = None
+    stop_reason: Union[int, str, None] = None
+    logprobs: Optional[List[Dict[int, float]]] = None
+    num_cached_tokens: Optional[int] = None
 
 
 class Stream:
     """Iterator of the text pieces of one generation (LLM.stream).
 
-    Pieces never end inside a UTF-8 character; their concatenation equals the
-    text LLM.generate returns for the same prompt and settings. After (or
-    during) iteration, text, token_ids, finish_reason and stop_reason describe
-    the generation so far. A later generate() or stream() call on the same LLM
-    ends an unfinished stream (finish_reason "abort"; iteration stops).
+    Pieces never end inside a UTF-8 character; their concatenation is the
+    text of the generation (vt-generate's for the same prompt and settings).
+    After (or during) iteration, text, token_ids, finish_reason and
+    stop_reason describe the generation so far. A later stream() call on the
+    same LLM ends an unfinished stream (finish_reason "abort"; iteration
+    stops); generate() calls in between leave it alone.
     """
 
     def __init__(self, llm: "LLM", gen: _vt.Generation, prompt: Optional[str]) -> None:
@@ -166,53 +203,80 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 class LLM:
-    """A model ready to generate text: a vt.Model, a vt.Context and one sequence.
+    """A model ready to generate text: a vt.Model and a vt.Context.
 
     Example::
 
-        llm = vt.LLM(model="SmolLM2-135M-Instruct.Q4_1.gguf", n_threads=4)
-        params = vt.SamplingParams(temperature=0.7, top_p=0.9, seed=1, max_tokens=64)
-        for out in llm.generate(["Hello, my name is", "The sky is"], params):
+        llm = vt.LLM(model="SmolLM2-135M-Instruct.Q4_1.gguf", kv_cache_memory="1GiB")
+        params = vt.SamplingParams(temperature=0.7, top_p=0.9, seed=1, max_tokens=64, stop=["\\n\\n"])
+        prompts = ["Hello, my name is", "The sky is", "def fibonacci(n):"]
+        for out in llm.generate(prompts, params):       # batched, outputs in order
             print(out.prompt, "->", out.text, out.finish_reason)
-        for piece in llm.stream("Once upon a time", params):
+        for piece in llm.stream("Once upon a time", vt.SamplingParams(seed=1, max_tokens=64)):
             print(piece, end="", flush=True)
 
-    Prompts are tokenized like vt-generate's: with the model's BOS/EOS rules
-    (add_special) and with the text of control tokens ("<|im_start|>") turned
-    into those tokens (parse_special), since the prompt is the caller's own
-    text; pass parse_special=False for untrusted text. Prompts run one after
-    another in the LLM's one sequence (its KV cache is reused). chat() takes
-    conversations (message dicts) instead and renders them with the model's
-    chat template first.
+    generate() (and chat()) submit all their prompts to the context's serving
+    engine at once and run them batched (continuous batching, as vLLM): a
+    prompt's tokens are the same alone or in a batch. stream() runs one
+    prompt in a single sequence, vt-generate's loop. Prompts are tokenized like
+    vt-generate's: with the model's BOS/EOS rules (add_special) and with the
+    text of control tokens ("<|im_start|>") turned into those tokens
+    (parse_special), since the prompt is the caller's own text; pass
+    parse_special=False for untrusted text. chat() takes conversations
+    (message dicts) instead and renders them with the model's chat template
+    first.
 
     Thread-safety: an LLM is used by one thread at a time; calls from several
     threads are serialized by a lock (generation releases the GIL). For
     parallel generation make one LLM per thread over one shared vt.Model:
-    ``vt.LLM(model=shared_model)``.
+    ``vt.LLM(model=shared_model)``, or batch the prompts in one generate().
     """
 
     def __init__(self, model: Union[PathLike, _vt.Model], *, n_threads: int = 0, n_ctx: int = 0,
-                 n_batch: int = 512, backend: Optional[str] = None, use_mmap: bool = True) -> None:
+                 n_batch: int = 512, backend: Optional[str] = None, use_mmap: bool = True,
+                 kv_cache_memory: Union[int, str, None] = None, max_num_seqs: int = 0,
+                 max_model_len: Optional[int] = None, block_size: int = 0,
+                 enable_prefix_caching: bool = True) -> None:
         """Loads the model (unless given a vt.Model) and makes its context.
 
         Args:
             model: a GGUF file path, or a loaded vt.Model to share.
             n_threads: compute threads; 0 = the number of physical cores.
-            n_ctx: context window (KV capacity) in tokens; 0 = the model's
-                training context, capped at 4096.
-            n_batch: most tokens per forward pass (longer prompts are chunked).
+            n_ctx: context window in tokens: stream()'s KV capacity (0 = the
+                model's training context, capped at 4096) and, unless
+                max_model_len is given, generate()'s tokens per request.
+            n_batch: most tokens per forward pass (longer prompts are
+                chunked; the engine's token budget per step).
             backend: backend name; None = "cpu".
             use_mmap: map the weights (default) instead of reading them.
+            kv_cache_memory: generate()'s KV block pool, in bytes or as a
+                string such as "2GiB"; None or 0 = libvt's default (a quarter
+                of the available memory, capped at what max_num_seqs requests
+                of max_model_len tokens can use). Allocated at the first
+                generate().
+            max_num_seqs: requests generate() runs at once (the rest wait);
+                0 = 64.
+            max_model_len: tokens per generate() request, prompt and output;
+                None = n_ctx, where 0 = the model's training context capped
+                by the pool.
+            block_size: tokens per KV block; 0 = 16.
+            enable_prefix_caching: share the KV blocks of common prompt
+                prefixes between requests.
 
         Raises:
             VtIOError, VtFormatError, VtUnsupportedError: the model file.
             VtNotFound: no such backend.
+            VtInvalidArgument: a bad size.
         """
         self.model: _vt.Model = model if isinstance(model, _vt.Model) else _vt.Model(model, use_mmap=use_mmap)
         self.tokenizer: _vt.Tokenizer = self.model.tokenizer
-        self.context: _vt.Context = _vt.Context(self.model, n_threads=n_threads, backend=backend,
-                                                n_batch=n_batch)
-        self._seq = self.context.sequence(n_ctx=n_ctx)
+        self.context: _vt.Context = _vt.Context(
+            self.model, n_threads=n_threads, backend=backend, n_batch=n_batch,
+            kv_cache_bytes=parse_bytes(kv_cache_memory), kv_block_size=block_size,
+            max_num_seqs=max_num_seqs, max_model_len=n_ctx if max_model_len is None else max_model_len,
+            prefix_caching=enable_prefix_caching)
+        self._n_ctx = n_ctx
+        self._seq: Optional[_vt.Sequence] = None  # stream()'s, made on first use
         self._lock = threading.RLock()
         self._active: Optional["weakref.ref[_vt.Generation]"] = None
         self._chat_template: Optional[_vt.ChatTemplate] = None  # parsed on first chat()
@@ -225,7 +289,13 @@ class LLM:
                  sampling_params: Union[SamplingParams, Sequence[SamplingParams], None] = None, *,
                  prompt_token_ids: Union[Sequence[int], Sequence[Sequence[int]], None] = None,
                  add_special: bool = True, parse_special: bool = True) -> List[RequestOutput]:
-        """Generates a completion for each prompt, one after another.
+        """Generates a completion for each prompt, all batched in the engine.
+
+        Every prompt is submitted to the context's serving engine at once and
+        they run together (continuous batching; at most max_num_seqs at a
+        time, the rest wait). Each prompt gets its own sampler chain: with a
+        seed, a prompt's sampled tokens are the same alone or in a batch.
+        Ctrl-C (KeyboardInterrupt) cancels the requests still running.
 
         Args:
             prompts: a prompt or a list of prompts (text).
@@ -241,8 +311,9 @@ class LLM:
 
         Raises:
             VtInvalidArgument: an empty prompt, a bad parameter.
-            VtContextFull: a prompt longer than the context window.
+            VtContextFull: a prompt that reaches max_model_len (n_ctx).
             VtInvalidUTF8: a prompt given as bytes that are not UTF-8.
+            VtOutOfMemory: the KV pool.
         """
         requests = self._requests(prompts, prompt_token_ids, add_special, parse_special)
         if sampling_params is None or isinstance(sampling_params, SamplingParams):
@@ -252,14 +323,12 @@ class LLM:
             if len(params_list) != len(requests):
                 raise _vt.VtInvalidArgument(
                     f"generate: {len(params_list)} sampling params for {len(requests)} prompts")
-        outputs = []
         with self._lock:
-            for (prompt, ids), params in zip(requests, params_list):
-                gen = self._start(ids, params)
-                gen.run()
-                outputs.append(RequestOutput(prompt, gen.prompt_token_ids, gen.text, gen.token_ids,
-                                             gen.finish_reason, gen.stop_reason))
-        return outputs
+            results = run_batch(self.context, self.tokenizer,
+                                [(ids, params) for (_, ids), params in zip(requests, params_list)])
+        return [RequestOutput(prompt, ids, r.text, r.token_ids, r.finish_reason, r.stop_reason, r.logprobs,
+                              r.num_cached_tokens)
+                for (prompt, ids), r in zip(requests, results)]
 
     def chat(self, messages: Union[Sequence[Mapping[str, Any]], Sequence[Sequence[Mapping[str, Any]]]],
              sampling_params: Union[SamplingParams, Sequence[SamplingParams], None] = None, *,
@@ -322,14 +391,21 @@ class LLM:
         the pieces equals generate()'s text for the same settings. The
         returned Stream also tells token_ids and finish_reason. Tokens are
         generated as the iterator is advanced (each step releases the GIL).
+        It runs in the LLM's one sequence, vt-generate's loop, and so takes
+        neither stop strings, ignore_eos nor logprobs (VtInvalidArgument):
+        generate() does.
         """
+        params = sampling_params or SamplingParams()
+        if params.stop or params.ignore_eos or params.logprobs is not None:
+            raise _vt.VtInvalidArgument("stream: stop strings, ignore_eos and logprobs are not supported by "
+                                        "the single-sequence path; use generate()")
         if isinstance(prompt, str):
             text: Optional[str] = prompt
             ids = self.tokenizer.encode(prompt, add_special=add_special, parse_special=parse_special)
         else:
             text, ids = None, [int(t) for t in prompt]
         with self._lock:
-            gen = self._start(ids, sampling_params or SamplingParams())
+            gen = self._start(ids, params)
         return Stream(self, gen, text)
 
     def _requests(self, prompts, prompt_token_ids, add_special, parse_special):
@@ -348,6 +424,8 @@ class LLM:
 
     def _start(self, ids: List[int], params: SamplingParams) -> _vt.Generation:
         # One sequence per LLM: a new generation ends an unfinished stream.
+        if self._seq is None:
+            self._seq = self.context.sequence(n_ctx=self._n_ctx)
         if self._active is not None:
             old = self._active()
             if old is not None:

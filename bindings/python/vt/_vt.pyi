@@ -118,10 +118,75 @@ class Detokenizer:
 
 class Context:
     def __init__(self, model: Model, n_threads: int = 0, backend: Optional[str] = None,
-                 n_batch: int = 512) -> None: ...
+                 n_batch: int = 512, *, kv_cache_bytes: int = 0, kv_block_size: int = 0,
+                 max_num_seqs: int = 0, max_model_len: int = 0, prefix_caching: bool = True) -> None: ...
     @property
     def model(self) -> Model: ...
     def sequence(self, n_ctx: int = 0, logits_all: bool = False) -> Sequence: ...
+    # The serving engine (vt_engine.h): many requests batched in one context.
+    def submit(self, prompt_token_ids: _Seq[int], max_tokens: Optional[int] = None,
+               sampler: Optional[Sampler] = None, stop_token_ids: _Seq[int] = ...,
+               stop: _Seq[str] = ..., ignore_eos: bool = False, logprobs: bool = False,
+               top_logprobs: int = 0) -> int:
+        """Queues a request; returns its id (> 0). Thread-safe.
+
+        sampler is MOVED into the request on success: the vt.Sampler object is
+        empty afterwards and raises VtInvalidState if used; None = greedy.
+        max_tokens None = until max_model_len (0 is refused).
+        """
+    def cancel(self, request_id: int) -> None:
+        """Ends a request at the next step (last event finish_reason "abort"). Thread-safe."""
+    def step(self, wait_ms: int = 0) -> int:
+        """One forward pass over the running requests; returns the tokens computed.
+
+        Releases the GIL. When idle, waits up to wait_ms for a submit or cancel.
+        """
+    def poll(self) -> List[RequestEvent]:
+        """Every queued event, oldest first (empty list when none)."""
+    def stats(self) -> Dict[str, Union[int, float]]:
+        """vt_engine_stats as a dict: n_running, n_waiting, kv_block_size,
+        kv_blocks_total, kv_blocks_used, kv_blocks_cached, max_model_len,
+        kv_cache_bytes, prefix_query_tokens, prefix_hit_tokens, prompt_tokens,
+        generated_tokens, steps, preemptions, requests_finished,
+        tokens_per_second. Thread-safe."""
+
+class RequestEvent:
+    """One event of a submitted request (Context.poll).
+
+    finish_reason maps vt_finish_reason: None (VT_FINISH_NONE, still running),
+    "stop" (VT_FINISH_STOP: an end-of-generation token, a stop token or a stop
+    string), "length" (VT_FINISH_LENGTH: max_tokens or max_model_len), "abort"
+    (VT_FINISH_CANCELLED: Context.cancel) and "error" (VT_FINISH_ERROR; status
+    says why and check() raises it). Exactly one event of a request, its last,
+    has a finish_reason.
+    """
+    @property
+    def request_id(self) -> int: ...
+    @property
+    def token(self) -> Optional[int]:
+        """The generated token, or None. A request that stopped on an
+        end-of-generation or stop token carries it in its last event."""
+    @property
+    def text(self) -> str:
+        """New text safe to show (held back while it may begin a stop string)."""
+    @property
+    def logprob(self) -> float:
+        """log-softmax of the raw logits at token; 0.0 unless requested."""
+    @property
+    def top_logprobs(self) -> List[Tuple[int, float]]:
+        """The top_logprobs most likely (token, logprob), most likely first."""
+    @property
+    def finish_reason(self) -> Optional[str]: ...
+    @property
+    def status(self) -> int: ...
+    @property
+    def n_prompt_tokens(self) -> int: ...
+    @property
+    def n_output_tokens(self) -> int: ...
+    @property
+    def n_cached_tokens(self) -> int: ...
+    def check(self) -> None:
+        """Raises the VtError of status when the request failed."""
 
 class Sequence:
     def __init__(self, context: Context, n_ctx: int = 0, logits_all: bool = False) -> None: ...
@@ -139,6 +204,8 @@ class Sequence:
 # ---- sampler -----------------------------------------------------------------
 
 class Sampler:
+    """A sampler chain. Context.submit moves it into a request: every method
+    of the emptied object then raises VtInvalidState."""
     def __init__(self) -> None: ...
     def add_penalties(self, last_n: int = 64, repeat: float = 1.0, freq: float = 0.0,
                       present: float = 0.0) -> Sampler: ...

@@ -1,0 +1,518 @@
+#!/usr/bin/env python3
+"""Concurrent serving: vt-server vs llama.cpp's llama-server, side by side.
+
+Same machine, same run, same GGUF, same thread count (DESIGN.md,
+"Performance method"). Each server is started in turn on a free port of
+127.0.0.1 (never both at once: they would fight for the cores), waited for on
+/health, warmed up with one request, and then driven at each concurrency level
+(default 1, 4, 16) by a closed-loop client: C workers, each sending its next
+streaming /v1/completions request as soon as its last one ends, until
+--requests (default max(4, 2*C)) are done. Prompts come from a fixed,
+deterministic list of different lengths (serve_load.make_prompt), identical
+for both servers; temperature 0, max_tokens 64.
+
+Reported per server and level:
+  tok/s      output tokens of all successful requests / wall time of the level
+             (tokens from the stream's usage.completion_tokens when the server
+             sends it, stream_options.include_usage; else one per text chunk)
+  TTFT       request sent -> first non-empty text chunk (p50, p99)
+  ITL        gaps between consecutive text chunks, pooled over requests (p50, p99)
+  ok/fail    requests that streamed to [DONE] / that failed
+and the ratios vt / llama for tok/s (higher is better for vt) and TTFT p99
+(lower is better for vt).
+
+"ignore_eos": true is sent so both servers generate the full max_tokens
+(llama-server honours it; a server that ignores it may stop early at EOS --
+the "tok/req" column shows it, and tok/s counts only what was generated).
+
+Both servers get the same KV capacity: llama-server -np 16 (slots) with
+-c 16 * --ctx-per-slot (1024) and its default f16 cache (continuous batching
+is on by default in this version; -cb is passed anyway); vt-server
+--max-num-seqs 16, --max-model-len 1024 and --kv-cache-memory of the same
+bytes (f16 K and V per token from the GGUF's layer and head counts), each
+passed only when its --help lists it. --vt-arg/--llama-arg add raw flags.
+
+llama-server is built, like llama-bench in compare-llama-bench.py (whose
+helper fetches and builds the pinned llama.cpp), into
+~/.cache/vt/llama.cpp-build with -DLLAMA_BUILD_SERVER=ON and no web UI:
+    .venv/bin/python examples/bench/serve-bench.py --build-only --jobs 1
+
+Usage (from the repository root):
+    .venv/bin/python examples/bench/serve-bench.py                        # smollm2, -t 2
+    .venv/bin/python examples/bench/serve-bench.py --concurrency 1,4,16 --requests 32 --json
+    .venv/bin/python examples/bench/serve-bench.py --only llama           # llama-server alone
+    .venv/bin/python examples/bench/serve-bench.py --vt-server build-x/examples/server/vt-server
+
+The machine should be otherwise idle: the load average is printed before
+and after each server. On a busy one llama-server's OpenMP threads spin and
+its numbers collapse (3x lower measured at load 5-8 on 2 cores); --omp-passive
+runs it with OMP_WAIT_POLICY=PASSIVE, as compare-llama-bench.py does.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+import serve_load  # noqa: E402
+
+HOST = "127.0.0.1"
+
+
+def log(msg: str) -> None:
+    print(f"serve-bench: {msg}", file=sys.stderr, flush=True)
+
+
+def _compare_llama_bench():
+    """compare-llama-bench.py as a module (its file name has dashes)."""
+    spec = importlib.util.spec_from_file_location("compare_llama_bench",
+                                                  HERE / "compare-llama-bench.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def ensure_llama_server(cache: Path, jobs: int, nice: int) -> Path:
+    """Path of llama-server, building it when missing: the source download,
+    extraction and first configure are compare-llama-bench.py's (which also
+    builds llama-bench, small next to the libraries both share); then the same
+    build dir is reconfigured with the server on (no web UI assets: nothing is
+    fetched) and only the llama-server target is built."""
+    exe = cache / "llama.cpp-build" / "bin" / "llama-server"
+    if exe.is_file() and os.access(exe, os.X_OK):
+        return exe
+    clb = _compare_llama_bench()
+    clb.ensure_llama_bench(cache, jobs, nice)
+    src = (cache / "llama.cpp-src" / f"llama_cpp_python-{clb.LLAMA_CPP_PYTHON_VERSION}"
+           / "vendor" / "llama.cpp")
+    build = cache / "llama.cpp-build"
+    nice_cmd = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
+    cfg = ["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+           "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
+           "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF"]
+    if clb.run(nice_cmd + cfg).returncode != 0:
+        sys.exit("cmake configure of llama.cpp (server on) failed")
+    if clb.run(nice_cmd + ["cmake", "--build", str(build), "--target", "llama-server",
+                           "-j", str(jobs)]).returncode != 0:
+        sys.exit("building llama-server failed")
+    if not exe.is_file():
+        sys.exit(f"built, but {exe} is missing")
+    return exe
+
+
+def find_vt_server(given: str | None) -> Path | None:
+    if given:
+        return Path(given)
+    for d in ("build-server", "build"):
+        p = REPO / d / "examples" / "server" / "vt-server"
+        if p.is_file():
+            return p
+    found = sorted(REPO.glob("build*/examples/server/vt-server"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
+def _first_flag(help_text: str, names: tuple[str, ...]) -> str | None:
+    """The first of names that the help text lists as an option."""
+    for n in names:
+        if re.search(r"(^|[\s,\[])" + re.escape(n) + r"([\s,=\]]|$)", help_text, re.M):
+            return n
+    return None
+
+
+def gguf_scalars(path: Path) -> dict:
+    """The scalar (number, bool, string) metadata of a GGUF file; arrays skipped."""
+    fmts = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q",
+            12: "d"}
+    out: dict = {}
+    with open(path, "rb") as f:
+        def rd(fmt: str):
+            return struct.unpack("<" + fmt, f.read(struct.calcsize("<" + fmt)))
+
+        def rd_str() -> str:
+            (n,) = rd("Q")
+            return f.read(n).decode(errors="replace")
+
+        def value(vtype: int):
+            if vtype in fmts:
+                return rd(fmts[vtype])[0]
+            if vtype == 8:
+                return rd_str()
+            if vtype == 9:
+                atype, n = rd("IQ")
+                if atype in fmts:
+                    f.seek(struct.calcsize("<" + fmts[atype]) * n, 1)
+                else:
+                    for _ in range(n):
+                        value(atype)
+                return None
+            raise ValueError(f"{path}: unknown GGUF value type {vtype}")
+
+        magic, version, _n_tensors, n_kv = rd("4sIQQ")
+        if magic != b"GGUF" or version < 2:
+            raise ValueError(f"{path} is not a GGUF v2+ file")
+        for _ in range(n_kv):
+            key = rd_str()
+            (vtype,) = rd("I")
+            v = value(vtype)
+            if v is not None:
+                out[key] = v
+    return out
+
+
+def kv_bytes_per_token(model: Path) -> int:
+    """f16 K and V of one token over all layers: what llama-server's default
+    cache type (f16) and vt's KV pool (f16) both store."""
+    md = gguf_scalars(model)
+    arch = md["general.architecture"]
+    n_layer = int(md[f"{arch}.block_count"])
+    n_head = int(md[f"{arch}.attention.head_count"])
+    n_head_kv = int(md.get(f"{arch}.attention.head_count_kv", n_head))
+    k_dim = int(md.get(f"{arch}.attention.key_length", md[f"{arch}.embedding_length"] // n_head))
+    v_dim = int(md.get(f"{arch}.attention.value_length", k_dim))
+    return n_layer * n_head_kv * (k_dim + v_dim) * 2
+
+
+def vt_server_cmd(exe: Path, model: Path, threads: int, port: int, seqs: int,
+                  ctx_per_seq: int, extra: list[str]) -> list[str]:
+    """vt-server's command line, matched to llama-server's: `seqs` requests at
+    once, each up to ctx_per_seq tokens, and a KV pool of the bytes llama's
+    seqs * ctx_per_seq f16 cache takes. The options are read from its --help
+    and passed only when listed, so the script survives renames; flags in
+    extra (--vt-arg) replace the ones chosen here."""
+    try:
+        h = subprocess.run([str(exe), "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired) as e:
+        sys.exit(f"{exe} --help failed: {e}")
+    cmd = [str(exe), _first_flag(h, ("-m", "--model")) or "-m", str(model),
+           _first_flag(h, ("-t", "--threads")) or "-t", str(threads),
+           "--host", HOST, "--port", str(port)]
+    given = {x.split("=", 1)[0] for x in extra}
+    kv = None
+    try:
+        kv = seqs * ctx_per_seq * kv_bytes_per_token(model)
+    except (KeyError, ValueError, OSError) as e:
+        log(f"warning: no KV size for vt-server from the GGUF metadata ({e})")
+    for names, val in ((("--max-num-seqs", "--parallel", "-np"), seqs),
+                       (("--max-model-len",), ctx_per_seq),
+                       (("--kv-cache-memory",), kv)):
+        f = _first_flag(h, names)
+        if f and val is not None and f not in given:
+            cmd += [f, str(val)]
+    return cmd + extra
+
+
+def llama_server_cmd(exe: Path, model: Path, threads: int, port: int, seqs: int,
+                     kv_tokens: int, extra: list[str]) -> list[str]:
+    return [str(exe), "-m", str(model), "-t", str(threads), "-tb", str(threads),
+            "--host", HOST, "--port", str(port), "-np", str(seqs), "-c", str(kv_tokens),
+            "-cb", "--no-webui"] + extra
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A server process in its own session (so stopping it stops only what it
+    spawned), its output in a log file."""
+
+    def __init__(self, name: str, cmd: list[str], port: int, log_dir: Path,
+                 env: dict | None = None):
+        self.name, self.cmd, self.port, self.env = name, cmd, port, env
+        self.log_path = log_dir / f"{name}.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        log(f"starting {self.name}: {' '.join(self.cmd)}")
+        self._log = open(self.log_path, "wb")
+        try:
+            self.proc = subprocess.Popen(self.cmd, stdout=self._log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         env=self.env)
+        except OSError as e:
+            raise RuntimeError(f"cannot start {self.cmd[0]}: {e}") from None
+
+    def log_tail(self, n: int = 2000) -> str:
+        try:
+            return self.log_path.read_bytes()[-n:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def wait_healthy(self, timeout: float) -> None:
+        """Polls GET /health until 200; raises RuntimeError if the process
+        exits or the time runs out."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n"
+                                   + self.log_tail())
+            try:
+                with urllib.request.urlopen(f"http://{HOST}:{self.port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.25)
+        raise RuntimeError(f"{self.name} not healthy after {timeout:.0f} s:\n" + self.log_tail())
+
+    def model_id(self, fallback: str) -> str:
+        try:
+            with urllib.request.urlopen(f"http://{HOST}:{self.port}/v1/models", timeout=5) as r:
+                data = json.loads(r.read()).get("data") or []
+                return data[0]["id"] if data and data[0].get("id") else fallback
+        except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError):
+            return fallback
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self._kill()
+        if getattr(self, "_log", None):
+            self._log.close()
+
+    def _kill(self) -> None:
+        # NOTE: both servers drain in-flight requests on the first SIGTERM and
+        # cancel them on a second (llama-server, vt-server --grace-period);
+        # after an interrupt our client threads may still be streaming.
+        for sig, wait in ((signal.SIGTERM, 5), (signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.proc.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                log(f"{self.name} still running {wait} s after {sig.name}")
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def request_body(model_id: str, index: int, max_tokens: int, ignore_eos: bool) -> dict:
+    body = {"model": model_id, "prompt": serve_load.make_prompt(index), "max_tokens": max_tokens,
+            "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
+    if ignore_eos:
+        body["ignore_eos"] = True
+    return body
+
+
+def bench_server(srv: Server, a, model: Path, levels: list[int]) -> dict:
+    """Start, warm up, run every level, stop. Returns {"levels": {...}} or
+    {"error": ...}; the server is stopped in every case."""
+    out: dict = {"cmd": srv.cmd, "loadavg_before": loadavg()}
+    try:
+        srv.start()
+        t0 = time.monotonic()
+        srv.wait_healthy(a.start_timeout)
+        out["startup_s"] = time.monotonic() - t0
+        mid = srv.model_id(model.stem)
+        warm = serve_load.stream_completion(
+            HOST, srv.port, request_body(mid, 10**6, 8, a.ignore_eos), a.request_timeout)
+        if not warm.ok:
+            raise RuntimeError(f"warm-up request failed: {warm.error}\n" + srv.log_tail())
+        out["levels"] = {}
+        base = 0  # prompt index of a level's first request: same on both servers
+        for c in levels:
+            n = a.requests if a.requests else max(4, 2 * c)
+            bodies = [request_body(mid, base + i, a.max_tokens, a.ignore_eos) for i in range(n)]
+            base += n
+            log(f"{srv.name}: concurrency {c}, {n} requests")
+            results, wall = serve_load.run_level(HOST, srv.port, bodies, c, a.request_timeout)
+            s = serve_load.summarize(results, wall)
+            out["levels"][str(c)] = s
+            log(f"{srv.name}: c={c} {fmt(s['output_tps'], 1)} tok/s, "
+                f"TTFT p50 {fmt(s['ttft_p50_ms'], 0)} ms, ok {s['requests_ok']}/{n}"
+                + (f", errors: {s['errors']}" if s["errors"] else ""))
+    except RuntimeError as e:
+        out["error"] = str(e)
+        log(f"error: {srv.name}: {e}")
+    finally:
+        srv.stop()
+        out["loadavg_after"] = loadavg()
+    return out
+
+
+def fmt(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def ratio(v: float | None, l: float | None) -> str:
+    return f"{v / l:.2f}" if v and l else "-"
+
+
+def print_report(runs: dict, levels: list[int], a, model: Path) -> None:
+    print(f"serving: {model.name}, -t {a.threads}, max_tokens {a.max_tokens}, temperature 0, "
+          f"ignore_eos {'on' if a.ignore_eos else 'off'}; {os.cpu_count()} cores"
+          + ("; llama-server with OMP_WAIT_POLICY=PASSIVE" if a.omp_passive else ""))
+    for name, r in runs.items():
+        print(f"{name}: load average before {r['loadavg_before']}, after {r['loadavg_after']}"
+              + (f"; startup {r['startup_s']:.1f} s" if "startup_s" in r else ""))
+    print()
+    hdr = ["server", "conc", "ok/fail", "tok/req", "tok/s", "TTFT p50 ms", "TTFT p99 ms",
+           "ITL p50 ms", "ITL p99 ms"]
+    print("| " + " | ".join(hdr) + " |")
+    print("|---|" + "|".join(["---:"] * (len(hdr) - 1)) + "|")
+    for name, r in runs.items():
+        for c in levels:
+            s = r.get("levels", {}).get(str(c))
+            if s is None:
+                print(f"| {name} | {c} | ERR | " + " | ".join(["-"] * (len(hdr) - 4)) + " |")
+                continue
+            print("| " + " | ".join([
+                name, str(c), f"{s['requests_ok']}/{s['requests_failed']}",
+                fmt(s["mean_tokens_per_request"], 1), fmt(s["output_tps"], 1),
+                fmt(s["ttft_p50_ms"], 1), fmt(s["ttft_p99_ms"], 1),
+                fmt(s["itl_p50_ms"], 1), fmt(s["itl_p99_ms"], 1)]) + " |")
+    if "vt" in runs and "llama" in runs:
+        print("\nvt / llama (tok/s: higher is better for vt; TTFT p99: lower is better for vt)\n")
+        print("| conc | tok/s ratio | TTFT p99 ratio |")
+        print("|---:|---:|---:|")
+        for c in levels:
+            v = runs["vt"].get("levels", {}).get(str(c)) or {}
+            l = runs["llama"].get("levels", {}).get(str(c)) or {}
+            print(f"| {c} | {ratio(v.get('output_tps'), l.get('output_tps'))} | "
+                  f"{ratio(v.get('ttft_p99_ms'), l.get('ttft_p99_ms'))} |")
+    errors = [f"{n}: {r['error']}" for n, r in runs.items() if "error" in r]
+    errors += [f"{n} c={c}: {e}" for n, r in runs.items()
+               for c, s in r.get("levels", {}).items() for e in s["errors"]]
+    if errors:
+        print("\nerrors:")
+        for e in errors:
+            print(f"- {e.splitlines()[0][:300]}")
+
+
+def _sigterm(signum, frame):
+    raise KeyboardInterrupt  # unwinds through bench_server's finally: servers stop
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-m", "--model", help="GGUF path (default: vt_models --model-name)")
+    ap.add_argument("--model-name", default="smollm2", help="vt_models name (default smollm2)")
+    ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("--concurrency", default="1,4,16", help="levels, comma-separated")
+    ap.add_argument("--requests", type=int, default=0,
+                    help="requests per level (default: max(4, 2 * concurrency))")
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--no-ignore-eos", dest="ignore_eos", action="store_false",
+                    help="do not send ignore_eos (requests may then stop at EOS)")
+    ap.add_argument("--slots", type=int, default=16,
+                    help="llama-server -np; vt-server's max sequences where it has the option")
+    ap.add_argument("--ctx-per-slot", type=int, default=1024,
+                    help="KV tokens per slot; both servers get slots * this in total")
+    ap.add_argument("--only", choices=("vt", "llama"), help="benchmark one server only")
+    ap.add_argument("--vt-server", help="vt-server binary (default: build-server/ or build/ "
+                    "examples/server/vt-server)")
+    ap.add_argument("--llama-server", help="use this llama-server instead of building one")
+    ap.add_argument("--vt-arg", action="append", default=[], help="extra vt-server flag "
+                    "(repeatable; use --vt-arg=--flag for values starting with -)")
+    ap.add_argument("--llama-arg", action="append", default=[], help="extra llama-server flag")
+    ap.add_argument("--cache-dir", default=str(Path.home() / ".cache" / "vt"))
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="build parallelism")
+    ap.add_argument("--nice", type=int, default=10, help="niceness of the llama.cpp build")
+    ap.add_argument("--build-only", action="store_true", help="build llama-server and exit")
+    ap.add_argument("--start-timeout", type=float, default=180, help="seconds to wait for /health")
+    ap.add_argument("--request-timeout", type=float, default=600, help="socket timeout per request")
+    ap.add_argument("--omp-passive", action="store_true",
+                    help="run llama-server with OMP_WAIT_POLICY=PASSIVE (its OpenMP threads "
+                         "spin by default, which collapses on an oversubscribed machine)")
+    ap.add_argument("--log-dir", help="keep the servers' output here as NAME.log "
+                    "(default: a temporary directory, removed at the end)")
+    ap.add_argument("--json", action="store_true", help="also print the results as JSON")
+    a = ap.parse_args()
+
+    cache = Path(a.cache_dir).expanduser()
+    llama_exe = None
+    if a.only != "vt":
+        llama_exe = Path(a.llama_server) if a.llama_server else ensure_llama_server(
+            cache, a.jobs, a.nice)
+    if a.build_only:
+        print(llama_exe)
+        return 0
+    vt_exe = None
+    if a.only != "llama":
+        vt_exe = find_vt_server(a.vt_server)
+        if vt_exe is None or not vt_exe.is_file():
+            sys.exit(f"vt-server not found ({vt_exe or 'build-server/ or build/ examples/server'}):"
+                     " build it (meson compile -C build vt-server), pass --vt-server, "
+                     "or --only llama")
+    try:
+        levels = [int(x) for x in a.concurrency.split(",") if x.strip()]
+    except ValueError:
+        sys.exit(f"bad --concurrency {a.concurrency!r}")
+    if not levels or min(levels) < 1 or a.threads < 1:
+        sys.exit("concurrency levels and --threads must be >= 1")
+    if max(levels) > a.slots:
+        log(f"warning: concurrency {max(levels)} > --slots {a.slots}: requests will queue")
+    if a.model:
+        model = Path(a.model)
+    else:
+        sys.path.insert(0, str(REPO / "examples" / "models"))
+        import vt_models
+        model = vt_models.model_path(a.model_name)
+    if not model.is_file():
+        sys.exit(f"model {model} not found")
+
+    signal.signal(signal.SIGTERM, _sigterm)
+    kv_tokens = a.slots * a.ctx_per_slot
+    runs: dict = {}
+    if a.log_dir:
+        Path(a.log_dir).mkdir(parents=True, exist_ok=True)
+    with (contextlib.nullcontext(a.log_dir) if a.log_dir
+          else tempfile.TemporaryDirectory(prefix="serve-bench-")) as logs:
+        try:
+            for name in ("llama", "vt"):
+                if a.only and a.only != name:
+                    continue
+                port = free_port()
+                env = None
+                if name == "llama":
+                    if a.omp_passive:
+                        env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
+                    cmd = llama_server_cmd(llama_exe, model, a.threads, port, a.slots, kv_tokens,
+                                           a.llama_arg)
+                else:
+                    cmd = vt_server_cmd(vt_exe, model, a.threads, port, a.slots,
+                                        a.ctx_per_slot, a.vt_arg)
+                runs[name] = bench_server(Server(name, cmd, port, Path(logs), env), a, model,
+                                          levels)
+        except KeyboardInterrupt:
+            log("interrupted; servers stopped")
+            return 130
+    print_report(runs, levels, a, model)
+    if a.json:
+        print(json.dumps({"model": str(model), "threads": a.threads, "max_tokens": a.max_tokens,
+                          "ignore_eos": a.ignore_eos, "omp_passive": a.omp_passive, "slots": a.slots,
+                          "ctx_per_slot": a.ctx_per_slot, "concurrency": levels, "servers": runs}))
+    failed = any("error" in r or any(s["requests_failed"] for s in r.get("levels", {}).values())
+                 for r in runs.values())
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

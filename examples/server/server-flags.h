@@ -1,0 +1,46 @@
+// Command-line flags of vt-server (CLI11) and the request guards' defaults.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace vts {
+
+// Limits checked on every request before any tokenization; 0 disables one.
+struct Guards {
+    uint64_t max_body_bytes = 8ull << 20;  // larger bodies: 413, never buffered
+    uint64_t max_prompt_chars = 1000000;   // characters of all prompts/messages: 400
+    uint64_t max_new_tokens = 0;           // max_tokens above it: 400 (also the default cap)
+};
+
+struct ServerOptions {
+    std::string model;
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    unsigned threads = 0;             // compute threads, 0 = physical cores
+    unsigned http_threads = 0;        // connection threads, 0 = max_num_seqs + 16 (at least 32)
+    uint64_t kv_cache_bytes = 0;      // 0 = the engine's default
+    uint32_t max_num_seqs = 0;        // 0 = the engine's default (64)
+    uint32_t max_model_len = 0;       // 0 = the model's training context, capped by the pool
+    uint32_t n_batch = 0;             // 0 = the engine's default (512)
+    uint32_t kv_block_size = 0;       // 0 = the engine's default (16)
+    bool no_prefix_caching = false;
+    std::string api_key;              // empty: no authentication
+    std::string served_model_name;    // empty: the model file's name
+    double grace_period_s = 30.0;     // SIGTERM: time in-flight requests get to finish
+    Guards guards;
+};
+
+// "8MiB", "2GiB", "1.5G", "512k", "1000000": bytes. K/M/G/T and KiB/MiB/...
+// are powers of 1024, KB/MB/GB/TB powers of 1000. Throws
+// std::invalid_argument for anything else (negative, junk, overflow).
+uint64_t parse_size(const std::string &text);
+
+// Reads VT_SERVER_MAX_BODY_BYTES, VT_SERVER_MAX_PROMPT_CHARS and
+// VT_SERVER_MAX_NEW_TOKENS into the guard defaults, then the flags (which
+// override them). Returns an exit status to end with (help, errors), or
+// std::nullopt to go on serving.
+std::optional<int> parse_flags(int argc, char **argv, ServerOptions &o);
+
+} // namespace vts

@@ -1,0 +1,206 @@
+#include "server-generate.h"
+
+#include <chrono>
+#include <memory>
+#include <random>
+
+#include "server-engine.h"
+#include "server-errors.h"
+#include "server-prompt.h"
+#include "server-request.h"
+#include "server-response.h"
+
+namespace vts {
+
+using json = nlohmann::json;
+
+namespace {
+
+// The engine requests of one HTTP request. Destroying it (the response is
+// done, or the connection died before the provider ran) cancels whatever is
+// still running, so no request outlives its client.
+struct Generation {
+    Engine &engine;
+    std::shared_ptr<Channel> channel = std::make_shared<Channel>();
+    std::vector<uint64_t> ids;
+    ResponseBuilder rb;
+
+    Generation(Engine &e, ResponseBuilder builder) : engine(e), rb(std::move(builder)) {}
+    ~Generation() { cancel(); }
+    void cancel() {
+        if (rb.all_finished()) return;
+        for (uint64_t id : ids) engine.cancel(id);
+    }
+};
+
+ApiError submit_error(vt_status s, size_t n_prompt, uint32_t max_model_len) {
+    const char *m = vt_last_error();
+    const std::string why = m && *m ? m : vt_status_str(s);
+    switch (s) {
+    case VT_ERR_CONTEXT_FULL:
+        return ApiError(400,
+                        "this model's maximum context length is " + std::to_string(max_model_len) +
+                            " tokens, but the prompt has " + std::to_string(n_prompt) + " tokens (" + why + ")",
+                        "invalid_request_error", "messages", "context_length_exceeded");
+    case VT_ERR_INVALID_ARGUMENT:
+    case VT_ERR_INVALID_UTF8: return ApiError(400, why);
+    case VT_ERR_CANCELLED: return ApiError(503, "the server is shutting down", "server_error");
+    case VT_ERR_OUT_OF_MEMORY: return ApiError(503, "out of memory: " + why, "server_error");
+    default: return ApiError(500, "cannot submit the request: " + why, "server_error");
+    }
+}
+
+// Tokenized prompts of a request, one per prompt (chat: exactly one).
+std::vector<std::vector<vt_token>> tokenize_prompts(const ServerState &st, GenRequest &r) {
+    std::vector<std::vector<vt_token>> prompts;
+    if (r.chat) {
+        prompts.push_back(st.prompter->tokenize_chat(r.messages, r.template_extra, r.add_generation_prompt));
+    } else {
+        for (const auto &t : r.prompt_texts) prompts.push_back(st.prompter->tokenize_text(t));
+        for (auto &ids : r.prompt_ids) prompts.push_back(std::move(ids));
+    }
+    for (const auto &p : prompts)
+        if (p.empty()) throw bad_param(r.chat ? "messages" : "prompt", "the prompt has no tokens");
+    return prompts;
+}
+
+// vLLM's rule: prompt + max_tokens must fit max_model_len, so that
+// finish_reason "length" always means max_tokens.
+void check_lengths(const GenRequest &r, const std::vector<std::vector<vt_token>> &prompts, uint32_t mml) {
+    if (mml == 0) return;  // not known yet: the engine checks the prompt itself
+    const char *param = r.chat ? "messages" : "prompt";
+    for (const auto &p : prompts) {
+        if (p.size() > mml)
+            throw ApiError(400,
+                           "this model's maximum context length is " + std::to_string(mml) +
+                               " tokens, but the prompt has " + std::to_string(p.size()) + " tokens",
+                           "invalid_request_error", param, "context_length_exceeded");
+        if (r.max_tokens && p.size() + *r.max_tokens > mml)
+            throw ApiError(400,
+                           "this model's maximum context length is " + std::to_string(mml) + " tokens, but " +
+                               std::to_string(p.size() + *r.max_tokens) + " were requested (" +
+                               std::to_string(p.size()) + " in the prompt, " + std::to_string(*r.max_tokens) +
+                               " for the completion)",
+                           "invalid_request_error", "max_tokens", "context_length_exceeded");
+    }
+}
+
+// Waits for the events of g and writes them as they come (streaming) or
+// the whole response at the end. Returns false, after cancelling, when the client
+// is gone.
+bool pump(Generation &g, httplib::DataSink &sink) {
+    using namespace std::chrono_literals;
+    std::vector<TokenEvent> events;
+    auto idle_since = std::chrono::steady_clock::now();
+    while (true) {
+        events.clear();
+        g.channel->wait(events, 100ms);
+        std::string out = g.rb.consume(events);
+        if (!out.empty()) {
+            if (!sink.write(out.data(), out.size())) {
+                g.cancel();
+                return false;
+            }
+        } else if (!sink.is_writable()) {  // peer closed: the socket reads EOF
+            g.cancel();
+            return false;
+        }
+        if (g.rb.all_finished()) break;
+        // The engine thread only stops after every handler returned; this
+        // is a last resort against waiting forever on a wedged engine.
+        if (!events.empty()) idle_since = std::chrono::steady_clock::now();
+        else if (!g.engine.running() && std::chrono::steady_clock::now() - idle_since > 5s) {
+            const std::string err = g.rb.error_text(500, "the engine stopped");
+            sink.write(err.data(), err.size());
+            sink.done();
+            return true;
+        }
+    }
+    vt_status st = VT_OK;
+    std::string out;
+    if (g.rb.failed(&st)) {
+        // The step failed on the engine thread: only its status is known here.
+        out = g.rb.error_text(500, std::string("generation failed: ") + vt_status_str(st));
+    } else {
+        out = g.rb.final_text();
+    }
+    if (!sink.write(out.data(), out.size())) return false;
+    sink.done();
+    return true;
+}
+
+void generate(ServerState &st, const std::string &body_text, bool chat, httplib::Response &res) {
+    if (st.draining.load()) throw ApiError(503, "the server is shutting down", "server_error");
+    json body;
+    try {
+        body = json::parse(body_text);
+    } catch (const json::parse_error &e) {
+        throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
+    }
+    GenRequest r = parse_request(body, chat, st.opts.guards, st.n_vocab);
+    if (!r.model.empty() && r.model != st.model_name)
+        throw ApiError(404, "the model '" + r.model + "' does not exist (this server serves '" + st.model_name + "')",
+                       "invalid_request_error", "model", "model_not_found");
+
+    auto prompts = tokenize_prompts(st, r);
+    check_lengths(r, prompts, st.engine->stats().max_model_len);
+    uint64_t prompt_tokens = 0;
+    for (const auto &p : prompts) prompt_tokens += p.size();
+
+    const int n_choices = (int)prompts.size() * r.n;
+    auto g = std::make_shared<Generation>(
+        *st.engine, ResponseBuilder(chat, r.stream, r.include_usage, r.logprobs, r.ignore_eos, st.model_name,
+                                    n_choices, prompt_tokens, *st.prompter));
+    SubmitParams sp;
+    sp.max_tokens = r.max_tokens.value_or(0);
+    sp.stop = r.stop;
+    sp.ignore_eos = r.ignore_eos;
+    sp.logprobs = r.logprobs;
+    sp.top_logprobs = r.top_logprobs;
+    const uint32_t base_seed = r.sampling.seed ? *r.sampling.seed : std::random_device{}();
+    for (size_t pi = 0; pi < prompts.size(); ++pi) {
+        for (int j = 0; j < r.n; ++j) {
+            // n > 1: seed + i, so that a seeded request is reproducible and
+            // its choices still differ.
+            vt_sampler *smpl = make_sampler(r.sampling, base_seed + (uint32_t)j);
+            uint64_t id = 0;
+            const int choice = (int)pi * r.n + j;
+            const vt_status s = st.engine->submit(prompts[pi], sp, smpl, g->channel, choice, &id);
+            if (s != VT_OK) {
+                const ApiError e = submit_error(s, prompts[pi].size(), st.engine->stats().max_model_len);
+                vt_sampler_destroy(smpl);
+                throw e;  // ~Generation cancels the ones already submitted
+            }
+            g->ids.push_back(id);
+        }
+    }
+    log_kv_pool_once(st);
+
+    auto provider = [g](size_t, httplib::DataSink &sink) { return pump(*g, sink); };
+    if (r.stream) {
+        res.set_header("Cache-Control", "no-cache");
+        res.set_chunked_content_provider("text/event-stream", provider);
+    } else {
+        // NOTE: chunked even when not streaming: the provider runs with the
+        // connection at hand, so it can notice a client that left and cancel.
+        // The price: an engine failure after admission arrives as an error
+        // object under status 200.
+        res.set_chunked_content_provider("application/json", provider);
+    }
+}
+
+} // namespace
+
+void handle_generation(ServerState &st, const std::string &body, bool chat, httplib::Response &res) {
+    try {
+        generate(st, body, chat, res);
+    } catch (const ApiError &e) {
+        res.status = e.status;
+        res.set_content(dump_json(error_body(e)), "application/json");
+    } catch (const std::exception &e) {  // bad_alloc, a json type error missed by the checks
+        res.status = 500;
+        res.set_content(dump_json(error_body(ApiError(500, e.what(), "server_error"))), "application/json");
+    }
+}
+
+} // namespace vts

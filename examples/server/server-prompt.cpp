@@ -1,0 +1,92 @@
+#include "server-prompt.h"
+
+#include <cstdio>
+
+#include "server-errors.h"
+
+namespace vts {
+
+namespace {
+
+std::string last_error(vt_status s) {
+    const char *msg = vt_last_error();
+    return msg && *msg ? msg : vt_status_str(s);
+}
+
+} // namespace
+
+Prompter::Prompter(const vt_model *model) : model_(model) {
+    vt_model_tokenizer(model, &tok_);
+    const vt_status s = vt_chat_template_create(nullptr, model, &tmpl_);
+    if (s != VT_OK) {
+        tmpl_ = nullptr;
+        tmpl_error_ = s == VT_ERR_NOT_FOUND ? "the model has no chat template: use /v1/completions"
+                                            : "the model's chat template cannot be used: " + last_error(s);
+        std::fprintf(stderr, "vt-server: %s\n", tmpl_error_.c_str());
+    }
+    const vt_token bos = vt_token_bos(tok_);
+    if (bos != VT_TOKEN_NULL) bos_text_ = piece(bos);
+}
+
+Prompter::~Prompter() { vt_chat_template_destroy(tmpl_); }
+
+std::vector<vt_token> Prompter::tokenize(const std::string &text, uint32_t flags) const {
+    std::vector<vt_token> out(text.size() / 2 + 16);
+    size_t n = 0;
+    vt_status s = vt_tokenize(tok_, text.data(), text.size(), flags, out.data(), out.size(), &n);
+    if (s == VT_ERR_BUFFER_TOO_SMALL) {
+        out.resize(n);
+        s = vt_tokenize(tok_, text.data(), text.size(), flags, out.data(), out.size(), &n);
+    }
+    if (s != VT_OK) throw ApiError(400, "cannot tokenize the prompt: " + last_error(s));
+    out.resize(n);
+    return out;
+}
+
+std::vector<vt_token> Prompter::tokenize_text(const std::string &text) const {
+    return tokenize(text, VT_TOKENIZE_ADD_SPECIAL | VT_TOKENIZE_PARSE_SPECIAL);
+}
+
+std::vector<vt_token> Prompter::tokenize_chat(const nlohmann::json &messages, const nlohmann::json &extra,
+                                              bool add_generation_prompt) const {
+    if (tmpl_ == nullptr) throw ApiError(400, tmpl_error_);
+    const std::string msgs = dump_json(messages);
+    std::string extra_text;
+    vt_chat_params cp;
+    vt_chat_params_init(&cp);
+    cp.add_generation_prompt = add_generation_prompt;
+    if (extra.is_object() && !extra.empty()) {
+        extra_text = dump_json(extra);
+        cp.extra_json = extra_text.c_str();
+    }
+    std::string text(msgs.size() + 1024, '\0');
+    size_t needed = 0;
+    vt_status s = vt_chat_template_apply_json(tmpl_, msgs.c_str(), &cp, text.data(), text.size(), &needed);
+    // A template may read the clock: its size can change between two calls.
+    for (int tries = 0; s == VT_ERR_BUFFER_TOO_SMALL && tries < 3; ++tries) {
+        text.resize(needed + 256);
+        s = vt_chat_template_apply_json(tmpl_, msgs.c_str(), &cp, text.data(), text.size(), &needed);
+    }
+    if (s != VT_OK) throw ApiError(400, "the chat template refused the messages: " + last_error(s), "invalid_request_error", "messages");
+    text.resize(needed);
+    // A template that writes BOS itself must not get a second one.
+    uint32_t flags = VT_TOKENIZE_PARSE_SPECIAL;
+    if (bos_text_.empty() || text.compare(0, bos_text_.size(), bos_text_) != 0) flags |= VT_TOKENIZE_ADD_SPECIAL;
+    return tokenize(text, flags);
+}
+
+std::string Prompter::piece(vt_token token) const {
+    char buf[128];
+    size_t n = 0;
+    vt_status s = vt_token_to_piece(tok_, token, true, buf, sizeof buf, &n);
+    if (s == VT_ERR_BUFFER_TOO_SMALL) {
+        std::string big(n + 1, '\0');
+        if (vt_token_to_piece(tok_, token, true, big.data(), big.size(), &n) != VT_OK) return {};
+        big.resize(n);
+        return big;
+    }
+    if (s != VT_OK) return {};
+    return std::string(buf, n);
+}
+
+} // namespace vts

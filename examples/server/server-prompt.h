@@ -1,0 +1,53 @@
+// Prompt text -> token ids for vt-server: plain completions prompts, and
+// chat messages rendered with the model's chat template.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vt/vt.h"
+
+namespace vts {
+
+class Prompter {
+public:
+    // model must outlive the Prompter. A model without a chat template (or
+    // with one vt cannot parse) still serves /v1/completions; chat requests
+    // then fail with 400 and the reason, logged once here.
+    explicit Prompter(const vt_model *model);
+    ~Prompter();
+    Prompter(const Prompter &) = delete;
+    Prompter &operator=(const Prompter &) = delete;
+
+    // A completions prompt: the model's BOS/EOS rules apply, and text of
+    // control tokens becomes those tokens (as Hugging Face encode() and vLLM
+    // do). Throws ApiError (400) for text the tokenizer refuses.
+    std::vector<vt_token> tokenize_text(const std::string &text) const;
+
+    // Chat messages (a JSON array of message objects, already validated)
+    // rendered by the template with `extra` (an object of further template
+    // variables, or null), then tokenized with control tokens parsed and
+    // BOS added only when the rendered text does not begin with it.
+    // Throws ApiError (400) when the template refuses the conversation.
+    std::vector<vt_token> tokenize_chat(const nlohmann::json &messages, const nlohmann::json &extra,
+                                        bool add_generation_prompt) const;
+
+    // Bytes of one token as it appears in text (control tokens rendered).
+    std::string piece(vt_token token) const;
+
+    const vt_tokenizer *tokenizer() const { return tok_; }
+
+private:
+    std::vector<vt_token> tokenize(const std::string &text, uint32_t flags) const;
+
+    const vt_model *model_;
+    const vt_tokenizer *tok_ = nullptr;
+    vt_chat_template *tmpl_ = nullptr;
+    std::string tmpl_error_;  // why there is no template
+    std::string bos_text_;    // text of the BOS token, "" without one
+};
+
+} // namespace vts

@@ -1,0 +1,303 @@
+#include "server-request.h"
+
+#include <cmath>
+#include <memory>
+
+#include "server-errors.h"
+
+namespace vts {
+
+using json = nlohmann::json;
+
+uint64_t count_chars(const std::string &utf8) {
+    uint64_t n = 0;
+    for (unsigned char c : utf8) n += (c & 0xC0) != 0x80;
+    return n;
+}
+
+namespace {
+
+// Typed optional fields: absent or null -> nullopt; a wrong type -> 400.
+const json *field(const json &body, const char *key) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return nullptr;
+    return &*it;
+}
+
+std::optional<double> opt_number(const json &body, const char *key, double lo, double hi) {
+    const json *v = field(body, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number()) throw bad_param(key, std::string("'") + key + "' must be a number");
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d < lo || d > hi)
+        throw bad_param(key, std::string("'") + key + "' must be between " + dump_json(lo) + " and " +
+                                 dump_json(hi));
+    return d;
+}
+
+std::optional<int64_t> opt_int(const json &body, const char *key, int64_t lo, int64_t hi) {
+    const json *v = field(body, key);
+    if (!v) return std::nullopt;
+    int64_t i;
+    if (v->is_number_integer()) {
+        if (v->is_number_unsigned() && v->get<uint64_t>() > (uint64_t)INT64_MAX)
+            throw bad_param(key, std::string("'") + key + "' is too large");
+        i = v->get<int64_t>();
+    } else if (v->is_number_float() && std::isfinite(v->get<double>()) &&
+               v->get<double>() == std::floor(v->get<double>()) && std::fabs(v->get<double>()) < 9e18) {
+        i = (int64_t)v->get<double>();
+    } else {
+        throw bad_param(key, std::string("'") + key + "' must be an integer");
+    }
+    if (i < lo || i > hi)
+        throw bad_param(key, std::string("'") + key + "' must be between " + std::to_string(lo) + " and " +
+                                 std::to_string(hi));
+    return i;
+}
+
+std::optional<bool> opt_bool(const json &body, const char *key) {
+    const json *v = field(body, key);
+    if (!v) return std::nullopt;
+    if (!v->is_boolean()) throw bad_param(key, std::string("'") + key + "' must be a boolean");
+    return v->get<bool>();
+}
+
+void add_chars(uint64_t &total, const std::string &s, const Guards &g, const char *param) {
+    total += count_chars(s);
+    if (g.max_prompt_chars && total > g.max_prompt_chars)
+        throw ApiError(400,
+                       "the prompt is longer than this server accepts (" + std::to_string(g.max_prompt_chars) +
+                           " characters; see --max-prompt-chars)",
+                       "invalid_request_error", param, "prompt_too_long");
+}
+
+// OpenAI content: a string, null, or a list of parts of which vt takes the
+// text ones (joined by newlines, as vLLM does for text-only models).
+json message_content(const json &content, const Guards &g, uint64_t &chars) {
+    if (content.is_null()) return nullptr;
+    if (content.is_string()) {
+        add_chars(chars, content.get_ref<const std::string &>(), g, "messages");
+        return content;
+    }
+    if (!content.is_array())
+        throw bad_param("messages", "a message's 'content' must be a string, null or a list of parts");
+    std::string text;
+    for (const auto &part : content) {
+        if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+            throw bad_param("messages", "a content part must be an object with a string 'type'");
+        if (part["type"] != "text")
+            throw bad_param("messages", "content parts of type '" + part["type"].get<std::string>() +
+                                            "' are not supported (text only)");
+        if (!part.contains("text") || !part["text"].is_string())
+            throw bad_param("messages", "a text content part needs a string 'text'");
+        if (!text.empty()) text += '\n';
+        text += part["text"].get_ref<const std::string &>();
+    }
+    add_chars(chars, text, g, "messages");
+    return text;
+}
+
+void parse_messages(const json &body, GenRequest &r, const Guards &g) {
+    auto it = body.find("messages");
+    if (it == body.end()) throw bad_param("messages", "'messages' is required");
+    if (!it->is_array()) throw bad_param("messages", "'messages' must be a list of message objects");
+    if (it->empty()) throw bad_param("messages", "'messages' must not be empty");
+    uint64_t chars = 0;
+    r.messages = json::array();
+    for (const auto &m : *it) {
+        if (!m.is_object()) throw bad_param("messages", "each message must be an object");
+        auto role = m.find("role");
+        if (role == m.end() || !role->is_string())
+            throw bad_param("messages", "each message needs a string 'role'");
+        json msg = m;  // keep name, tool_calls, tool_call_id, ... for the template
+        msg["content"] = message_content(m.contains("content") ? m["content"] : json(nullptr), g, chars);
+        r.messages.push_back(std::move(msg));
+    }
+    json extra = json::object();
+    if (const json *tools = field(body, "tools")) {
+        if (!tools->is_array()) throw bad_param("tools", "'tools' must be a list");
+        extra["tools"] = *tools;
+    }
+    if (const json *kw = field(body, "chat_template_kwargs")) {
+        if (!kw->is_object()) throw bad_param("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+        for (auto kv = kw->begin(); kv != kw->end(); ++kv) extra[kv.key()] = kv.value();
+    }
+    if (!extra.empty()) r.template_extra = std::move(extra);
+    if (auto agp = opt_bool(body, "add_generation_prompt")) r.add_generation_prompt = *agp;
+}
+
+std::vector<vt_token> token_list(const json &arr, uint32_t n_vocab) {
+    std::vector<vt_token> ids;
+    ids.reserve(arr.size());
+    for (const auto &t : arr) {
+        if (!t.is_number_integer()) throw bad_param("prompt", "a token prompt must be a list of integers");
+        const int64_t v = t.is_number_unsigned() && t.get<uint64_t>() > (uint64_t)INT64_MAX ? -1 : t.get<int64_t>();
+        if (v < 0 || v >= (int64_t)n_vocab)
+            throw bad_param("prompt", "token id " + dump_json(t) + " is outside the vocabulary (" +
+                                          std::to_string(n_vocab) + " tokens)");
+        ids.push_back((vt_token)v);
+    }
+    if (ids.empty()) throw bad_param("prompt", "a token prompt must not be empty");
+    return ids;
+}
+
+void parse_prompt(const json &body, GenRequest &r, const Guards &g, uint32_t n_vocab) {
+    auto it = body.find("prompt");
+    if (it == body.end() || it->is_null()) throw bad_param("prompt", "'prompt' is required");
+    const json &p = *it;
+    uint64_t chars = 0;
+    if (p.is_string()) {
+        add_chars(chars, p.get_ref<const std::string &>(), g, "prompt");
+        r.prompt_texts.push_back(p.get<std::string>());
+        return;
+    }
+    if (!p.is_array() || p.empty())
+        throw bad_param("prompt", "'prompt' must be a string, a list of strings, a list of token ids or a list "
+                                  "of such lists");
+    if (p[0].is_string()) {
+        for (const auto &s : p) {
+            if (!s.is_string()) throw bad_param("prompt", "a list of prompts must hold strings only");
+            add_chars(chars, s.get_ref<const std::string &>(), g, "prompt");
+            r.prompt_texts.push_back(s.get<std::string>());
+        }
+    } else if (p[0].is_array()) {
+        for (const auto &ids : p) {
+            if (!ids.is_array()) throw bad_param("prompt", "a list of token prompts must hold lists only");
+            r.prompt_ids.push_back(token_list(ids, n_vocab));
+        }
+    } else {
+        r.prompt_ids.push_back(token_list(p, n_vocab));
+    }
+}
+
+void parse_stop(const json &body, GenRequest &r) {
+    const json *stop = field(body, "stop");
+    if (!stop) return;
+    auto add = [&](const json &s) {
+        if (!s.is_string()) throw bad_param("stop", "'stop' must be a string or a list of strings");
+        const auto &str = s.get_ref<const std::string &>();
+        if (str.find('\0') != std::string::npos) throw bad_param("stop", "a stop string must not hold NUL");
+        if (!str.empty()) r.stop.push_back(str);  // an empty stop string stops nothing
+    };
+    if (stop->is_array()) {
+        if (stop->size() > 16) throw bad_param("stop", "at most 16 stop strings");
+        for (const auto &s : *stop) add(s);
+    } else {
+        add(*stop);
+    }
+}
+
+void refuse_unsupported(const json &body, bool chat) {
+    if (const json *lb = field(body, "logit_bias"); lb && !(lb->is_object() && lb->empty()))
+        throw bad_param("logit_bias", "'logit_bias' is not supported");
+    if (const json *rf = field(body, "response_format")) {
+        if (!rf->is_object() || !rf->contains("type") || (*rf)["type"] != "text")
+            throw bad_param("response_format", "only {\"type\": \"text\"} is supported");
+    }
+    if (!chat) {
+        if (auto echo = opt_bool(body, "echo"); echo && *echo) throw bad_param("echo", "'echo' is not supported");
+        if (field(body, "suffix")) throw bad_param("suffix", "'suffix' is not supported");
+    }
+}
+
+} // namespace
+
+GenRequest parse_request(const json &body, bool chat, const Guards &g, uint32_t n_vocab) {
+    if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
+    GenRequest r;
+    r.chat = chat;
+    if (const json *m = field(body, "model")) {
+        if (!m->is_string()) throw bad_param("model", "'model' must be a string");
+        r.model = m->get<std::string>();
+    }
+    refuse_unsupported(body, chat);
+    if (chat) parse_messages(body, r, g);
+    else parse_prompt(body, r, g, n_vocab);
+
+    // max_completion_tokens replaces max_tokens in OpenAI's chat API.
+    std::optional<int64_t> max_tokens = opt_int(body, "max_tokens", 1, UINT32_MAX);
+    const char *max_key = "max_tokens";
+    if (chat) {
+        if (auto mct = opt_int(body, "max_completion_tokens", 1, UINT32_MAX)) {
+            max_tokens = mct;
+            max_key = "max_completion_tokens";
+        }
+    }
+    if (max_tokens && g.max_new_tokens && (uint64_t)*max_tokens > g.max_new_tokens)
+        throw ApiError(400,
+                       std::string("'") + max_key + "' is larger than this server allows (" +
+                           std::to_string(g.max_new_tokens) + "; see --max-new-tokens)",
+                       "invalid_request_error", max_key);
+    if (max_tokens) r.max_tokens = (uint32_t)*max_tokens;
+    else if (g.max_new_tokens) r.max_tokens = (uint32_t)g.max_new_tokens;
+
+    if (auto n = opt_int(body, "n", 1, 128)) r.n = (int)*n;
+    if (auto best_of = opt_int(body, "best_of", 1, 128); best_of && *best_of != r.n)
+        throw bad_param("best_of", "'best_of' other than n is not supported");
+    const size_t n_prompts = chat ? 1 : r.prompt_texts.size() + r.prompt_ids.size();
+    if (n_prompts * (size_t)r.n > 256) throw bad_param("n", "at most 256 choices (prompts x n) per request");
+    parse_stop(body, r);
+    if (auto s = opt_bool(body, "stream")) r.stream = *s;
+    if (const json *so = field(body, "stream_options")) {
+        if (!so->is_object()) throw bad_param("stream_options", "'stream_options' must be an object");
+        if (auto iu = opt_bool(*so, "include_usage")) r.include_usage = *iu;
+    }
+    if (chat) {
+        if (auto lp = opt_bool(body, "logprobs")) r.logprobs = *lp;
+        if (auto top = opt_int(body, "top_logprobs", 0, 20)) {
+            if (!r.logprobs) throw bad_param("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+            r.top_logprobs = (uint32_t)*top;
+        }
+    } else if (auto lp = opt_int(body, "logprobs", 0, 20)) {
+        r.logprobs = true;
+        r.top_logprobs = (uint32_t)*lp;
+    }
+    if (auto ie = opt_bool(body, "ignore_eos")) r.ignore_eos = *ie;
+
+    SamplingParams &s = r.sampling;
+    if (auto v = opt_number(body, "temperature", 0.0, 2.0)) s.temperature = *v;
+    if (auto v = opt_number(body, "top_p", 0.0, 1.0)) {
+        if (*v <= 0.0) throw bad_param("top_p", "'top_p' must be greater than 0");
+        s.top_p = *v;
+    }
+    if (auto v = opt_int(body, "top_k", -1, INT32_MAX)) s.top_k = (int)*v;
+    if (auto v = opt_number(body, "min_p", 0.0, 1.0)) s.min_p = *v;
+    if (auto v = opt_number(body, "presence_penalty", -2.0, 2.0)) s.presence_penalty = *v;
+    if (auto v = opt_number(body, "frequency_penalty", -2.0, 2.0)) s.frequency_penalty = *v;
+    if (auto v = opt_number(body, "repetition_penalty", 0.0, 10.0)) {
+        if (*v <= 0.0) throw bad_param("repetition_penalty", "'repetition_penalty' must be greater than 0");
+        s.repetition_penalty = *v;
+    }
+    if (auto v = opt_int(body, "seed", INT64_MIN, INT64_MAX)) {
+        const uint64_t u = (uint64_t)*v;
+        s.seed = (uint32_t)(u ^ (u >> 32));  // any 64-bit seed, folded into the RNG's 32 bits
+    }
+    return r;
+}
+
+vt_sampler *make_sampler(const SamplingParams &p, uint32_t seed) {
+    vt_sampler *raw = nullptr;
+    if (vt_sampler_create(&raw) != VT_OK) throw ApiError(500, "cannot create a sampler", "server_error");
+    std::unique_ptr<vt_sampler, void (*)(vt_sampler *)> s(raw, vt_sampler_destroy);
+    auto check = [](vt_status st) {
+        if (st != VT_OK) {
+            const char *m = vt_last_error();
+            throw ApiError(400, std::string("bad sampling parameters: ") + (m && *m ? m : vt_status_str(st)));
+        }
+    };
+    if (p.presence_penalty != 0.0 || p.frequency_penalty != 0.0 || p.repetition_penalty != 1.0)
+        check(vt_sampler_add_penalties(s.get(), -1, (float)p.repetition_penalty, (float)p.frequency_penalty,
+                                       (float)p.presence_penalty));
+    if (p.temperature <= 0.0) {
+        check(vt_sampler_add_greedy(s.get()));
+    } else {
+        if (p.top_k > 0) check(vt_sampler_add_top_k(s.get(), p.top_k));
+        if (p.top_p < 1.0) check(vt_sampler_add_top_p(s.get(), (float)p.top_p, 1));
+        if (p.min_p > 0.0) check(vt_sampler_add_min_p(s.get(), (float)p.min_p, 1));
+        check(vt_sampler_add_temp(s.get(), (float)p.temperature));
+        check(vt_sampler_add_dist(s.get(), seed));
+    }
+    return s.release();
+}
+
+} // namespace vts

@@ -1,0 +1,64 @@
+// OpenAI request bodies -> what vt-server submits: field types and ranges
+// are checked here, before any tokenization, and every violation is an
+// ApiError (400) naming the field.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server-flags.h"
+#include "vt/vt.h"
+
+namespace vts {
+
+// Sampling parameters; defaults as OpenAI's (temperature 1, nothing else on).
+struct SamplingParams {
+    double temperature = 1.0;   // 0 = greedy
+    double top_p = 1.0;
+    int top_k = 0;              // 0 or -1: off
+    double min_p = 0.0;
+    double presence_penalty = 0.0;
+    double frequency_penalty = 0.0;
+    double repetition_penalty = 1.0;  // vLLM's extension
+    std::optional<uint32_t> seed;
+};
+
+struct GenRequest {
+    bool chat = false;
+    std::string model;                 // "" when the request names none
+    // chat: the messages as the template gets them (content parts joined)
+    nlohmann::json messages;
+    nlohmann::json template_extra;     // {"tools": ..., chat_template_kwargs...} or null
+    bool add_generation_prompt = true;
+    // completions: one entry per prompt, text or token ids
+    std::vector<std::string> prompt_texts;
+    std::vector<std::vector<vt_token>> prompt_ids;
+    std::optional<uint32_t> max_tokens;
+    int n = 1;
+    std::vector<std::string> stop;
+    bool stream = false;
+    bool include_usage = false;        // stream_options.include_usage
+    bool logprobs = false;
+    uint32_t top_logprobs = 0;
+    bool ignore_eos = false;           // vLLM's extension
+    SamplingParams sampling;
+};
+
+// Parses and checks a request body (already JSON). chat: a
+// /v1/chat/completions body, else /v1/completions. n_vocab bounds token ids.
+// Throws ApiError.
+GenRequest parse_request(const nlohmann::json &body, bool chat, const Guards &guards, uint32_t n_vocab);
+
+// A sampler chain in llama.cpp's order: penalties (when any is set), then
+// greedy for temperature 0, else top-k, top-p, min-p, temperature and a
+// seeded draw. The caller owns the result. Throws ApiError.
+vt_sampler *make_sampler(const SamplingParams &p, uint32_t seed);
+
+// Characters (code points) of UTF-8 text.
+uint64_t count_chars(const std::string &utf8);
+
+} // namespace vts

@@ -1,0 +1,205 @@
+#include "server-routes.h"
+
+#include <cstdio>
+#include <limits>
+
+#include "server-engine.h"
+#include "server-errors.h"
+#include "server-generate.h"
+#include "server-metrics.h"
+
+namespace vts {
+
+using json = nlohmann::json;
+
+void log_kv_pool_once(ServerState &st) {
+    if (st.pool_logged.load()) return;
+    const vt_engine_stats s = st.engine->stats();
+    if (s.kv_blocks_total == 0 || st.pool_logged.exchange(true)) return;
+    std::fprintf(stderr,
+                 "vt-server: KV cache: %u blocks x %u tokens = %llu tokens (%.1f MiB), max_model_len %u\n",
+                 s.kv_blocks_total, s.kv_block_size, (unsigned long long)s.kv_blocks_total * s.kv_block_size,
+                 (double)s.kv_cache_bytes / (1024.0 * 1024.0), s.max_model_len);
+}
+
+namespace {
+
+bool starts_with(const std::string &s, const char *prefix) { return s.rfind(prefix, 0) == 0; }
+
+void send_error(httplib::Response &res, const ApiError &e) {
+    res.status = e.status;
+    res.set_content(dump_json(error_body(e)), "application/json");
+}
+
+void send_json(httplib::Response &res, const json &j) { res.set_content(dump_json(j), "application/json"); }
+
+// Compares without an early exit, so timing does not reveal the key.
+bool same_secret(const std::string &a, const std::string &b) {
+    unsigned char diff = a.size() != b.size();
+    for (size_t i = 0; i < a.size(); ++i) diff |= (unsigned char)(a[i] ^ b[i % (b.size() ? b.size() : 1)]);
+    return diff == 0 && !b.empty();
+}
+
+bool authorized(const ServerState &st, const httplib::Request &req) {
+    if (st.opts.api_key.empty()) return true;
+    const std::string h = req.get_header_value("Authorization");
+    static const std::string bearer = "Bearer ";
+    return starts_with(h, bearer.c_str()) && same_secret(h.substr(bearer.size()), st.opts.api_key);
+}
+
+// Reads the body into `body` up to `cap` bytes (0: no cap). A declared
+// Content-Length over the cap is refused by httplib itself
+// (set_payload_max_length) and skipped without buffering; a chunked body
+// over the cap is read into nothing. Returns the error to answer, if any.
+std::optional<ApiError> read_body(const httplib::ContentReader &reader, httplib::Response &res, uint64_t cap,
+                                  std::string &body) {
+    bool too_large = false;
+    const bool ok = reader([&](const char *data, size_t len) {
+        if (too_large) return true;  // drain the rest into nothing
+        if (cap && body.size() + len > cap) {
+            too_large = true;
+            body.clear();
+            body.shrink_to_fit();
+            return true;
+        }
+        body.append(data, len);
+        return true;
+    });
+    if (too_large || res.status == 413)
+        return ApiError(413,
+                        "the request body is larger than this server accepts (" + std::to_string(cap) +
+                            " bytes; see --max-body-bytes)",
+                        "invalid_request_error", "", "request_too_large");
+    if (!ok) return ApiError(400, "cannot read the request body");
+    return std::nullopt;
+}
+
+bool has_body(const httplib::Request &req) {
+    return req.get_header_value<uint64_t>("Content-Length") > 0 || req.has_header("Transfer-Encoding");
+}
+
+// Answers 401 without the API key, 503 while draining; false otherwise.
+bool refuse(const ServerState &st, const httplib::Request &req, httplib::Response &res) {
+    if (!authorized(st, req)) {
+        send_error(res, ApiError(401, "a valid API key is required: 'Authorization: Bearer KEY'",
+                                 "authentication_error", "", "invalid_api_key"));
+        res.set_header("WWW-Authenticate", "Bearer");
+        return true;
+    }
+    if (st.draining.load()) {
+        send_error(res, ApiError(503, "the server is shutting down", "server_error"));
+        return true;
+    }
+    return false;
+}
+
+json model_card(const ServerState &st) {
+    return {{"id", st.model_name},
+            {"object", "model"},
+            {"created", st.created},
+            {"owned_by", "vt"},
+            {"max_model_len", st.engine->stats().max_model_len}};
+}
+
+} // namespace
+
+void setup_routes(httplib::Server &svr, ServerState &st) {
+    const uint64_t cap = st.opts.guards.max_body_bytes;
+    svr.set_payload_max_length(cap ? (size_t)cap : std::numeric_limits<size_t>::max());
+
+    // /v1/* needs the key, and nothing new starts while draining. Requests
+    // with a body are checked by their handler once the body is read:
+    // httplib 0.11 keeps the connection open after an early answer, and an
+    // unread body would be parsed as the next request.
+    svr.set_pre_routing_handler([&st](const httplib::Request &req, httplib::Response &res) {
+        if (!starts_with(req.path, "/v1/") || has_body(req)) return httplib::Server::HandlerResponse::Unhandled;
+        return refuse(st, req, res) ? httplib::Server::HandlerResponse::Handled
+                                    : httplib::Server::HandlerResponse::Unhandled;
+    });
+
+    // curl and others ask before sending a large body: refuse it up front.
+    svr.set_expect_100_continue_handler([cap](const httplib::Request &req, httplib::Response &res) {
+        const uint64_t len = req.get_header_value<uint64_t>("Content-Length");
+        if (cap && len > cap) {
+            send_error(res, ApiError(413, "the request body is larger than this server accepts (" +
+                                              std::to_string(cap) + " bytes; see --max-body-bytes)",
+                                     "invalid_request_error", "", "request_too_large"));
+            res.set_header("Connection", "close");
+            return 413;
+        }
+        return 100;
+    });
+
+    // Errors httplib answers itself (404, 413 of a declared length, 400 of a
+    // bad request line) get an OpenAI error object too.
+    svr.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request &, httplib::Response &res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        const char *msg = res.status == 404   ? "no such endpoint"
+                          : res.status == 413 ? "the request body is too large (see --max-body-bytes)"
+                          : res.status == 400 ? "bad request"
+                                              : "request failed";
+        send_error(res, ApiError(res.status, msg, res.status >= 500 ? "server_error" : "invalid_request_error"));
+        return httplib::Server::HandlerResponse::Handled;
+    }));
+
+    svr.set_exception_handler([](const httplib::Request &, httplib::Response &res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+            if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception &e) {
+            what = e.what();
+        } catch (...) {
+        }
+        send_error(res, ApiError(500, what, "server_error"));
+    });
+
+    svr.set_logger([&st](const httplib::Request &req, const httplib::Response &res) {
+        if (starts_with(req.path, "/v1/")) st.metrics->count_response(res.status);
+    });
+
+    svr.Get("/health", [&st](const httplib::Request &, httplib::Response &res) {
+        if (st.draining.load()) {
+            res.status = 503;
+            send_json(res, {{"status", "draining"}});
+        } else {
+            send_json(res, {{"status", "ok"}});
+        }
+    });
+    svr.Get("/version", [&st](const httplib::Request &, httplib::Response &res) {
+        const uint32_t abi = vt_abi_version();
+        send_json(res, {{"version", vt_version()},
+                        {"abi_version", std::to_string(abi >> 16) + "." + std::to_string(abi & 0xffff)},
+                        {"model", st.model_name}});
+    });
+    svr.Get("/metrics", [&st](const httplib::Request &, httplib::Response &res) {
+        res.set_content(st.metrics->render(st.engine->stats()), "text/plain; version=0.0.4; charset=utf-8");
+    });
+    svr.Get("/v1/models", [&st](const httplib::Request &, httplib::Response &res) {
+        send_json(res, {{"object", "list"}, {"data", json::array({model_card(st)})}});
+    });
+    svr.Get(R"(/v1/models/(.+))", [&st](const httplib::Request &req, httplib::Response &res) {
+        if (req.matches[1] != st.model_name) {
+            send_error(res, ApiError(404, "the model '" + req.matches[1].str() + "' does not exist",
+                                     "invalid_request_error", "model", "model_not_found"));
+            return;
+        }
+        send_json(res, model_card(st));
+    });
+
+    auto generation = [&st, cap](bool chat) {
+        return [&st, cap, chat](const httplib::Request &req, httplib::Response &res,
+                                const httplib::ContentReader &reader) {
+            std::string body;
+            if (auto err = read_body(reader, res, cap, body)) {
+                send_error(res, *err);
+                return;
+            }
+            if (refuse(st, req, res)) return;
+            handle_generation(st, body, chat, res);
+        };
+    };
+    svr.Post("/v1/chat/completions", generation(true));
+    svr.Post("/v1/completions", generation(false));
+}
+
+} // namespace vts

@@ -1,0 +1,191 @@
+// vt-server: an OpenAI-compatible HTTP server over libvt's serving engine
+// (include/vt/vt_engine.h), through the public C ABI only.
+//
+//   vt-server -m model.gguf [--host 127.0.0.1] [--port 8080] [--kv-cache-memory 2GiB] ...
+//
+// Threads: main (load, then httplib's accept loop), one engine thread that
+// steps the context (server-engine.h), httplib's connection threads (parse,
+// tokenize, submit, then wait on their request's channel), and a signal
+// thread: SIGTERM/SIGINT stop the accept loop, requests in flight get
+// --grace-period seconds to finish and are cancelled after it, then the
+// process exits 0.
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "server-engine.h"
+#include "server-flags.h"
+#include "server-metrics.h"
+#include "server-prompt.h"
+#include "server-routes.h"
+#include "server-state.h"
+#include "vt/vt.h"
+
+namespace {
+
+using namespace vts;
+
+bool failed(vt_status s, const char *what) {
+    if (s == VT_OK) return false;
+    const char *msg = vt_last_error();
+    std::fprintf(stderr, "vt-server: %s: %s\n", what, msg && *msg ? msg : vt_status_str(s));
+    return true;
+}
+
+std::string base_name(const std::string &path) {
+    const size_t slash = path.find_last_of('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Waits for SIGTERM/SIGINT (blocked in every thread, so only this one sees
+// them) and runs the graceful shutdown: the first signal stops accepting
+// and starts the grace period; its end, or a second signal, cancels what is
+// still running.
+class SignalWatcher {
+public:
+    SignalWatcher(ServerState &st, httplib::Server &svr) : st_(st), svr_(svr) {
+        thread_ = std::thread([this] { run(); });
+    }
+    ~SignalWatcher() {
+        quit_ = true;
+        thread_.join();
+    }
+
+private:
+    void run() {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        const timespec tick{0, 100 * 1000 * 1000};
+        std::optional<std::chrono::steady_clock::time_point> deadline;
+        bool stopped = false, cancelled = false;
+        while (!quit_.load()) {
+            const int sig = sigtimedwait(&set, nullptr, &tick);
+            if (sig > 0 && !st_.draining.exchange(true)) {
+                std::fprintf(stderr,
+                             "vt-server: %s: no new connections; %zu requests in flight get %.0f s to finish\n",
+                             sig == SIGTERM ? "SIGTERM" : "SIGINT", st_.engine->n_in_flight(),
+                             st_.opts.grace_period_s);
+                deadline = std::chrono::steady_clock::now() +
+                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(st_.opts.grace_period_s));
+            } else if (sig > 0 && !cancelled) {
+                std::fprintf(stderr, "vt-server: second signal: cancelling %zu requests\n",
+                             st_.engine->n_in_flight());
+                st_.engine->cancel_all();
+                cancelled = true;
+            }
+            // stop() is a no-op before the accept loop runs: retry until it has.
+            if (st_.draining.load() && !stopped && svr_.is_running()) {
+                svr_.stop();
+                stopped = true;
+            }
+            if (deadline && !cancelled && std::chrono::steady_clock::now() >= *deadline) {
+                const size_t n = st_.engine->n_in_flight();
+                if (n) std::fprintf(stderr, "vt-server: grace period over: cancelling %zu requests\n", n);
+                st_.engine->cancel_all();
+                cancelled = true;
+            }
+        }
+    }
+
+    ServerState &st_;
+    httplib::Server &svr_;
+    std::atomic<bool> quit_{false};
+    std::thread thread_;
+};
+
+int serve(ServerState &st) {
+    const ServerOptions &o = st.opts;
+    vt_model *mraw = nullptr;
+    if (failed(vt_model_load(o.model.c_str(), nullptr, &mraw), "cannot load the model")) return 1;
+    std::unique_ptr<vt_model, void (*)(vt_model *)> model(mraw, vt_model_destroy);
+    const vt_tokenizer *tok = nullptr;
+    if (failed(vt_model_tokenizer(model.get(), &tok), "no tokenizer")) return 1;
+    st.n_vocab = vt_tokenizer_n_vocab(tok);
+
+    vt_context_params cp;
+    vt_context_params_init_v2(&cp, sizeof cp);  // the serving fields are ABI 1.2
+    cp.n_threads = o.threads;
+    if (o.n_batch) cp.n_batch = o.n_batch;
+    cp.kv_cache_bytes = o.kv_cache_bytes;
+    cp.kv_block_size = o.kv_block_size;
+    cp.max_num_seqs = o.max_num_seqs;
+    cp.max_model_len = o.max_model_len;
+    cp.no_prefix_caching = o.no_prefix_caching;
+    vt_context *craw = nullptr;
+    if (failed(vt_context_create(model.get(), &cp, &craw), "cannot create the context")) return 1;
+    std::unique_ptr<vt_context, void (*)(vt_context *)> ctx(craw, vt_context_destroy);
+
+    // An idle step allocates the KV pool now, so that a pool that does not
+    // fit fails here rather than on the first request, and its size is logged.
+    if (failed(vt_context_step(ctx.get(), 0, nullptr), "cannot allocate the KV cache")) return 1;
+
+    Metrics metrics;
+    Prompter prompter(model.get());
+    Engine engine(ctx.get(), &metrics);
+    st.engine = &engine;
+    st.prompter = &prompter;
+    st.metrics = &metrics;
+    log_kv_pool_once(st);
+    engine.start();
+
+    httplib::Server svr;
+    const unsigned max_seqs = o.max_num_seqs ? o.max_num_seqs : 64;
+    const unsigned http_threads = o.http_threads ? o.http_threads : std::max(32u, max_seqs + 16);
+    // Each open connection (a stream, or a keep-alive client between
+    // requests) holds a thread: the pool must cover every running request.
+    svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
+    setup_routes(svr, st);
+    if (!svr.bind_to_port(o.host.c_str(), o.port)) {
+        std::fprintf(stderr, "vt-server: cannot listen on %s:%d\n", o.host.c_str(), o.port);
+        engine.stop();
+        return 1;
+    }
+    std::fprintf(stderr, "vt-server: serving '%s' on http://%s:%d (%u connection threads)\n",
+                 st.model_name.c_str(), o.host.c_str(), o.port, http_threads);
+    {
+        SignalWatcher watcher(st, svr);
+        // Returns after stop() once every connection thread is done: the
+        // requests in flight have finished or been cancelled.
+        svr.listen_after_bind();
+    }
+    engine.stop();
+    std::fprintf(stderr, "vt-server: stopped\n");
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    ServerState st;
+    if (auto rc = parse_flags(argc, argv, st.opts)) return *rc;
+    // Before any thread exists (the context's compute threads included), so
+    // that every thread inherits the mask and only SignalWatcher takes them.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    signal(SIGPIPE, SIG_IGN);  // a client that left: write() fails instead
+
+    st.model_name = st.opts.served_model_name.empty() ? base_name(st.opts.model) : st.opts.served_model_name;
+    st.created = (int64_t)std::time(nullptr);
+    try {
+        return serve(st);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "vt-server: %s\n", e.what());
+        return 1;
+    }
+}
