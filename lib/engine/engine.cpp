@@ -149,7 +149,18 @@ void Engine::admit_inbox() {
         const uint64_t id = r->id;
         const uint32_t room = max_len - (uint32_t)r->spec.prompt.size();
         const uint32_t max_new = r->spec.max_tokens ? std::min(r->spec.max_tokens, room) : room;
-        sched_->add(id, r->spec.prompt, max_new);
+        try {
+            sched_->add(id, r->spec.prompt, max_new);
+        } catch (const Error &e) {
+            // submit() checked what add() checks; should it still refuse,
+            // the request ends here with its own error, the others go on.
+            r->failed = true;
+            r->error = e.status();
+            OwnedEvent ev;
+            ev.out.token = -1;
+            emit(*r, std::move(ev), VT_FINISH_ERROR);
+            continue;
+        }
         requests_.emplace(id, std::move(r));
     }
     for (uint64_t id : cancels)
@@ -231,6 +242,9 @@ size_t Engine::step(uint32_t wait_ms) {
         throw;
     } catch (const std::bad_alloc &) {
         fail_all(VT_ERR_OUT_OF_MEMORY);
+        throw;
+    } catch (...) {
+        fail_all(VT_ERR_INTERNAL);
         throw;
     }
     sample_and_record(so, static_cast<const float *>(logits->data), model_.hparams.n_vocab);
