@@ -3,6 +3,7 @@
 
 #include "api/api-handles.h"
 #include "api/api-internal.h"
+#include "tokenizer/utf8.h"
 
 using vt::api::fail_arg;
 using vt::api::guard;
@@ -30,24 +31,6 @@ vt::Engine &engine_of(vt_context *ctx) {
     return *ctx->engine_owner;
 }
 
-bool valid_utf8(const char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        const unsigned char c = (unsigned char)s[i];
-        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        if (len == 0 || i + len > n) return false;
-        uint32_t cp = len == 1 ? c : c & (0x7F >> len);
-        for (size_t k = 1; k < len; ++k) {
-            const unsigned char cc = (unsigned char)s[i + k];
-            if ((cc & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (cc & 0x3F);
-        }
-        static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
-        if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-        i += len;
-    }
-    return true;
-}
 } // namespace
 
 extern "C" {
@@ -74,13 +57,12 @@ VT_API vt_status vt_context_submit(vt_context *ctx, const vt_request_params *par
         if (!s || !*s) return fail_arg("vt_context_submit: a stop string is NULL or empty");
         const size_t n = std::strlen(s);
         if (n > 4096) return fail_arg("vt_context_submit: a stop string is longer than 4096 bytes");
-        if (!valid_utf8(s, n))
-            return vt::api::fail(VT_ERR_INVALID_UTF8, "vt_context_submit: a stop string is not valid UTF-8");
     }
     if (p.sampler && !p.sampler->impl.has_final())
         return vt::api::fail(VT_ERR_INVALID_STATE, "vt_context_submit: the sampler chain has no final stage "
                                                    "(vt_sampler_add_greedy or vt_sampler_add_dist)");
     return guard([&] {
+        for (size_t i = 0; i < p.n_stop_strings; ++i) vt::tok::utf8_validate(p.stop_strings[i]);
         vt::Engine &engine = engine_of(ctx);
         vt::RequestSpec spec;
         spec.prompt.assign(p.prompt, p.prompt + p.n_prompt);
