@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/quant.h"
+#include "core/quant/kernels.h"
 #include "cpu-ops.h"
 
 namespace vt::cpu {
@@ -53,7 +54,7 @@ void graph_job(void *p, int ith, int nth) {
 
 size_t work_size(const Node &n, int nth) {
     switch (n.op) {
-    case Op::MUL_MAT: return mul_mat_work_size(n);
+    case Op::MUL_MAT: return mul_mat_work_size(n, nth);
     case Op::ATTN: return attn_work_size(n, nth);
     case Op::ATTN_PAGED: return attn_paged_work_size(n, nth);
     default: return 0;
@@ -63,12 +64,17 @@ size_t work_size(const Node &n, int nth) {
 bool supports(const Node &n) {
     auto f32 = [](const Tensor *t) { return t->type == DType::F32 && t->is_contiguous(); };
     switch (n.op) {
-    case Op::GET_ROWS:
-        return n.src[1]->type == DType::I32 && f32(n.dst) && n.src[0]->nb[0] == dtype_info(n.src[0]->type).block_bytes;
+    case Op::GET_ROWS:  // Q4_0_X4 rows are interleaved in whole groups of 4
+        return n.src[1]->type == DType::I32 && f32(n.dst) && n.src[0]->nb[0] == dtype_info(n.src[0]->type).block_bytes &&
+               (n.src[0]->type != DType::Q4_0_X4 || (n.src[0]->ne[1] % 4 == 0 && n.src[0]->is_contiguous()));
     case Op::RMS_NORM:
     case Op::ADD:
     case Op::SWIGLU: return f32(n.src[0]) && f32(n.src[1]) && f32(n.dst);
-    case Op::MUL_MAT: return vec_dot_fn(n.src[0]->type) != nullptr && f32(n.src[1]) && f32(n.dst);
+    case Op::MUL_MAT:
+        if (n.src[0]->type == DType::Q4_0_X4)
+            return quant::active_kernels().gemv[(int)DType::Q4_0_X4] != nullptr && n.src[0]->ne[1] % 4 == 0 &&
+                   n.src[0]->is_contiguous() && f32(n.src[1]) && f32(n.dst);
+        return vec_dot_fn(n.src[0]->type) != nullptr && f32(n.src[1]) && f32(n.dst);
     case Op::ROPE: {
         const int n_rot = n.params.i[0], head_dim = n.params.i[2];
         return f32(n.src[0]) && n.src[1]->type == DType::I32 && f32(n.dst) && (n.params.i[1] == 0 || n.params.i[1] == 2) &&

@@ -35,7 +35,7 @@ void op_attn_paged(const Node &n, const OpCtx &c);
 size_t attn_work_size(const Node &n, int nth);
 size_t attn_paged_work_size(const Node &n, int nth);
 bool attn_paged_supported(const Node &n);
-size_t mul_mat_work_size(const Node &n);
+size_t mul_mat_work_size(const Node &n, int nth);
 
 // [begin, end) of n items for thread ith of nth.
 inline void split(int64_t n, int ith, int nth, int64_t &begin, int64_t &end) {

@@ -24,7 +24,15 @@ namespace vt {
     X(Q6_K, 14, 256, 210)                 \
     X(Q8_K, 15, 256, 292)                 \
     X(I32, 26, 1, 4)                      \
-    X(BF16, 30, 1, 2)
+    X(BF16, 30, 1, 2)                     \
+    X(Q4_0_X4, 31, 32, 18)
+
+// Q4_0_X4 is vt's own layout, not a GGUF type (31 was ggml's long-removed
+// Q4_0_4_4, which the GGUF reader refuses): Q4_0 rows repacked at load in
+// groups of 4, block by block (quant/blocks.h), so that a decode kernel reads
+// one stream and shares each activation block between 4 rows. Only matmul
+// and embedding weights are stored so (Model::matmul_weight): MUL_MAT and
+// GET_ROWS read it, no other op does.
 
 enum class DType : uint32_t {
 #define VT_DTYPE_ENUM_(name, id, be, bb) name = id,

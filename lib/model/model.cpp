@@ -1,7 +1,11 @@
 #include "model/model.h"
 
+#include <cstdlib>
+
 #include "core/error.h"
 #include "core/log.h"
+#include "core/quant/kernels.h"
+#include "core/quant/repack.h"
 
 namespace vt {
 
@@ -34,6 +38,8 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
         throw Error(e.status(), path + ": " + e.what());
     }
     report(1.0f);
+    if (m->repacked_bytes_)
+        VT_LOG_INFO("repacked %.1f MiB of Q4_0 weights for the decode kernels", (double)m->repacked_bytes_ / (1 << 20));
     VT_LOG_INFO("loaded %s: %s, %u layers, %llu params, %.1f MiB", path.c_str(), m->arch_name_.c_str(),
                 m->hparams.n_layer, (unsigned long long)m->n_params, (double)m->size_bytes / (1 << 20));
     return m;
@@ -59,6 +65,24 @@ const Tensor *Model::weight(const std::string &name, std::initializer_list<int64
                 const_cast<void *>(info->data), info->name.c_str());
     weights_.push_back(std::move(t));
     return weights_.back().get();
+}
+
+void Model::FreeDeleter::operator()(void *p) const { std::free(p); }
+
+const Tensor *Model::matmul_weight(const std::string &name, std::initializer_list<int64_t> shape, bool required) {
+    const Tensor *t = weight(name, shape, required);
+    if (!t || t->type != DType::Q4_0 || t->ne[1] % 4 != 0 || t->ne[2] != 1 || t->ne[3] != 1 ||
+        !quant::active_kernels().gemv[(int)DType::Q4_0_X4])
+        return t;
+    const size_t bytes = t->nbytes();
+    void *mem = std::aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    if (!mem) fail(VT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes to repack '%s'", bytes, name.c_str());
+    repacked_.emplace_back(mem);
+    quant::repack_q4_0_x4(t->data, t->nb[1], mem, t->ne[0], t->ne[1]);
+    Tensor *r = weights_.back().get();  // weight() just made it
+    tensor_init(*r, DType::Q4_0_X4, t->ne[0], t->ne[1], 1, 1, mem, t->name);
+    repacked_bytes_ += bytes;
+    return r;
 }
 
 uint32_t Model::arch_u32(const char *suffix) const {

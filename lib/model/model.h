@@ -88,6 +88,12 @@ public:
     // returns nullptr when an optional one is absent.
     const Tensor *weight(const std::string &name, std::initializer_list<int64_t> shape, bool required = true);
 
+    // The same for a weight that is only ever the src0 of MUL_MAT or the
+    // table of GET_ROWS: it may be repacked into a load-time layout that this
+    // CPU's decode kernels read faster (Q4_0 -> Q4_0_X4, dtype.h), in memory
+    // the model owns; results are bit-identical either way.
+    const Tensor *matmul_weight(const std::string &name, std::initializer_list<int64_t> shape, bool required = true);
+
     // Reads a required/optional "<arch>.<suffix>" integer or float key.
     uint32_t arch_u32(const char *suffix) const;
     uint32_t arch_u32(const char *suffix, uint32_t def) const;
@@ -104,6 +110,11 @@ private:
     std::unique_ptr<Architecture> arch_;
     std::string arch_name_;
     std::vector<std::unique_ptr<Tensor>> weights_;  // stable addresses
+    struct FreeDeleter {
+        void operator()(void *p) const;
+    };
+    std::vector<std::unique_ptr<void, FreeDeleter>> repacked_;  // data of repacked weights
+    size_t repacked_bytes_ = 0;
 };
 
 } // namespace vt

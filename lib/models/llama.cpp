@@ -77,23 +77,23 @@ void Llama::load(Model &m) {
     hp.n_vocab = (uint32_t)embd->ne[1];
     const int64_t E = hp.n_embd, V = hp.n_vocab, F = hp.n_ff;
     const int64_t Q = (int64_t)hp.n_head * hp.head_dim, KV = hp.n_embd_kv();
-    tok_embd_ = m.weight("token_embd.weight", {E, V});
+    tok_embd_ = m.matmul_weight("token_embd.weight", {E, V});
     output_norm_ = m.weight("output_norm.weight", {E});
-    output_ = m.weight("output.weight", {E, V}, false);
+    output_ = m.matmul_weight("output.weight", {E, V}, false);
     if (!output_) output_ = tok_embd_;
     layers_.resize(hp.n_layer);
     for (uint32_t i = 0; i < hp.n_layer; ++i) {
         const std::string p = "blk." + std::to_string(i) + ".";
         LlamaLayer &l = layers_[i];
         l.attn_norm = m.weight(p + "attn_norm.weight", {E});
-        l.wq = m.weight(p + "attn_q.weight", {E, Q});
-        l.wk = m.weight(p + "attn_k.weight", {E, KV});
-        l.wv = m.weight(p + "attn_v.weight", {E, KV});
-        l.wo = m.weight(p + "attn_output.weight", {Q, E});
+        l.wq = m.matmul_weight(p + "attn_q.weight", {E, Q});
+        l.wk = m.matmul_weight(p + "attn_k.weight", {E, KV});
+        l.wv = m.matmul_weight(p + "attn_v.weight", {E, KV});
+        l.wo = m.matmul_weight(p + "attn_output.weight", {Q, E});
         l.ffn_norm = m.weight(p + "ffn_norm.weight", {E});
-        l.ffn_gate = m.weight(p + "ffn_gate.weight", {E, F});
-        l.ffn_up = m.weight(p + "ffn_up.weight", {E, F});
-        l.ffn_down = m.weight(p + "ffn_down.weight", {F, E});
+        l.ffn_gate = m.matmul_weight(p + "ffn_gate.weight", {E, F});
+        l.ffn_up = m.matmul_weight(p + "ffn_up.weight", {E, F});
+        l.ffn_down = m.matmul_weight(p + "ffn_down.weight", {F, E});
     }
     for (const Tensor *norm : {output_norm_}) {
         if (norm->type != DType::F32) fail(VT_ERR_UNSUPPORTED, "llama: norm weights must be F32");

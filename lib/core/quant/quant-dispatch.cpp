@@ -123,6 +123,7 @@ const Kernels &active_kernels() {
 DType vec_dot_type(DType t) {
     switch (t) {
     case DType::Q4_0:
+    case DType::Q4_0_X4:
     case DType::Q5_0:
     case DType::Q8_0: return DType::Q8_0;
     case DType::Q4_1:

@@ -55,6 +55,15 @@ static inline __m256i dot_us8(__m256i u, __m256i s) {
 #endif
 }
 
+// acc + the products of dot_us8 (with VNNI in one instruction).
+static inline __m256i dot_us8_acc(__m256i acc, __m256i u, __m256i s) {
+#if defined(VT_QUANT_VNNI)
+    return _mm256_dpbusd_epi32(acc, u, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
 // Signed x signed bytes (x may be -128, y in -127..127).
 static inline __m256i dot_ss8(__m256i x, __m256i y) {
     return dot_us8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
