@@ -83,4 +83,12 @@ MappedFile::~MappedFile() {
         delete[] data_;
 }
 
+void MappedFile::release(const void *p, size_t n) const {
+    if (!mapped_ || n == 0) return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t begin = ((uintptr_t)p + page - 1) & ~(page - 1), end = ((uintptr_t)p + n) & ~(page - 1);
+    if (begin < end && begin >= (uintptr_t)data_ && end <= (uintptr_t)data_ + size_)
+        ::madvise((void *)begin, end - begin, MADV_DONTNEED);  // a private read-only file mapping: pages re-read on access
+}
+
 } // namespace vt

@@ -21,6 +21,12 @@ public:
     size_t size() const { return size_; }
     const std::string &path() const { return path_; }
 
+    // The caller will not read [p, p + n) again (a weight copied elsewhere):
+    // for a mapping, the whole pages inside it leave this process's memory
+    // (read again from the file should anything touch them); for an
+    // in-memory copy, nothing happens.
+    void release(const void *p, size_t n) const;
+
 private:
     MappedFile() = default;
     const uint8_t *data_ = nullptr;

@@ -269,8 +269,7 @@ const Tensor *Engine::run_forward(const SchedulerOutput &so) {
         if (s.needs_logits) out_rows_.push_back((int32_t)(s.offset + s.n_tokens - 1));
     }
     // A step of prompt chunks only needs no logits; one row keeps the graph non-empty.
-    const bool any_logits = !out_rows_.empty();
-    if (!any_logits) out_rows_.push_back(0);
+    if (out_rows_.empty()) out_rows_.push_back(0);
     Context::PagedBatch b{};
     b.tokens = so.tokens.data();
     b.positions = so.positions.data();
@@ -299,6 +298,7 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
         if (!s.needs_logits) continue;
         const float *lg = logits + row++ * n_vocab;
         OwnedEvent ev;
+        ev.out.token = -1;  // stays so when sampling fails: the event then carries no token
         bool stop = false, stop_string = false;
         try {
             const int32_t t = r.spec.sampler ? r.spec.sampler->sample(lg, n_vocab) : argmax(lg, n_vocab);

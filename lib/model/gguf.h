@@ -101,6 +101,12 @@ public:
     // raw, arrays as JSON.
     static std::string to_string(const GgufValue &v);
 
+    // See MappedFile::release: bytes of the file (a tensor's data) that
+    // will not be read again.
+    void release(const void *p, size_t n) const {
+        if (file_) file_->release(p, n);
+    }
+
     // Offset of the data section from the start of the file.
     size_t data_offset() const { return data_offset_; }
 

@@ -79,6 +79,7 @@ const Tensor *Model::matmul_weight(const std::string &name, std::initializer_lis
     if (!mem) fail(VT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes to repack '%s'", bytes, name.c_str());
     repacked_.emplace_back(mem);
     quant::repack_q4_0_x4(t->data, t->nb[1], mem, t->ne[0], t->ne[1]);
+    gguf_->release(t->data, bytes);  // the copy replaces it: do not keep both in memory
     Tensor *r = weights_.back().get();  // weight() just made it
     tensor_init(*r, DType::Q4_0_X4, t->ne[0], t->ne[1], 1, 1, mem, t->name);
     repacked_bytes_ += bytes;
