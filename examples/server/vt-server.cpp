@@ -74,7 +74,7 @@ private:
             const int sig = sigtimedwait(&set, nullptr, &tick);
             if (sig > 0 && !st_.draining.exchange(true)) {
                 std::fprintf(stderr,
-                             "vt-server: %s: no new connections; %zu requests in flight get %.0f s to finish\n",
+                             "vt-server: %s: new requests get 503; %zu requests in flight get %.0f s to finish\n",
                              sig == SIGTERM ? "SIGTERM" : "SIGINT", st_.engine->n_in_flight(),
                              st_.opts.grace_period_s);
                 deadline = std::chrono::steady_clock::now() +
@@ -86,8 +86,12 @@ private:
                 st_.engine->cancel_all();
                 cancelled = true;
             }
+            // The listening socket closes once nothing is in flight (new
+            // requests meanwhile get 503): httplib's stop() also ends every
+            // chunked response whose writer has not started yet, so stopping
+            // at the signal could cut a stream that was just admitted.
             // stop() is a no-op before the accept loop runs: retry until it has.
-            if (st_.draining.load() && !stopped && svr_.is_running()) {
+            if (st_.draining.load() && !stopped && svr_.is_running() && st_.engine->n_in_flight() == 0) {
                 svr_.stop();
                 stopped = true;
             }
