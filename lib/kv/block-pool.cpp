@@ -22,6 +22,7 @@ void BlockPool::unlink(BlockId id) {
     blocks_[(size_t)b.next].prev = b.prev;
     b.prev = b.next = -1;
     --num_free_;
+    num_free_cached_ -= b.cached;
 }
 
 void BlockPool::push_back(BlockId id) {
@@ -32,6 +33,7 @@ void BlockPool::push_back(BlockId id) {
     blocks_[(size_t)b.prev].next = id;
     blocks_[(size_t)sentinel].prev = id;
     ++num_free_;
+    num_free_cached_ += b.cached;
 }
 
 void BlockPool::allocate(uint32_t n, std::vector<BlockId> &out) {
@@ -100,22 +102,20 @@ void BlockPool::check() const {
         seen[(size_t)id] = 1;
     }
     if (walked != num_free_) fail(VT_ERR_INTERNAL, "KV block pool: %u free counted, %u queued", num_free_, walked);
-    uint32_t n_cached = 0;
+    uint32_t n_cached = 0, n_free_cached = 0;
     for (BlockId id = 0; id < sentinel; ++id) {
         const Block &b = blocks_[(size_t)id];
         if (b.ref == 0 && !seen[(size_t)id]) fail(VT_ERR_INTERNAL, "KV block pool: block %d is lost", id);
         if (!b.cached) continue;
         ++n_cached;
+        n_free_cached += b.ref == 0;
         if (find_cached(b.hash) != id) fail(VT_ERR_INTERNAL, "KV block pool: block %d not in the hash map", id);
     }
     if (n_cached != cached_.size())
         fail(VT_ERR_INTERNAL, "KV block pool: %zu hashes, %u cached blocks", cached_.size(), n_cached);
+    if (n_free_cached != num_free_cached_)
+        fail(VT_ERR_INTERNAL, "KV block pool: %u free cached blocks counted, %u found", num_free_cached_, n_free_cached);
 }
 
-uint32_t BlockPool::num_free_cached() const {
-    uint32_t n = 0;
-    for (const auto &entry : cached_) n += blocks_[(size_t)entry.second].ref == 0;
-    return n;
-}
 
 } // namespace vt

@@ -66,8 +66,8 @@ public:
     uint32_t ref_count(BlockId id) const { return blocks_.at((size_t)id).ref; }
     bool is_cached(BlockId id) const { return blocks_.at((size_t)id).cached; }
     uint32_t num_cached() const { return (uint32_t)cached_.size(); }
-    // Cached blocks that nobody references (evictable, still hit-able). O(cached).
-    uint32_t num_free_cached() const;
+    // Cached blocks that nobody references (evictable, still hit-able).
+    uint32_t num_free_cached() const { return num_free_cached_; }
 
     // The free queue from head (next evicted) to tail; for tests.
     std::vector<BlockId> free_queue() const;
@@ -91,6 +91,7 @@ private:
     // its prev the tail.
     std::vector<Block> blocks_;
     uint32_t num_free_ = 0;
+    uint32_t num_free_cached_ = 0;  // of the free ones, those holding a hash
     std::unordered_map<BlockHash, BlockId, BlockHashHasher> cached_;
 };
 

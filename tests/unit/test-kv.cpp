@@ -172,10 +172,12 @@ TEST_CASE("unreferenced cached blocks are evicted least recently freed first", "
     kv.free(2);
     CHECK(kv.pool().free_queue() == Ids{1, 0, 3, 2});
     CHECK(kv.pool().num_cached() == 4);
+    CHECK(kv.pool().num_free_cached() == 4);
 
     auto c = iota_tokens(4, 200);
     REQUIRE(kv.allocate(3, c, 0, 4));
     CHECK(table_of(kv, 3) == Ids{1});  // a's tail goes first
+    CHECK(kv.pool().num_free_cached() == 3);  // one evicted; c's block is held
     auto a9 = a;
     a9.push_back(-1);
     CHECK(kv.find_prefix(a9).blocks == Ids{0});  // a's head survives
@@ -189,9 +191,11 @@ TEST_CASE("unreferenced cached blocks are evicted least recently freed first", "
     CHECK(kv.find_prefix(b9).blocks == Ids{2});
     // The evicted blocks now carry c's and d's prefixes instead.
     CHECK(kv.pool().num_cached() == 4);
+    CHECK(kv.pool().num_free_cached() == 1);  // b's head
     kv.free(3);
     kv.free(4);
     CHECK(kv.num_free_blocks() == 4);
+    CHECK(kv.pool().num_free_cached() == 4);
     kv.check();
 }
 
