@@ -24,6 +24,7 @@
 
 #include "common/gguf-writer.h"
 #include "common/temp-file.h"
+#include "common/vt-handles.h"
 #include "vt/vt.h"
 
 namespace fs = std::filesystem;
@@ -31,10 +32,8 @@ using ordered_json = nlohmann::ordered_json;
 
 namespace {
 
-struct TemplateDel { void operator()(vt_chat_template *t) const { vt_chat_template_destroy(t); } };
-struct ModelDel { void operator()(vt_model *m) const { vt_model_destroy(m); } };
-using TemplatePtr = std::unique_ptr<vt_chat_template, TemplateDel>;
-using ModelPtr = std::unique_ptr<vt_model, ModelDel>;
+using vt::test::ModelPtr;
+using vt::test::TemplatePtr;
 
 std::string last_error() {
     const char *e = vt_last_error();

@@ -16,6 +16,7 @@
 
 #include "common/gguf-writer.h"
 #include "common/temp-file.h"
+#include "common/vt-handles.h"
 #include "vt/vt.h"
 
 namespace fs = std::filesystem;
@@ -25,12 +26,9 @@ namespace {
 
 using vt::test::TempFile;
 
-struct ModelDel { void operator()(vt_model *m) const { vt_model_destroy(m); } };
-struct ContextDel { void operator()(vt_context *c) const { vt_context_destroy(c); } };
-struct SeqDel { void operator()(vt_seq *s) const { vt_seq_destroy(s); } };
-using ModelPtr = std::unique_ptr<vt_model, ModelDel>;
-using ContextPtr = std::unique_ptr<vt_context, ContextDel>;
-using SeqPtr = std::unique_ptr<vt_seq, SeqDel>;
+using vt::test::ContextPtr;
+using vt::test::ModelPtr;
+using vt::test::SeqPtr;
 
 std::string last_error() {
     const char *e = vt_last_error();

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "common/vt-handles.h"
 #include "vt/vt.h"
 
 namespace fs = std::filesystem;
@@ -71,18 +72,9 @@ constexpr float NOISE_MARGIN = 0.5f;
 // 15 of 1235 = 1.2%, all at margins below 0.39).
 constexpr double MAX_FLIP_RATE = 0.03;
 
-struct ModelDeleter {
-    void operator()(vt_model *m) const { vt_model_destroy(m); }
-};
-struct ContextDeleter {
-    void operator()(vt_context *c) const { vt_context_destroy(c); }
-};
-struct SeqDeleter {
-    void operator()(vt_seq *s) const { vt_seq_destroy(s); }
-};
-using ModelPtr = std::unique_ptr<vt_model, ModelDeleter>;
-using ContextPtr = std::unique_ptr<vt_context, ContextDeleter>;
-using SeqPtr = std::unique_ptr<vt_seq, SeqDeleter>;
+using vt::test::ContextPtr;
+using vt::test::ModelPtr;
+using vt::test::SeqPtr;
 
 std::string status_msg(vt_status st) {
     return std::string(vt_status_str(st)) + ": " + vt_last_error();
