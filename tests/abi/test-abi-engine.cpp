@@ -6,15 +6,18 @@
 // that never leak, max_tokens, cancellation from another thread, logprobs,
 // argument errors, and the pool empty at the end.
 // [model] cases run on SmolLM2 (VT_TEST_MODEL; skipped without it): the
-// engine's greedy tokens follow the single-sequence path that
-// tests/models checks against llama.cpp, and batching stays exact.
+// engine's greedy tokens against llama.cpp's goldens (tests/models) and
+// against vt's single-sequence path, and batching stays exact.
 #include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -84,6 +87,7 @@ struct Request {
     uint32_t seed = 0;  // 0: greedy
     bool logprobs = false;
     uint32_t top_logprobs = 0;
+    bool ignore_eos = false;
 };
 
 vt_status submit(vt_context *ctx, const Request &r, uint64_t *id) {
@@ -98,6 +102,7 @@ vt_status submit(vt_context *ctx, const Request &r, uint64_t *id) {
     p.n_stop_strings = stops.size();
     p.logprobs = r.logprobs;
     p.top_logprobs = r.top_logprobs;
+    p.ignore_eos = r.ignore_eos;
     if (r.seed) {
         vt_sampler *s = nullptr;
         REQUIRE(vt_sampler_create(&s) == VT_OK);
@@ -571,5 +576,63 @@ TEST_CASE("engine: SmolLM2 greedy follows the single-sequence path and batches e
         INFO(texts[i]);
         CHECK(run(alone_ctx.get(), {reqs[i]})[0].tokens == batch[i].tokens);
     }
+    CHECK(stats_of(c.get()).kv_blocks_used == 0);
+}
+
+TEST_CASE("engine: SmolLM2 greedy, all prompts batched, follows llama.cpp's greedy tokens", "[model]") {
+    // The oracle: tests/models/goldens/smollm2-q4_1.json (llama.cpp through
+    // llama-cpp-python; 64 greedy tokens per prompt, EOG fed back, with
+    // llama.cpp's own top-1 minus top-2 margin at each step). All prompts run
+    // together in one engine; each must equal llama.cpp's tokens up to the
+    // first step where llama.cpp's margin is below 0.25: the engine's f32
+    // attention and the f16 one llama.cpp and vt's sequence path share were
+    // seen to move a top-2 margin by up to 0.15 on this model; the rest is
+    // headroom. (0.25 compares 133 tokens here, 13 prompts; 0.2 compares 252,
+    // all equal.)
+    const auto path = vt::test::default_model();
+    const char *root = std::getenv("VT_SOURCE_ROOT");
+    if (path.empty() || !root) {
+        WARN("SKIP: " << vt::test::default_model_hint() << " (and VT_SOURCE_ROOT, set by meson)");
+        return;
+    }
+    std::ifstream f(std::string(root) + "/tests/models/goldens/smollm2-q4_1.json");
+    REQUIRE(f.good());
+    const nlohmann::json golden = nlohmann::json::parse(f);
+    ModelPtr m = load_model(path.string());
+    std::vector<Request> reqs;
+    std::vector<std::vector<vt_token>> want;
+    std::vector<std::vector<float>> margins;
+    std::vector<std::string> names;
+    for (const auto &p : golden["prompts"]) {
+        if (!p.contains("greedy")) continue;
+        Request r;
+        r.prompt = p[p.value("eval_special", false) ? "ids_special" : "ids"].get<std::vector<vt_token>>();
+        if (r.prompt.empty()) continue;
+        want.push_back(p["greedy"].get<std::vector<vt_token>>());
+        margins.push_back(p["greedy_margins"].get<std::vector<float>>());
+        r.max_tokens = (uint32_t)want.back().size();
+        r.ignore_eos = true;  // llama.cpp's goldens feed EOG back and go on
+        reqs.push_back(r);
+        names.push_back(p["name"].get<std::string>());
+    }
+    REQUIRE(reqs.size() >= 10);
+    ContextPtr c = make_context(m.get(), 64ull << 20, /*n_batch=*/256);
+    const std::vector<Result> got = run(c.get(), reqs);
+    size_t compared = 0, full = 0;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        INFO(names[i]);
+        REQUIRE(got[i].tokens.size() == want[i].size());
+        size_t k = 0;
+        while (k < want[i].size() && margins[i][k] >= 0.25f) {
+            CHECK(got[i].tokens[k] == want[i][k]);
+            if (got[i].tokens[k] != want[i][k]) break;
+            ++k;
+        }
+        compared += k;
+        full += k == want[i].size();
+    }
+    WARN("engine vs llama.cpp greedy: " << compared << " tokens compared before the first near-tie, " << full
+                                        << " of " << reqs.size() << " prompts whole");
+    CHECK(compared >= 100);
     CHECK(stats_of(c.get()).kv_blocks_used == 0);
 }
