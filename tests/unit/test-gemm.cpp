@@ -93,8 +93,9 @@ TEST_CASE("gemm tiles match the vec_dot of their table bit for bit", "[gemm]") {
             REQUIRE(dot);
             const DType vdt = vec_dot_type(t);
             for (int64_t n : row_lengths(t)) {
-                // (rows, tokens): full tiles only, edges only, both.
-                const int64_t shapes[][2] = {{1, 1}, {4, 4}, {3, 2}, {9, 7}, {8, 13}};
+                // (rows, tokens): full tiles only, edges only, both, for
+                // the 4 x 4 tiles and the 16 x 8 ones (Q6_K).
+                const int64_t shapes[][2] = {{1, 1}, {4, 4}, {3, 2}, {9, 7}, {8, 13}, {16, 8}, {37, 19}};
                 for (const auto &sh : shapes) {
                     const int64_t nr = sh[0], nt = sh[1];
                     INFO(std::string(k->isa) + " " + dtype_name(t) + " n=" + std::to_string(n) +

@@ -9,6 +9,7 @@
 #include "core/quant/legacy-x86.h"
 #include "core/quant/gemm-x86.h"
 #include "core/quant/gemm-kquants-x86.h"
+#include "core/quant/gemm-q6k-x86.h"
 
 namespace vt::quant {
 namespace {

@@ -1,12 +1,12 @@
-// Multi-token tiles for Q4_K (mirrors dot_q45_k<false> in kquants-avx2.cpp)
-// and Q6_K (mirrors dot_q6_k). Include after gemm-x86.h.
+// Multi-token tiles for Q4_K (mirrors dot_q45_k<false> in kquants-avx2.cpp).
+// Include after gemm-x86.h. (Q6_K: gemm-q6k-x86.h.)
 //
-// Per super-block those dots are all integer up to one f32 step, so a tile
-// may form the integers any exact way: nibbles and 6-bit values unpacked
+// Per super-block that dot is all integer up to its f32 steps, so a tile
+// may form the integers any exact way: nibbles unpacked
 // once per call, vpmaddubsw per (row, token) pair as in the vec_dot, the
 // scale multiply-add fused into vpdpwssd where VNNI is there. The f32 steps
-// per super-block (scale products, the FMA into the same lanes, Q4_K's min
-// sum, Q6_K's scalar sum) are replayed for 16 pairs at once, lanes t*4 + r.
+// per super-block (scale products, the FMA into the same lanes, the min
+// sum) are replayed for 16 pairs at once, lanes t*4 + r.
 #pragma once
 
 #include "core/quant/gemm-x86.h"
@@ -177,127 +177,6 @@ static void gemm_q4_k(int64_t k, const void *w, size_t ws, int64_t nr, const voi
                             const int i = t * kR + r;
                             out[(tt * kC + t) * os + r0 + rt * kR + r] = hsum(acc[i]) - m[i];
                         }
-                }
-        }
-    }
-}
-
-// ---- Q6_K ------------------------------------------------------------------
-
-// Weights of a 4-row tile per super-block: for chunk c (elements 32c..),
-// row r the 32 six-bit values (1024 bytes) and the int16 scales of its two
-// 16-element halves, 8 + 8 lanes as scale_pair gives them (1024); d (64);
-// for jj = 0..7, row r the scales (2jj, 2jj+1) as an int16 pair, which
-// vpmaddwd against the bsums pair gives one step of scaled_bsums (128).
-constexpr size_t kQ6KSp = 1024, kQ6KD = kQ6KSp + 1024, kQ6KSb = kQ6KD + 64, kQ6KBlock = kQ6KSb + 128;
-
-static void pack_weights_q6k(const uint8_t *w, size_t ws, int64_t nr, int64_t nsb, uint8_t *dst) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
-    for (int64_t r0 = 0; r0 < nr; r0 += kR)
-        for (int64_t b = 0; b < nsb; ++b) {
-            uint8_t *p = dst + ((r0 / kR) * nsb + b) * kQ6KBlock;
-            for (int r = 0; r < kR; ++r) {
-                if (r0 + r >= nr) {
-                    for (int c = 0; c < 8; ++c) {
-                        std::memset(p + (c * kR + r) * 32, 0, 32);
-                        std::memset(p + kQ6KSp + (c * kR + r) * 32, 0, 32);
-                        std::memset(p + kQ6KSb + (c * kR + r) * 4, 0, 4);
-                    }
-                    ((float *)(p + kQ6KD))[r] = 0.f;
-                    continue;
-                }
-                const BlockQ6_K &x = ((const BlockQ6_K *)(w + (r0 + r) * ws))[b];
-                for (int h = 0; h < 2; ++h) {
-                    const __m256i ql0 = load_q(x.ql + 64 * h), ql1 = load_q(x.ql + 64 * h + 32);
-                    const __m256i qh = load_q(x.qh + 32 * h);
-                    const __m256i q[4] = {
-                        _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4)),
-                        _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4)),
-                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4)),
-                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4)),
-                    };
-                    for (int g = 0; g < 4; ++g)
-                        _mm256_storeu_si256((__m256i *)(p + ((4 * h + g) * kR + r) * 32), q[g]);
-                }
-                for (int c = 0; c < 8; ++c) {
-                    const __m256i sp = _mm256_setr_m128i(_mm_set1_epi16(x.scales[2 * c]), _mm_set1_epi16(x.scales[2 * c + 1]));
-                    _mm256_storeu_si256((__m256i *)(p + kQ6KSp + (c * kR + r) * 32), sp);
-                    const uint32_t pair = (uint32_t)(uint16_t)(int16_t)x.scales[2 * c] |
-                                          (uint32_t)(uint16_t)(int16_t)x.scales[2 * c + 1] << 16;
-                    std::memcpy(p + kQ6KSb + (c * kR + r) * 4, &pair, 4);
-                }
-                ((float *)(p + kQ6KD))[r] = f16_at(&x.d);
-            }
-        }
-}
-
-// One 4 x 4 tile over all super-blocks: sum += d * dy * (float)isum per
-// super-block, left to right, isum = sum(q * y * sc) - 32 * scaled_bsums.
-static __m512 q6k_tile(int64_t nsb, const uint8_t *pw, const uint8_t *pa, const uint8_t *a, size_t as, int64_t nt,
-                       int64_t t0) {
-    __m512 sum = _mm512_setzero_ps();
-    const BlockQ8_K *y[kC];
-    for (int t = 0; t < kC; ++t) y[t] = act_block(a, as, nt, t0 + t, 0);
-    for (int64_t b = 0; b < nsb; ++b) {
-        const uint8_t *w = pw + b * kQ6KBlock, *ap = pa + b * kKActBlock;
-        __m256i sumi[kPairs];
-        for (int i = 0; i < kPairs; ++i) sumi[i] = _mm256_setzero_si256();
-        for (int c = 0; c < 8; ++c) {
-            __m256i q[kR], sp[kR];
-            for (int r = 0; r < kR; ++r) {
-                q[r] = _mm256_load_si256((const __m256i *)(w + (c * kR + r) * 32));
-                sp[r] = _mm256_load_si256((const __m256i *)(w + kQ6KSp + (c * kR + r) * 32));
-            }
-            for (int t = 0; t < kC; ++t) {
-                const __m256i yc = _mm256_loadu_si256((const __m256i *)(y[t][b].qs + 32 * c));
-                for (int r = 0; r < kR; ++r)
-                    sumi[t * kR + r] = madd_acc16(sumi[t * kR + r], _mm256_maddubs_epi16(q[r], yc), sp[r]);
-            }
-        }
-        alignas(64) int32_t is[kPairs];
-        for (int i = 0; i < kPairs; ++i) is[i] = hsum_i32(sumi[i]);
-        __m512i sb = _mm512_setzero_si512();
-        for (int jj = 0; jj < 8; ++jj) {
-            const __m512i wp = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)(w + kQ6KSb + 16 * jj)));
-            sb = _mm512_add_epi32(sb, _mm512_madd_epi16(wp, _mm512_load_si512(ap + 64 + 64 * jj)));
-        }
-        const __m512i isum = _mm512_sub_epi32(_mm512_load_si512(is), _mm512_slli_epi32(sb, 5));
-        const __m512 d = _mm512_broadcast_f32x4(_mm_load_ps((const float *)(w + kQ6KD)));
-        const __m512 dy = _mm512_load_ps((const float *)ap);
-        sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_mul_ps(d, dy), _mm512_cvtepi32_ps(isum)));
-    }
-    return sum;
-}
-
-static void gemm_q6_k(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
-                      float *out, size_t os) {
-    const int64_t nsb = k / QK_K, ntiles_t = (nt + kC - 1) / kC;
-    thread_local std::vector<Line> act_buf, w_buf;
-    uint8_t *pa = scratch(act_buf, (size_t)(ntiles_t * nsb) * kKActBlock);
-    pack_acts_k((const uint8_t *)a, as, nt, nsb, pa);
-
-    int64_t rows_per_block = (int64_t)(kWeightBlockBytes / ((size_t)nsb * kQ6KBlock)) * kR;
-    if (rows_per_block < kR) rows_per_block = kR;
-    uint8_t *pw = scratch(w_buf, (size_t)(rows_per_block / kR * nsb) * kQ6KBlock);
-    // Token chunks whose packed activations stay in L2 while the weights
-    // (repacked per chunk) pass over them.
-    const int64_t chunk = chunk_tiles(nsb * (kKActBlock + kC * sizeof(BlockQ8_K)));
-    for (int64_t tc = 0; tc < ntiles_t; tc += chunk) {
-        const int64_t tc_end = tc + chunk < ntiles_t ? tc + chunk : ntiles_t;
-        for (int64_t r0 = 0; r0 < nr; r0 += rows_per_block) {
-            const int64_t rn = nr - r0 < rows_per_block ? nr - r0 : rows_per_block;
-            pack_weights_q6k((const uint8_t *)w + r0 * ws, ws, rn, nsb, pw);
-            for (int64_t tt = tc; tt < tc_end; ++tt)
-                for (int64_t rt = 0; rt * kR < rn; ++rt) {
-                    alignas(64) float s[kPairs];
-                    _mm512_store_ps(s, q6k_tile(nsb, pw + rt * nsb * kQ6KBlock, pa + tt * nsb * kKActBlock,
-                                                (const uint8_t *)a, as, nt, tt * kC));
-                    for (int t = 0; t < kC && tt * kC + t < nt; ++t)
-                        for (int r = 0; r < kR && rt * kR + r < rn; ++r)
-                            out[(tt * kC + t) * os + r0 + rt * kR + r] = s[t * kR + r];
                 }
         }
     }
