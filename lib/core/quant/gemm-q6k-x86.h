@@ -43,8 +43,9 @@ static inline __m512i dpbusd512(__m512i acc, __m512i u, __m512i s) {
 #endif
 }
 
-// One row's super-block as 256 values q - 32 in element order.
-static inline void unpack_q6k(const BlockQ6_K &x, int8_t *q) {
+// One row's super-block as 256 values q - 32 in element order, and the sum
+// of q - 32 over each 16-element group.
+static inline void unpack_q6k(const BlockQ6_K &x, int8_t *q, int32_t gsum[16]) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03), off = _mm256_set1_epi8(32);
     for (int h = 0; h < 2; ++h) {
         const __m256i ql0 = load_q(x.ql + 64 * h), ql1 = load_q(x.ql + 64 * h + 32), qh = load_q(x.qh + 32 * h);
@@ -57,13 +58,45 @@ static inline void unpack_q6k(const BlockQ6_K &x, int8_t *q) {
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4)),
         };
-        for (int g = 0; g < 4; ++g)
+        for (int g = 0; g < 4; ++g) {
             _mm256_storeu_si256((__m256i *)(q + 128 * h + 32 * g), _mm256_sub_epi8(v[g], off));
+            // Sums of the unsigned values per 8 bytes, then per 16.
+            __m256i sad = _mm256_sad_epu8(v[g], _mm256_setzero_si256());
+            sad = _mm256_add_epi64(sad, _mm256_srli_si256(sad, 8));
+            gsum[8 * h + 2 * g] = (int32_t)_mm256_extract_epi64(sad, 0) - 16 * 32;
+            gsum[8 * h + 2 * g + 1] = (int32_t)_mm256_extract_epi64(sad, 2) - 16 * 32;
+        }
     }
 }
 
+// r[i] = dwords 0..15 of row i -> r[j] = dword j of rows 0..15.
+static inline void transpose16x16_epi32(__m512i r[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    // Then r[4q + j], 128-bit lane L: dword 4L + j of rows 4q..4q+3.
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int j = 0; j < 4; ++j) {
+        const __m512i ab_lo = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x44), ab_hi = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xEE);
+        const __m512i cd_lo = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x44),
+                      cd_hi = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xEE);
+        t[j] = _mm512_shuffle_i32x4(ab_lo, cd_lo, 0x88);
+        t[4 + j] = _mm512_shuffle_i32x4(ab_lo, cd_lo, 0xDD);
+        t[8 + j] = _mm512_shuffle_i32x4(ab_hi, cd_hi, 0x88);
+        t[12 + j] = _mm512_shuffle_i32x4(ab_hi, cd_hi, 0xDD);
+    }
+    for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
 static void pack_weights_q6k_rows(const uint8_t *w, size_t ws, int64_t nr, int64_t nsb, uint8_t *dst) {
-    alignas(32) int8_t q[QK_K];
+    alignas(64) int8_t q[kQ6Rows][QK_K];
     for (int64_t r0 = 0; r0 < nr; r0 += kQ6Rows)
         for (int64_t b = 0; b < nsb; ++b) {
             uint8_t *p = dst + ((r0 / kQ6Rows) * nsb + b) * kQ6Block;
@@ -71,24 +104,29 @@ static void pack_weights_q6k_rows(const uint8_t *w, size_t ws, int64_t nr, int64
             float *d = (float *)(p + kQ6D);
             for (int r = 0; r < kQ6Rows; ++r) {
                 if (r0 + r >= nr) {
-                    for (int s = 0; s < QK_K / 4; ++s) std::memset(p + s * 64 + r * 4, 0, 4);
+                    std::memset(q[r], 0, QK_K);
                     for (int g = 0; g < 16; ++g) sc[g * kQ6Rows + r] = 0;
                     off[r] = 0;
                     d[r] = 0.f;
                     continue;
                 }
                 const BlockQ6_K &x = ((const BlockQ6_K *)(w + (r0 + r) * ws))[b];
-                unpack_q6k(x, q);
-                for (int s = 0; s < QK_K / 4; ++s) std::memcpy(p + s * 64 + r * 4, q + 4 * s, 4);
+                int32_t gsum[16];
+                unpack_q6k(x, q[r], gsum);
                 int32_t o = 0;
                 for (int g = 0; g < 16; ++g) {
-                    int32_t qs = 0;
-                    for (int i = 0; i < 16; ++i) qs += q[16 * g + i];
                     sc[g * kQ6Rows + r] = x.scales[g];
-                    o += x.scales[g] * qs;
+                    o += x.scales[g] * gsum[g];
                 }
                 off[r] = 128 * o;
                 d[r] = f16_at(&x.d);
+            }
+            // Interleave: 16 x 16 dword transposes, 64 elements at a time.
+            for (int c = 0; c < QK_K / 64; ++c) {
+                __m512i v[16];
+                for (int r = 0; r < kQ6Rows; ++r) v[r] = _mm512_load_si512(q[r] + 64 * c);
+                transpose16x16_epi32(v);
+                for (int s = 0; s < 16; ++s) _mm512_store_si512(p + (16 * c + s) * 64, v[s]);
             }
         }
 }
