@@ -197,27 +197,24 @@ static void gemm_q6_k(int64_t k, const void *w, size_t ws, int64_t nr, const voi
     pack_acts_q6k((const uint8_t *)a, as, nt, nsb, ya, dy);
 
     // Rows per pass: their packed super-blocks (5 KiB per 16 rows) fill
-    // about a quarter of L2, so they stay there while every token tile of
-    // a chunk reads them; the chunk's activations (256 bytes per token and
-    // super-block) take about another quarter.
+    // about a quarter of L2 and stay there while every token tile reads
+    // them. The weights are packed once per call: the activations (256
+    // bytes per token and super-block) stream from L3 instead, at about 4
+    // bytes per cycle, which a tile's work hides (with token chunks sized
+    // for L2, the repacking of every chunk cost a third of the time).
     const size_t group_bytes = (size_t)nsb * kQ6Block;
     int64_t groups = (int64_t)((256 * 1024) / group_bytes);
     if (groups < 1) groups = 1;
     const int64_t rows_per_block = groups * kQ6Rows;
     uint8_t *pw = scratch(w_buf, (size_t)groups * group_bytes);
-    int64_t chunk = (int64_t)((256 * 1024) / ((size_t)nsb * QK_K)) / kQ6Tokens * kQ6Tokens;
-    if (chunk < kQ6Tokens) chunk = kQ6Tokens;
-    for (int64_t t0 = 0; t0 < nt; t0 += chunk) {
-        const int64_t t1 = t0 + chunk < nt ? t0 + chunk : nt;
-        for (int64_t r0 = 0; r0 < nr; r0 += rows_per_block) {
-            const int64_t rn = nr - r0 < rows_per_block ? nr - r0 : rows_per_block;
-            pack_weights_q6k_rows((const uint8_t *)w + r0 * ws, ws, rn, nsb, pw);
-            for (int64_t g = 0; g * kQ6Rows < rn; ++g) {
-                const int rows = (int)(rn - g * kQ6Rows < kQ6Rows ? rn - g * kQ6Rows : kQ6Rows);
-                for (int64_t t = t0; t < t1; t += kQ6Tokens)
-                    q6k_rows_tiles<kQ6Tokens>(nsb, pw + g * group_bytes, ya + t * nsb * QK_K, dy + t * nsb, rows,
-                                              out + t * os + r0 + g * kQ6Rows, os, (int)(t1 - t));
-            }
+    for (int64_t r0 = 0; r0 < nr; r0 += rows_per_block) {
+        const int64_t rn = nr - r0 < rows_per_block ? nr - r0 : rows_per_block;
+        pack_weights_q6k_rows((const uint8_t *)w + r0 * ws, ws, rn, nsb, pw);
+        for (int64_t g = 0; g * kQ6Rows < rn; ++g) {
+            const int rows = (int)(rn - g * kQ6Rows < kQ6Rows ? rn - g * kQ6Rows : kQ6Rows);
+            for (int64_t t = 0; t < nt; t += kQ6Tokens)
+                q6k_rows_tiles<kQ6Tokens>(nsb, pw + g * group_bytes, ya + t * nsb * QK_K, dy + t * nsb, rows,
+                                          out + t * os + r0 + g * kQ6Rows, os, (int)(nt - t));
         }
     }
 }
