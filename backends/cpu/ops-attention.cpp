@@ -8,10 +8,17 @@
 // agree with it: the query is rounded to f16 before QK^T (its matmul converts
 // src1 to the f16 vec_dot_type), the softmax runs in f32 with a double sum,
 // and the probabilities are rounded to f16 before the product with V.
+//
+// Work goes in units of (KV head, block of tokens): the scores of all their
+// queries (the block's tokens x the query heads sharing that KV head) come
+// from one gemm over the K rows, whose F16 tiles are bit-identical to the
+// f16 vec_dot, so each score is exactly the per-pair dot it replaces and a
+// token's result does not depend on the block it was computed in.
 #include <cmath>
 #include <cstring>
 
 #include "core/quant.h"
+#include "core/quant/kernels.h"
 #include "cpu-ops.h"
 
 namespace vt::cpu {
@@ -30,8 +37,17 @@ AttnShape attn_shape(const Node &n) {
     s.kv_row = s.head_dim * s.n_head_kv;
     return s;
 }
-// Per-thread scratch in floats: scores, f16 probabilities, f16 query.
-size_t scratch_floats(const AttnShape &s) { return (size_t)(2 * (s.n_past + s.n_tok) + s.head_dim + 32); }
+// Tokens per work unit: enough queries to fill the gemm's token tiles.
+constexpr int64_t kTokBlock = 16;
+int64_t n_queries(const AttnShape &s) {
+    return (s.n_tok < kTokBlock ? s.n_tok : kTokBlock) * (s.n_head / s.n_head_kv);
+}
+// Per-thread scratch in floats: a unit's scores (queries x keys), its f16
+// probabilities and f16 queries.
+size_t scratch_floats(const AttnShape &s) {
+    const size_t nq = (size_t)n_queries(s), n_kv = (size_t)(s.n_past + s.n_tok);
+    return nq * n_kv + nq * (n_kv / 2 + 1) + nq * (size_t)s.head_dim / 2 + 32;
+}
 } // namespace
 
 size_t attn_work_size(const Node &n, int nth) { return (size_t)nth * scratch_floats(attn_shape(n)) * sizeof(float); }
@@ -58,37 +74,57 @@ void op_attn(const Node &n, const OpCtx &c) {
         c.barrier();
     }
 
-    // Phase 2: one (token, head) pair at a time.
+    // Phase 2: one unit (KV head, token block) at a time.
+    const int64_t group = s.n_head / s.n_head_kv, nq_max = n_queries(s), n_kv_all = s.n_past + s.n_tok;
     float *scores = reinterpret_cast<float *>(c.wdata) + (size_t)c.ith * scratch_floats(s);
-    uint16_t *p16 = reinterpret_cast<uint16_t *>(scores + s.n_past + s.n_tok);
-    uint16_t *q16 = p16 + 2 * (s.n_past + s.n_tok);
-    const int64_t group = s.n_head / s.n_head_kv;
-    // Causal rows grow with the token index, so contiguous ranges would give
-    // the last thread most of the work: deal the (token, head) pairs out
-    // round-robin instead.
-    for (int64_t idx = c.ith; idx < s.n_tok * s.n_head; idx += c.nth) {
-        const int64_t t = idx / s.n_head, h = idx % s.n_head, hk = h / group;
-        const int64_t n_kv = s.n_past + t + 1;  // causal: keys up to this token
-        const float *q = static_cast<const float *>(n.src[0]->data) + (t * s.n_head + h) * s.head_dim;
-        quantize_row(DType::F16, q, q16, s.head_dim);
-
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < n_kv; ++j) {
-            scores[j] = dot16(s.head_dim, kbase + (size_t)j * kc->nb[1] + (size_t)hk * s.head_dim * 2, q16) * scale;
-            if (scores[j] > mx) mx = scores[j];
+    uint16_t *p16 = reinterpret_cast<uint16_t *>(scores + (size_t)nq_max * n_kv_all);
+    const size_t p_stride = (size_t)(n_kv_all / 2 + 1) * 2; // in f16
+    uint16_t *q16 = p16 + (size_t)nq_max * p_stride;
+    const quant::GemmFn gemm16 = quant::active_kernels().gemm[(int)DType::F16];
+    const int64_t n_blocks = (s.n_tok + kTokBlock - 1) / kTokBlock, n_units = n_blocks * s.n_head_kv;
+    // Causal blocks grow with the token index, so contiguous ranges would
+    // give the last thread most of the work: deal the units out round-robin.
+    for (int64_t u = c.ith; u < n_units; u += c.nth) {
+        const int64_t hk = u % s.n_head_kv, t0 = (u / s.n_head_kv) * kTokBlock;
+        const int64_t nt = s.n_tok - t0 < kTokBlock ? s.n_tok - t0 : kTokBlock, nq = nt * group;
+        const int64_t n_kv_max = s.n_past + t0 + nt; // keys of the block's last token
+        // Query (t0 + i / group, head hk * group + i % group) is row i.
+        for (int64_t i = 0; i < nq; ++i) {
+            const int64_t t = t0 + i / group, h = hk * group + i % group;
+            const float *q = static_cast<const float *>(n.src[0]->data) + (t * s.n_head + h) * s.head_dim;
+            quantize_row(DType::F16, q, q16 + i * s.head_dim, s.head_dim);
         }
-        double sum = 0.0;
-        for (int64_t j = 0; j < n_kv; ++j) {
-            scores[j] = std::exp(scores[j] - mx);
-            sum += (double)scores[j];
+        const uint8_t *kh = kbase + (size_t)hk * s.head_dim * 2;
+        if (gemm16) {
+            gemm16(s.head_dim, kh, kc->nb[1], n_kv_max, q16, (size_t)s.head_dim * 2, nq, scores, (size_t)n_kv_all);
+        } else {
+            for (int64_t i = 0; i < nq; ++i)
+                for (int64_t j = 0; j < n_kv_max; ++j)
+                    scores[i * n_kv_all + j] = dot16(s.head_dim, kh + (size_t)j * kc->nb[1], q16 + i * s.head_dim);
         }
-        const float inv = (float)(1.0 / sum);
-        for (int64_t j = 0; j < n_kv; ++j) scores[j] *= inv;
-        quantize_row(DType::F16, scores, p16, n_kv);
+        for (int64_t i = 0; i < nq; ++i) {
+            const int64_t t = t0 + i / group, h = hk * group + i % group;
+            const int64_t n_kv = s.n_past + t + 1; // causal: keys up to this token
+            float *sc = scores + i * n_kv_all;
+            uint16_t *p = p16 + i * p_stride;
+            float mx = -INFINITY;
+            for (int64_t j = 0; j < n_kv; ++j) {
+                sc[j] *= scale;
+                if (sc[j] > mx) mx = sc[j];
+            }
+            double sum = 0.0;
+            for (int64_t j = 0; j < n_kv; ++j) {
+                sc[j] = std::exp(sc[j] - mx);
+                sum += (double)sc[j];
+            }
+            const float inv = (float)(1.0 / sum);
+            for (int64_t j = 0; j < n_kv; ++j) sc[j] *= inv;
+            quantize_row(DType::F16, sc, p, n_kv);
 
-        float *out = static_cast<float *>(n.dst->data) + (t * s.n_head + h) * s.head_dim;
-        for (int64_t d = 0; d < s.head_dim; ++d)
-            out[d] = dot16(n_kv, vbase + (size_t)(hk * s.head_dim + d) * vc->nb[1], p16);
+            float *out = static_cast<float *>(n.dst->data) + (t * s.n_head + h) * s.head_dim;
+            for (int64_t d = 0; d < s.head_dim; ++d)
+                out[d] = dot16(n_kv, vbase + (size_t)(hk * s.head_dim + d) * vc->nb[1], p);
+        }
     }
 }
 

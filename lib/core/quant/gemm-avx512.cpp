@@ -8,7 +8,8 @@
 #include "core/quant/simd-x86.h"
 #include "core/quant/legacy-x86.h"
 #include "core/quant/gemm-x86.h"
-#include "core/quant/gemm-kquants-x86.h"
+#include "core/quant/gemm-rows-x86.h"
+#include "core/quant/gemm-q4k-x86.h"
 #include "core/quant/gemm-q6k-x86.h"
 
 namespace vt::quant {
@@ -26,8 +27,8 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::Q5_0] = gemm_legacy<OpsQ5_0>;
     k.gemm[(int)DType::Q5_1] = gemm_legacy<OpsQ5_1>;
     k.gemm[(int)DType::Q8_0] = gemm_legacy<OpsQ8_0>;
-    k.gemm[(int)DType::Q4_K] = gemm_q4_k;
-    k.gemm[(int)DType::Q6_K] = gemm_q6_k;
+    k.gemm[(int)DType::Q4_K] = gemm_lanes<Q4KLanes>;
+    k.gemm[(int)DType::Q6_K] = gemm_lanes<Q6KLanes>;
     k.gemm[(int)DType::F16] = gemm_tiled<HalfTile, kRows, kTokens>;
     k.gemm[(int)DType::BF16] = gemm_tiled<Wide<Bf16x16>::T, kRows, kTokens>;
     k.gemm[(int)DType::F32] = gemm_tiled<Wide<F32x16>::T, kRows, kTokens>;

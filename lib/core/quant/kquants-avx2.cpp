@@ -67,13 +67,16 @@ static inline int mins_dot(const int16_t *bsums, const uint8_t mn[8]) {
     return hsum_i32(_mm256_madd_epi16(load256(bsums), mdup));
 }
 
+// Each super-block's scaled products are reduced to one exact integer before
+// the f32 step (as in dot_q6_k), so the row-lane gemm tiles (gemm-q4k-x86.h)
+// can form it their own way and stay bit-identical.
 template <bool Q5>
 float dot_q45_k(int64_t n, const void *w, const void *act) {
     using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
     const Block *x = (const Block *)w;
     const BlockQ8_K *y = (const BlockQ8_K *)act;
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-    __m256 acc = _mm256_setzero_ps();
+    float acc = 0;
     float acc_m = 0;
     for (int64_t i = 0; i < n / QK_K; ++i) {
         uint8_t sc[8], mn[8];
@@ -98,9 +101,9 @@ float dot_q45_k(int64_t n, const void *w, const void *act) {
             sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(plo, _mm256_set1_epi16(sc[2 * c])));
             sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1])));
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(x[i].d) * dy), _mm256_cvtepi32_ps(sumi), acc);
+        acc += h2f_f16c(x[i].d) * dy * (float)hsum_i32(sumi);
     }
-    return hsum(acc) - acc_m;
+    return acc - acc_m;
 }
 
 float dot_q6_k(int64_t n, const void *w, const void *act) {
