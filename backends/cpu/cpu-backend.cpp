@@ -64,15 +64,15 @@ size_t work_size(const Node &n, int nth) {
 bool supports(const Node &n) {
     auto f32 = [](const Tensor *t) { return t->type == DType::F32 && t->is_contiguous(); };
     switch (n.op) {
-    case Op::GET_ROWS:  // Q4_0_X4 rows are interleaved in whole groups of 4
+    case Op::GET_ROWS:  // _X16 rows are interleaved in whole groups of 16
         return n.src[1]->type == DType::I32 && f32(n.dst) && n.src[0]->nb[0] == dtype_info(n.src[0]->type).block_bytes &&
-               (n.src[0]->type != DType::Q4_0_X4 || (n.src[0]->ne[1] % 4 == 0 && n.src[0]->is_contiguous()));
+               (!is_x16((uint32_t)n.src[0]->type) || (n.src[0]->ne[1] % 16 == 0 && n.src[0]->is_contiguous()));
     case Op::RMS_NORM:
     case Op::ADD:
     case Op::SWIGLU: return f32(n.src[0]) && f32(n.src[1]) && f32(n.dst);
     case Op::MUL_MAT:
-        if (n.src[0]->type == DType::Q4_0_X4)
-            return quant::active_kernels().gemv[(int)DType::Q4_0_X4] != nullptr && n.src[0]->ne[1] % 4 == 0 &&
+        if (is_x16((uint32_t)n.src[0]->type))
+            return quant::active_kernels().gemm[(int)n.src[0]->type] != nullptr && n.src[0]->ne[1] % 16 == 0 &&
                    n.src[0]->is_contiguous() && f32(n.src[1]) && f32(n.dst);
         return vec_dot_fn(n.src[0]->type) != nullptr && f32(n.src[1]) && f32(n.dst);
     case Op::ROPE: {

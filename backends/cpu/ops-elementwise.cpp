@@ -10,17 +10,18 @@
 namespace vt::cpu {
 
 namespace {
-// Row `row` of a Q4_0_X4 matrix (rows interleaved in groups of 4), through
-// Q4_0 blocks a chunk at a time.
-void get_row_q4_0_x4(const Tensor &w, int64_t row, float *out) {
+// Row `row` of an _X16 matrix (rows interleaved in groups of 16), through
+// blocks of its base type a chunk at a time.
+void get_row_x16(const Tensor &w, int64_t row, float *out) {
     constexpr int64_t kChunk = 64;
-    quant::BlockQ4_0 tmp[kChunk];
+    quant::BlockQ8_0 tmp[kChunk]; // the largest base block
+    const DType base = quant::x16_base(w.type);
     const int64_t nb = w.ne[0] / quant::QK;
-    const uint8_t *group = static_cast<const uint8_t *>(w.data) + (size_t)(row / 4) * 4 * w.nb[1];
+    const uint8_t *group = static_cast<const uint8_t *>(w.data) + (size_t)(row / 16) * 16 * w.nb[1];
     for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
         const int64_t n = nb - b0 < kChunk ? nb - b0 : kChunk;
-        quant::unpack_row_q4_0_x4(group, (int)(row % 4), b0, n, tmp);
-        dequantize_row(DType::Q4_0, tmp, out + b0 * quant::QK, n * quant::QK);
+        quant::unpack_row_x16(base, group, w.ne[0], (int)(row % 16), b0, n, tmp);
+        dequantize_row(base, tmp, out + b0 * quant::QK, n * quant::QK);
     }
 }
 } // namespace
@@ -34,8 +35,8 @@ void op_get_rows(const Node &n, const OpCtx &c) {
     for (int64_t r = b; r < e; ++r) {
         const uint8_t *src = static_cast<const uint8_t *>(w->data) + (size_t)id[r] * w->nb[1];
         float *out = reinterpret_cast<float *>(static_cast<uint8_t *>(dst->data) + (size_t)r * dst->nb[1]);
-        if (w->type == DType::Q4_0_X4) {
-            get_row_q4_0_x4(*w, id[r], out);
+        if (is_x16((uint32_t)w->type)) {
+            get_row_x16(*w, id[r], out);
             continue;
         }
         if (w->type == DType::F32) std::memcpy(out, src, (size_t)w->ne[0] * sizeof(float));

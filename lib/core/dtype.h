@@ -25,14 +25,21 @@ namespace vt {
     X(Q8_K, 15, 256, 292)                 \
     X(I32, 26, 1, 4)                      \
     X(BF16, 30, 1, 2)                     \
-    X(Q4_0_X4, 31, 32, 18)
+    X(Q4_0_X16, 31, 32, 18)               \
+    X(Q4_1_X16, 32, 32, 20)               \
+    X(Q8_0_X16, 33, 32, 34)
 
-// Q4_0_X4 is vt's own layout, not a GGUF type (31 was ggml's long-removed
-// Q4_0_4_4, which the GGUF reader refuses): Q4_0 rows repacked at load in
-// groups of 4, block by block (quant/blocks.h), so that a decode kernel reads
-// one stream and shares each activation block between 4 rows. Only matmul
-// and embedding weights are stored so (Model::matmul_weight): MUL_MAT and
-// GET_ROWS read it, no other op does.
+// The _X16 types are vt's own layouts, not GGUF types (31..33 were ggml's
+// long-removed Q4_0_4_4, Q4_0_4_8, Q4_0_8_8, which the GGUF reader refuses):
+// rows of the base type repacked at load in groups of 16, block by block,
+// interleaved 4 bytes at a time (quant/blocks.h), so that one 512-bit
+// register holds 16 rows and the kernels keep one row per 32-bit lane. A row
+// takes the same bytes as in the base type. Only matmul and embedding weights
+// are stored so (Model::matmul_weight): MUL_MAT and GET_ROWS read them, no
+// other op does.
+
+// Whether t is a load-time layout (never found in a file).
+constexpr bool is_x16(uint32_t t) { return t >= 31 && t <= 33; }
 
 enum class DType : uint32_t {
 #define VT_DTYPE_ENUM_(name, id, be, bb) name = id,

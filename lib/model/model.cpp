@@ -71,17 +71,19 @@ void Model::FreeDeleter::operator()(void *p) const { std::free(p); }
 
 const Tensor *Model::matmul_weight(const std::string &name, std::initializer_list<int64_t> shape, bool required) {
     const Tensor *t = weight(name, shape, required);
-    if (!t || t->type != DType::Q4_0 || t->ne[1] % 4 != 0 || t->ne[2] != 1 || t->ne[3] != 1 ||
-        !quant::active_kernels().gemv[(int)DType::Q4_0_X4])
+    if (!t) return t;
+    const DType x16 = quant::x16_of(t->type);
+    if (x16 == DType::F32 || t->ne[1] % 16 != 0 || t->ne[2] != 1 || t->ne[3] != 1 ||
+        !quant::active_kernels().gemm[(int)x16])
         return t;
     const size_t bytes = t->nbytes();
     void *mem = std::aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     if (!mem) fail(VT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes to repack '%s'", bytes, name.c_str());
     repacked_.emplace_back(mem);
-    quant::repack_q4_0_x4(t->data, t->nb[1], mem, t->ne[0], t->ne[1]);
+    quant::repack_x16(t->type, t->data, t->nb[1], mem, t->ne[0], t->ne[1]);
     gguf_->release(t->data, bytes);  // the copy replaces it: do not keep both in memory
     Tensor *r = weights_.back().get();  // weight() just made it
-    tensor_init(*r, DType::Q4_0_X4, t->ne[0], t->ne[1], 1, 1, mem, t->name);
+    tensor_init(*r, x16, t->ne[0], t->ne[1], 1, 1, mem, t->name);
     repacked_bytes_ += bytes;
     return r;
 }

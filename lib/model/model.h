@@ -90,7 +90,7 @@ public:
 
     // The same for a weight that is only ever the src0 of MUL_MAT or the
     // table of GET_ROWS: it may be repacked into a load-time layout that this
-    // CPU's decode kernels read faster (Q4_0 -> Q4_0_X4, dtype.h), in memory
+    // CPU's kernels read faster (Q4_0, Q4_1, Q8_0 -> _X16, dtype.h), in memory
     // the model owns; results are bit-identical either way.
     const Tensor *matmul_weight(const std::string &name, std::initializer_list<int64_t> shape, bool required = true);
 

@@ -75,11 +75,19 @@ def test_stream_equals_run(llm):
 
 def test_stream_never_splits_utf8(llm):
     # Greedy continuations of text in scripts that byte-level BPE splits
-    # across tokens; each piece must be valid UTF-8 on its own.
+    # across tokens; each piece must be valid UTF-8 on its own. Only the last
+    # piece may carry U+FFFD: when max_tokens ends the output inside a
+    # character, the stream flushes its first bytes as the full decode does.
     for prompt in ["日本の首都は", "Emoji story: 🦙🦙", "Русский текст: Москва —"]:
         s = llm.stream(prompt, vt.SamplingParams(temperature=0, max_tokens=30))
-        for piece in s:
+        pieces = list(s)
+        text = llm.tokenizer.decode(s.token_ids)
+        assert "".join(pieces) == text
+        for piece in pieces[:-1]:
             assert "\ufffd" not in piece, (prompt, piece)
+        if "\ufffd" in pieces[-1]:
+            assert text.endswith("\ufffd") and "\ufffd" not in text[:-1], (prompt, text)
+        for piece in pieces:
             piece.encode("utf-8")  # no lone surrogates either
 
 

@@ -128,44 +128,51 @@ TEST_CASE("gemm tiles match the vec_dot of their table bit for bit", "[gemm]") {
     if (checked == 0) WARN("no ISA table of this CPU has gemm tiles; nothing checked");
 }
 
-TEST_CASE("Q4_0_X4: repacking round-trips and the decode kernel matches Q4_0's vec_dot bit for bit", "[gemm]") {
+TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base type's vec_dot bit for bit",
+          "[gemm]") {
     std::mt19937 rng(99);
     int checked = 0;
-    for (int64_t n : row_lengths(DType::Q4_0)) {
-        for (int64_t nr : {4, 8, 36}) {
-            const size_t row = row_bytes(DType::Q4_0, n), ws = row + 6;
-            const Bytes w = random_weights(DType::Q4_0, n, nr, ws, rng);
-            Bytes packed(row * nr), back(row * nr, 0xAA);
-            quant::repack_q4_0_x4(w.data(), ws, packed.data(), n, nr);
-            quant::unpack_q4_0_x4(packed.data(), back.data(), row, n, nr);
-            Bytes one(row);
-            for (int64_t r = 0; r < nr; ++r) {
-                INFO("n=" << n << " rows=" << nr << " row " << r);
-                REQUIRE(std::memcmp(&back[r * row], &w[r * ws], row) == 0);
-                quant::unpack_row_q4_0_x4(&packed[(r / 4) * 4 * row], (int)(r % 4), 0, n / 32, one.data());
-                REQUIRE(std::memcmp(one.data(), &w[r * ws], row) == 0);
-            }
-            for (int i = 0; i < quant::kIsaCount; ++i) {
-                const Kernels *k = quant::kernels_for((Isa)i);
-                if (!k || !k->gemv[(int)DType::Q4_0_X4]) continue;
-                INFO(std::string(k->isa) + " n=" + std::to_string(n) + " rows=" + std::to_string(nr));
-                const size_t as = row_bytes(DType::Q8_0, n);
-                const Bytes a = random_acts(*k, DType::Q8_0, n, 3, as, rng);
-                for (int64_t t = 0; t < 3; ++t) {  // a normal, an outlier-heavy and an all-zero row
-                    std::vector<float> out((size_t)nr + 2, -7.f);
-                    k->gemv[(int)DType::Q4_0_X4](n, packed.data(), row, nr, &a[t * as], out.data());
-                    int bad = 0;
-                    for (int64_t r = 0; r < nr; ++r) {
-                        const float want = k->dot[(int)DType::Q4_0](n, &w[r * ws], &a[t * as]);
-                        if (std::memcmp(&want, &out[r], 4) != 0 && bad++ == 0)
-                            FAIL_CHECK("row " << r << ": gemv " << out[r] << " vec_dot " << want);
+    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0}) {
+        const DType x16 = quant::x16_of(base), vdt = vec_dot_type(base);
+        REQUIRE(quant::x16_base(x16) == base);
+        for (int64_t n : row_lengths(base)) {
+            for (int64_t nr : {16, 48}) {
+                const size_t row = row_bytes(base, n), ws = row + 6;
+                const Bytes w = random_weights(base, n, nr, ws, rng);
+                Bytes packed(row * nr);
+                quant::repack_x16(base, w.data(), ws, packed.data(), n, nr);
+                Bytes one(row);
+                for (int64_t r = 0; r < nr; ++r) {
+                    INFO(dtype_name(base) << " n=" << n << " rows=" << nr << " row " << r);
+                    quant::unpack_row_x16(base, &packed[(r / 16) * 16 * row], n, (int)(r % 16), 0, n / 32, one.data());
+                    REQUIRE(std::memcmp(one.data(), &w[r * ws], row) == 0);
+                }
+                for (int i = 0; i < quant::kIsaCount; ++i) {
+                    const Kernels *k = quant::kernels_for((Isa)i);
+                    if (!k || !k->gemm[(int)x16]) continue;
+                    const size_t as = row_bytes(vdt, n) + 10;
+                    for (int64_t nt : {1, 2, 3, 4, 7}) { // decode, each tile width, tiles plus edges
+                        INFO(std::string(k->isa) + " " + dtype_name(x16) + " n=" + std::to_string(n) +
+                             " rows=" + std::to_string(nr) + " tokens=" + std::to_string(nt));
+                        const Bytes a = random_acts(*k, vdt, n, nt, as, rng);
+                        const size_t os = (size_t)nr + 2;
+                        std::vector<float> out(os * nt, -7.f);
+                        k->gemm[(int)x16](n, packed.data(), row, nr, a.data(), as, nt, out.data(), os);
+                        int bad = 0;
+                        for (int64_t t = 0; t < nt; ++t)
+                            for (int64_t r = 0; r < nr; ++r) {
+                                const float want = k->dot[(int)base](n, &w[r * ws], &a[t * as]);
+                                if (std::memcmp(&want, &out[t * os + r], 4) != 0 && bad++ == 0)
+                                    FAIL_CHECK("row " << r << " token " << t << ": gemm " << out[t * os + r]
+                                                      << " vec_dot " << want);
+                            }
+                        CHECK(bad == 0);
+                        for (int64_t t = 0; t < nt; ++t) CHECK(out[t * os + nr] == -7.f); // nothing past the rows
+                        ++checked;
                     }
-                    CHECK(bad == 0);
-                    CHECK(out[nr] == -7.f);  // nothing written past the rows
-                    ++checked;
                 }
             }
         }
     }
-    if (checked == 0) WARN("no ISA table of this CPU has the Q4_0_X4 decode kernel; only repacking checked");
+    if (checked == 0) WARN("no ISA table of this CPU has the _X16 kernels; only repacking checked");
 }

@@ -620,55 +620,60 @@ TEST_CASE("ATTN: causal GQA softmax attention over f16 caches", "[ops]") {
     }
 }
 
-// ---- Q4_0_X4 (load-time repacked Q4_0) ----------------------------------------------
+// ---- _X16 (load-time repacked Q4_0, Q4_1, Q8_0) ---------------------------------------
 
-TEST_CASE("MUL_MAT and GET_ROWS over Q4_0_X4 equal Q4_0 bit for bit", "[ops]") {
-    if (!quant::active_kernels().gemv[(int)DType::Q4_0_X4]) {
-        WARN("SKIP: this CPU's kernel table has no Q4_0_X4 decode kernel (the loader keeps Q4_0)");
-        return;
-    }
+TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit for bit", "[ops]") {
     std::mt19937 rng(31);
-    const int64_t k = 320, n_out = 44;  // 10 blocks (a tail past the 4-block loop), 11 groups of 4 rows
-    Bytes w = random_weights(DType::Q4_0, k, n_out, rng);
-    Bytes w4(w.size());
-    quant::repack_q4_0_x4(w.data(), row_bytes(DType::Q4_0, k), w4.data(), k, n_out);
-    Tensor wt, wt4;
-    tensor_init(wt, DType::Q4_0, k, n_out, 1, 1, w.data());
-    tensor_init(wt4, DType::Q4_0_X4, k, n_out, 1, 1, w4.data());
-    for (int64_t m : {1, 2, 3, 4, 9}) {  // the decode kernel, then the unpacked gemm tiles
-        INFO("tokens " << m);
-        const std::vector<float> x = normal((size_t)(k * m), rng);
-        std::vector<float> res[2];
+    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0}) {
+        const DType x16 = quant::x16_of(base);
+        INFO(dtype_name(x16));
+        if (!quant::active_kernels().gemm[(int)x16]) {
+            WARN("SKIP: this CPU's kernel table has no " << dtype_name(x16) << " kernel (the loader keeps "
+                                                         << dtype_name(base) << ")");
+            continue;
+        }
+        const int64_t k = 320, n_out = 48; // 10 blocks (a tail past the 8-block groups), 3 groups of 16 rows
+        Bytes w = random_weights(base, k, n_out, rng);
+        Bytes wx(w.size());
+        quant::repack_x16(base, w.data(), row_bytes(base, k), wx.data(), k, n_out);
+        Tensor wt, wtx;
+        tensor_init(wt, base, k, n_out, 1, 1, w.data());
+        tensor_init(wtx, x16, k, n_out, 1, 1, wx.data());
+        for (int64_t m : {1, 2, 3, 4, 9}) { // decode, then tiles with and without edges
+            INFO("tokens " << m);
+            const std::vector<float> x = normal((size_t)(k * m), rng);
+            std::vector<float> res[2];
+            for (int v = 0; v < 2; ++v) {
+                Graph g;
+                Tensor *xt = g.input(DType::F32, k, m);
+                Tensor *y = g.op(Op::MUL_MAT, DType::F32, n_out, m, {v ? &wtx : &wt, xt});
+                g.mark_output(y);
+                CHECK(supports(g.nodes()[0]));
+                Bound bound(g);
+                res[v] = run_both(g, y, [&] { put(xt, x); });
+            }
+            CHECK(same_bits(res[0].data(), res[1].data(), res[0].size() * sizeof(float)));
+        }
+        const std::vector<int32_t> ids = {0, 5, 47, 2, 2, 40, 17};
+        std::vector<float> rows[2];
         for (int v = 0; v < 2; ++v) {
             Graph g;
-            Tensor *xt = g.input(DType::F32, k, m);
-            Tensor *y = g.op(Op::MUL_MAT, DType::F32, n_out, m, {v ? &wt4 : &wt, xt});
+            Tensor *it = g.input(DType::I32, (int64_t)ids.size(), 1);
+            Tensor *y = g.op(Op::GET_ROWS, DType::F32, k, (int64_t)ids.size(), {v ? &wtx : &wt, it});
             g.mark_output(y);
             CHECK(supports(g.nodes()[0]));
             Bound bound(g);
-            res[v] = run_both(g, y, [&] { put(xt, x); });
+            rows[v] = run_both(g, y, [&] { put(it, ids); });
         }
-        CHECK(same_bits(res[0].data(), res[1].data(), res[0].size() * sizeof(float)));
-    }
-    const std::vector<int32_t> ids = {0, 5, 43, 2, 2, 40};
-    std::vector<float> rows[2];
-    for (int v = 0; v < 2; ++v) {
+        CHECK(same_bits(rows[0].data(), rows[1].data(), rows[0].size() * sizeof(float)));
+        // Row counts that are not whole groups are refused, not misread.
+        Tensor odd;
+        tensor_init(odd, x16, k, 24, 1, 1, wx.data());
         Graph g;
-        Tensor *it = g.input(DType::I32, (int64_t)ids.size(), 1);
-        Tensor *y = g.op(Op::GET_ROWS, DType::F32, k, (int64_t)ids.size(), {v ? &wt4 : &wt, it});
-        g.mark_output(y);
-        CHECK(supports(g.nodes()[0]));
-        Bound bound(g);
-        rows[v] = run_both(g, y, [&] { put(it, ids); });
+        Tensor *xt = g.input(DType::F32, k, 1);
+        g.op(Op::MUL_MAT, DType::F32, 24, 1, {&odd, xt});
+        CHECK_FALSE(supports(g.nodes()[0]));
     }
-    CHECK(same_bits(rows[0].data(), rows[1].data(), rows[0].size() * sizeof(float)));
-    // Row counts that are not whole groups are refused, not misread.
-    Tensor odd;
-    tensor_init(odd, DType::Q4_0_X4, k, 6, 1, 1, w4.data());
-    Graph g;
-    Tensor *xt = g.input(DType::F32, k, 1);
-    g.op(Op::MUL_MAT, DType::F32, 6, 1, {&odd, xt});
-    CHECK_FALSE(supports(g.nodes()[0]));
 }
 
 // ---- ATTN_PAGED ------------------------------------------------------------------

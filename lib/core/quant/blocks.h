@@ -31,10 +31,12 @@ struct BlockQ5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[QK / 2]; };
 struct BlockQ5_1 { uint16_t d, m; uint8_t qh[4]; uint8_t qs[QK / 2]; };
 // x = d * q.
 struct BlockQ8_0 { uint16_t d; int8_t qs[QK]; };
-// Q4_0_X4 (vt's load-time layout, dtype.h): rows 4g..4g+3 of a Q4_0 matrix,
-// block column b: the four rows' d, then the four rows' qs. A group of 4 rows
-// takes the same bytes as the 4 rows did.
-struct BlockQ4_0x4 { uint16_t d[4]; uint8_t qs[4][QK / 2]; };
+// _X16 (vt's load-time layouts, dtype.h): rows 16g..16g+15 of a Q4_0, Q4_1
+// or Q8_0 matrix, block column b, take 16 times the base block's bytes: the
+// 16 rows' qs, 4 bytes at a time (qs dword u of row r at byte 64u + 4r),
+// the 16 rows' d (f16), for Q4_1 the 16 rows' m. Blocks go in pairs, both
+// qs first, then both d, then both m, which keeps every qs 64-byte aligned
+// (quant/repack.cpp has the offsets).
 // x = d * q; s = d * sum(q) (the activation side of Q4_1/Q5_1 dots).
 struct BlockQ8_1 { uint16_t d, s; int8_t qs[QK]; };
 
@@ -65,7 +67,6 @@ struct BlockQ8_K { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; };
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
-static_assert(sizeof(BlockQ4_0x4) == 4 * sizeof(BlockQ4_0));
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);

@@ -11,6 +11,7 @@
 #include "core/quant/gemm-rows-x86.h"
 #include "core/quant/gemm-q4k-x86.h"
 #include "core/quant/gemm-q6k-x86.h"
+#include "core/quant/gemm-legacy-lanes-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -27,6 +28,10 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::Q5_0] = gemm_legacy<OpsQ5_0>;
     k.gemm[(int)DType::Q5_1] = gemm_legacy<OpsQ5_1>;
     k.gemm[(int)DType::Q8_0] = gemm_legacy<OpsQ8_0>;
+    // The load-time layouts: every token count, decode included.
+    k.gemm[(int)DType::Q4_0_X16] = gemm_legacy_x16<OpsQ4_0>;
+    k.gemm[(int)DType::Q4_1_X16] = gemm_legacy_x16<OpsQ4_1>;
+    k.gemm[(int)DType::Q8_0_X16] = gemm_legacy_x16<OpsQ8_0>;
     k.gemm[(int)DType::Q4_K] = gemm_lanes<Q4KLanes>;
     k.gemm[(int)DType::Q6_K] = gemm_lanes<Q6KLanes>;
     k.gemm[(int)DType::F16] = gemm_tiled<HalfTile, kRows, kTokens>;

@@ -14,6 +14,8 @@ namespace vt::quant::x86 {
 namespace {
 
 struct Q4KLanes {
+    static constexpr int kTokens = 8;
+    static constexpr int64_t kBlockElems = QK_K;
     // Per 16 rows and super-block: for step s, row r 4 nibbles as bytes
     // (4096); for group g (32 elements), row r the scale as int32 (512) and
     // the min as an int16 pair (512); row r's d (64) and dmin (64).

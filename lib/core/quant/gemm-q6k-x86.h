@@ -17,6 +17,8 @@ namespace vt::quant::x86 {
 namespace {
 
 struct Q6KLanes {
+    static constexpr int kTokens = 8;
+    static constexpr int64_t kBlockElems = QK_K;
     // Per 16 rows and super-block: for step s (elements 4s..4s+3), row r the
     // 4 values q - 32 (4096 bytes); for group g (16 elements), row r the
     // scale as int32 (1024); row r's offset term (64); row r's d (64).

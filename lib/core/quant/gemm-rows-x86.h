@@ -1,6 +1,7 @@
 // Multi-token tiles with one weight row per 32-bit lane, for the K-quant
-// types whose vec_dot reduces each super-block to exact integers before its
-// f32 steps (gemm-q4k-x86.h, gemm-q6k-x86.h). Include after gemm-x86.h.
+// types whose vec_dot reduces each block or super-block to exact integers
+// before its f32 steps (gemm-q4k-x86.h, gemm-q6k-x86.h,
+// gemm-legacy-lanes-x86.h). Include after gemm-x86.h.
 //
 // Since the integers are exact, a tile may form them any exact way. Here a
 // 512-bit register holds 16 rows x 4 consecutive weights (rows interleaved 4
@@ -19,7 +20,6 @@ namespace vt::quant::x86 {
 namespace {
 
 constexpr int kLaneRows = 16; // rows per tile: the 32-bit lanes of a zmm
-constexpr int kLaneTokens = 8;
 
 // acc + sum of 4 u8 * s8 products per 32-bit lane. Without VNNI the
 // vpmaddubsw pairs must not saturate: callers keep |u * s| <= 8160.
@@ -84,17 +84,17 @@ static inline void interleave_rows(const uint8_t (*q)[QK_K], uint8_t *dst) {
 }
 
 template <class F, int T>
-static void lane_tiles(int64_t nsb, const uint8_t *pw, const typename F::Acts &acts, int64_t t, int nr, float *out,
+static void lane_tiles(int64_t nb, const uint8_t *pw, const typename F::Acts &acts, int64_t t, int nr, float *out,
                        size_t os, int nt) {
     if constexpr (T > 1)
-        if (nt < T) return lane_tiles<F, T - 1>(nsb, pw, acts, t, nr, out, os, nt);
-    F::template tile<T>(nsb, pw, acts, t, nr, out, os);
+        if (nt < T) return lane_tiles<F, T - 1>(nb, pw, acts, t, nr, out, os, nt);
+    F::template tile<T>(nb, pw, acts, t, nr, out, os);
 }
 
-// Driver for a format F: F::kBlock packed bytes per 16 rows per
-// super-block, F::pack(w, ws, nr, nsb, dst), F::Acts (activations made
-// ready once per call) and F::tile<T>(nsb, packed rows, acts, first token,
-// rows to store, out, os).
+// Driver for a format F: F::kBlockElems elements per block, F::kBlock
+// packed bytes per 16 rows and block, F::pack(w, ws, nr, nb, dst), F::Acts
+// (activations made ready once per call), F::tile<T>(nb, packed rows, acts,
+// first token, rows to store, out, os) for T <= F::kTokens.
 //
 // Rows per pass: their packed super-blocks fill about a quarter of L2 and
 // stay there while every token tile reads them. The weights are packed
@@ -104,22 +104,22 @@ static void lane_tiles(int64_t nsb, const uint8_t *pw, const typename F::Acts &a
 template <class F>
 static void gemm_lanes(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
                        float *out, size_t os) {
-    const int64_t nsb = k / QK_K;
-    const typename F::Acts acts((const uint8_t *)a, as, nt, nsb);
+    const int64_t nb = k / F::kBlockElems;
+    const typename F::Acts acts((const uint8_t *)a, as, nt, nb);
     thread_local std::vector<Line> w_buf;
-    const size_t group_bytes = (size_t)nsb * F::kBlock;
+    const size_t group_bytes = (size_t)nb * F::kBlock;
     int64_t groups = (int64_t)((256 * 1024) / group_bytes);
     if (groups < 1) groups = 1;
     const int64_t rows_per_block = groups * kLaneRows;
     uint8_t *pw = scratch(w_buf, (size_t)groups * group_bytes);
     for (int64_t r0 = 0; r0 < nr; r0 += rows_per_block) {
         const int64_t rn = nr - r0 < rows_per_block ? nr - r0 : rows_per_block;
-        F::pack((const uint8_t *)w + r0 * ws, ws, rn, nsb, pw);
+        F::pack((const uint8_t *)w + r0 * ws, ws, rn, nb, pw);
         for (int64_t g = 0; g * kLaneRows < rn; ++g) {
             const int rows = (int)(rn - g * kLaneRows < kLaneRows ? rn - g * kLaneRows : kLaneRows);
-            for (int64_t t = 0; t < nt; t += kLaneTokens)
-                lane_tiles<F, kLaneTokens>(nsb, pw + g * group_bytes, acts, t, rows, out + t * os + r0 + g * kLaneRows,
-                                           os, (int)(nt - t));
+            for (int64_t t = 0; t < nt; t += F::kTokens)
+                lane_tiles<F, F::kTokens>(nb, pw + g * group_bytes, acts, t, rows, out + t * os + r0 + g * kLaneRows,
+                                          os, (int)(nt - t));
         }
     }
 }

@@ -11,9 +11,10 @@
 // accumulators (block j goes to accumulator j mod N); a tile instead runs
 // one pass per accumulator, each pass holding one register per (row, token)
 // pair, and combines the passes at the end exactly as the vec_dot does.
-// The gain: each weight block is loaded (and, for the quantized types,
-// unpacked, once per call into a scratch) for C tokens at once, each
-// activation block for R rows, and no horizontal reduction is done per block.
+// The gain: each weight block is loaded for C tokens at once, each
+// activation block for R rows, and no horizontal reduction is done per
+// block. (The quantized types' tiles keep one row per lane instead:
+// gemm-rows-x86.h.)
 #pragma once
 
 #include "core/quant/blocks.h"
@@ -52,22 +53,12 @@ void gemm_tiled(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, 
     }
 }
 
-// ---- 32-element block types (mirrors dot_legacy in legacy-x86.h) -----------
-//
-// Both operands are first unpacked once per call into a tile-friendly
-// scratch: weights as 32 u8 per block (W) plus f32 scales, activations as
-// their 32 int8 plus a per-token correction (A) and f32 scales spread to
-// the lanes of the 16 (row, token) pairs of a tile. The per-block sums are
-// exact integers, so an unsigned form with the correction folded into the
-// vpdpbusd accumulator (the offset times the sums of 4 consecutive int8)
-// gives the vec_dot's Prod numbers with one instruction per pair; the
-// 16 scale products of a tile are one 512-bit multiply, each rounded to f32
-// exactly like block_scales.
-
 static inline __m256i load_q(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
-// Ops per type: kOff: the u8 offset of W (0: no correction); W(): a weight
-// block as 32 u8; kMin: weights carry a min (activation is Q8_1).
+// ---- 32-element block types: what the tiles of gemm-legacy-lanes-x86.h
+// need per type. kOff: the u8 offset of W (0: no correction, < 0: signed
+// weights, the sign trick per product); W(): a weight block as 32 bytes;
+// kMin: weights carry a min (activation is Q8_1).
 struct OpsQ4_0 {
     using BW = BlockQ4_0;
     using BA = BlockQ8_0;
@@ -111,7 +102,7 @@ struct OpsQ8_0 {
 };
 #else
 // Without VNNI the unsigned form would saturate vpmaddubsw (255 * 127 * 2):
-// keep the vec_dot's sign trick per pair (kOff < 0 selects it).
+// keep the weights signed (kOff < 0) for the sign trick.
 struct OpsQ8_0 {
     using BW = BlockQ8_0;
     using BA = BlockQ8_0;
@@ -131,184 +122,6 @@ struct alignas(64) Line {
 static inline uint8_t *scratch(std::vector<Line> &v, size_t bytes) {
     if (v.empty() || v.size() * 64 < bytes) v.resize(bytes / 64 + 1);
     return v.data()->b;
-}
-
-// 4 weight rows x 4 tokens; lanes of the scale vectors are t * 4 + r.
-constexpr int kR = 4, kC = 4, kPairs = kR * kC;
-
-// Scratch layout, per tile of rows (or tokens) and block:
-//   weights: 4 x 32 u8, then 4 f32 d, then 4 f32 m           (160 bytes)
-//   tokens:  4 x 32 i8, 4 x 8 i32 corrections, 16 f32 d, 16 f32 s (384)
-// Padding rows and tokens are zero and their outputs are not stored.
-constexpr size_t kWBlock = kR * 32 + 2 * kR * 4, kABlock = kC * 32 + kC * 32 + 2 * kPairs * 4;
-
-template <class Ops>
-static void pack_acts(const uint8_t *a, size_t as, int64_t nt, int64_t nb, uint8_t *dst) {
-    using BA = typename Ops::BA;
-    for (int64_t t0 = 0; t0 < nt; t0 += kC)
-        for (int64_t b = 0; b < nb; ++b) {
-            uint8_t *p = dst + ((t0 / kC) * nb + b) * kABlock;
-            int32_t *corr = (int32_t *)(p + kC * 32);
-            float *d = (float *)(p + 2 * kC * 32), *s = d + kPairs;
-            for (int t = 0; t < kC; ++t) {
-                __m256i q = _mm256_setzero_si256(), c = _mm256_setzero_si256();
-                float fd = 0.f, fs = 0.f;
-                if (t0 + t < nt) {
-                    const BA &y = ((const BA *)(a + (t0 + t) * as))[b];
-                    q = load_q(y.qs);
-                    if constexpr (Ops::kOff > 0)
-                        c = _mm256_sub_epi32(_mm256_setzero_si256(), dot_us8(_mm256_set1_epi8((char)Ops::kOff), q));
-                    fd = f16_at(&y.d);
-                    if constexpr (Ops::kMin) fs = f16_at(&y.s);
-                }
-                _mm256_storeu_si256((__m256i *)(p + 32 * t), q);
-                _mm256_storeu_si256((__m256i *)(corr + 8 * t), c);
-                for (int r = 0; r < kR; ++r) {
-                    d[t * kR + r] = fd;
-                    s[t * kR + r] = fs;
-                }
-            }
-        }
-}
-
-template <class Ops>
-static void pack_weights(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, uint8_t *dst) {
-    using BW = typename Ops::BW;
-    for (int64_t r0 = 0; r0 < nr; r0 += kR)
-        for (int64_t b = 0; b < nb; ++b) {
-            uint8_t *p = dst + ((r0 / kR) * nb + b) * kWBlock;
-            float *d = (float *)(p + kR * 32), *m = d + kR;
-            for (int r = 0; r < kR; ++r) {
-                __m256i q = _mm256_setzero_si256();
-                float fd = 0.f, fm = 0.f;
-                if (r0 + r < nr) {
-                    const BW &x = ((const BW *)(w + (r0 + r) * ws))[b];
-                    q = Ops::W(x);
-                    fd = f16_at(&x.d);
-                    if constexpr (Ops::kMin) fm = f16_at(&x.m);
-                }
-                _mm256_storeu_si256((__m256i *)(p + 32 * r), q);
-                d[r] = fd;
-                m[r] = fm;
-            }
-        }
-}
-
-template <class Ops>
-static inline __m256i tile_prod(__m256i w, const uint8_t *q, const int32_t *corr) {
-    const __m256i y = _mm256_load_si256((const __m256i *)q);
-    if constexpr (Ops::kOff < 0) return dot_ss8(w, y);
-    else if constexpr (Ops::kOff == 0) return dot_us8(w, y);
-    else {
-        const __m256i c = _mm256_load_si256((const __m256i *)corr);
-#if defined(VT_QUANT_VNNI)
-        return _mm256_dpbusd_epi32(c, w, y);
-#else
-        return _mm256_add_epi32(c, dot_us8(w, y));
-#endif
-    }
-}
-
-// One 4 x 4 tile over all blocks; pw / pa: the packed row and token tiles,
-// sc: room for nb * 16 floats. The scale products of all blocks are formed
-// first and read back as broadcast memory operands of the FMAs (kept in a
-// register, GCC would spend a vpermd per pair on the FMA ports).
-template <class Ops>
-static void legacy_tile(int64_t nb, const uint8_t *pw, const uint8_t *pa, float *sc, __m256 part[4][kPairs],
-                        __m512 msum[2]) {
-    const int64_t nmain = nb & ~(int64_t)3;
-    for (int64_t b = 0; b < nb; ++b) {
-        const __m512 wd = _mm512_broadcast_f32x4(_mm_load_ps((const float *)(pw + b * kWBlock + kR * 32)));
-        _mm512_store_ps(sc + b * kPairs,
-                        _mm512_mul_ps(wd, _mm512_load_ps((const float *)(pa + b * kABlock + 2 * kC * 32))));
-    }
-    for (int j = 0; j < 4; ++j) {
-        __m256 acc[kPairs];
-        for (int i = 0; i < kPairs; ++i) acc[i] = _mm256_setzero_ps();
-        const auto block = [&](int64_t b) {
-            const uint8_t *w = pw + b * kWBlock, *a = pa + b * kABlock;
-            const float *scb = sc + b * kPairs;
-            __m256i wq[kR];
-            for (int r = 0; r < kR; ++r) wq[r] = _mm256_load_si256((const __m256i *)(w + 32 * r));
-            for (int t = 0; t < kC; ++t)
-                for (int r = 0; r < kR; ++r) {
-                    const __m256i p = tile_prod<Ops>(wq[r], a + 32 * t, (const int32_t *)(a + kC * 32) + 8 * t);
-                    acc[t * kR + r] = _mm256_fmadd_ps(_mm256_set1_ps(scb[t * kR + r]), _mm256_cvtepi32_ps(p),
-                                                      acc[t * kR + r]);
-                }
-        };
-        for (int64_t b = j; b < nmain; b += 4) block(b);
-        if (j == 0)
-            for (int64_t b = nmain; b < nb; ++b) block(b);
-        for (int i = 0; i < kPairs; ++i) part[j][i] = acc[i];
-    }
-    // The min terms in the vec_dot's order: blocks of its 4-block loop
-    // alternate between two sums by parity, the tail goes to the first.
-    if constexpr (Ops::kMin) {
-        msum[0] = msum[1] = _mm512_setzero_ps();
-        const auto mterm = [&](int64_t b) {
-            const uint8_t *w = pw + b * kWBlock, *a = pa + b * kABlock;
-            const __m512 wm = _mm512_broadcast_f32x4(_mm_load_ps((const float *)(w + kR * 32) + kR));
-            return _mm512_mul_ps(wm, _mm512_load_ps((const float *)(a + 2 * kC * 32) + kPairs));
-        };
-        int64_t b = 0;
-        for (; b < nmain; b += 2) {
-            msum[0] = _mm512_add_ps(msum[0], mterm(b));
-            msum[1] = _mm512_add_ps(msum[1], mterm(b + 1));
-        }
-        for (; b < nb; ++b) msum[0] = _mm512_add_ps(msum[0], mterm(b));
-    }
-}
-
-// Token tiles per chunk: about 384 KiB of packed activations (half the L2
-// of the CPUs this targets), at least one tile.
-static inline int64_t chunk_tiles(size_t tile_bytes) {
-    const int64_t n = (int64_t)((384 * 1024) / tile_bytes);
-    return n < 1 ? 1 : n;
-}
-
-// Weight rows per cache block: their unpacked blocks (160 bytes per 4 rows
-// per block) stay in L1 while every token tile passes over them.
-constexpr size_t kWeightBlockBytes = 24 * 1024;
-
-template <class Ops>
-void gemm_legacy(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
-                 float *out, size_t os) {
-    const int64_t nb = k / QK;
-    const int64_t ntiles_t = (nt + kC - 1) / kC;
-    thread_local std::vector<Line> act_buf, w_buf, sc_buf;
-    float *sc = (float *)scratch(sc_buf, (size_t)nb * kPairs * 4);
-    uint8_t *pa = scratch(act_buf, (size_t)(ntiles_t * nb) * kABlock);
-    pack_acts<Ops>((const uint8_t *)a, as, nt, nb, pa);
-
-    int64_t rows_per_block = (int64_t)(kWeightBlockBytes / ((size_t)nb * kWBlock)) * kR;
-    if (rows_per_block < kR) rows_per_block = kR;
-    uint8_t *pw = scratch(w_buf, (size_t)(rows_per_block / kR * nb) * kWBlock);
-    // Token chunks whose packed activations stay in L2 while the weights
-    // (repacked per chunk) pass over them.
-    const int64_t chunk = chunk_tiles(nb * kABlock);
-    for (int64_t tc = 0; tc < ntiles_t; tc += chunk) {
-        const int64_t tc_end = tc + chunk < ntiles_t ? tc + chunk : ntiles_t;
-        for (int64_t r0 = 0; r0 < nr; r0 += rows_per_block) {
-            const int64_t rn = nr - r0 < rows_per_block ? nr - r0 : rows_per_block;
-            pack_weights<Ops>((const uint8_t *)w + r0 * ws, ws, rn, nb, pw);
-            for (int64_t tt = tc; tt < tc_end; ++tt)
-                for (int64_t rt = 0; rt * kR < rn; ++rt) {
-                    __m256 part[4][kPairs];
-                    __m512 msum[2];
-                    legacy_tile<Ops>(nb, pw + rt * nb * kWBlock, pa + tt * nb * kABlock, sc, part, msum);
-                    alignas(64) float m[kPairs] = {};
-                    if constexpr (Ops::kMin) _mm512_store_ps(m, _mm512_add_ps(msum[0], msum[1]));
-                    for (int t = 0; t < kC && tt * kC + t < nt; ++t)
-                        for (int r = 0; r < kR && rt * kR + r < rn; ++r) {
-                            const int i = t * kR + r;
-                            const float s = hsum(_mm256_add_ps(_mm256_add_ps(part[0][i], part[1][i]),
-                                                               _mm256_add_ps(part[2][i], part[3][i])));
-                            out[(tt * kC + t) * os + r0 + rt * kR + r] = Ops::kMin ? s + m[i] : s;
-                        }
-                }
-        }
-    }
 }
 
 // ---- F16 (mirrors dot_half in quant-avx2.cpp: 8-lane FMAs, 4 accumulators

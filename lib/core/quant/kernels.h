@@ -23,13 +23,11 @@ using QuantFn = void (*)(const float *src, void *dst, int64_t n);
 using GemmFn = void (*)(int64_t k, const void *w, size_t w_stride, int64_t nr, const void *a, size_t a_stride,
                         int64_t nt, float *out, size_t out_stride);
 
-// out[r] = dot(k, row r, a) for r < nr, one activation row against many
-// weight rows (decode), for weights in a load-time layout (dtype.h) that has
-// no row dot: each output bit-identical to the table's dot for the type the
-// layout was repacked from. nr and the layout's grouping are the type's.
-using GemvFn = void (*)(int64_t k, const void *w, size_t w_stride, int64_t nr, const void *a, float *out);
+// For a load-time layout (dtype.h's _X16 types, which have no row dot) the
+// gemm takes any nt, 1 included, and whole groups of rows from a group's
+// start: each output bit-identical to the table's dot for the base type.
 
-constexpr int kTypeSlots = 32; // GGUF type ids used by vt are < 32
+constexpr int kTypeSlots = 34; // GGUF type ids used by vt are < 31; 31..33 are vt's layouts
 
 enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
 constexpr int kIsaCount = 4;
@@ -39,8 +37,7 @@ struct Kernels {
     VecDotFn dot[kTypeSlots] = {};
     DequantFn dequant[kTypeSlots] = {};
     QuantFn quant[kTypeSlots] = {}; // only for vec_dot types
-    GemmFn gemm[kTypeSlots] = {};   // optional: null means loop over dot
-    GemvFn gemv[kTypeSlots] = {};   // load-time layouts only (Q4_0_X4)
+    GemmFn gemm[kTypeSlots] = {};   // optional: null means loop over dot (required for _X16)
 };
 
 // The table for isa, or nullptr if this build or this CPU lacks it (never

@@ -11,9 +11,6 @@ namespace vt::quant::x86 {
 namespace {
 
 // ---- dot products: one block = 32 int8 products, scaled by dw*da ----------
-//
-// Four blocks per iteration into four accumulators: one FMA chain would
-// limit the loop to one block per FMA latency (4 cycles).
 
 static inline __m256i load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
@@ -45,34 +42,74 @@ static inline __m128 block_scales(const void *w, const void *a) {
     return _mm_mul_ps(f, _mm_movehl_ps(f, f));
 }
 
-// HasMin: weights x = d*q + m against Q8_1, adding m * y.s per block.
+// Lane k = the sum of the 8 int32 lanes of p[k] (exact).
+static inline __m256i reduce8_epi32(const __m256i p[8]) {
+    const __m256i ab = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+    const __m256i cd = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(ab, cd, 0x20), _mm256_permute2x128_si256(ab, cd, 0x31));
+}
+
+// 8 f16 values at p, p + stride, ... as one vector.
+static inline __m128i f16x8(const void *p, size_t stride) {
+    const uint8_t *b = (const uint8_t *)p;
+    uint64_t lo = 0, hi = 0;
+    for (int k = 0; k < 4; ++k) {
+        uint16_t v, w;
+        std::memcpy(&v, b + k * stride, 2);
+        std::memcpy(&w, b + (k + 4) * stride, 2);
+        lo |= (uint64_t)v << (16 * k);
+        hi |= (uint64_t)w << (16 * k);
+    }
+    return _mm_set_epi64x((long long)hi, (long long)lo);
+}
+
+// The canonical order of the 32-element block dots, which every kernel of
+// these types replays bit for bit (the row-lane gemm tiles, the repacked
+// decode kernels): each block's 32 products are summed exactly (isum), and
+// block b adds into lane b % 8 of one f32 accumulator,
+//     acc[b % 8] = fma(wd * ad, (float)isum, acc[b % 8]),
+// (wd * ad one f32 product of the two f16 scales); with a min (HasMin:
+// weights x = d*q + m against Q8_1), m_acc[b % 8] += wm * as. The result is
+// hsum(acc) (+ hsum(m_acc)), hsum pairing lanes k and k+4, then k and k+2,
+// then 0 and 1. An exact integer per block is what lets a tile form it with
+// 16 rows per register (a lane per row) and one f32 step per block.
 template <class BW, class BA, __m256i (*Prod)(const BW &, const BA &), bool HasMin>
 float dot_legacy(int64_t n, const void *w, const void *a) {
     const BW *x = (const BW *)w;
     const BA *y = (const BA *)a;
     const int64_t nb = n / QK;
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    __m128 ms[2] = {_mm_setzero_ps(), _mm_setzero_ps()}; // lane 1: sum of m * s
+    __m256 acc = _mm256_setzero_ps(), macc = _mm256_setzero_ps();
     int64_t i = 0;
-    for (; i + 4 <= nb; i += 4) {
-        for (int k = 0; k < 4; ++k) {
-            const __m256i p = Prod(x[i + k], y[i + k]);
+    for (; i + 8 <= nb; i += 8) {
+        __m256i p[8];
+        for (int k = 0; k < 8; ++k) p[k] = Prod(x[i + k], y[i + k]);
+        // The 8 blocks' f16 scales gathered in general registers (the
+        // integer ports are idle here), one conversion each.
+        const __m256 sc = _mm256_mul_ps(_mm256_cvtph_ps(f16x8(&x[i].d, sizeof(BW))),
+                                        _mm256_cvtph_ps(f16x8(&y[i].d, sizeof(BA))));
+        acc = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(reduce8_epi32(p)), acc);
+        if constexpr (HasMin)
+            macc = _mm256_add_ps(macc, _mm256_mul_ps(_mm256_cvtph_ps(f16x8(&x[i].m, sizeof(BW))),
+                                                     _mm256_cvtph_ps(f16x8(&y[i].s, sizeof(BA)))));
+    }
+    if (i < nb) {
+        // Last partial group: missing lanes add exact zeros (fma(0, 0, acc)
+        // leaves acc as it is: acc is never -0).
+        __m256i p[8];
+        alignas(32) float d[8] = {}, m[8] = {};
+        for (int k = 0; k < 8; ++k) {
+            p[k] = _mm256_setzero_si256();
+            if (i + k >= nb) continue;
+            p[k] = Prod(x[i + k], y[i + k]);
             const __m128 sc = block_scales(&x[i + k], &y[i + k]);
-            acc[k] = _mm256_fmadd_ps(_mm256_broadcastss_ps(sc), _mm256_cvtepi32_ps(p), acc[k]);
-            if constexpr (HasMin) ms[k & 1] = _mm_add_ps(ms[k & 1], sc);
+            d[k] = _mm_cvtss_f32(sc);
+            if constexpr (HasMin) m[k] = _mm_cvtss_f32(_mm_movehdup_ps(sc));
         }
+        acc = _mm256_fmadd_ps(_mm256_load_ps(d), _mm256_cvtepi32_ps(reduce8_epi32(p)), acc);
+        if constexpr (HasMin) macc = _mm256_add_ps(macc, _mm256_load_ps(m));
     }
-    for (; i < nb; ++i) {
-        const __m256i p = Prod(x[i], y[i]);
-        const __m128 sc = block_scales(&x[i], &y[i]);
-        acc[0] = _mm256_fmadd_ps(_mm256_broadcastss_ps(sc), _mm256_cvtepi32_ps(p), acc[0]);
-        if constexpr (HasMin) ms[0] = _mm_add_ps(ms[0], sc);
-    }
-    const float s = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    if constexpr (HasMin) {
-        const __m128 m = _mm_add_ps(ms[0], ms[1]);
-        return s + _mm_cvtss_f32(_mm_movehdup_ps(m));
-    }
+    const float s = hsum(acc);
+    if constexpr (HasMin) return s + hsum(macc);
     return s;
 }
 

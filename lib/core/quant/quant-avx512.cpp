@@ -12,7 +12,6 @@
 #include "core/quant/kernels.h"
 #include "core/quant/simd-x86.h"
 #include "core/quant/legacy-x86.h"
-#include "core/quant/gemv-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -52,7 +51,6 @@ void fill(Kernels &k) {
     k.dot[(int)DType::Q5_0] = dot_legacy<BlockQ5_0, BlockQ8_0, prod_q5_0, false>;
     k.dot[(int)DType::Q5_1] = dot_legacy<BlockQ5_1, BlockQ8_1, prod_q5_1, true>;
     k.dot[(int)DType::Q8_0] = dot_legacy<BlockQ8_0, BlockQ8_0, prod_q8_0, false>;
-    k.gemv[(int)DType::Q4_0_X4] = gemv_q4_0_x4;
 }
 
 } // namespace

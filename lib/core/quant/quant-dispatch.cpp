@@ -123,10 +123,12 @@ const Kernels &active_kernels() {
 DType vec_dot_type(DType t) {
     switch (t) {
     case DType::Q4_0:
-    case DType::Q4_0_X4:
+    case DType::Q4_0_X16:
     case DType::Q5_0:
-    case DType::Q8_0: return DType::Q8_0;
+    case DType::Q8_0:
+    case DType::Q8_0_X16: return DType::Q8_0;
     case DType::Q4_1:
+    case DType::Q4_1_X16:
     case DType::Q5_1: return DType::Q8_1;
     case DType::Q2_K:
     case DType::Q3_K:

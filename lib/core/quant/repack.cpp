@@ -6,46 +6,79 @@
 
 namespace vt::quant {
 
-void repack_q4_0_x4(const void *src, size_t src_stride, void *dst, int64_t k, int64_t n_rows) {
+namespace {
+// A base block is a header of f16 fields (d, then m for Q4_1) and a payload
+// of quants; an _X16 group stores the payloads interleaved by dword, then
+// each header field for the 16 rows.
+struct BlockShape {
+    size_t bytes, header;
+};
+BlockShape shape(DType base) {
+    const size_t bytes = dtype_info(base).block_bytes;
+    return {bytes, base == DType::Q4_1 ? (size_t)4 : (size_t)2};
+}
+
+// Byte offsets in a group of block b's payload and of its header field h
+// (f16 x 16): blocks go in pairs, the pair's payloads first, then its d's,
+// then its m's (a lone last block: payload, d, m).
+struct GroupAt {
+    size_t q, h;
+};
+GroupAt group_at(const BlockShape &s, int64_t b, int64_t nb, size_t h) {
+    const size_t payload16 = 16 * (s.bytes - s.header), pair = (size_t)(b & ~(int64_t)1) * 16 * s.bytes;
+    const size_t n = (b + 1 < nb || (b & 1)) ? 2 : 1, odd = (size_t)(b & 1);
+    return {pair + odd * payload16, pair + n * payload16 + h * n * 32 + odd * 32};
+}
+
+} // namespace
+
+DType x16_base(DType x16) {
+    switch (x16) {
+    case DType::Q4_0_X16: return DType::Q4_0;
+    case DType::Q4_1_X16: return DType::Q4_1;
+    case DType::Q8_0_X16: return DType::Q8_0;
+    default: return DType::F32;
+    }
+}
+
+DType x16_of(DType base) {
+    switch (base) {
+    case DType::Q4_0: return DType::Q4_0_X16;
+    case DType::Q4_1: return DType::Q4_1_X16;
+    case DType::Q8_0: return DType::Q8_0_X16;
+    default: return DType::F32;
+    }
+}
+
+void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64_t k, int64_t n_rows) {
+    const BlockShape s = shape(base);
+    const size_t payload = s.bytes - s.header;
     const int64_t nb = k / QK;
-    const uint8_t *s = static_cast<const uint8_t *>(src);
-    BlockQ4_0x4 *out = static_cast<BlockQ4_0x4 *>(dst);
-    for (int64_t g = 0; g < n_rows / 4; ++g)
+    const uint8_t *in = static_cast<const uint8_t *>(src);
+    uint8_t *out = static_cast<uint8_t *>(dst);
+    for (int64_t g = 0; g < n_rows / 16; ++g)
         for (int64_t b = 0; b < nb; ++b) {
-            BlockQ4_0x4 &o = out[g * nb + b];
-            for (int r = 0; r < 4; ++r) {
-                BlockQ4_0 x;
-                std::memcpy(&x, s + (size_t)(4 * g + r) * src_stride + (size_t)b * sizeof x, sizeof x);
-                o.d[r] = x.d;
-                std::memcpy(o.qs[r], x.qs, sizeof x.qs);
+            uint8_t *o = out + (size_t)(g * nb) * 16 * s.bytes;
+            for (int r = 0; r < 16; ++r) {
+                const uint8_t *x = in + (size_t)(16 * g + r) * src_stride + (size_t)b * s.bytes;
+                const GroupAt q = group_at(s, b, nb, 0);
+                for (size_t u = 0; u < payload / 4; ++u) std::memcpy(o + q.q + 64 * u + 4 * r, x + s.header + 4 * u, 4);
+                for (size_t h = 0; h < s.header / 2; ++h) std::memcpy(o + group_at(s, b, nb, h).h + 2 * r, x + 2 * h, 2);
             }
         }
 }
 
-void unpack_q4_0_x4(const void *src, void *dst, size_t dst_stride, int64_t k, int64_t n_rows) {
+void unpack_row_x16(DType base, const void *src, int64_t k, int r, int64_t b0, int64_t n, void *dst) {
+    const BlockShape s = shape(base);
+    const size_t payload = s.bytes - s.header;
     const int64_t nb = k / QK;
-    const BlockQ4_0x4 *in = static_cast<const BlockQ4_0x4 *>(src);
-    uint8_t *d = static_cast<uint8_t *>(dst);
-    for (int64_t g = 0; g < n_rows / 4; ++g)
-        for (int64_t b = 0; b < nb; ++b) {
-            const BlockQ4_0x4 &x = in[g * nb + b];
-            for (int r = 0; r < 4; ++r) {
-                BlockQ4_0 o;
-                o.d = x.d[r];
-                std::memcpy(o.qs, x.qs[r], sizeof o.qs);
-                std::memcpy(d + (size_t)(4 * g + r) * dst_stride + (size_t)b * sizeof o, &o, sizeof o);
-            }
-        }
-}
-
-void unpack_row_q4_0_x4(const void *src, int r, int64_t b0, int64_t n, void *dst) {
-    const BlockQ4_0x4 *in = static_cast<const BlockQ4_0x4 *>(src);
-    uint8_t *d = static_cast<uint8_t *>(dst);
+    const uint8_t *g = static_cast<const uint8_t *>(src);
+    uint8_t *out = static_cast<uint8_t *>(dst);
     for (int64_t b = b0; b < b0 + n; ++b) {
-        BlockQ4_0 o;
-        o.d = in[b].d[r];
-        std::memcpy(o.qs, in[b].qs[r], sizeof o.qs);
-        std::memcpy(d + (size_t)(b - b0) * sizeof o, &o, sizeof o);
+        uint8_t *x = out + (size_t)(b - b0) * s.bytes;
+        const GroupAt q = group_at(s, b, nb, 0);
+        for (size_t u = 0; u < payload / 4; ++u) std::memcpy(x + s.header + 4 * u, g + q.q + 64 * u + 4 * r, 4);
+        for (size_t h = 0; h < s.header / 2; ++h) std::memcpy(x + 2 * h, g + group_at(s, b, nb, h).h + 2 * r, 2);
     }
 }
 

@@ -1,22 +1,25 @@
-// Load-time weight layouts (dtype.h's Q4_0_X4): repacking from the GGUF
+// Load-time weight layouts (dtype.h's _X16 types): repacking from the GGUF
 // row layout and back. Scalar and exact: unpack(repack(x)) == x bit for bit.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace vt::quant {
 
-// n_rows (a multiple of 4) Q4_0 rows of k elements, src_stride bytes apart,
-// into Q4_0_X4 at dst (n_rows * row bytes, contiguous).
-void repack_q4_0_x4(const void *src, size_t src_stride, void *dst, int64_t k, int64_t n_rows);
+// The row type an _X16 layout was repacked from (Q4_0, Q4_1, Q8_0), and the
+// layout for a row type (F32 where it has none).
+DType x16_base(DType x16);
+DType x16_of(DType base);
 
-// The inverse for n_rows (a multiple of 4) rows starting at a group
-// boundary: Q4_0 rows written dst_stride bytes apart.
-void unpack_q4_0_x4(const void *src, void *dst, size_t dst_stride, int64_t k, int64_t n_rows);
+// n_rows (a multiple of 16) rows of type base, k elements, src_stride bytes
+// apart, into x16_of(base) at dst (n_rows * row bytes, contiguous).
+void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64_t k, int64_t n_rows);
 
-// Blocks [b0, b0 + n) of row r (0..3) of the Q4_0_X4 group at src, as n
-// contiguous Q4_0 blocks at dst.
-void unpack_row_q4_0_x4(const void *src, int r, int64_t b0, int64_t n, void *dst);
+// Blocks [b0, b0 + n) of row r (0..15) of the _X16 group at src (rows of k
+// elements), as n contiguous blocks of the base type at dst.
+void unpack_row_x16(DType base, const void *src, int64_t k, int r, int64_t b0, int64_t n, void *dst);
 
 } // namespace vt::quant

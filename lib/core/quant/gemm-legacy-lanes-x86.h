@@ -1,0 +1,259 @@
+// Row-lane tiles (gemm-rows-x86.h) for the 32-element block types, bit-
+// identical to dot_legacy in legacy-x86.h. Include after gemm-rows-x86.h.
+//
+// dot_legacy sums each block's 32 products exactly, then adds
+// fma(wd * ad, isum) into lane b % 8 of its accumulator. Here the 16 rows of
+// a register each form their block's isum with 8 vpdpbusd (4 weights x 4
+// activation bytes broadcast per step), then take one conversion and one
+// FMA per block and token into accumulator b % 8: 11 vector instructions
+// per 16 rows, 32 elements and token, where the vec_dot's form spends a
+// conversion and an FMA per 4 elements. The end combines the 8 accumulators
+// in hsum's order.
+//
+// Two weight sources share the tile: the _X16 load-time layouts, read in
+// place (decode and prefill), and rows of any 32-element type packed per
+// call into 8 steps of u8 per block (Q5_0, Q5_1, and row counts that are
+// not multiples of 16).
+#pragma once
+
+#include "core/quant/gemm-rows-x86.h"
+
+namespace vt::quant::x86 {
+namespace {
+
+// Activations of a call, per token and block: d (and s) as f32, and each
+// block's isum starting value -kOff * sum(y) (the weights go unsigned).
+template <class Ops>
+struct LegacyActs {
+    using BA = typename Ops::BA;
+    const uint8_t *a;
+    size_t as;
+    int64_t nb;
+    float *d, *s;
+    int32_t *corr;
+    LegacyActs(const uint8_t *a_, size_t as_, int64_t nt, int64_t nb_) : a(a_), as(as_), nb(nb_) {
+        thread_local std::vector<Line> f_buf, c_buf;
+        d = (float *)scratch(f_buf, (size_t)(nt * nb) * 8);
+        s = d + nt * nb;
+        corr = (int32_t *)scratch(c_buf, (size_t)(nt * nb) * 4);
+        for (int64_t t = 0; t < nt; ++t)
+            for (int64_t b = 0; b < nb; ++b) {
+                const BA &y = ((const BA *)(a + t * as))[b];
+                d[t * nb + b] = f16_at(&y.d);
+                if constexpr (Ops::kMin) s[t * nb + b] = f16_at(&y.s);
+                int32_t c = 0;
+                if constexpr (Ops::kOff > 0) c = -Ops::kOff * hsum_i32(dot_us8(_mm256_set1_epi8(1), load_q(y.qs)));
+                corr[t * nb + b] = c;
+            }
+    }
+};
+
+// acc + the 4 products per lane of weight step w and activation bytes y.
+template <class Ops>
+static inline __m512i step_dot(__m512i acc, __m512i w, __m512i y) {
+    if constexpr (Ops::kOff < 0) {
+        // Signed weights: |w| against y with w's sign (|w| <= 128,
+        // |y| <= 127, so vpmaddubsw's pairs cannot saturate).
+        const __m512i z = _mm512_setzero_si512();
+        const __m512i ys =
+            _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(w, w), _mm512_mask_sub_epi8(y, _mm512_movepi8_mask(w), z, y));
+        return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(w), ys),
+                                                       _mm512_set1_epi16(1)));
+    } else {
+        return dpbusd512(acc, w, y);
+    }
+}
+
+// Weights packed per call: per 16 rows and block, 8 steps of 16 rows x 4
+// bytes as Ops::W gives them (512), then d (64) and m (64) as f32.
+template <class Ops>
+struct U8Steps {
+    static constexpr size_t kBlock = 640;
+    // Block b of a group at pw: its steps and its scales.
+    struct Loc {
+        const uint8_t *q, *h;
+    };
+    static inline Loc locate(const uint8_t *pw, int64_t b, int64_t) { return {pw + b * kBlock, pw + b * kBlock + 512}; }
+    static inline __m512i step(const Loc &l, int k) { return _mm512_load_si512(l.q + 64 * k); }
+    static inline __m512 d(const Loc &l) { return _mm512_load_ps((const float *)l.h); }
+    static inline __m512 m(const Loc &l) { return _mm512_load_ps((const float *)(l.h + 64)); }
+
+    static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, uint8_t *dst) {
+        using BW = typename Ops::BW;
+        alignas(64) uint8_t q[kLaneRows][64];
+        for (int64_t r0 = 0; r0 < nr; r0 += kLaneRows) {
+            uint8_t *p = dst + (r0 / kLaneRows) * nb * kBlock;
+            // Two blocks per 16 x 16 dword transpose; an odd last block
+            // transposes a zero second half that is not stored.
+            for (int64_t b = 0; b < nb; b += 2) {
+                for (int r = 0; r < kLaneRows; ++r)
+                    for (int h = 0; h < 2; ++h) {
+                        uint8_t *qb = q[r] + 32 * h;
+                        if (b + h >= nb) {
+                            std::memset(qb, 0, 32);
+                            continue;
+                        }
+                        float *d = (float *)(p + (b + h) * kBlock + 512), *m = d + kLaneRows;
+                        if (r0 + r >= nr) { // rows past the matrix are zero
+                            std::memset(qb, 0, 32);
+                            d[r] = m[r] = 0.f;
+                            continue;
+                        }
+                        const BW &x = ((const BW *)(w + (r0 + r) * ws))[b + h];
+                        _mm256_store_si256((__m256i *)qb, Ops::W(x));
+                        d[r] = f16_at(&x.d);
+                        if constexpr (Ops::kMin) m[r] = f16_at(&x.m);
+                        else m[r] = 0.f;
+                    }
+                __m512i v[16];
+                for (int r = 0; r < kLaneRows; ++r) v[r] = _mm512_load_si512(q[r]);
+                transpose16x16_epi32(v);
+                for (int h = 0; h < 2 && b + h < nb; ++h)
+                    for (int k = 0; k < 8; ++k) _mm512_store_si512(p + (b + h) * kBlock + 64 * k, v[8 * h + k]);
+            }
+        }
+    }
+};
+
+// The _X16 layouts in place (blocks.h): Q4_0 and Q4_1 hold two steps per
+// dword (low nibbles: step u, high: step u + 4), Q8_0 one. Blocks go in
+// pairs (both quants, then both d, then both m) so that every quant load is
+// 64-byte aligned when the matrix is (the loader's copies are; the loads
+// stay unaligned ones for any other buffer, e.g. odd block counts).
+template <class Ops>
+struct X16Steps {
+    using BW = typename Ops::BW;
+    static constexpr bool kNibbles = sizeof(BW::qs) == QK / 2;
+    static constexpr size_t kPayload = 16 * sizeof(BW::qs), kBlock = 16 * sizeof(BW);
+    struct Loc {
+        const uint8_t *q, *h;
+        size_t field; // bytes between the d and m halves
+    };
+    static inline Loc locate(const uint8_t *pw, int64_t b, int64_t nb) {
+        const uint8_t *pair = pw + (b & ~(int64_t)1) * kBlock;
+        const size_t n = b + 1 < nb || (b & 1) ? 2 : 1; // blocks in this pair
+        return {pair + (b & 1) * kPayload, pair + n * kPayload + (b & 1) * 32, n * 32};
+    }
+    static inline __m512i step(const Loc &l, int k) {
+        if constexpr (kNibbles) {
+            const __m512i v = _mm512_loadu_si512(l.q + 64 * (k & 3));
+            return _mm512_and_si512(k < 4 ? v : _mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
+        } else {
+            const __m512i v = _mm512_loadu_si512(l.q + 64 * k);
+            if constexpr (Ops::kOff == 128) return _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80));
+            else return v;
+        }
+    }
+    static inline __m512 d(const Loc &l) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)l.h)); }
+    static inline __m512 m(const Loc &l) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(l.h + l.field)));
+    }
+};
+
+static inline __m512 hsum_order8(const __m512 a[8]) {
+    return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
+                         _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
+}
+
+// Calls f(b, j) for blocks b = 0..nb-1 in order with j = b % 8 a constant.
+template <class F>
+static inline void for_blocks8(int64_t nb, F &&f) {
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) f(b + j, j);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j)
+        if (b + j < nb) f(b + j, j);
+}
+
+template <class Ops, class S>
+struct LegacyLanes {
+    using BA = typename Ops::BA;
+    using Acts = LegacyActs<Ops>;
+    static constexpr int kTokens = 3; // 8 accumulators per token in 32 registers
+    static constexpr int64_t kBlockElems = QK;
+    static constexpr size_t kBlock = S::kBlock;
+    static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, uint8_t *dst) {
+        S::pack(w, ws, nr, nb, dst);
+    }
+
+    // 16 rows (a group of pw, blocks kBlock apart) x T tokens.
+    template <int T>
+    static void tile(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {
+        const BA *y[T];
+        for (int t = 0; t < T; ++t) y[t] = (const BA *)(acts.a + (t0 + t) * acts.as);
+        const float *ad = acts.d + t0 * nb, *as = acts.s + t0 * nb;
+        const int32_t *corr = acts.corr + t0 * nb;
+        __m512 acc[T][8];
+        for (int t = 0; t < T; ++t)
+            for (int j = 0; j < 8; ++j) acc[t][j] = _mm512_setzero_ps();
+        for_blocks8(nb, [&](int64_t b, int j) {
+            const typename S::Loc w = S::locate(pw, b, nb);
+            // Independent chains of steps (one of 8 would make a block wait
+            // 8 vpdpbusd latencies), the first from the correction, added
+            // exactly: 2 chains per token in tiles, 4 for decode.
+            constexpr int C = T == 1 ? 4 : 2;
+            __m512i p[T][C];
+            for (int t = 0; t < T; ++t) {
+                p[t][0] = _mm512_set1_epi32(corr[t * nb + b]);
+                for (int c = 1; c < C; ++c) p[t][c] = _mm512_setzero_si512();
+            }
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) {
+                const __m512i wlo = S::step(w, k), whi = S::step(w, k + 4);
+                for (int t = 0; t < T; ++t) {
+                    __m512i &a = p[t][(2 * k) % C], &h = p[t][(2 * k + 1) % C];
+                    a = step_dot<Ops>(a, wlo, bcast32(y[t][b].qs + 4 * k));
+                    h = step_dot<Ops>(h, whi, bcast32(y[t][b].qs + 16 + 4 * k));
+                }
+            }
+            __m512i isum[T];
+            for (int t = 0; t < T; ++t) {
+                isum[t] = _mm512_add_epi32(p[t][0], p[t][1]);
+                if constexpr (C == 4) isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(p[t][2], p[t][3]));
+            }
+            const __m512 wd = S::d(w);
+            for (int t = 0; t < T; ++t)
+                acc[t][j] = _mm512_fmadd_ps(_mm512_mul_ps(wd, _mm512_set1_ps(ad[t * nb + b])),
+                                            _mm512_cvtepi32_ps(isum[t]), acc[t][j]);
+        });
+        for (int t = 0; t < T; ++t) {
+            __m512 s = hsum_order8(acc[t]);
+            if constexpr (Ops::kMin) {
+                __m512 m[8];
+                for (int j = 0; j < 8; ++j) m[j] = _mm512_setzero_ps();
+                for_blocks8(nb, [&](int64_t b, int j) {
+                    m[j] = _mm512_add_ps(m[j], _mm512_mul_ps(S::m(S::locate(pw, b, nb)), _mm512_set1_ps(as[t * nb + b])));
+                });
+                s = _mm512_add_ps(s, hsum_order8(m));
+            }
+            _mm512_mask_storeu_ps(out + t * os, row_mask(nr), s);
+        }
+    }
+};
+
+// Rows of a 32-element type: packed per call.
+template <class Ops>
+void gemm_legacy(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt, float *out,
+                 size_t os) {
+    gemm_lanes<LegacyLanes<Ops, U8Steps<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
+}
+
+// An _X16 matrix in place: nr a multiple of 16, w at a group, ws a row's
+// bytes. Any token count (decode is nt = 1).
+template <class Ops>
+void gemm_legacy_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
+                     float *out, size_t os) {
+    using F = LegacyLanes<Ops, X16Steps<Ops>>;
+    const int64_t nb = k / QK;
+    const typename F::Acts acts((const uint8_t *)a, as, nt, nb);
+    for (int64_t g = 0; g + kLaneRows <= nr; g += kLaneRows)
+        for (int64_t t = 0; t < nt; t += F::kTokens)
+            lane_tiles<F, F::kTokens>(nb, (const uint8_t *)w + g * ws, acts, t, kLaneRows, out + t * os + g, os,
+                                      (int)(nt - t));
+}
+
+} // namespace
+} // namespace vt::quant::x86
