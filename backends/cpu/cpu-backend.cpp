@@ -90,8 +90,10 @@ bool supports(const Node &n) {
         if (q_row % head_dim || kv_row % head_dim || n.src[2]->ne[0] != kv_row) return false;
         const int64_t n_head = q_row / head_dim, n_head_kv = kv_row / head_dim;
         // The caches must hold every position this step writes.
-        return n_head_kv > 0 && n_head % n_head_kv == 0 && n.src[3]->ne[0] == kv_row && n.src[4]->ne[1] == kv_row &&
-               n_past + n_tok <= n.src[3]->ne[1] && n_past + n_tok <= n.src[4]->ne[0];
+        // K^T: (n_ctx, kv_row); V: (kv_row, n_ctx), both with contiguous rows.
+        return n_head_kv > 0 && n_head % n_head_kv == 0 && n.src[3]->ne[1] == kv_row && n.src[4]->ne[0] == kv_row &&
+               n.src[3]->nb[0] == 2 && n.src[4]->nb[0] == 2 && n_past + n_tok <= n.src[3]->ne[0] &&
+               n_past + n_tok <= n.src[4]->ne[1];
     }
     case Op::ATTN_PAGED: return attn_paged_supported(n);
     case Op::COUNT: break;

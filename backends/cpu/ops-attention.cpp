@@ -1,19 +1,23 @@
 // Causal grouped-query attention over a per-sequence f16 KV cache.
 //
-// Layout: the K cache holds one row per position (n_embd_kv f16); the V cache
-// is transposed, one row per value dimension (n_ctx f16), so that both
-// products are f16 dot products over contiguous rows (the vec_dot kernels).
+// Layout: the K cache is stored transposed, one row per key dimension
+// (n_ctx f16 positions), and the V cache holds one row per position
+// (n_embd_kv f16). Both products then run with a position or a dimension in
+// each vector lane and no horizontal sums: a score is sum_d q_d K[d][j] with
+// 16 keys per register, an output is sum_j p_j V[j][d] with 16 dimensions
+// per register.
 //
-// Numerics follow llama.cpp's CPU path without flash attention, so logits
-// agree with it: the query is rounded to f16 before QK^T (its matmul converts
-// src1 to the f16 vec_dot_type), the softmax runs in f32 with a double sum,
-// and the probabilities are rounded to f16 before the product with V.
+// Rounding points follow llama.cpp's CPU path without flash attention, so
+// logits agree with it: the query is rounded to f16 before QK^T (its matmul
+// converts src1 to f16), the softmax runs in f32 with a double sum, and the
+// probabilities are rounded to f16 before the product with V. Each sum is
+// one f32 FMA chain in index order (d for a score, j for an output), so a
+// token's result does not depend on which tokens share its step: a key or a
+// position past a query's causal end adds an exact zero (p = 0).
 //
-// Work goes in units of (KV head, block of tokens): the scores of all their
-// queries (the block's tokens x the query heads sharing that KV head) come
-// from one gemm over the K rows, whose F16 tiles are bit-identical to the
-// f16 vec_dot, so each score is exactly the per-pair dot it replaces and a
-// token's result does not depend on the block it was computed in.
+// Work goes in units of (KV head, block of up to 16 tokens): all queries of
+// the block's tokens x the group's heads share each K and V load.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -37,76 +41,83 @@ AttnShape attn_shape(const Node &n) {
     s.kv_row = s.head_dim * s.n_head_kv;
     return s;
 }
-// Tokens per work unit: enough queries to fill the gemm's token tiles.
+
 constexpr int64_t kTokBlock = 16;
-int64_t n_queries(const AttnShape &s) {
-    return (s.n_tok < kTokBlock ? s.n_tok : kTokBlock) * (s.n_head / s.n_head_kv);
-}
-// Per-thread scratch in floats: a unit's scores (queries x keys), its f16
-// probabilities and f16 queries.
+int64_t n_queries(const AttnShape &s) { return (s.n_tok < kTokBlock ? s.n_tok : kTokBlock) * (s.n_head / s.n_head_kv); }
+// Keys rounded up to whole 16-lane vectors.
+int64_t keys_padded(const AttnShape &s) { return (s.n_past + s.n_tok + 15) & ~(int64_t)15; }
+
+// Per-thread scratch in floats: a unit's output row pointers, its
+// f16-rounded queries and f16-rounded probabilities as f32, then one row of
+// f16 probabilities.
 size_t scratch_floats(const AttnShape &s) {
-    const size_t nq = (size_t)n_queries(s), n_kv = (size_t)(s.n_past + s.n_tok);
-    return nq * n_kv + nq * (n_kv / 2 + 1) + nq * (size_t)s.head_dim / 2 + 32;
+    const size_t nq = (size_t)n_queries(s), nk = (size_t)keys_padded(s);
+    return (2 * nq + nq * (size_t)s.head_dim + nq * nk + nk + 64 + 15) & ~(size_t)15; // 64-byte units
 }
+
 } // namespace
 
-size_t attn_work_size(const Node &n, int nth) { return (size_t)nth * scratch_floats(attn_shape(n)) * sizeof(float); }
+size_t attn_work_size(const Node &n, int nth) {
+    const AttnShape s = attn_shape(n);
+    // Phase 1 uses the start of each thread's scratch for one f16 K row.
+    return (size_t)nth * std::max(scratch_floats(s), (size_t)s.kv_row) * sizeof(float);
+}
 
 void op_attn(const Node &n, const OpCtx &c) {
     const AttnShape s = attn_shape(n);
-    const Tensor *kc = n.src[3], *vc = n.src[4];  // (kv_row, n_ctx) and (n_ctx, kv_row)
+    const Tensor *kc = n.src[3], *vc = n.src[4];  // K^T (n_ctx, kv_row) and V (kv_row, n_ctx)
     const float scale = n.params.f[0];
-    const VecDotFn dot16 = vec_dot_fn(DType::F16);
-    const uint8_t *kbase = static_cast<const uint8_t *>(kc->data);
+    uint8_t *kbase = static_cast<uint8_t *>(kc->data);
     uint8_t *vbase = static_cast<uint8_t *>(vc->data);
+    const size_t kt_stride = kc->nb[1] / 2, v_stride = vc->nb[1] / 2; // in f16
+    const quant::Kernels &kern = quant::active_kernels();
 
-    // Phase 1: append this step's K rows and V columns to the caches as f16.
+    // Phase 1: append this step's K columns and V rows to the caches as f16.
     {
         int64_t b, e;
         split(s.n_tok, c.ith, c.nth, b, e);
+        // The K row goes through the scratch (converted in one call), then
+        // one f16 per K^T row.
+        uint16_t *k16 = reinterpret_cast<uint16_t *>(c.wdata) + (size_t)c.ith * ((s.kv_row + 31) & ~(int64_t)31);
         for (int64_t t = b; t < e; ++t) {
             const float *kr = static_cast<const float *>(n.src[1]->data) + t * s.kv_row;
             const float *vr = static_cast<const float *>(n.src[2]->data) + t * s.kv_row;
-            quantize_row(DType::F16, kr, static_cast<uint8_t *>(kc->data) + (size_t)(s.n_past + t) * kc->nb[1], s.kv_row);
+            quantize_row(DType::F16, kr, k16, s.kv_row);
             for (int64_t d = 0; d < s.kv_row; ++d)
-                reinterpret_cast<uint16_t *>(vbase + (size_t)d * vc->nb[1])[s.n_past + t] = f32_to_fp16(vr[d]);
+                reinterpret_cast<uint16_t *>(kbase + (size_t)d * kc->nb[1])[s.n_past + t] = k16[d];
+            quantize_row(DType::F16, vr, vbase + (size_t)(s.n_past + t) * vc->nb[1], s.kv_row);
         }
         c.barrier();
     }
 
     // Phase 2: one unit (KV head, token block) at a time.
-    const int64_t group = s.n_head / s.n_head_kv, nq_max = n_queries(s), n_kv_all = s.n_past + s.n_tok;
-    float *scores = reinterpret_cast<float *>(c.wdata) + (size_t)c.ith * scratch_floats(s);
-    uint16_t *p16 = reinterpret_cast<uint16_t *>(scores + (size_t)nq_max * n_kv_all);
-    const size_t p_stride = (size_t)(n_kv_all / 2 + 1) * 2; // in f16
-    uint16_t *q16 = p16 + (size_t)nq_max * p_stride;
-    const quant::GemmFn gemm16 = quant::active_kernels().gemm[(int)DType::F16];
+    const int64_t hd = s.head_dim, group = s.n_head / s.n_head_kv, nq_max = n_queries(s), nk_pad = keys_padded(s);
+    float **outs = reinterpret_cast<float **>(reinterpret_cast<float *>(c.wdata) + (size_t)c.ith * scratch_floats(s));
+    float *qf = reinterpret_cast<float *>(outs + nq_max);
+    float *pf = qf + (size_t)nq_max * hd;
+    uint16_t *p16 = reinterpret_cast<uint16_t *>(pf + (size_t)nq_max * nk_pad);
     const int64_t n_blocks = (s.n_tok + kTokBlock - 1) / kTokBlock, n_units = n_blocks * s.n_head_kv;
     // Causal blocks grow with the token index, so contiguous ranges would
     // give the last thread most of the work: deal the units out round-robin.
     for (int64_t u = c.ith; u < n_units; u += c.nth) {
         const int64_t hk = u % s.n_head_kv, t0 = (u / s.n_head_kv) * kTokBlock;
         const int64_t nt = s.n_tok - t0 < kTokBlock ? s.n_tok - t0 : kTokBlock, nq = nt * group;
-        const int64_t n_kv_max = s.n_past + t0 + nt; // keys of the block's last token
-        // Query (t0 + i / group, head hk * group + i % group) is row i.
+        const int64_t n_keys = s.n_past + t0 + nt; // keys of the block's last token
+        // Query (t0 + i / group, head hk * group + i % group) is row i: f16-rounded, as f32.
         for (int64_t i = 0; i < nq; ++i) {
             const int64_t t = t0 + i / group, h = hk * group + i % group;
-            const float *q = static_cast<const float *>(n.src[0]->data) + (t * s.n_head + h) * s.head_dim;
-            quantize_row(DType::F16, q, q16 + i * s.head_dim, s.head_dim);
+            const float *q = static_cast<const float *>(n.src[0]->data) + (t * s.n_head + h) * hd;
+            quantize_row(DType::F16, q, p16, hd);
+            dequantize_row(DType::F16, p16, qf + i * hd, hd);
         }
-        const uint8_t *kh = kbase + (size_t)hk * s.head_dim * 2;
-        if (gemm16) {
-            gemm16(s.head_dim, kh, kc->nb[1], n_kv_max, q16, (size_t)s.head_dim * 2, nq, scores, (size_t)n_kv_all);
-        } else {
-            for (int64_t i = 0; i < nq; ++i)
-                for (int64_t j = 0; j < n_kv_max; ++j)
-                    scores[i * n_kv_all + j] = dot16(s.head_dim, kh + (size_t)j * kc->nb[1], q16 + i * s.head_dim);
-        }
+        // Scores into pf (row stride nk_pad).
+        const uint16_t *kt = reinterpret_cast<const uint16_t *>(kbase + (size_t)hk * hd * kc->nb[1]);
+        kern.attn_scores(qf, nq, hd, kt, kt_stride, n_keys, pf, (size_t)nk_pad);
+        // Softmax per query over its own keys; probabilities rounded to f16
+        // and back, zero past its keys.
         for (int64_t i = 0; i < nq; ++i) {
-            const int64_t t = t0 + i / group, h = hk * group + i % group;
-            const int64_t n_kv = s.n_past + t + 1; // causal: keys up to this token
-            float *sc = scores + i * n_kv_all;
-            uint16_t *p = p16 + i * p_stride;
+            const int64_t n_kv = s.n_past + t0 + i / group + 1; // causal: keys up to this token
+            float *sc = pf + i * nk_pad;
             float mx = -INFINITY;
             for (int64_t j = 0; j < n_kv; ++j) {
                 sc[j] *= scale;
@@ -119,12 +130,16 @@ void op_attn(const Node &n, const OpCtx &c) {
             }
             const float inv = (float)(1.0 / sum);
             for (int64_t j = 0; j < n_kv; ++j) sc[j] *= inv;
-            quantize_row(DType::F16, sc, p, n_kv);
-
-            float *out = static_cast<float *>(n.dst->data) + (t * s.n_head + h) * s.head_dim;
-            for (int64_t d = 0; d < s.head_dim; ++d)
-                out[d] = dot16(n_kv, vbase + (size_t)(hk * s.head_dim + d) * vc->nb[1], p);
+            quantize_row(DType::F16, sc, p16, n_kv);
+            dequantize_row(DType::F16, p16, sc, n_kv);
+            std::memset(sc + n_kv, 0, (size_t)(n_keys - n_kv) * sizeof(float));
         }
+        const uint16_t *v = reinterpret_cast<const uint16_t *>(vbase) + hk * hd;
+        for (int64_t i = 0; i < nq; ++i) {
+            const int64_t t = t0 + i / group, h = hk * group + i % group;
+            outs[i] = static_cast<float *>(n.dst->data) + (t * s.n_head + h) * hd;
+        }
+        kern.attn_values(pf, (size_t)nk_pad, nq, n_keys, v, v_stride, hd, outs);
     }
 }
 

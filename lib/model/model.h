@@ -47,8 +47,8 @@ struct ForwardArgs {
     Tensor *out_rows;    // (n_out) i32, graph input: which tokens need logits
     int64_t n_tokens;
     int64_t n_past;                // single-sequence mode only
-    std::vector<Tensor> *k_cache;  // per layer: (n_embd_kv, n_ctx) f16; paged: (n_embd_kv, n_slots) f16
-    std::vector<Tensor> *v_cache;  // per layer: (n_ctx, n_embd_kv) f16, transposed; paged: like k_cache
+    std::vector<Tensor> *k_cache;  // per layer: (n_ctx, n_embd_kv) f16, transposed; paged: (n_embd_kv, n_slots) f16
+    std::vector<Tensor> *v_cache;  // per layer: (n_embd_kv, n_ctx) f16; paged: like k_cache
     Tensor *kv_index = nullptr;    // paged mode: i32 graph input, layout in Op::ATTN_PAGED
     int64_t block_size = 0;        // paged mode: tokens per block
 };

@@ -96,10 +96,10 @@ Sequence::Sequence(Context &ctx, uint32_t n_ctx, bool logits_all) : ctx_(ctx), l
     v_cache_.resize(hp.n_layer);
     uint8_t *p = static_cast<uint8_t *>(kv_mem_);
     for (uint32_t l = 0; l < hp.n_layer; ++l) {
-        tensor_init(k_cache_[l], DType::F16, hp.n_embd_kv(), n_ctx_, 1, 1, p, "k_cache");
+        // K is stored transposed (one row per dimension): see ops-attention.
+        tensor_init(k_cache_[l], DType::F16, n_ctx_, hp.n_embd_kv(), 1, 1, p, "k_cache");
         p += layer_bytes;
-        // V is stored transposed (one row per dimension): see ops-attention.
-        tensor_init(v_cache_[l], DType::F16, n_ctx_, hp.n_embd_kv(), 1, 1, p, "v_cache");
+        tensor_init(v_cache_[l], DType::F16, hp.n_embd_kv(), n_ctx_, 1, 1, p, "v_cache");
         p += layer_bytes;
     }
     pending_.reserve(ctx.n_batch());

@@ -83,7 +83,7 @@ private:
     bool logits_all_;
     int64_t n_past_ = 0;
     std::vector<int32_t> pending_;
-    std::vector<Tensor> k_cache_, v_cache_;  // per layer: K (n_embd_kv, n_ctx), V^T (n_ctx, n_embd_kv), f16
+    std::vector<Tensor> k_cache_, v_cache_;  // per layer: K^T (n_ctx, n_embd_kv), V (n_embd_kv, n_ctx), f16
     void *kv_mem_ = nullptr;
     std::vector<float> logits_;               // (n_vocab, n_rows_of_last_step)
     int64_t n_logit_rows_ = 0;

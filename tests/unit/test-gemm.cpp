@@ -4,6 +4,7 @@
 // edge tiles on both sides.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -175,4 +176,44 @@ TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base t
         }
     }
     if (checked == 0) WARN("no ISA table of this CPU has the _X16 kernels; only repacking checked");
+}
+
+TEST_CASE("attention products of every table equal the scalar reference bit for bit", "[gemm]") {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    const Kernels *ref = quant::kernels_for(Isa::scalar);
+    REQUIRE(ref);
+    REQUIRE(ref->attn_scores);
+    for (int64_t hd : {64, 20, 128}) {
+        for (int64_t n_keys : {1, 15, 16, 37, 64}) {
+            const int64_t nq = 13, kts = n_keys + 5, vs = hd + 3;
+            std::vector<float> qf((size_t)(nq * hd)), pf((size_t)(nq * n_keys));
+            for (float &x : qf) x = fp16_to_f32(f32_to_fp16(nd(rng)));
+            for (float &x : pf) x = fp16_to_f32(f32_to_fp16(std::fabs(nd(rng)) / (float)n_keys));
+            std::vector<uint16_t> kt((size_t)(hd * kts)), v((size_t)(n_keys * vs));
+            for (uint16_t &x : kt) x = f32_to_fp16(nd(rng));
+            for (uint16_t &x : v) x = f32_to_fp16(nd(rng));
+            auto scores = [&](const Kernels &k) {
+                std::vector<float> sc((size_t)(nq * (n_keys + 1)), -7.f);
+                k.attn_scores(qf.data(), nq, hd, kt.data(), (size_t)kts, n_keys, sc.data(), (size_t)(n_keys + 1));
+                return sc;
+            };
+            auto values = [&](const Kernels &k) {
+                std::vector<float> out((size_t)(nq * (hd + 1)), -7.f);
+                std::vector<float *> rows((size_t)nq);
+                for (int64_t i = 0; i < nq; ++i) rows[(size_t)i] = &out[(size_t)(i * (hd + 1))];
+                k.attn_values(pf.data(), (size_t)n_keys, nq, n_keys, v.data(), (size_t)vs, hd, rows.data());
+                return out;
+            };
+            const std::vector<float> want_s = scores(*ref), want_v = values(*ref);
+            for (int i = 1; i < quant::kIsaCount; ++i) {
+                const Kernels *k = quant::kernels_for((Isa)i);
+                if (!k) continue;
+                INFO(std::string(k->isa) + " hd=" + std::to_string(hd) + " keys=" + std::to_string(n_keys));
+                const std::vector<float> got_s = scores(*k), got_v = values(*k);
+                CHECK(std::memcmp(got_s.data(), want_s.data(), got_s.size() * 4) == 0);
+                CHECK(std::memcmp(got_v.data(), want_v.data(), got_v.size() * 4) == 0);
+            }
+        }
+    }
 }

@@ -500,17 +500,18 @@ TEST_CASE("ATTN: causal GQA softmax attention over f16 caches", "[ops]") {
                 // Caches: positions < n_past hold random f16; every other slot
                 // holds NaN, so reading a slot that is neither in the past nor
                 // written by this step poisons the output.
+                // K is transposed (a row per dimension), V a row per position.
                 std::vector<uint16_t> k0((size_t)(kv_row * n_ctx), kNaN16), v0((size_t)(n_ctx * kv_row), kNaN16);
                 std::normal_distribution<float> nd(0.f, 1.f);
                 for (int64_t j = 0; j < n_past; ++j)
                     for (int64_t d = 0; d < kv_row; ++d) {
-                        k0[(size_t)(j * kv_row + d)] = f32_to_fp16(nd(rng));
-                        v0[(size_t)(d * n_ctx + j)] = f32_to_fp16(nd(rng));
+                        k0[(size_t)(d * n_ctx + j)] = f32_to_fp16(nd(rng));
+                        v0[(size_t)(j * kv_row + d)] = f32_to_fp16(nd(rng));
                     }
                 std::vector<uint16_t> kc = k0, vc = v0;
                 Tensor kct, vct;
-                tensor_init(kct, DType::F16, kv_row, n_ctx, 1, 1, kc.data(), "k_cache");
-                tensor_init(vct, DType::F16, n_ctx, kv_row, 1, 1, vc.data(), "v_cache");
+                tensor_init(kct, DType::F16, n_ctx, kv_row, 1, 1, kc.data(), "k_cache");
+                tensor_init(vct, DType::F16, kv_row, n_ctx, 1, 1, vc.data(), "v_cache");
 
                 Graph g;
                 Tensor *qt = g.input(DType::F32, Q, n_tok), *kt = g.input(DType::F32, kv_row, n_tok),
@@ -543,8 +544,8 @@ TEST_CASE("ATTN: causal GQA softmax attention over f16 caches", "[ops]") {
                 std::vector<uint16_t> k_exp = k0, v_exp = v0;
                 for (int64_t t = 0; t < n_tok; ++t)
                     for (int64_t d = 0; d < kv_row; ++d) {
-                        k_exp[(size_t)((n_past + t) * kv_row + d)] = f32_to_fp16(k[(size_t)(t * kv_row + d)]);
-                        v_exp[(size_t)(d * n_ctx + n_past + t)] = f32_to_fp16(v[(size_t)(t * kv_row + d)]);
+                        k_exp[(size_t)(d * n_ctx + n_past + t)] = f32_to_fp16(k[(size_t)(t * kv_row + d)]);
+                        v_exp[(size_t)((n_past + t) * kv_row + d)] = f32_to_fp16(v[(size_t)(t * kv_row + d)]);
                     }
                 CHECK(kc == k_exp);
                 CHECK(vc == v_exp);
@@ -584,7 +585,7 @@ TEST_CASE("ATTN: causal GQA softmax attention over f16 caches", "[ops]") {
                                 double dot = 0, mag = 0;
                                 for (int64_t i = 0; i < head_dim; ++i) {
                                     const double qi = q_f16 ? h16(f32_to_fp16(qh[i])) : (double)qh[i];
-                                    const double kj = h16(k_exp[(size_t)(j * kv_row + hk * head_dim + i)]);
+                                    const double kj = h16(k_exp[(size_t)((hk * head_dim + i) * n_ctx + j)]);
                                     dot += qi * kj;
                                     mag += std::fabs(qi * kj);
                                 }
@@ -602,7 +603,7 @@ TEST_CASE("ATTN: causal GQA softmax attention over f16 caches", "[ops]") {
                             for (int64_t d = 0; d < head_dim; ++d) {
                                 double o = 0, A = 0, vmax = 0;
                                 for (int64_t j = 0; j < n_kv; ++j) {
-                                    const double vj = h16(v_exp[(size_t)((hk * head_dim + d) * n_ctx + j)]);
+                                    const double vj = h16(v_exp[(size_t)(j * kv_row + hk * head_dim + d)]);
                                     o += pr[(size_t)j] * vj;
                                     A += pr[(size_t)j] * std::fabs(vj);
                                     vmax = std::max(vmax, std::fabs(vj));
@@ -618,6 +619,48 @@ TEST_CASE("ATTN: causal GQA softmax attention over f16 caches", "[ops]") {
             }
         }
     }
+}
+
+TEST_CASE("ATTN: a token's output does not depend on the step it is computed in", "[ops]") {
+    // 21 tokens in one step, then the same tokens in steps of 1, 4 and 16
+    // (a block boundary inside a step, decode steps after it): every token's
+    // output must be the same bits, as the chunked prefill of vt_seq needs.
+    std::mt19937 rng(7);
+    const int64_t n_head = 6, n_head_kv = 2, head_dim = 40, n_ctx = 32, n_all = 21;
+    const int64_t Q = head_dim * n_head, kv_row = head_dim * n_head_kv;
+    const std::vector<float> q = normal((size_t)(Q * n_all), rng), k = normal((size_t)(kv_row * n_all), rng),
+                             v = normal((size_t)(kv_row * n_all), rng);
+    OpParams p{};
+    p.i[1] = (int32_t)head_dim;
+    p.f[0] = 1.0f / std::sqrt((float)head_dim);
+    auto run = [&](const std::vector<int64_t> &steps) {
+        std::vector<uint16_t> kc((size_t)(kv_row * n_ctx)), vc(kc.size());
+        Tensor kct, vct;
+        tensor_init(kct, DType::F16, n_ctx, kv_row, 1, 1, kc.data(), "k_cache");
+        tensor_init(vct, DType::F16, kv_row, n_ctx, 1, 1, vc.data(), "v_cache");
+        std::vector<float> out;
+        int64_t past = 0;
+        for (int64_t n : steps) {
+            Graph g;
+            Tensor *qt = g.input(DType::F32, Q, n), *kt = g.input(DType::F32, kv_row, n), *vt_ = g.input(DType::F32, kv_row, n);
+            p.i[0] = (int32_t)past;
+            Tensor *y = g.op(Op::ATTN, DType::F32, Q, n, {qt, kt, vt_, &kct, &vct}, p);
+            g.mark_output(y);
+            REQUIRE(supports(g.nodes()[0]));
+            Bound bound(g);
+            put(qt, std::vector<float>(q.begin() + past * Q, q.begin() + (past + n) * Q));
+            put(kt, std::vector<float>(k.begin() + past * kv_row, k.begin() + (past + n) * kv_row));
+            put(vt_, std::vector<float>(v.begin() + past * kv_row, v.begin() + (past + n) * kv_row));
+            REQUIRE(compute(2, g) == VT_OK);
+            const std::vector<float> o = get(y);
+            out.insert(out.end(), o.begin(), o.end());
+            past += n;
+        }
+        return out;
+    };
+    const std::vector<float> one = run({n_all}), split = run({1, 4, 16});
+    REQUIRE(one.size() == split.size());
+    CHECK(same_bits(one.data(), split.data(), one.size() * sizeof(float)));
 }
 
 // ---- _X16 (load-time repacked Q4_0, Q4_1, Q8_0) ---------------------------------------
@@ -851,8 +894,8 @@ TEST_CASE("supports_op rejects what the CPU cannot compute", "[ops]") {
     std::vector<float> kc(64 * 8);
     std::vector<uint16_t> vc(64 * 8);
     Tensor kct, vct;
-    tensor_init(kct, DType::F32, 64, 8, 1, 1, kc.data());
-    tensor_init(vct, DType::F16, 8, 64, 1, 1, vc.data());
+    tensor_init(kct, DType::F32, 8, 64, 1, 1, kc.data());
+    tensor_init(vct, DType::F16, 64, 8, 1, 1, vc.data());
     Graph g2;
     Tensor *q = g2.input(DType::F32, 64, 1), *k = g2.input(DType::F32, 64, 1), *v = g2.input(DType::F32, 64, 1);
     OpParams pa{};

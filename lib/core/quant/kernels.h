@@ -27,6 +27,16 @@ using GemmFn = void (*)(int64_t k, const void *w, size_t w_stride, int64_t nr, c
 // gemm takes any nt, 1 included, and whole groups of rows from a group's
 // start: each output bit-identical to the table's dot for the base type.
 
+// The attention products of the sequence path (ops-attention.cpp): each
+// output one f32 FMA chain in index order, so every table's kernels give the
+// scalar reference's bits. Scores: sc[i * scs + j] = sum_d qf[i * hd + d] *
+// f16 kt[d * kts + j] (K transposed), i < nq, j < n_keys. Values:
+// out[i][d] = sum_j pf[i * ps + j] * f16 v[j * vs + d], i < nq, d < hd.
+using AttnScoresFn = void (*)(const float *qf, int64_t nq, int64_t hd, const uint16_t *kt, size_t kts, int64_t n_keys,
+                              float *sc, size_t scs);
+using AttnValuesFn = void (*)(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const uint16_t *v, size_t vs,
+                              int64_t hd, float *const *out);
+
 constexpr int kTypeSlots = 34; // GGUF type ids used by vt are < 31; 31..33 are vt's layouts
 
 enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
@@ -38,6 +48,8 @@ struct Kernels {
     DequantFn dequant[kTypeSlots] = {};
     QuantFn quant[kTypeSlots] = {}; // only for vec_dot types
     GemmFn gemm[kTypeSlots] = {};   // optional: null means loop over dot (required for _X16)
+    AttnScoresFn attn_scores = nullptr;
+    AttnValuesFn attn_values = nullptr;
 };
 
 // The table for isa, or nullptr if this build or this CPU lacks it (never
@@ -67,6 +79,7 @@ void fill_gemm_avx512bf16(Kernels &k);
 namespace scalar {
 void fill_legacy(Kernels &k); // F32/F16/BF16 and the 32-element block types
 void fill_kquants(Kernels &k);
+void fill_attn(Kernels &k);
 } // namespace scalar
 
 } // namespace vt::quant

@@ -11,6 +11,7 @@
 #include "core/quant/kernels.h"
 #include "core/quant/simd-x86.h"
 #include "core/quant/legacy-x86.h"
+#include "core/quant/attn-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -176,6 +177,8 @@ void fill_avx2(Kernels &k) {
     k.quant[id(DType::Q8_0)] = q_q8_0;
     k.quant[id(DType::Q8_1)] = q_q8_1;
     avx2_fill_kquants(k);
+    k.attn_scores = attn_scores<Ymm>;
+    k.attn_values = attn_values<Ymm>;
 }
 
 } // namespace vt::quant

@@ -12,6 +12,7 @@
 #include "core/quant/kernels.h"
 #include "core/quant/simd-x86.h"
 #include "core/quant/legacy-x86.h"
+#include "core/quant/attn-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -51,6 +52,8 @@ void fill(Kernels &k) {
     k.dot[(int)DType::Q5_0] = dot_legacy<BlockQ5_0, BlockQ8_0, prod_q5_0, false>;
     k.dot[(int)DType::Q5_1] = dot_legacy<BlockQ5_1, BlockQ8_1, prod_q5_1, true>;
     k.dot[(int)DType::Q8_0] = dot_legacy<BlockQ8_0, BlockQ8_0, prod_q8_0, false>;
+    k.attn_scores = attn_scores<Zmm>;
+    k.attn_values = attn_values<Zmm>;
 }
 
 } // namespace

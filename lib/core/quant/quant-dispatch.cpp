@@ -22,6 +22,7 @@ void fill_scalar(Kernels &k) {
     k.isa = "scalar";
     scalar::fill_legacy(k);
     scalar::fill_kquants(k);
+    scalar::fill_attn(k);
 }
 
 namespace {

@@ -1,0 +1,37 @@
+// Scalar reference of the attention products (kernels.h): one FMA chain
+// per output in index order, which the SIMD tables reproduce lane by lane.
+#include <cmath>
+
+#include "core/quant.h"
+#include "core/quant/kernels.h"
+
+namespace vt::quant::scalar {
+
+namespace {
+void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *kt, size_t kts, int64_t n_keys, float *sc,
+                 size_t scs) {
+    for (int64_t i = 0; i < nq; ++i)
+        for (int64_t j = 0; j < n_keys; ++j) {
+            float s = 0.f;
+            for (int64_t d = 0; d < hd; ++d) s = std::fma(qf[i * hd + d], fp16_to_f32(kt[d * kts + j]), s);
+            sc[i * scs + j] = s;
+        }
+}
+
+void attn_values(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const uint16_t *v, size_t vs, int64_t hd,
+                 float *const *out) {
+    for (int64_t i = 0; i < nq; ++i)
+        for (int64_t d = 0; d < hd; ++d) {
+            float o = 0.f;
+            for (int64_t j = 0; j < n_keys; ++j) o = std::fma(pf[i * ps + j], fp16_to_f32(v[j * vs + d]), o);
+            out[i][d] = o;
+        }
+}
+} // namespace
+
+void fill_attn(Kernels &k) {
+    k.attn_scores = attn_scores;
+    k.attn_values = attn_values;
+}
+
+} // namespace vt::quant::scalar
