@@ -124,6 +124,38 @@ static inline uint8_t *scratch(std::vector<Line> &v, size_t bytes) {
     return v.data()->b;
 }
 
+// ---- passes over L1-sized segments ------------------------------------------
+//
+// The float tiles replay a vec_dot that keeps N accumulators over chunks of
+// N vectors (accumulator j takes vector j of every chunk), one pass per
+// accumulator. A pass over a whole row touches every cache line but uses 1/N
+// of it, so with rows longer than L1 each pass fetched the tile's rows from
+// L2 again. The passes go segment by segment instead (kSegChunks chunks of each
+// row), each accumulator parked in memory between segments: the same FMAs in
+// the same order per accumulator.
+constexpr int64_t kSegChunks = 16; // chunks per segment: 4-8 KiB of a tile's rows
+
+template <class A, int R, int C>
+static inline void copy_acc(A (&dst)[R][C], const A (&src)[R][C]) {
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < C; ++t) dst[r][t] = src[r][t];
+}
+
+// pass(j, s0, s1) runs accumulator j over the chunks of [s0, s1) (elements,
+// chunk-aligned); acc is the register set pass works on.
+template <int N, class A, int R, int C, class F>
+static inline void for_passes(int64_t nmain, int64_t chunk, A (&part)[N][R][C], A (&acc)[R][C], F &&pass) {
+    const int64_t seg = kSegChunks * chunk;
+    for (int64_t s0 = 0; s0 < nmain; s0 += seg) {
+        const int64_t s1 = s0 + seg < nmain ? s0 + seg : nmain;
+        for (int j = 0; j < N; ++j) {
+            copy_acc(acc, part[j]);
+            pass(j, s0, s1);
+            copy_acc(part[j], acc);
+        }
+    }
+}
+
 // ---- F16 (mirrors dot_half in quant-avx2.cpp: 8-lane FMAs, 4 accumulators
 // over 32-element chunks, 8-element steps into the first, scalar tail) -------
 
@@ -137,25 +169,24 @@ struct HalfTile {
         for (int t = 0; t < C; ++t) y[t] = (const uint16_t *)(a + t * as);
         const int64_t nmain = n & ~(int64_t)31, n8 = n & ~(int64_t)7;
 
-        __m256 part[4][R][C];
-        for (int j = 0; j < 4; ++j) {
-            __m256 acc[R][C];
+        __m256 part[4][R][C], acc[R][C];
+        for (int j = 0; j < 4; ++j)
             for (int r = 0; r < R; ++r)
-                for (int t = 0; t < C; ++t) acc[r][t] = _mm256_setzero_ps();
-            const auto chunk = [&](int64_t i) {
-                __m256 wv[R];
-                for (int r = 0; r < R; ++r) wv[r] = load8_f16(x[r] + i);
-                for (int t = 0; t < C; ++t) {
-                    const __m256 yv = load8_f16(y[t] + i);
-                    for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], yv, acc[r][t]);
-                }
-            };
-            for (int64_t i = 8 * j; i < nmain; i += 32) chunk(i);
-            if (j == 0)
-                for (int64_t i = nmain; i < n8; i += 8) chunk(i);
-            for (int r = 0; r < R; ++r)
-                for (int t = 0; t < C; ++t) part[j][r][t] = acc[r][t];
-        }
+                for (int t = 0; t < C; ++t) part[j][r][t] = _mm256_setzero_ps();
+        const auto chunk = [&](int64_t i) {
+            __m256 wv[R];
+            for (int r = 0; r < R; ++r) wv[r] = load8_f16(x[r] + i);
+            for (int t = 0; t < C; ++t) {
+                const __m256 yv = load8_f16(y[t] + i);
+                for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], yv, acc[r][t]);
+            }
+        };
+        for_passes<4>(nmain, 32, part, acc, [&](int j, int64_t s0, int64_t s1) {
+            for (int64_t i = s0 + 8 * j; i < s1; i += 32) chunk(i);
+        });
+        copy_acc(acc, part[0]);
+        for (int64_t i = nmain; i < n8; i += 8) chunk(i);
+        copy_acc(part[0], acc);
         for (int r = 0; r < R; ++r)
             for (int t = 0; t < C; ++t) {
                 float s = hsum(_mm256_add_ps(_mm256_add_ps(part[0][r][t], part[1][r][t]),
@@ -196,25 +227,24 @@ struct Wide {
             for (int t = 0; t < C; ++t) y[t] = (const E *)(a + t * as);
             const int64_t nmain = n & ~(int64_t)63, n16 = n & ~(int64_t)15;
 
-            __m512 part[4][R][C];
-            for (int j = 0; j < 4; ++j) {
-                __m512 acc[R][C];
+            __m512 part[4][R][C], acc[R][C];
+            for (int j = 0; j < 4; ++j)
                 for (int r = 0; r < R; ++r)
-                    for (int t = 0; t < C; ++t) acc[r][t] = _mm512_setzero_ps();
-                const auto chunk = [&](int64_t i) {
-                    __m512 wv[R];
-                    for (int r = 0; r < R; ++r) wv[r] = L::load(x[r] + i);
-                    for (int t = 0; t < C; ++t) {
-                        const __m512 yv = L::load(y[t] + i);
-                        for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], yv, acc[r][t]);
-                    }
-                };
-                for (int64_t i = 16 * j; i < nmain; i += 64) chunk(i);
-                if (j == 0)
-                    for (int64_t i = nmain; i < n16; i += 16) chunk(i);
-                for (int r = 0; r < R; ++r)
-                    for (int t = 0; t < C; ++t) part[j][r][t] = acc[r][t];
-            }
+                    for (int t = 0; t < C; ++t) part[j][r][t] = _mm512_setzero_ps();
+            const auto chunk = [&](int64_t i) {
+                __m512 wv[R];
+                for (int r = 0; r < R; ++r) wv[r] = L::load(x[r] + i);
+                for (int t = 0; t < C; ++t) {
+                    const __m512 yv = L::load(y[t] + i);
+                    for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], yv, acc[r][t]);
+                }
+            };
+            for_passes<4>(nmain, 64, part, acc, [&](int j, int64_t s0, int64_t s1) {
+                for (int64_t i = s0 + 16 * j; i < s1; i += 64) chunk(i);
+            });
+            copy_acc(acc, part[0]);
+            for (int64_t i = nmain; i < n16; i += 16) chunk(i);
+            copy_acc(part[0], acc);
             for (int r = 0; r < R; ++r)
                 for (int t = 0; t < C; ++t) {
                     float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(part[0][r][t], part[1][r][t]),
