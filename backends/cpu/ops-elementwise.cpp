@@ -13,15 +13,15 @@ namespace {
 // Row `row` of an _X16 matrix (rows interleaved in groups of 16), through
 // blocks of its base type a chunk at a time.
 void get_row_x16(const Tensor &w, int64_t row, float *out) {
-    constexpr int64_t kChunk = 64;
-    quant::BlockQ8_0 tmp[kChunk]; // the largest base block
+    constexpr int64_t kChunk = 16;
+    quant::BlockQ4_K tmp[kChunk]; // the largest base block
     const DType base = quant::x16_base(w.type);
-    const int64_t nb = w.ne[0] / quant::QK;
+    const int64_t be = dtype_info(base).block_elems, nb = w.ne[0] / be;
     const uint8_t *group = static_cast<const uint8_t *>(w.data) + (size_t)(row / 16) * 16 * w.nb[1];
     for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
         const int64_t n = nb - b0 < kChunk ? nb - b0 : kChunk;
         quant::unpack_row_x16(base, group, w.ne[0], (int)(row % 16), b0, n, tmp);
-        dequantize_row(base, tmp, out + b0 * quant::QK, n * quant::QK);
+        dequantize_row(base, tmp, out + b0 * be, n * be);
     }
 }
 } // namespace

@@ -27,10 +27,12 @@ namespace vt {
     X(BF16, 30, 1, 2)                     \
     X(Q4_0_X16, 31, 32, 18)               \
     X(Q4_1_X16, 32, 32, 20)               \
-    X(Q8_0_X16, 33, 32, 34)
+    X(Q8_0_X16, 33, 32, 34)               \
+    X(Q4_K_X16, 36, 256, 144)
 
-// The _X16 types are vt's own layouts, not GGUF types (31..33 were ggml's
-// long-removed Q4_0_4_4, Q4_0_4_8, Q4_0_8_8, which the GGUF reader refuses):
+// The _X16 types are vt's own layouts, not GGUF types (31..33 and 36 were
+// ggml's long-removed Q4_0_4_4, Q4_0_4_8, Q4_0_8_8 and IQ4_NL_4_4, which the
+// GGUF reader refuses):
 // rows of the base type repacked at load in groups of 16, block by block,
 // interleaved 4 bytes at a time (quant/blocks.h), so that one 512-bit
 // register holds 16 rows and the kernels keep one row per 32-bit lane. A row
@@ -39,7 +41,7 @@ namespace vt {
 // other op does.
 
 // Whether t is a load-time layout (never found in a file).
-constexpr bool is_x16(uint32_t t) { return t >= 31 && t <= 33; }
+constexpr bool is_x16(uint32_t t) { return (t >= 31 && t <= 33) || t == 36; }
 
 enum class DType : uint32_t {
 #define VT_DTYPE_ENUM_(name, id, be, bb) name = id,

@@ -133,8 +133,9 @@ TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base t
           "[gemm]") {
     std::mt19937 rng(99);
     int checked = 0;
-    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0}) {
+    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K}) {
         const DType x16 = quant::x16_of(base), vdt = vec_dot_type(base);
+        const int64_t be = dtype_info(base).block_elems;
         REQUIRE(quant::x16_base(x16) == base);
         for (int64_t n : row_lengths(base)) {
             for (int64_t nr : {16, 48}) {
@@ -145,7 +146,7 @@ TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base t
                 Bytes one(row);
                 for (int64_t r = 0; r < nr; ++r) {
                     INFO(dtype_name(base) << " n=" << n << " rows=" << nr << " row " << r);
-                    quant::unpack_row_x16(base, &packed[(r / 16) * 16 * row], n, (int)(r % 16), 0, n / 32, one.data());
+                    quant::unpack_row_x16(base, &packed[(r / 16) * 16 * row], n, (int)(r % 16), 0, n / be, one.data());
                     REQUIRE(std::memcmp(one.data(), &w[r * ws], row) == 0);
                 }
                 for (int i = 0; i < quant::kIsaCount; ++i) {

@@ -663,11 +663,11 @@ TEST_CASE("ATTN: a token's output does not depend on the step it is computed in"
     CHECK(same_bits(one.data(), split.data(), one.size() * sizeof(float)));
 }
 
-// ---- _X16 (load-time repacked Q4_0, Q4_1, Q8_0) ---------------------------------------
+// ---- _X16 (load-time repacked Q4_0, Q4_1, Q8_0, Q4_K) ---------------------------------
 
 TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit for bit", "[ops]") {
     std::mt19937 rng(31);
-    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0}) {
+    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K}) {
         const DType x16 = quant::x16_of(base);
         INFO(dtype_name(x16));
         if (!quant::active_kernels().gemm[(int)x16]) {
@@ -675,7 +675,9 @@ TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit 
                                                          << dtype_name(base) << ")");
             continue;
         }
-        const int64_t k = 320, n_out = 48; // 10 blocks (a tail past the 8-block groups), 3 groups of 16 rows
+        // 10 blocks (a tail past the 8-block groups; 3 super-blocks, an odd
+        // pair, for Q4_K), 3 groups of 16 rows.
+        const int64_t k = base == DType::Q4_K ? 768 : 320, n_out = 48;
         Bytes w = random_weights(base, k, n_out, rng);
         Bytes wx(w.size());
         quant::repack_x16(base, w.data(), row_bytes(base, k), wx.data(), k, n_out);

@@ -125,14 +125,9 @@ struct X16Steps {
     using BW = typename Ops::BW;
     static constexpr bool kNibbles = sizeof(BW::qs) == QK / 2;
     static constexpr size_t kPayload = 16 * sizeof(BW::qs), kBlock = 16 * sizeof(BW);
-    struct Loc {
-        const uint8_t *q, *h;
-        size_t field; // bytes between the d and m halves
-    };
+    using Loc = X16Loc;
     static inline Loc locate(const uint8_t *pw, int64_t b, int64_t nb) {
-        const uint8_t *pair = pw + (b & ~(int64_t)1) * kBlock;
-        const size_t n = b + 1 < nb || (b & 1) ? 2 : 1; // blocks in this pair
-        return {pair + (b & 1) * kPayload, pair + n * kPayload + (b & 1) * 32, n * 32};
+        return x16_locate<kBlock, kPayload>(pw, b, nb);
     }
     static inline __m512i step(const Loc &l, int k) {
         if constexpr (kNibbles) {
@@ -241,18 +236,11 @@ void gemm_legacy(int64_t k, const void *w, size_t ws, int64_t nr, const void *a,
     gemm_lanes<LegacyLanes<Ops, U8Steps<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
 }
 
-// An _X16 matrix in place: nr a multiple of 16, w at a group, ws a row's
-// bytes. Any token count (decode is nt = 1).
+// An _X16 matrix in place.
 template <class Ops>
 void gemm_legacy_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
                      float *out, size_t os) {
-    using F = LegacyLanes<Ops, X16Steps<Ops>>;
-    const int64_t nb = k / QK;
-    const typename F::Acts acts((const uint8_t *)a, as, nt, nb);
-    for (int64_t g = 0; g + kLaneRows <= nr; g += kLaneRows)
-        for (int64_t t = 0; t < nt; t += F::kTokens)
-            lane_tiles<F, F::kTokens>(nb, (const uint8_t *)w + g * ws, acts, t, kLaneRows, out + t * os + g, os,
-                                      (int)(nt - t));
+    gemm_x16<LegacyLanes<Ops, X16Steps<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
 }
 
 } // namespace

@@ -95,5 +95,74 @@ struct Q4KLanes {
     }
 };
 
+// The Q4_K_X16 layout in place (blocks.h): per 16 rows and super-block, each
+// row's 35 payload dwords interleaved (3 of scales, then 32 of qs), then the
+// 16 d and the 16 dmin as f16. The same integers and f32 steps as Q4KLanes,
+// with the 6-bit scales unpacked per super-block for 16 rows at once (a
+// row per lane) and the nibbles split per step.
+struct Q4KX16 {
+    static constexpr int kTokens = 4;
+    static constexpr int64_t kBlockElems = QK_K;
+    static constexpr size_t kBlock = 16 * sizeof(BlockQ4_K), kPayload = 16 * (sizeof(BlockQ4_K) - 4);
+    using Acts = Q4KLanes::Acts;
+
+    // Byte i (0..3) of every lane.
+    static inline __m512i byte(__m512i v, int i) {
+        return _mm512_and_si512(_mm512_srli_epi32(v, 8 * i), _mm512_set1_epi32(0xFF));
+    }
+
+    template <int T>
+    static void tile(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {
+        __m512 acc[T], accm[T];
+        for (int t = 0; t < T; ++t) acc[t] = accm[t] = _mm512_setzero_ps();
+        const BlockQ8_K *y[T];
+        for (int t = 0; t < T; ++t) y[t] = (const BlockQ8_K *)(acts.a + (t0 + t) * acts.as);
+        const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi32(63), n4 = _mm512_set1_epi32(0x0F);
+        for (int64_t b = 0; b < nb; ++b) {
+            const X16Loc w = x16_locate<kBlock, kPayload>(pw, b, nb);
+            // scale_min_k4 (blocks.h), lanes = rows: bytes 0..3 in s0, 4..7 in s1, 8..11 in s2.
+            const __m512i s0 = _mm512_loadu_si512(w.q), s1 = _mm512_loadu_si512(w.q + 64),
+                          s2 = _mm512_loadu_si512(w.q + 128);
+            __m512i sc[8], mn[8];
+            for (int j = 0; j < 4; ++j) {
+                sc[j] = _mm512_and_si512(byte(s0, j), m6);
+                mn[j] = _mm512_and_si512(byte(s1, j), m6);
+                const __m512i hi = byte(s2, j);
+                sc[j + 4] = _mm512_or_si512(_mm512_and_si512(hi, n4), _mm512_slli_epi32(_mm512_srli_epi32(byte(s0, j), 6), 4));
+                mn[j + 4] = _mm512_or_si512(_mm512_srli_epi32(hi, 4), _mm512_slli_epi32(_mm512_srli_epi32(byte(s1, j), 6), 4));
+            }
+            __m512i tot[T];
+            for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
+            for (int c = 0; c < 4; ++c) {
+                __m512i lo[T], hi[T];
+                for (int t = 0; t < T; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
+                for (int s = 0; s < 8; ++s) {
+                    const __m512i v = _mm512_loadu_si512(w.q + 64 * (3 + 8 * c + s));
+                    const __m512i ql = _mm512_and_si512(v, m4), qh = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                    for (int t = 0; t < T; ++t) {
+                        lo[t] = dpbusd512(lo[t], ql, bcast32(y[t][b].qs + 64 * c + 4 * s));
+                        hi[t] = dpbusd512(hi[t], qh, bcast32(y[t][b].qs + 64 * c + 32 + 4 * s));
+                    }
+                }
+                for (int t = 0; t < T; ++t)
+                    tot[t] = _mm512_add_epi32(tot[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], sc[2 * c]),
+                                                                       _mm512_mullo_epi32(hi[t], sc[2 * c + 1])));
+            }
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w.h));
+            const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w.h + w.field)));
+            for (int t = 0; t < T; ++t) {
+                __m512i mins = _mm512_setzero_si512();
+                for (int g = 0; g < 8; ++g)
+                    mins = dpwssd512(mins, _mm512_or_si512(mn[g], _mm512_slli_epi32(mn[g], 16)),
+                                     bcast32(y[t][b].bsums + 2 * g));
+                const __m512 dy = _mm512_set1_ps(y[t][b].d);
+                accm[t] = _mm512_add_ps(accm[t], _mm512_mul_ps(_mm512_mul_ps(dmin, dy), _mm512_cvtepi32_ps(mins)));
+                acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, dy), _mm512_cvtepi32_ps(tot[t])));
+            }
+        }
+        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * os, row_mask(nr), _mm512_sub_ps(acc[t], accm[t]));
+    }
+};
+
 } // namespace
 } // namespace vt::quant::x86

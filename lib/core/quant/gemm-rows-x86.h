@@ -124,6 +124,35 @@ static void gemm_lanes(int64_t k, const void *w, size_t ws, int64_t nr, const vo
     }
 }
 
+// Block b of an _X16 group at pw (blocks.h): its payload dwords (q) and its
+// header fields (h, then h + field for the second), for blocks of kBlock
+// bytes of which kPayload are payload. Blocks go in pairs: both payloads,
+// then both first fields, then both second fields.
+struct X16Loc {
+    const uint8_t *q, *h;
+    size_t field;
+};
+template <size_t kBlock, size_t kPayload>
+static inline X16Loc x16_locate(const uint8_t *pw, int64_t b, int64_t nb) {
+    const uint8_t *pair = pw + (b & ~(int64_t)1) * kBlock;
+    const size_t n = b + 1 < nb || (b & 1) ? 2 : 1; // blocks in this pair
+    return {pair + (b & 1) * kPayload, pair + n * kPayload + (b & 1) * 32, n * 32};
+}
+
+// An _X16 matrix in place with the format F (its tiles read the layout):
+// nr a multiple of 16, w at a group, ws a row's bytes, any token count
+// (decode is nt = 1).
+template <class F>
+void gemm_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt, float *out,
+              size_t os) {
+    const int64_t nb = k / F::kBlockElems;
+    const typename F::Acts acts((const uint8_t *)a, as, nt, nb);
+    for (int64_t g = 0; g + kLaneRows <= nr; g += kLaneRows)
+        for (int64_t t = 0; t < nt; t += F::kTokens)
+            lane_tiles<F, F::kTokens>(nb, (const uint8_t *)w + g * ws, acts, t, kLaneRows, out + t * os + g, os,
+                                      (int)(nt - t));
+}
+
 static inline __mmask16 row_mask(int nr) {
     return nr >= kLaneRows ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);
 }

@@ -37,7 +37,7 @@ using AttnScoresFn = void (*)(const float *qf, int64_t nq, int64_t hd, const uin
 using AttnValuesFn = void (*)(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const uint16_t *v, size_t vs,
                               int64_t hd, float *const *out);
 
-constexpr int kTypeSlots = 34; // GGUF type ids used by vt are < 31; 31..33 are vt's layouts
+constexpr int kTypeSlots = 37; // GGUF type ids used by vt are < 31; 31..33 and 36 are vt's layouts
 
 enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
 constexpr int kIsaCount = 4;

@@ -15,7 +15,7 @@ struct BlockShape {
 };
 BlockShape shape(DType base) {
     const size_t bytes = dtype_info(base).block_bytes;
-    return {bytes, base == DType::Q4_1 ? (size_t)4 : (size_t)2};
+    return {bytes, base == DType::Q4_1 || base == DType::Q4_K ? (size_t)4 : (size_t)2};
 }
 
 // Byte offsets in a group of block b's payload and of its header field h
@@ -37,6 +37,7 @@ DType x16_base(DType x16) {
     case DType::Q4_0_X16: return DType::Q4_0;
     case DType::Q4_1_X16: return DType::Q4_1;
     case DType::Q8_0_X16: return DType::Q8_0;
+    case DType::Q4_K_X16: return DType::Q4_K;
     default: return DType::F32;
     }
 }
@@ -46,6 +47,7 @@ DType x16_of(DType base) {
     case DType::Q4_0: return DType::Q4_0_X16;
     case DType::Q4_1: return DType::Q4_1_X16;
     case DType::Q8_0: return DType::Q8_0_X16;
+    case DType::Q4_K: return DType::Q4_K_X16;
     default: return DType::F32;
     }
 }
@@ -53,7 +55,7 @@ DType x16_of(DType base) {
 void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64_t k, int64_t n_rows) {
     const BlockShape s = shape(base);
     const size_t payload = s.bytes - s.header;
-    const int64_t nb = k / QK;
+    const int64_t nb = k / dtype_info(base).block_elems;
     const uint8_t *in = static_cast<const uint8_t *>(src);
     uint8_t *out = static_cast<uint8_t *>(dst);
     for (int64_t g = 0; g < n_rows / 16; ++g)
@@ -71,7 +73,7 @@ void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64
 void unpack_row_x16(DType base, const void *src, int64_t k, int r, int64_t b0, int64_t n, void *dst) {
     const BlockShape s = shape(base);
     const size_t payload = s.bytes - s.header;
-    const int64_t nb = k / QK;
+    const int64_t nb = k / dtype_info(base).block_elems;
     const uint8_t *g = static_cast<const uint8_t *>(src);
     uint8_t *out = static_cast<uint8_t *>(dst);
     for (int64_t b = b0; b < b0 + n; ++b) {

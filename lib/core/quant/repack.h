@@ -9,7 +9,7 @@
 
 namespace vt::quant {
 
-// The row type an _X16 layout was repacked from (Q4_0, Q4_1, Q8_0), and the
+// The row type an _X16 layout was repacked from (Q4_0, Q4_1, Q8_0, Q4_K), and the
 // layout for a row type (F32 where it has none).
 DType x16_base(DType x16);
 DType x16_of(DType base);
