@@ -18,8 +18,8 @@ namespace {
 using namespace x86;
 
 // Float tiles: 4 rows x 4 tokens, 16 accumulators per pass plus the 4
-// weight vectors in the 32 registers (the quantized tiles fix the same
-// shape as kR x kC in gemm-x86.h).
+// weight vectors in the 32 registers. The quantized types use the row-lane
+// tiles (gemm-rows-x86.h: 16 rows per register).
 constexpr int kRows = 4, kTokens = 4;
 
 void fill(Kernels &k) {
