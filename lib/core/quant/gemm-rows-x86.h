@@ -124,19 +124,17 @@ static void gemm_lanes(int64_t k, const void *w, size_t ws, int64_t nr, const vo
     }
 }
 
-// Block b of an _X16 group at pw (blocks.h): its payload dwords (q) and its
-// header fields (h, then h + field for the second), for blocks of kBlock
-// bytes of which kPayload are payload. Blocks go in pairs: both payloads,
-// then both first fields, then both second fields.
+// Block b of an _X16 group at pw (blocks.h's x16_at): its payload dwords
+// (q) and its header fields (h, then h + field for the second), for a group
+// block of kBlock bytes of which kPayload are payload.
 struct X16Loc {
     const uint8_t *q, *h;
     size_t field;
 };
 template <size_t kBlock, size_t kPayload>
 static inline X16Loc x16_locate(const uint8_t *pw, int64_t b, int64_t nb) {
-    const uint8_t *pair = pw + (b & ~(int64_t)1) * kBlock;
-    const size_t n = b + 1 < nb || (b & 1) ? 2 : 1; // blocks in this pair
-    return {pair + (b & 1) * kPayload, pair + n * kPayload + (b & 1) * 32, n * 32};
+    const X16At at = x16_at(kBlock / 16, kPayload / 16, b, nb);
+    return {pw + at.q, pw + at.h, at.field};
 }
 
 // An _X16 matrix in place with the format F (its tiles read the layout):

@@ -18,18 +18,6 @@ BlockShape shape(DType base) {
     return {bytes, base == DType::Q4_1 || base == DType::Q4_K ? (size_t)4 : (size_t)2};
 }
 
-// Byte offsets in a group of block b's payload and of its header field h
-// (f16 x 16): blocks go in pairs, the pair's payloads first, then its d's,
-// then its m's (a lone last block: payload, d, m).
-struct GroupAt {
-    size_t q, h;
-};
-GroupAt group_at(const BlockShape &s, int64_t b, int64_t nb, size_t h) {
-    const size_t payload16 = 16 * (s.bytes - s.header), pair = (size_t)(b & ~(int64_t)1) * 16 * s.bytes;
-    const size_t n = (b + 1 < nb || (b & 1)) ? 2 : 1, odd = (size_t)(b & 1);
-    return {pair + odd * payload16, pair + n * payload16 + h * n * 32 + odd * 32};
-}
-
 } // namespace
 
 DType x16_base(DType x16) {
@@ -52,22 +40,26 @@ DType x16_of(DType base) {
     }
 }
 
+// Loading copies every weight once: a dword per (row, step) with the
+// offsets of a block computed once for its 16 rows.
 void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64_t k, int64_t n_rows) {
     const BlockShape s = shape(base);
     const size_t payload = s.bytes - s.header;
     const int64_t nb = k / dtype_info(base).block_elems;
     const uint8_t *in = static_cast<const uint8_t *>(src);
     uint8_t *out = static_cast<uint8_t *>(dst);
-    for (int64_t g = 0; g < n_rows / 16; ++g)
+    for (int64_t g = 0; g < n_rows / 16; ++g) {
+        uint8_t *o = out + (size_t)(g * nb) * 16 * s.bytes;
+        const uint8_t *rows = in + (size_t)(16 * g) * src_stride;
         for (int64_t b = 0; b < nb; ++b) {
-            uint8_t *o = out + (size_t)(g * nb) * 16 * s.bytes;
-            for (int r = 0; r < 16; ++r) {
-                const uint8_t *x = in + (size_t)(16 * g + r) * src_stride + (size_t)b * s.bytes;
-                const GroupAt q = group_at(s, b, nb, 0);
-                for (size_t u = 0; u < payload / 4; ++u) std::memcpy(o + q.q + 64 * u + 4 * r, x + s.header + 4 * u, 4);
-                for (size_t h = 0; h < s.header / 2; ++h) std::memcpy(o + group_at(s, b, nb, h).h + 2 * r, x + 2 * h, 2);
-            }
+            const X16At at = x16_at(s.bytes, payload, b, nb);
+            const uint8_t *x = rows + (size_t)b * s.bytes;
+            for (size_t u = 0; u < payload / 4; ++u)
+                for (int r = 0; r < 16; ++r) std::memcpy(o + at.q + 64 * u + 4 * r, x + r * src_stride + s.header + 4 * u, 4);
+            for (size_t h = 0; h < s.header / 2; ++h)
+                for (int r = 0; r < 16; ++r) std::memcpy(o + at.h + h * at.field + 2 * r, x + r * src_stride + 2 * h, 2);
         }
+    }
 }
 
 void unpack_row_x16(DType base, const void *src, int64_t k, int r, int64_t b0, int64_t n, void *dst) {
@@ -78,9 +70,9 @@ void unpack_row_x16(DType base, const void *src, int64_t k, int r, int64_t b0, i
     uint8_t *out = static_cast<uint8_t *>(dst);
     for (int64_t b = b0; b < b0 + n; ++b) {
         uint8_t *x = out + (size_t)(b - b0) * s.bytes;
-        const GroupAt q = group_at(s, b, nb, 0);
-        for (size_t u = 0; u < payload / 4; ++u) std::memcpy(x + s.header + 4 * u, g + q.q + 64 * u + 4 * r, 4);
-        for (size_t h = 0; h < s.header / 2; ++h) std::memcpy(x + 2 * h, g + group_at(s, b, nb, h).h + 2 * r, 2);
+        const X16At at = x16_at(s.bytes, payload, b, nb);
+        for (size_t u = 0; u < payload / 4; ++u) std::memcpy(x + s.header + 4 * u, g + at.q + 64 * u + 4 * r, 4);
+        for (size_t h = 0; h < s.header / 2; ++h) std::memcpy(x + 2 * h, g + at.h + h * at.field + 2 * r, 2);
     }
 }
 
