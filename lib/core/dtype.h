@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 namespace vt {
 
@@ -40,14 +41,30 @@ namespace vt {
 // are stored so (Model::matmul_weight): MUL_MAT and GET_ROWS read them, no
 // other op does.
 
-// Whether t is a load-time layout (never found in a file).
-constexpr bool is_x16(uint32_t t) { return (t >= 31 && t <= 33) || t == 36; }
-
 enum class DType : uint32_t {
 #define VT_DTYPE_ENUM_(name, id, be, bb) name = id,
     VT_DTYPE_LIST(VT_DTYPE_ENUM_)
 #undef VT_DTYPE_ENUM_
 };
+
+// The row type an _X16 layout was repacked from; t itself for any other type.
+constexpr DType x16_base(DType t) {
+    switch (t) {
+    case DType::Q4_0_X16: return DType::Q4_0;
+    case DType::Q4_1_X16: return DType::Q4_1;
+    case DType::Q8_0_X16: return DType::Q8_0;
+    case DType::Q4_K_X16: return DType::Q4_K;
+    default: return t;
+    }
+}
+// Whether the type id is a load-time layout (never found in a file).
+constexpr bool is_x16(uint32_t id) { return x16_base((DType)id) != (DType)id; }
+// The _X16 layout of a row type, or F32 where it has none.
+constexpr DType x16_of(DType base) {
+    for (DType x : {DType::Q4_0_X16, DType::Q4_1_X16, DType::Q8_0_X16, DType::Q4_K_X16})
+        if (x16_base(x) == base) return x;
+    return DType::F32;
+}
 
 struct DTypeInfo {
     const char *name;     // "Q4_K"

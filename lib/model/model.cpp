@@ -72,7 +72,7 @@ void Model::FreeDeleter::operator()(void *p) const { std::free(p); }
 const Tensor *Model::matmul_weight(const std::string &name, std::initializer_list<int64_t> shape, bool required) {
     const Tensor *t = weight(name, shape, required);
     if (!t) return t;
-    const DType x16 = quant::x16_of(t->type);
+    const DType x16 = x16_of(t->type);
     if (x16 == DType::F32 || t->ne[1] % 16 != 0 || t->ne[2] != 1 || t->ne[3] != 1 ||
         !quant::active_kernels().gemm[(int)x16])
         return t;

@@ -134,9 +134,9 @@ TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base t
     std::mt19937 rng(99);
     int checked = 0;
     for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K}) {
-        const DType x16 = quant::x16_of(base), vdt = vec_dot_type(base);
+        const DType x16 = x16_of(base), vdt = vec_dot_type(base);
         const int64_t be = dtype_info(base).block_elems;
-        REQUIRE(quant::x16_base(x16) == base);
+        REQUIRE(x16_base(x16) == base);
         for (int64_t n : row_lengths(base)) {
             for (int64_t nr : {16, 48}) {
                 const size_t row = row_bytes(base, n), ws = row + 6;

@@ -668,7 +668,7 @@ TEST_CASE("ATTN: a token's output does not depend on the step it is computed in"
 TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit for bit", "[ops]") {
     std::mt19937 rng(31);
     for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K}) {
-        const DType x16 = quant::x16_of(base);
+        const DType x16 = x16_of(base);
         INFO(dtype_name(x16));
         if (!quant::active_kernels().gemm[(int)x16]) {
             WARN("SKIP: this CPU's kernel table has no " << dtype_name(x16) << " kernel (the loader keeps "

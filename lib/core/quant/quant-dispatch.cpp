@@ -122,19 +122,15 @@ const Kernels &active_kernels() {
 } // namespace quant
 
 DType vec_dot_type(DType t) {
-    switch (t) {
+    switch (x16_base(t)) {
     case DType::Q4_0:
-    case DType::Q4_0_X16:
     case DType::Q5_0:
-    case DType::Q8_0:
-    case DType::Q8_0_X16: return DType::Q8_0;
+    case DType::Q8_0: return DType::Q8_0;
     case DType::Q4_1:
-    case DType::Q4_1_X16:
     case DType::Q5_1: return DType::Q8_1;
     case DType::Q2_K:
     case DType::Q3_K:
     case DType::Q4_K:
-    case DType::Q4_K_X16:
     case DType::Q5_K:
     case DType::Q6_K: return DType::Q8_K;
     default: return t; // F32, F16, BF16 (and the activation types themselves)

@@ -20,26 +20,6 @@ BlockShape shape(DType base) {
 
 } // namespace
 
-DType x16_base(DType x16) {
-    switch (x16) {
-    case DType::Q4_0_X16: return DType::Q4_0;
-    case DType::Q4_1_X16: return DType::Q4_1;
-    case DType::Q8_0_X16: return DType::Q8_0;
-    case DType::Q4_K_X16: return DType::Q4_K;
-    default: return DType::F32;
-    }
-}
-
-DType x16_of(DType base) {
-    switch (base) {
-    case DType::Q4_0: return DType::Q4_0_X16;
-    case DType::Q4_1: return DType::Q4_1_X16;
-    case DType::Q8_0: return DType::Q8_0_X16;
-    case DType::Q4_K: return DType::Q4_K_X16;
-    default: return DType::F32;
-    }
-}
-
 // Loading copies every weight once: a dword per (row, step) with the
 // offsets of a block computed once for its 16 rows.
 void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64_t k, int64_t n_rows) {

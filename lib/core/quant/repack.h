@@ -9,11 +9,6 @@
 
 namespace vt::quant {
 
-// The row type an _X16 layout was repacked from (Q4_0, Q4_1, Q8_0, Q4_K), and the
-// layout for a row type (F32 where it has none).
-DType x16_base(DType x16);
-DType x16_of(DType base);
-
 // n_rows (a multiple of 16) rows of type base, k elements, src_stride bytes
 // apart, into x16_of(base) at dst (n_rows * row bytes, contiguous).
 void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64_t k, int64_t n_rows);
