@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/quant.h"
 #include "core/quant/kernels.h"
+#include "core/quant/repack.h"
 #include "cpu-ops.h"
 
 namespace vt::cpu {
@@ -61,19 +62,24 @@ size_t work_size(const Node &n, int nth) {
     }
 }
 
+// An _X16 matrix is read in whole groups of 16 rows and whole blocks.
+static bool whole_x16_groups(const Tensor &w) {
+    return w.ne[1] % 16 == 0 && w.ne[0] % quant::x16_block_elems(x16_base(w.type)) == 0 && w.is_contiguous();
+}
+
 bool supports(const Node &n) {
     auto f32 = [](const Tensor *t) { return t->type == DType::F32 && t->is_contiguous(); };
     switch (n.op) {
     case Op::GET_ROWS:  // _X16 rows are interleaved in whole groups of 16
         return n.src[1]->type == DType::I32 && f32(n.dst) && n.src[0]->nb[0] == dtype_info(n.src[0]->type).block_bytes &&
-               (!is_x16((uint32_t)n.src[0]->type) || (n.src[0]->ne[1] % 16 == 0 && n.src[0]->is_contiguous()));
+               (!is_x16((uint32_t)n.src[0]->type) || whole_x16_groups(*n.src[0]));
     case Op::RMS_NORM:
     case Op::ADD:
     case Op::SWIGLU: return f32(n.src[0]) && f32(n.src[1]) && f32(n.dst);
     case Op::MUL_MAT:
         if (is_x16((uint32_t)n.src[0]->type))
-            return quant::active_kernels().gemm[(int)n.src[0]->type] != nullptr && n.src[0]->ne[1] % 16 == 0 &&
-                   n.src[0]->is_contiguous() && f32(n.src[1]) && f32(n.dst);
+            return quant::active_kernels().gemm[(int)n.src[0]->type] != nullptr && whole_x16_groups(*n.src[0]) &&
+                   f32(n.src[1]) && f32(n.dst);
         return vec_dot_fn(n.src[0]->type) != nullptr && f32(n.src[1]) && f32(n.dst);
     case Op::ROPE: {
         const int n_rot = n.params.i[0], head_dim = n.params.i[2];

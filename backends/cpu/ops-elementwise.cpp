@@ -16,7 +16,7 @@ void get_row_x16(const Tensor &w, int64_t row, float *out) {
     constexpr int64_t kChunk = 16;
     quant::BlockQ4_K tmp[kChunk]; // the largest base block
     const DType base = x16_base(w.type);
-    const int64_t be = dtype_info(base).block_elems, nb = w.ne[0] / be;
+    const int64_t be = quant::x16_block_elems(base), nb = w.ne[0] / be;
     const uint8_t *group = static_cast<const uint8_t *>(w.data) + (size_t)(row / 16) * 16 * w.nb[1];
     for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
         const int64_t n = nb - b0 < kChunk ? nb - b0 : kChunk;

@@ -129,16 +129,27 @@ TEST_CASE("gemm tiles match the vec_dot of their table bit for bit", "[gemm]") {
     if (checked == 0) WARN("no ISA table of this CPU has gemm tiles; nothing checked");
 }
 
+// The row dot an _X16 gemm must match: the table's dot for the base type,
+// but for BF16_X16 its own order (kernels.h).
+static float x16_reference(const Kernels &k, DType base, int64_t n, const uint8_t *w, const uint8_t *a) {
+#if defined(__x86_64__)
+    if (base == DType::BF16) return quant::dot_bf16_chain(n, (const uint16_t *)w, (const uint16_t *)a);
+#endif
+    return k.dot[(int)base](n, w, a);
+}
+
 TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base type's vec_dot bit for bit",
           "[gemm]") {
     std::mt19937 rng(99);
     int checked = 0;
-    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K}) {
+    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::BF16}) {
         const DType x16 = x16_of(base), vdt = vec_dot_type(base);
-        const int64_t be = dtype_info(base).block_elems;
+        const int64_t be = quant::x16_block_elems(base);
         REQUIRE(x16_base(x16) == base);
-        for (int64_t n : row_lengths(base)) {
-            for (int64_t nr : {16, 48}) {
+        const std::vector<int64_t> lengths =
+            base == DType::BF16 ? std::vector<int64_t>{32, 64, 96, 608} : row_lengths(base);
+        for (int64_t n : lengths) {
+            for (int64_t nr : {16, 48, 80}) { // 1, 3 and 4 + 1 groups
                 const size_t row = row_bytes(base, n), ws = row + 6;
                 const Bytes w = random_weights(base, n, nr, ws, rng);
                 Bytes packed(row * nr);
@@ -153,7 +164,7 @@ TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base t
                     const Kernels *k = quant::kernels_for((Isa)i);
                     if (!k || !k->gemm[(int)x16]) continue;
                     const size_t as = row_bytes(vdt, n) + 10;
-                    for (int64_t nt : {1, 2, 3, 4, 7}) { // decode, each tile width, tiles plus edges
+                    for (int64_t nt : {1, 2, 3, 4, 7, 13}) { // decode, each tile width, tiles plus edges
                         INFO(std::string(k->isa) + " " + dtype_name(x16) + " n=" + std::to_string(n) +
                              " rows=" + std::to_string(nr) + " tokens=" + std::to_string(nt));
                         const Bytes a = random_acts(*k, vdt, n, nt, as, rng);
@@ -163,7 +174,7 @@ TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base t
                         int bad = 0;
                         for (int64_t t = 0; t < nt; ++t)
                             for (int64_t r = 0; r < nr; ++r) {
-                                const float want = k->dot[(int)base](n, &w[r * ws], &a[t * as]);
+                                const float want = x16_reference(*k, base, n, &w[r * ws], &a[t * as]);
                                 if (std::memcmp(&want, &out[t * os + r], 4) != 0 && bad++ == 0)
                                     FAIL_CHECK("row " << r << " token " << t << ": gemm " << out[t * os + r]
                                                       << " vec_dot " << want);

@@ -25,7 +25,8 @@ using GemmFn = void (*)(int64_t k, const void *w, size_t w_stride, int64_t nr, c
 
 // For a load-time layout (dtype.h's _X16 types, which have no row dot) the
 // gemm takes any nt, 1 included, and whole groups of rows from a group's
-// start: each output bit-identical to the table's dot for the base type.
+// start: each output bit-identical to the table's dot for the base type,
+// except BF16_X16, which has its own order (dot_bf16_chain below).
 
 // The attention products of the sequence path (ops-attention.cpp): each
 // output one f32 FMA chain in index order, so every table's kernels give the
@@ -37,7 +38,7 @@ using AttnScoresFn = void (*)(const float *qf, int64_t nq, int64_t hd, const uin
 using AttnValuesFn = void (*)(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const uint16_t *v, size_t vs,
                               int64_t hd, float *const *out);
 
-constexpr int kTypeSlots = 37; // GGUF type ids used by vt are < 31; 31..33 and 36 are vt's layouts
+constexpr int kTypeSlots = 38; // GGUF type ids used by vt are < 31; 31..33, 36 and 37 are vt's layouts
 
 enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
 constexpr int kIsaCount = 4;
@@ -72,6 +73,10 @@ void fill_avx512bf16(Kernels &k);
 void fill_gemm_avx512(Kernels &k);
 void fill_gemm_avx512vnni(Kernels &k);
 void fill_gemm_avx512bf16(Kernels &k);
+// The order of BF16_X16's gemm (gemm-avx512bf16.cpp), for tests: one
+// vdpbf16ps step per bf16 pair of the rows w and a (k elements, even), pair
+// 0 first, from zero. Only where a table has gemm[BF16_X16].
+float dot_bf16_chain(int64_t k, const uint16_t *w, const uint16_t *a);
 #endif
 
 // Scalar reference kernels (quant-scalar.cpp, kquants-scalar.cpp), also the

@@ -133,7 +133,7 @@ DType vec_dot_type(DType t) {
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K: return DType::Q8_K;
-    default: return t; // F32, F16, BF16 (and the activation types themselves)
+    default: return x16_base(t); // F32, F16, BF16 (and the activation types themselves)
     }
 }
 

@@ -9,23 +9,27 @@ namespace vt::quant {
 namespace {
 // A base block is a header of f16 fields (d, then m for Q4_1) and a payload
 // of quants; an _X16 group stores the payloads interleaved by dword, then
-// each header field for the 16 rows.
+// each header field for the 16 rows. BF16 takes 32 elements as a block with
+// no header.
 struct BlockShape {
     size_t bytes, header;
 };
 BlockShape shape(DType base) {
+    if (base == DType::BF16) return {64, 0};
     const size_t bytes = dtype_info(base).block_bytes;
     return {bytes, base == DType::Q4_1 || base == DType::Q4_K ? (size_t)4 : (size_t)2};
 }
 
 } // namespace
 
+int64_t x16_block_elems(DType base) { return base == DType::BF16 ? 32 : dtype_info(base).block_elems; }
+
 // Loading copies every weight once: a dword per (row, step) with the
 // offsets of a block computed once for its 16 rows.
 void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64_t k, int64_t n_rows) {
     const BlockShape s = shape(base);
     const size_t payload = s.bytes - s.header;
-    const int64_t nb = k / dtype_info(base).block_elems;
+    const int64_t nb = k / x16_block_elems(base);
     const uint8_t *in = static_cast<const uint8_t *>(src);
     uint8_t *out = static_cast<uint8_t *>(dst);
     for (int64_t g = 0; g < n_rows / 16; ++g) {
@@ -45,7 +49,7 @@ void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64
 void unpack_row_x16(DType base, const void *src, int64_t k, int r, int64_t b0, int64_t n, void *dst) {
     const BlockShape s = shape(base);
     const size_t payload = s.bytes - s.header;
-    const int64_t nb = k / dtype_info(base).block_elems;
+    const int64_t nb = k / x16_block_elems(base);
     const uint8_t *g = static_cast<const uint8_t *>(src);
     uint8_t *out = static_cast<uint8_t *>(dst);
     for (int64_t b = b0; b < b0 + n; ++b) {

@@ -9,6 +9,10 @@
 
 namespace vt::quant {
 
+// The elements of one block of an _X16 layout: the base type's block, or 32
+// for BF16 (whose rows must then be multiples of 32 long).
+int64_t x16_block_elems(DType base);
+
 // n_rows (a multiple of 16) rows of type base, k elements, src_stride bytes
 // apart, into x16_of(base) at dst (n_rows * row bytes, contiguous).
 void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64_t k, int64_t n_rows);
