@@ -9,7 +9,8 @@
 //
 // Rounding points follow llama.cpp's CPU path without flash attention, so
 // logits agree with it: the query is rounded to f16 before QK^T (its matmul
-// converts src1 to f16), the softmax runs in f32 with a double sum, and the
+// converts src1 to f16), the softmax runs in f32 with a double sum (exp is
+// vt's own, kernels.h, within 2 ulp of glibc's expf), and the
 // probabilities are rounded to f16 before the product with V. Each sum is
 // one f32 FMA chain in index order (d for a score, j for an output), so a
 // token's result does not depend on which tokens share its step: a key or a
@@ -118,17 +119,7 @@ void op_attn(const Node &n, const OpCtx &c) {
         for (int64_t i = 0; i < nq; ++i) {
             const int64_t n_kv = s.n_past + t0 + i / group + 1; // causal: keys up to this token
             float *sc = pf + i * nk_pad;
-            float mx = -INFINITY;
-            for (int64_t j = 0; j < n_kv; ++j) {
-                sc[j] *= scale;
-                if (sc[j] > mx) mx = sc[j];
-            }
-            double sum = 0.0;
-            for (int64_t j = 0; j < n_kv; ++j) {
-                sc[j] = std::exp(sc[j] - mx);
-                sum += (double)sc[j];
-            }
-            const float inv = (float)(1.0 / sum);
+            const float inv = (float)(1.0 / kern.softmax(sc, n_kv, scale));
             for (int64_t j = 0; j < n_kv; ++j) sc[j] *= inv;
             quantize_row(DType::F16, sc, p16, n_kv);
             dequantize_row(DType::F16, p16, sc, n_kv);

@@ -4,6 +4,7 @@
 
 #include "core/quant.h"
 #include "core/quant/blocks.h"
+#include "core/quant/kernels.h"
 #include "core/quant/repack.h"
 #include "cpu-ops.h"
 
@@ -59,7 +60,7 @@ void op_swiglu(const Node &n, const OpCtx &c) {
     float *d = static_cast<float *>(n.dst->data);
     int64_t b, e;
     split(n.dst->nelements(), c.ith, c.nth, b, e);
-    for (int64_t i = b; i < e; ++i) d[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    quant::active_kernels().swiglu(g + b, u + b, d + b, e - b);
 }
 
 } // namespace vt::cpu

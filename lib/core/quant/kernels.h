@@ -38,6 +38,13 @@ using AttnScoresFn = void (*)(const float *qf, int64_t nq, int64_t hd, const uin
 using AttnValuesFn = void (*)(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const uint16_t *v, size_t vs,
                               int64_t hd, float *const *out);
 
+// Built on expf_poly::exp_ref (expf-poly.h), the same bits on every table.
+// Softmax of a score row: x[j] = exp(scale * x[j] - max), j < n; returns
+// the sum of the x[j] in double (16 lanes, expf_poly::fold16). SwiGLU:
+// d[i] = g[i] / (1 + exp(-g[i])) * u[i].
+using SoftmaxFn = double (*)(float *x, int64_t n, float scale);
+using SwigluFn = void (*)(const float *g, const float *u, float *d, int64_t n);
+
 constexpr int kTypeSlots = 38; // GGUF type ids used by vt are < 31; 31..33, 36 and 37 are vt's layouts
 
 enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
@@ -51,6 +58,8 @@ struct Kernels {
     GemmFn gemm[kTypeSlots] = {};   // optional: null means loop over dot (required for _X16)
     AttnScoresFn attn_scores = nullptr;
     AttnValuesFn attn_values = nullptr;
+    SoftmaxFn softmax = nullptr;
+    SwigluFn swiglu = nullptr;
 };
 
 // The table for isa, or nullptr if this build or this CPU lacks it (never
@@ -85,6 +94,7 @@ namespace scalar {
 void fill_legacy(Kernels &k); // F32/F16/BF16 and the 32-element block types
 void fill_kquants(Kernels &k);
 void fill_attn(Kernels &k);
+void fill_exp(Kernels &k);
 } // namespace scalar
 
 } // namespace vt::quant

@@ -12,6 +12,7 @@
 #include "core/quant/simd-x86.h"
 #include "core/quant/legacy-x86.h"
 #include "core/quant/attn-x86.h"
+#include "core/quant/exp-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -179,6 +180,8 @@ void fill_avx2(Kernels &k) {
     avx2_fill_kquants(k);
     k.attn_scores = attn_scores<Ymm>;
     k.attn_values = attn_values<Ymm>;
+    k.softmax = softmax_row<YmmExp>;
+    k.swiglu = swiglu_row<YmmExp>;
 }
 
 } // namespace vt::quant

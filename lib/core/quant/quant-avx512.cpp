@@ -13,6 +13,7 @@
 #include "core/quant/simd-x86.h"
 #include "core/quant/legacy-x86.h"
 #include "core/quant/attn-x86.h"
+#include "core/quant/exp-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -25,6 +26,24 @@ static inline __m512 load16_bf16(const uint16_t *p) {
 }
 static inline float one_f32(float v) { return v; }
 static inline float one_bf16(uint16_t h) { return b2f(h); }
+
+// f32 -> bf16 as blocks.h's f2b, 16 at a time (the activations of BF16
+// matmuls).
+void q_bf16(const float *src, void *dst, int64_t n) {
+    uint16_t *d = (uint16_t *)dst;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512i u = _mm512_loadu_si512(src + i);
+        const __m512i hi = _mm512_srli_epi32(u, 16);
+        const __m512i rounded = _mm512_srli_epi32(
+            _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(hi, _mm512_set1_epi32(1)))), 16);
+        const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                      _mm512_set1_epi32(0x7f800000));
+        const __m512i r = _mm512_mask_or_epi32(rounded, nan, hi, _mm512_set1_epi32(64));
+        _mm256_storeu_si256((__m256i *)(d + i), _mm512_cvtepi32_epi16(r));
+    }
+    for (; i < n; ++i) d[i] = f2b(src[i]);
+}
 
 // 64 elements per iteration in four accumulators, then 16 at a time, then
 // a scalar tail.
@@ -52,8 +71,11 @@ void fill(Kernels &k) {
     k.dot[(int)DType::Q5_0] = dot_legacy<BlockQ5_0, BlockQ8_0, prod_q5_0, false>;
     k.dot[(int)DType::Q5_1] = dot_legacy<BlockQ5_1, BlockQ8_1, prod_q5_1, true>;
     k.dot[(int)DType::Q8_0] = dot_legacy<BlockQ8_0, BlockQ8_0, prod_q8_0, false>;
+    k.quant[(int)DType::BF16] = q_bf16;
     k.attn_scores = attn_scores<Zmm>;
     k.attn_values = attn_values<Zmm>;
+    k.softmax = softmax_row<ZmmExp>;
+    k.swiglu = swiglu_row<ZmmExp>;
 }
 
 } // namespace

@@ -23,6 +23,7 @@ void fill_scalar(Kernels &k) {
     scalar::fill_legacy(k);
     scalar::fill_kquants(k);
     scalar::fill_attn(k);
+    scalar::fill_exp(k);
 }
 
 namespace {
