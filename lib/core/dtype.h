@@ -30,13 +30,14 @@ namespace vt {
     X(Q4_1_X16, 32, 32, 20)               \
     X(Q8_0_X16, 33, 32, 34)               \
     X(Q4_K_X16, 36, 256, 144)              \
-    X(BF16_X16, 37, 1, 2)
+    X(BF16_X16, 37, 1, 2)                 \
+    X(F16_X16, 38, 1, 2)
 
-// The _X16 types are vt's own layouts, not GGUF types (31..33, 36 and 37 were
-// ggml's long-removed Q4_0_4_4, Q4_0_4_8, Q4_0_8_8, IQ4_NL_4_4 and
-// IQ4_NL_4_8, which the GGUF reader refuses):
+// The _X16 types are vt's own layouts, not GGUF types (31..33 and 36..38
+// were ggml's long-removed Q4_0_4_4, Q4_0_4_8, Q4_0_8_8, IQ4_NL_4_4,
+// IQ4_NL_4_8 and IQ4_NL_8_8, which the GGUF reader refuses):
 // rows of the base type repacked at load in groups of 16, block by block
-// (BF16: 32 elements at a time), interleaved 4 bytes at a time
+// (F16, BF16: 32 elements at a time), interleaved 4 bytes at a time
 // (quant/blocks.h), so that one 512-bit register holds 16 rows and the
 // kernels keep one row per 32-bit lane. A row takes the same bytes as in the
 // base type. Only matmul and embedding weights
@@ -57,6 +58,7 @@ constexpr DType x16_base(DType t) {
     case DType::Q8_0_X16: return DType::Q8_0;
     case DType::Q4_K_X16: return DType::Q4_K;
     case DType::BF16_X16: return DType::BF16;
+    case DType::F16_X16: return DType::F16;
     default: return t;
     }
 }
@@ -64,7 +66,8 @@ constexpr DType x16_base(DType t) {
 constexpr bool is_x16(uint32_t id) { return x16_base((DType)id) != (DType)id; }
 // The _X16 layout of a row type, or F32 where it has none.
 constexpr DType x16_of(DType base) {
-    for (DType x : {DType::Q4_0_X16, DType::Q4_1_X16, DType::Q8_0_X16, DType::Q4_K_X16, DType::BF16_X16})
+    for (DType x : {DType::Q4_0_X16, DType::Q4_1_X16, DType::Q8_0_X16, DType::Q4_K_X16, DType::BF16_X16,
+                    DType::F16_X16})
         if (x16_base(x) == base) return x;
     return DType::F32;
 }

@@ -130,8 +130,9 @@ TEST_CASE("gemm tiles match the vec_dot of their table bit for bit", "[gemm]") {
 }
 
 // The row dot an _X16 gemm must match: the table's dot for the base type,
-// but for BF16_X16 its own order (kernels.h).
+// but for F16_X16 and BF16_X16 their own orders (kernels.h).
 static float x16_reference(const Kernels &k, DType base, int64_t n, const uint8_t *w, const uint8_t *a) {
+    if (base == DType::F16) return quant::dot_f16_pairs(n, (const uint16_t *)w, (const uint16_t *)a);
 #if defined(__x86_64__)
     if (base == DType::BF16) return quant::dot_bf16_chain(n, (const uint16_t *)w, (const uint16_t *)a);
 #endif
@@ -142,12 +143,12 @@ TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base t
           "[gemm]") {
     std::mt19937 rng(99);
     int checked = 0;
-    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::BF16}) {
+    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::F16, DType::BF16}) {
         const DType x16 = x16_of(base), vdt = vec_dot_type(base);
         const int64_t be = quant::x16_block_elems(base);
         REQUIRE(x16_base(x16) == base);
         const std::vector<int64_t> lengths =
-            base == DType::BF16 ? std::vector<int64_t>{32, 64, 96, 608} : row_lengths(base);
+            be == 32 && dtype_info(base).block_elems == 1 ? std::vector<int64_t>{32, 64, 96, 608} : row_lengths(base);
         for (int64_t n : lengths) {
             for (int64_t nr : {16, 48, 80}) { // 1, 3 and 4 + 1 groups
                 const size_t row = row_bytes(base, n), ws = row + 6;

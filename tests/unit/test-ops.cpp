@@ -663,26 +663,32 @@ TEST_CASE("ATTN: a token's output does not depend on the step it is computed in"
     CHECK(same_bits(one.data(), split.data(), one.size() * sizeof(float)));
 }
 
-// ---- _X16 (load-time repacked Q4_0, Q4_1, Q8_0, Q4_K, BF16) ---------------------------
+// ---- _X16 (load-time repacked Q4_0, Q4_1, Q8_0, Q4_K, F16, BF16) ----------------------
 
-// MUL_MAT over BF16_X16 follows its own order (kernels.h): out[t][r] is
-// dot_bf16_chain of row r and token t rounded to bf16 as the op does.
-std::vector<float> bf16_chain_matmul(const Bytes &w, int64_t k, int64_t n_out, const std::vector<float> &x, int64_t m) {
+// MUL_MAT over F16_X16 and BF16_X16 follows their own orders (kernels.h):
+// out[t][r] is dot_f16_pairs / dot_bf16_chain of row r and token t, rounded
+// to the weight type as the op does.
+std::vector<float> pair_order_matmul(DType base, const Bytes &w, int64_t k, int64_t n_out, const std::vector<float> &x,
+                                     int64_t m) {
     std::vector<float> out((size_t)(n_out * m));
-#if defined(__x86_64__)
     std::vector<uint16_t> a((size_t)k);
     for (int64_t t = 0; t < m; ++t) {
-        quantize_row(DType::BF16, &x[(size_t)(t * k)], a.data(), k);
-        for (int64_t r = 0; r < n_out; ++r)
-            out[(size_t)(t * n_out + r)] = quant::dot_bf16_chain(k, (const uint16_t *)&w[(size_t)(r * 2 * k)], a.data());
-    }
+        quantize_row(base, &x[(size_t)(t * k)], a.data(), k);
+        for (int64_t r = 0; r < n_out; ++r) {
+            const uint16_t *row = (const uint16_t *)&w[(size_t)(r * 2 * k)];
+            float &o = out[(size_t)(t * n_out + r)];
+            if (base == DType::F16) o = quant::dot_f16_pairs(k, row, a.data());
+#if defined(__x86_64__)
+            else o = quant::dot_bf16_chain(k, row, a.data());
 #endif
+        }
+    }
     return out;
 }
 
 TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit for bit", "[ops]") {
     std::mt19937 rng(31);
-    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::BF16}) {
+    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::F16, DType::BF16}) {
         const DType x16 = x16_of(base);
         INFO(dtype_name(x16));
         if (!quant::active_kernels().gemm[(int)x16]) {
@@ -692,7 +698,7 @@ TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit 
         }
         // 10 blocks (a tail past the 8-block groups; 3 super-blocks, an odd
         // pair, for Q4_K), 3 groups of 16 rows.
-        const int64_t k = base == DType::Q4_K ? 768 : 320, n_out = base == DType::BF16 ? 80 : 48;
+        const int64_t k = base == DType::Q4_K ? 768 : 320, n_out = base == DType::BF16 || base == DType::F16 ? 80 : 48;
         Bytes w = random_weights(base, k, n_out, rng);
         Bytes wx(w.size());
         quant::repack_x16(base, w.data(), row_bytes(base, k), wx.data(), k, n_out);
@@ -712,7 +718,7 @@ TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit 
                 Bound bound(g);
                 res[v] = run_both(g, y, [&] { put(xt, x); });
             }
-            if (base == DType::BF16) res[0] = bf16_chain_matmul(w, k, n_out, x, m);
+            if (base == DType::F16 || base == DType::BF16) res[0] = pair_order_matmul(base, w, k, n_out, x, m);
             CHECK(same_bits(res[0].data(), res[1].data(), res[0].size() * sizeof(float)));
         }
         const std::vector<int32_t> ids = {0, 5, 47, 2, 2, 40, 17};
@@ -734,7 +740,7 @@ TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit 
         Tensor *xt = g.input(DType::F32, k, 1);
         g.op(Op::MUL_MAT, DType::F32, 24, 1, {&odd, xt});
         CHECK_FALSE(supports(g.nodes()[0]));
-        if (base == DType::BF16) { // and rows that are not whole 32-element blocks
+        if (base == DType::F16 || base == DType::BF16) { // and rows that are not whole 32-element blocks
             Tensor short_rows;
             tensor_init(short_rows, x16, 48, 16, 1, 1, wx.data());
             Graph g2;

@@ -32,8 +32,8 @@ struct BlockQ5_1 { uint16_t d, m; uint8_t qh[4]; uint8_t qs[QK / 2]; };
 // x = d * q.
 struct BlockQ8_0 { uint16_t d; int8_t qs[QK]; };
 // _X16 (vt's load-time layouts, dtype.h): rows 16g..16g+15 of a Q4_0, Q4_1,
-// Q8_0, Q4_K or BF16 (blocks of 32 elements, no header: the 16 rows' bf16
-// pairs one after the other) matrix, block column b, take 16 times the base
+// Q8_0, Q4_K, F16 or BF16 (blocks of 32 elements, no header: the 16 rows'
+// pairs of 16-bit floats one after the other) matrix, block column b, take 16 times the base
 // block's bytes:
 // the 16 rows' payload (everything after the f16 header: quants, and Q4_K's
 // scales), 4 bytes at a time (dword u of row r at byte 64u + 4r), then the

@@ -12,6 +12,7 @@
 #include "core/quant/gemm-q4k-x86.h"
 #include "core/quant/gemm-q6k-x86.h"
 #include "core/quant/gemm-legacy-lanes-x86.h"
+#include "core/quant/gemm-pairs-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -33,6 +34,7 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::Q4_1_X16] = gemm_legacy_x16<OpsQ4_1>;
     k.gemm[(int)DType::Q8_0_X16] = gemm_legacy_x16<OpsQ8_0>;
     k.gemm[(int)DType::Q4_K_X16] = gemm_x16<Q4KX16>;
+    k.gemm[(int)DType::F16_X16] = gemm_pairs_x16<F16Pairs>;
     k.gemm[(int)DType::Q4_K] = gemm_lanes<Q4KLanes>;
     k.gemm[(int)DType::Q6_K] = gemm_lanes<Q6KLanes>;
     k.gemm[(int)DType::F16] = gemm_tiled<HalfTile, kRows, kTokens>;

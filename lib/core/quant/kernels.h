@@ -26,7 +26,8 @@ using GemmFn = void (*)(int64_t k, const void *w, size_t w_stride, int64_t nr, c
 // For a load-time layout (dtype.h's _X16 types, which have no row dot) the
 // gemm takes any nt, 1 included, and whole groups of rows from a group's
 // start: each output bit-identical to the table's dot for the base type,
-// except BF16_X16, which has its own order (dot_bf16_chain below).
+// except BF16_X16 and F16_X16, which have their own orders (dot_bf16_chain,
+// dot_f16_pairs below).
 
 // The attention products of the sequence path (ops-attention.cpp): each
 // output one f32 FMA chain in index order, so every table's kernels give the
@@ -45,7 +46,7 @@ using AttnValuesFn = void (*)(const float *pf, size_t ps, int64_t nq, int64_t n_
 using SoftmaxFn = double (*)(float *x, int64_t n, float scale);
 using SwigluFn = void (*)(const float *g, const float *u, float *d, int64_t n);
 
-constexpr int kTypeSlots = 38; // GGUF type ids used by vt are < 31; 31..33, 36 and 37 are vt's layouts
+constexpr int kTypeSlots = 39; // GGUF type ids used by vt are < 31; 31..33 and 36..38 are vt's layouts
 
 enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
 constexpr int kIsaCount = 4;
@@ -87,6 +88,11 @@ void fill_gemm_avx512bf16(Kernels &k);
 // 0 first, from zero. Only where a table has gemm[BF16_X16].
 float dot_bf16_chain(int64_t k, const uint16_t *w, const uint16_t *a);
 #endif
+
+// The order of F16_X16's gemm (gemm-pairs-x86.h), for tests and as its
+// reference: per (row w, activation a) two f32 FMA chains from zero, even
+// elements and odd ones in index order, then even + odd (k even).
+float dot_f16_pairs(int64_t k, const uint16_t *w, const uint16_t *a);
 
 // Scalar reference kernels (quant-scalar.cpp, kquants-scalar.cpp), also the
 // fallback where no SIMD version exists.

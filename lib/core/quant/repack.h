@@ -10,7 +10,7 @@
 namespace vt::quant {
 
 // The elements of one block of an _X16 layout: the base type's block, or 32
-// for BF16 (whose rows must then be multiples of 32 long).
+// for F16 and BF16 (whose rows must then be multiples of 32 long).
 int64_t x16_block_elems(DType base);
 
 // n_rows (a multiple of 16) rows of type base, k elements, src_stride bytes

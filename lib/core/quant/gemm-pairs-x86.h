@@ -1,0 +1,113 @@
+// Row-lane tiles for the 16-bit float _X16 layouts (BF16_X16, F16_X16):
+// a group of 16 rows stores, for each pair of elements (2p, 2p + 1), the 16
+// rows' pairs in 64 bytes (row r at byte 64p + 4r), so one 512-bit load
+// holds one pair of 16 rows and a token's pair is broadcast against it.
+// The weights of G groups stay in registers for T tokens, no (row, token)
+// pair is reduced horizontally, and a token costs a 4-byte broadcast per
+// pair instead of a 64-byte load: the tiles run at the FMA (or vdpbf16ps)
+// rate instead of L2's. Each format's order is its own (kernels.h:
+// dot_bf16_chain, dot_f16_pairs); the row-major tiles of gemm-x86.h cannot
+// keep those orders with lanes = rows. Include after simd-x86.h.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vt::quant::x86 {
+namespace {
+
+// Decode-sized tiles stream their weights from memory, G lines at a time:
+// the hardware prefetchers alone left BF16 decode at 13 tok/s on the 1B
+// shape, 19 with this (8 pairs ahead; 4 and 16 measured slower).
+constexpr int kPairPrefetchBytes = 512;
+
+template <class Tile, int G, int T>
+static void pair_tiles(int64_t np, const uint8_t *w, size_t gs, const typename Tile::Pair *const *y, float *out,
+                       size_t os, int ng, int nt) {
+    if constexpr (G > 1)
+        if (ng < G) return pair_tiles<Tile, G - 1, T>(np, w, gs, y, out, os, ng, nt);
+    if constexpr (T > 1)
+        if (nt < T) return pair_tiles<Tile, G, T - 1>(np, w, gs, y, out, os, ng, nt);
+    Tile::template run<G, T>(np, w, gs, y, out, os);
+}
+
+// Driver for Tile::run<G, T>(pairs, group 0, group stride, token pair rows,
+// out, os) with G <= Tile::kGroups, T <= Tile::kTokens; out[t * os + 16 * g
+// + r]. Tile::acts(row, k, tokens, y) gives each token's pairs as the tile
+// reads them (a Tile::Pair per pair), once per token tile and row block.
+// Rows in blocks whose weights stay in L2 (about a quarter of it)
+// while every token tile passes over them; a token tile's pairs stay in L1
+// while it passes over the block's row tiles.
+template <class Tile>
+void gemm_pairs_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt, float *out,
+                    size_t os) {
+    constexpr int G = Tile::kGroups, T = Tile::kTokens;
+    const int64_t np = k / 2, groups = nr / 16;
+    const size_t gs = 16 * ws;
+    int64_t block = (int64_t)((256 * 1024) / gs) / G * G;
+    if (block < G) block = G;
+    const uint8_t *wb = (const uint8_t *)w, *ab = (const uint8_t *)a;
+    for (int64_t g0 = 0; g0 < groups; g0 += block) {
+        const int64_t g1 = g0 + block < groups ? g0 + block : groups;
+        for (int64_t t = 0; t < nt; t += T) {
+            const typename Tile::Pair *y[T];
+            const int tn = (int)(nt - t < T ? nt - t : T);
+            Tile::acts(ab + t * as, as, k, tn, y);
+            for (int64_t g = g0; g < g1; g += G)
+                pair_tiles<Tile, G, T>(np, wb + g * gs, gs, y, out + t * os + 16 * g, os,
+                                       (int)(g1 - g < G ? g1 - g : G), tn);
+        }
+    }
+}
+
+// F16_X16: per (row, token) two f32 FMA chains, the even elements and the
+// odd ones in index order, then even + odd (dot_f16_pairs). vcvtph2ps of a
+// pair line's first 32 bytes gives rows 0..7 with lane 2r + e holding
+// element 2p + e, the next 32 bytes rows 8..15; a token's pair converted the
+// same way lines up with every lane. Activations are the f16 rows of
+// vec_dot_type(F16), so the products are those of the F16 dot. A token's
+// pair is converted per use: converting a token tile to f32 once per row
+// block instead cost more than it saved (9% of 1B pp512 in the conversion).
+// 1B pp512 80 -> 97-100 tok/s (2 x 6 tile; 3 x 4: 97, 1 x 12: 72).
+struct F16Pairs {
+    static constexpr int kGroups = 2, kTokens = 6;
+    using Pair = uint32_t; // two f16, as the rows hold them
+    static void acts(const uint8_t *a, size_t as, int64_t, int nt, const Pair **y) {
+        for (int t = 0; t < nt; ++t) y[t] = (const Pair *)(a + t * as);
+    }
+    template <int G, int T>
+    static void run(int64_t np, const uint8_t *w, size_t gs, const Pair *const *y, float *out, size_t os) {
+        __m512 acc[G][2][T];
+        for (int g = 0; g < G; ++g)
+            for (int h = 0; h < 2; ++h)
+                for (int t = 0; t < T; ++t) acc[g][h][t] = _mm512_setzero_ps();
+        for (int64_t p = 0; p < np; ++p) {
+            __m512 wv[G][2];
+            if constexpr (T <= 2)
+                for (int g = 0; g < G; ++g)
+                    _mm_prefetch((const char *)(w + g * gs + 64 * p + kPairPrefetchBytes), _MM_HINT_T0);
+            for (int g = 0; g < G; ++g)
+                for (int h = 0; h < 2; ++h)
+                    wv[g][h] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + g * gs + 64 * p + 32 * h)));
+            for (int t = 0; t < T; ++t) {
+                const __m512 yv = _mm512_cvtph_ps(_mm256_set1_epi32((int)y[t][p]));
+                for (int g = 0; g < G; ++g)
+                    for (int h = 0; h < 2; ++h) acc[g][h][t] = _mm512_fmadd_ps(wv[g][h], yv, acc[g][h][t]);
+            }
+        }
+        // Lane 2r (rows 8h + r) gets even + odd; the even lanes of both
+        // halves are rows 0..15.
+        const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        for (int t = 0; t < T; ++t)
+            for (int g = 0; g < G; ++g) {
+                __m512 s[2];
+                for (int h = 0; h < 2; ++h) s[h] = _mm512_add_ps(acc[g][h][t], _mm512_permute_ps(acc[g][h][t], 0xB1));
+                _mm512_storeu_ps(out + t * os + 16 * g, _mm512_permutex2var_ps(s[0], evens, s[1]));
+            }
+    }
+};
+
+} // namespace
+} // namespace vt::quant::x86
