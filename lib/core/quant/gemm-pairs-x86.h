@@ -24,8 +24,8 @@ namespace {
 constexpr int kPairPrefetchBytes = 512;
 
 template <class Tile, int G, int T>
-static void pair_tiles(int64_t np, const uint8_t *w, size_t gs, const typename Tile::Pair *const *y, float *out,
-                       size_t os, int ng, int nt) {
+static void pair_tiles(int64_t np, const uint8_t *w, size_t gs, const uint32_t *const *y, float *out, size_t os,
+                       int ng, int nt) {
     if constexpr (G > 1)
         if (ng < G) return pair_tiles<Tile, G - 1, T>(np, w, gs, y, out, os, ng, nt);
     if constexpr (T > 1)
@@ -33,13 +33,11 @@ static void pair_tiles(int64_t np, const uint8_t *w, size_t gs, const typename T
     Tile::template run<G, T>(np, w, gs, y, out, os);
 }
 
-// Driver for Tile::run<G, T>(pairs, group 0, group stride, token pair rows,
-// out, os) with G <= Tile::kGroups, T <= Tile::kTokens; out[t * os + 16 * g
-// + r]. Tile::acts(row, k, tokens, y) gives each token's pairs as the tile
-// reads them (a Tile::Pair per pair), once per token tile and row block.
-// Rows in blocks whose weights stay in L2 (about a quarter of it)
-// while every token tile passes over them; a token tile's pairs stay in L1
-// while it passes over the block's row tiles.
+// Driver for Tile::run<G, T>(pairs, group 0, group stride, each token's
+// pairs as dwords, out, os) with G <= Tile::kGroups, T <= Tile::kTokens;
+// out[t * os + 16 * g + r]. Rows in blocks whose weights stay in L2 (about a
+// quarter of it) while every token tile passes over them; a token tile's
+// pairs stay in L1 while it passes over the block's row tiles.
 template <class Tile>
 void gemm_pairs_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt, float *out,
                     size_t os) {
@@ -52,9 +50,9 @@ void gemm_pairs_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void 
     for (int64_t g0 = 0; g0 < groups; g0 += block) {
         const int64_t g1 = g0 + block < groups ? g0 + block : groups;
         for (int64_t t = 0; t < nt; t += T) {
-            const typename Tile::Pair *y[T];
+            const uint32_t *y[T];
             const int tn = (int)(nt - t < T ? nt - t : T);
-            Tile::acts(ab + t * as, as, k, tn, y);
+            for (int i = 0; i < tn; ++i) y[i] = (const uint32_t *)(ab + (t + i) * as);
             for (int64_t g = g0; g < g1; g += G)
                 pair_tiles<Tile, G, T>(np, wb + g * gs, gs, y, out + t * os + 16 * g, os,
                                        (int)(g1 - g < G ? g1 - g : G), tn);
@@ -73,12 +71,8 @@ void gemm_pairs_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void 
 // 1B pp512 80 -> 97-100 tok/s (2 x 6 tile; 3 x 4: 97, 1 x 12: 72).
 struct F16Pairs {
     static constexpr int kGroups = 2, kTokens = 6;
-    using Pair = uint32_t; // two f16, as the rows hold them
-    static void acts(const uint8_t *a, size_t as, int64_t, int nt, const Pair **y) {
-        for (int t = 0; t < nt; ++t) y[t] = (const Pair *)(a + t * as);
-    }
     template <int G, int T>
-    static void run(int64_t np, const uint8_t *w, size_t gs, const Pair *const *y, float *out, size_t os) {
+    static void run(int64_t np, const uint8_t *w, size_t gs, const uint32_t *const *y, float *out, size_t os) {
         __m512 acc[G][2][T];
         for (int g = 0; g < G; ++g)
             for (int h = 0; h < 2; ++h)
