@@ -1,7 +1,7 @@
 // Matrix multiplication dst = x * W^T for weights in any block format.
 // Phase 1 converts the activations once per row to the weight type's
 // vec_dot_type (llama.cpp does the same, which is what makes our results
-// agree with it); phase 2 splits the weight rows across threads, so each
+// agree with it; F16_X16 takes the f16-rounded values as f32); phase 2 splits the weight rows across threads, so each
 // thread streams a disjoint slice of the weights (decode is bound by that
 // memory traffic). With several tokens, a table's gemm tiles (when it has
 // them for the type) dot each loaded weight block with several activation
@@ -19,13 +19,30 @@ namespace vt::cpu {
 namespace {
 // Below this many tokens the gemm tiles would be mostly edge (1-token) tiles.
 constexpr int64_t kGemmMinTokens = 4;
+
+// The activation rows the kernels read: vec_dot_type's, or f16-rounded f32
+// for the weights whose gemm takes them so (kernels.h).
+DType act_type(DType w) { return quant::gemm_rounds_to_f16(w) ? DType::F32 : vec_dot_type(w); }
 } // namespace
 
 size_t mul_mat_work_size(const Node &n, int) {
-    const DType vdt = vec_dot_type(n.src[0]->type);
-    const size_t act = vdt == DType::F32 ? 0 : row_bytes(vdt, n.src[1]->ne[0]) * (size_t)n.src[1]->nrows();
+    const DType w = n.src[0]->type, vdt = act_type(w);
+    const bool convert = vdt != DType::F32 || quant::gemm_rounds_to_f16(w);
+    const size_t act = convert ? row_bytes(vdt, n.src[1]->ne[0]) * (size_t)n.src[1]->nrows() : 0;
     return (act + 63) & ~(size_t)63;
 }
+
+namespace {
+void round_to_f16(const float *x, float *out, int64_t k) {
+    constexpr int64_t kChunk = 256;
+    uint16_t h[kChunk];
+    for (int64_t i = 0; i < k; i += kChunk) {
+        const int64_t n = k - i < kChunk ? k - i : kChunk;
+        quantize_row(DType::F16, x + i, h, n);
+        dequantize_row(DType::F16, h, out + i, n);
+    }
+}
+} // namespace
 
 void op_mul_mat(const Node &n, const OpCtx &c) {
     const Tensor *w = n.src[0], *x = n.src[1];
@@ -33,17 +50,21 @@ void op_mul_mat(const Node &n, const OpCtx &c) {
     const int64_t k = x->ne[0];
     const int64_t m = x->nrows();     // activation rows (tokens)
     const int64_t n_out = w->ne[1];   // weight rows (output features)
-    const DType vdt = vec_dot_type(w->type);
+    const DType vdt = act_type(w->type);
+    const bool round_f16 = quant::gemm_rounds_to_f16(w->type);
     const quant::GemmFn gemm = quant::active_kernels().gemm[(int)w->type];
 
     const uint8_t *act = static_cast<const uint8_t *>(x->data);
     size_t act_stride = x->nb[1];
-    if (vdt != DType::F32) {
+    if (vdt != DType::F32 || round_f16) {
         act_stride = row_bytes(vdt, k);
         int64_t b, e;
         split(m, c.ith, c.nth, b, e);
-        for (int64_t r = b; r < e; ++r)
-            quantize_row(vdt, static_cast<const float *>(x->data) + r * k, c.wdata + (size_t)r * act_stride, k);
+        for (int64_t r = b; r < e; ++r) {
+            const float *src = static_cast<const float *>(x->data) + r * k;
+            if (round_f16) round_to_f16(src, reinterpret_cast<float *>(c.wdata + (size_t)r * act_stride), k);
+            else quantize_row(vdt, src, c.wdata + (size_t)r * act_stride, k);
+        }
         c.barrier();
         act = c.wdata;
     }

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace vt::quant::x86 {
 namespace {
@@ -34,7 +35,8 @@ static void pair_tiles(int64_t np, const uint8_t *w, size_t gs, const uint32_t *
 }
 
 // Driver for Tile::run<G, T>(pairs, group 0, group stride, each token's
-// pairs as dwords, out, os) with G <= Tile::kGroups, T <= Tile::kTokens;
+// activation row as dwords (BF16: a pair per dword, F16_X16: f32 values,
+// kernels.h), out, os) with G <= Tile::kGroups, T <= Tile::kTokens;
 // out[t * os + 16 * g + r]. Rows in blocks whose weights stay in L2 (about a
 // quarter of it) while every token tile passes over them; a token tile's
 // pairs stay in L1 while it passes over the block's row tiles.
@@ -64,11 +66,12 @@ void gemm_pairs_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void 
 // odd ones in index order, then even + odd (dot_f16_pairs). vcvtph2ps of a
 // pair line's first 32 bytes gives rows 0..7 with lane 2r + e holding
 // element 2p + e, the next 32 bytes rows 8..15; a token's pair converted the
-// same way lines up with every lane. Activations are the f16 rows of
-// vec_dot_type(F16), so the products are those of the F16 dot. A token's
-// pair is converted per use: converting a token tile to f32 once per row
-// block instead cost more than it saved (9% of 1B pp512 in the conversion).
-// 1B pp512 80 -> 97-100 tok/s (2 x 6 tile; 3 x 4: 97, 1 x 12: 72).
+// same way lines up with every lane. The activations are f16-rounded
+// values given as f32 (the op rounds them, kernels.h), so the products are
+// those of the F16 dot and a token's pair is one 64-bit broadcast: 1B pp512
+// 80 -> 100 tok/s with f16 activations converted per use (2 x 6 tile; 3 x
+// 4: 97, 1 x 12: 72), 108 with f32 ones. Converting a token tile to f32 in
+// the tile's driver instead, once per row block, cost 9% of the time.
 struct F16Pairs {
     static constexpr int kGroups = 2, kTokens = 6;
     template <int G, int T>
@@ -86,7 +89,9 @@ struct F16Pairs {
                 for (int h = 0; h < 2; ++h)
                     wv[g][h] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + g * gs + 64 * p + 32 * h)));
             for (int t = 0; t < T; ++t) {
-                const __m512 yv = _mm512_cvtph_ps(_mm256_set1_epi32((int)y[t][p]));
+                double pair;
+                std::memcpy(&pair, y[t] + 2 * p, 8);
+                const __m512 yv = _mm512_castpd_ps(_mm512_set1_pd(pair));
                 for (int g = 0; g < G; ++g)
                     for (int h = 0; h < 2; ++h) acc[g][h][t] = _mm512_fmadd_ps(wv[g][h], yv, acc[g][h][t]);
             }

@@ -27,7 +27,10 @@ using GemmFn = void (*)(int64_t k, const void *w, size_t w_stride, int64_t nr, c
 // gemm takes any nt, 1 included, and whole groups of rows from a group's
 // start: each output bit-identical to the table's dot for the base type,
 // except BF16_X16 and F16_X16, which have their own orders (dot_bf16_chain,
-// dot_f16_pairs below).
+// dot_f16_pairs below). F16_X16's gemm reads its activations as f32 rows
+// holding f16 values (gemm_rounds_to_f16: the op rounds them through F16),
+// so its tiles broadcast them without converting each use.
+inline bool gemm_rounds_to_f16(DType w) { return w == DType::F16_X16; }
 
 // The attention products of the sequence path (ops-attention.cpp): each
 // output one f32 FMA chain in index order, so every table's kernels give the
