@@ -9,8 +9,8 @@
 //
 // Rounding points follow llama.cpp's CPU path without flash attention, so
 // logits agree with it: the query is rounded to f16 before QK^T (its matmul
-// converts src1 to f16), the softmax runs in f32 with a double sum (exp is
-// vt's own, kernels.h, within 2 ulp of glibc's expf), and the
+// converts src1 to f16), the softmax runs in f32 with a double sum (the
+// exp is vt's own, kernels.h, within 2 ulp), and the
 // probabilities are rounded to f16 before the product with V. Each sum is
 // one f32 FMA chain in index order (d for a score, j for an output), so a
 // token's result does not depend on which tokens share its step: a key or a

@@ -139,7 +139,7 @@ static float x16_reference(const Kernels &k, DType base, int64_t n, const uint8_
     return k.dot[(int)base](n, w, a);
 }
 
-TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base type's vec_dot bit for bit",
+TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base type's vec_dot (F16, BF16: their own orders) bit for bit",
           "[gemm]") {
     std::mt19937 rng(99);
     int checked = 0;

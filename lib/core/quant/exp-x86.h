@@ -34,11 +34,13 @@ struct YmmExp : Ymm {
         const __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
         p = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
         p = _mm256_blendv_ps(p, _mm256_setzero_ps(), _mm256_cmp_ps(x, set1(kLo), _CMP_LT_OQ));
-        p = _mm256_blendv_ps(p, set1(std::numeric_limits<float>::infinity()), _mm256_cmp_ps(x, set1(kHi), _CMP_GT_OQ));
+        p = _mm256_blendv_ps(p, set1(std::numeric_limits<float>::infinity()),
+                             _mm256_cmp_ps(x, set1(kHi), _CMP_GT_OQ));
         return _mm256_blendv_ps(p, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
     }
-    // acc[0..3] hold double lanes j % 16 = 0..3, 4..7, 8..11, 12..15.
-    static inline void add_doubles(__m256d acc[4], F v) {
+    // v's 8 floats into acc[0] (lanes 0..3) and acc[1] (4..7); the caller
+    // passes acc + 2 for a step's second 8 elements.
+    static inline void add_doubles(__m256d acc[2], F v) {
         acc[0] = _mm256_add_pd(acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
         acc[1] = _mm256_add_pd(acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
     }
@@ -56,12 +58,15 @@ struct ZmmExp : Zmm {
     static inline F sub(F a, F b) { return _mm512_sub_ps(a, b); }
     static inline F div(F a, F b) { return _mm512_div_ps(a, b); }
     static inline F max(F a, F b) { return _mm512_max_ps(a, b); }
-    static inline F neg(F a) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN))); }
+    static inline F neg(F a) {
+        return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN)));
+    }
     static inline float hmax(F v) { return _mm512_reduce_max_ps(v); }
     static inline F exp(F x) {
         using namespace expf_poly;
         const F xc = _mm512_min_ps(_mm512_max_ps(x, set1(kLo)), set1(kHi));
-        const F n = _mm512_roundscale_ps(_mm512_mul_ps(xc, set1(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const F n =
+            _mm512_roundscale_ps(_mm512_mul_ps(xc, set1(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         F r = _mm512_fnmadd_ps(n, set1(kLn2Hi), xc);
         r = _mm512_fnmadd_ps(n, set1(kLn2Lo), r);
         F p = set1(kTaylor[0]);
@@ -79,7 +84,8 @@ struct ZmmExp : Zmm {
     static inline void dstore(double *p, D v) { _mm512_storeu_pd(p, v); }
     static inline void add_doubles(__m512d acc[2], F v) {
         acc[0] = _mm512_add_pd(acc[0], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-        acc[1] = _mm512_add_pd(acc[1], _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+        acc[1] = _mm512_add_pd(acc[1], _mm512_cvtps_pd(hi));
     }
 };
 #endif

@@ -35,8 +35,8 @@ void q_bf16(const float *src, void *dst, int64_t n) {
     for (; i + 16 <= n; i += 16) {
         const __m512i u = _mm512_loadu_si512(src + i);
         const __m512i hi = _mm512_srli_epi32(u, 16);
-        const __m512i rounded = _mm512_srli_epi32(
-            _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(hi, _mm512_set1_epi32(1)))), 16);
+        const __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(hi, _mm512_set1_epi32(1)));
+        const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
         const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
                                                       _mm512_set1_epi32(0x7f800000));
         const __m512i r = _mm512_mask_or_epi32(rounded, nan, hi, _mm512_set1_epi32(64));
