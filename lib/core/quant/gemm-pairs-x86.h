@@ -3,8 +3,8 @@
 // rows' pairs in 64 bytes (row r at byte 64p + 4r), so one 512-bit load
 // holds one pair of 16 rows and a token's pair is broadcast against it.
 // The weights of G groups stay in registers for T tokens, no (row, token)
-// pair is reduced horizontally, and a token costs a 4-byte broadcast per
-// pair instead of a 64-byte load: the tiles run at the FMA (or vdpbf16ps)
+// pair is reduced horizontally, and a token costs a 4- or 8-byte broadcast
+// per pair instead of a 64-byte load: the tiles run at the FMA (or vdpbf16ps)
 // rate instead of L2's. Each format's order is its own (kernels.h:
 // dot_bf16_chain, dot_f16_pairs); the row-major tiles of gemm-x86.h cannot
 // keep those orders with lanes = rows. Include after simd-x86.h.
@@ -21,7 +21,8 @@ namespace {
 
 // Decode-sized tiles stream their weights from memory, G lines at a time:
 // the hardware prefetchers alone left BF16 decode at 13 tok/s on the 1B
-// shape, 19 with this (8 pairs ahead; 4 and 16 measured slower).
+// shape, 19 with this (8 pairs ahead; 4 and 32 ahead measured slower, 16
+// the same).
 constexpr int kPairPrefetchBytes = 512;
 
 template <class Tile, int G, int T>
@@ -65,10 +66,10 @@ void gemm_pairs_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void 
 // F16_X16: per (row, token) two f32 FMA chains, the even elements and the
 // odd ones in index order, then even + odd (dot_f16_pairs). vcvtph2ps of a
 // pair line's first 32 bytes gives rows 0..7 with lane 2r + e holding
-// element 2p + e, the next 32 bytes rows 8..15; a token's pair converted the
-// same way lines up with every lane. The activations are f16-rounded
-// values given as f32 (the op rounds them, kernels.h), so the products are
-// those of the F16 dot and a token's pair is one 64-bit broadcast: 1B pp512
+// element 2p + e, the next 32 bytes rows 8..15; a token's two values
+// broadcast as one 64-bit pair line up with every lane. The activations are
+// f16-rounded values given as f32 (the op rounds them, kernels.h), so the
+// products are those of the F16 dot and need no conversion per use: 1B pp512
 // 80 -> 100 tok/s with f16 activations converted per use (2 x 6 tile; 3 x
 // 4: 97, 1 x 12: 72), 108 with f32 ones. Converting a token tile to f32 in
 // the tile's driver instead, once per row block, cost 9% of the time.
