@@ -64,11 +64,13 @@ constexpr DType x16_base(DType t) {
 }
 // Whether the type id is a load-time layout (never found in a file).
 constexpr bool is_x16(uint32_t id) { return x16_base((DType)id) != (DType)id; }
-// The _X16 layout of a row type, or F32 where it has none.
+// The _X16 layout of a row type, or F32 where it has none (from x16_base,
+// over every type of the list).
 constexpr DType x16_of(DType base) {
-    for (DType x : {DType::Q4_0_X16, DType::Q4_1_X16, DType::Q8_0_X16, DType::Q4_K_X16, DType::BF16_X16,
-                    DType::F16_X16})
-        if (x16_base(x) == base) return x;
+#define VT_DTYPE_X16_OF_(name, id, be, bb) \
+    if (DType::name != base && x16_base(DType::name) == base) return DType::name;
+    VT_DTYPE_LIST(VT_DTYPE_X16_OF_)
+#undef VT_DTYPE_X16_OF_
     return DType::F32;
 }
 

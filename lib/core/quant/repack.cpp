@@ -9,21 +9,22 @@ namespace vt::quant {
 namespace {
 // A base block is a header of f16 fields (d, then m for Q4_1) and a payload
 // of quants; an _X16 group stores the payloads interleaved by dword, then
-// each header field for the 16 rows. F16 and BF16 take 32 elements as a
-// block with no header.
+// each header field for the 16 rows. The plain float types (F16, BF16)
+// take x16_block_elems of them as a block, with no header.
 struct BlockShape {
     size_t bytes, header;
 };
 BlockShape shape(DType base) {
-    if (base == DType::F16 || base == DType::BF16) return {64, 0};
-    const size_t bytes = dtype_info(base).block_bytes;
-    return {bytes, base == DType::Q4_1 || base == DType::Q4_K ? (size_t)4 : (size_t)2};
+    const bool plain = dtype_info(base).block_elems == 1;
+    const size_t header = plain ? 0 : base == DType::Q4_1 || base == DType::Q4_K ? 4 : 2;
+    return {row_bytes(base, x16_block_elems(base)), header};
 }
 
 } // namespace
 
 int64_t x16_block_elems(DType base) {
-    return base == DType::F16 || base == DType::BF16 ? 32 : dtype_info(base).block_elems;
+    const int64_t be = dtype_info(base).block_elems;
+    return be == 1 ? 32 : be;
 }
 
 // Loading copies every weight once: a dword per (row, step) with the
