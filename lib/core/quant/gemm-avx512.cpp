@@ -37,9 +37,9 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::F16_X16] = gemm_pairs_x16<F16Pairs>;
     k.gemm[(int)DType::Q4_K] = gemm_lanes<Q4KLanes>;
     k.gemm[(int)DType::Q6_K] = gemm_lanes<Q6KLanes>;
-    k.gemm[(int)DType::F16] = gemm_tiled<HalfTile, kRows, kTokens>;
-    k.gemm[(int)DType::BF16] = gemm_tiled<Wide<Bf16x16>::T, kRows, kTokens>;
-    k.gemm[(int)DType::F32] = gemm_tiled<Wide<F32x16>::T, kRows, kTokens>;
+    k.gemm[(int)DType::F16] = gemm_tiled<FloatTile<F16x8>::T, kRows, kTokens>;
+    k.gemm[(int)DType::BF16] = gemm_tiled<FloatTile<Bf16x16>::T, kRows, kTokens>;
+    k.gemm[(int)DType::F32] = gemm_tiled<FloatTile<F32x16>::T, kRows, kTokens>;
 }
 
 } // namespace

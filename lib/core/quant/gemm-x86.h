@@ -156,68 +156,53 @@ static inline void for_passes(int64_t nmain, int64_t chunk, A (&part)[N][R][C], 
     }
 }
 
-// ---- F16 (mirrors dot_half in quant-avx2.cpp: 8-lane FMAs, 4 accumulators
-// over 32-element chunks, 8-element steps into the first, scalar tail) -------
-
-static inline __m256 load8_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-
-template <int R, int C>
-struct HalfTile {
-    static void run(int64_t n, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *out, size_t os) {
-        const uint16_t *x[R], *y[C];
-        for (int r = 0; r < R; ++r) x[r] = (const uint16_t *)(w + r * ws);
-        for (int t = 0; t < C; ++t) y[t] = (const uint16_t *)(a + t * as);
-        const int64_t nmain = n & ~(int64_t)31, n8 = n & ~(int64_t)7;
-
-        __m256 part[4][R][C], acc[R][C];
-        for (int j = 0; j < 4; ++j)
-            for (int r = 0; r < R; ++r)
-                for (int t = 0; t < C; ++t) part[j][r][t] = _mm256_setzero_ps();
-        const auto chunk = [&](int64_t i) {
-            __m256 wv[R];
-            for (int r = 0; r < R; ++r) wv[r] = load8_f16(x[r] + i);
-            for (int t = 0; t < C; ++t) {
-                const __m256 yv = load8_f16(y[t] + i);
-                for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], yv, acc[r][t]);
-            }
-        };
-        for_passes<4>(nmain, 32, part, acc, [&](int j, int64_t s0, int64_t s1) {
-            for (int64_t i = s0 + 8 * j; i < s1; i += 32) chunk(i);
-        });
-        copy_acc(acc, part[0]);
-        for (int64_t i = nmain; i < n8; i += 8) chunk(i);
-        copy_acc(part[0], acc);
-        for (int r = 0; r < R; ++r)
-            for (int t = 0; t < C; ++t) {
-                float s = hsum(_mm256_add_ps(_mm256_add_ps(part[0][r][t], part[1][r][t]),
-                                             _mm256_add_ps(part[2][r][t], part[3][r][t])));
-                for (int64_t i = n8; i < n; ++i) s += h2f(x[r][i]) * h2f(y[t][i]);
-                out[t * os + r] = s;
-            }
-    }
-};
-
-// ---- BF16 / F32 with 16-lane FMAs (mirrors dot_wide in quant-avx512.cpp) ---
-
-// Element types as traits classes (a function pointer returning __m512 as
-// a template argument would drop its vector attributes, -Wignored-attributes).
-struct Bf16x16 {
+// ---- Float tiles, mirroring the row-major float dots: 4 accumulators of
+// W lanes over chunks of 4 W elements, W-element steps into the first, one
+// reduction, a scalar tail. F16: dot_half in quant-avx2.cpp (8 lanes; the
+// AVX-512 tables keep it); BF16 and F32: dot_wide in quant-avx512.cpp (16).
+//
+// Element traits: E the element, W lanes, V the vector, load/fma/reduce,
+// one() for the tail (traits classes, since a function pointer returning a
+// vector as a template argument would drop its vector attributes,
+// -Wignored-attributes).
+struct F16x8 {
     using E = uint16_t;
-    static inline __m512 load(const E *p) {
+    using V = __m256;
+    static constexpr int W = 8;
+    static inline V zero() { return _mm256_setzero_ps(); }
+    static inline V load(const E *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+    static inline V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+    static inline V add(V a, V b) { return _mm256_add_ps(a, b); }
+    static inline float reduce(V v) { return hsum(v); }
+    static inline float one(E h) { return h2f(h); }
+};
+struct Zmm16 {
+    using V = __m512;
+    static constexpr int W = 16;
+    static inline V zero() { return _mm512_setzero_ps(); }
+    static inline V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+    static inline V add(V a, V b) { return _mm512_add_ps(a, b); }
+    static inline float reduce(V v) { return _mm512_reduce_add_ps(v); }
+};
+struct Bf16x16 : Zmm16 {
+    using E = uint16_t;
+    static inline V load(const E *p) {
         const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
         return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
     }
     static inline float one(E h) { return b2f(h); }
 };
-struct F32x16 {
+struct F32x16 : Zmm16 {
     using E = float;
-    static inline __m512 load(const E *p) { return _mm512_loadu_ps(p); }
+    static inline V load(const E *p) { return _mm512_loadu_ps(p); }
     static inline float one(E v) { return v; }
 };
 
 template <class L>
-struct Wide {
+struct FloatTile {
     using E = typename L::E;
+    using V = typename L::V;
+    static constexpr int W = L::W;
     template <int R, int C>
     struct T {
         static void run(int64_t n, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *out,
@@ -225,31 +210,31 @@ struct Wide {
             const E *x[R], *y[C];
             for (int r = 0; r < R; ++r) x[r] = (const E *)(w + r * ws);
             for (int t = 0; t < C; ++t) y[t] = (const E *)(a + t * as);
-            const int64_t nmain = n & ~(int64_t)63, n16 = n & ~(int64_t)15;
+            const int64_t nmain = n & ~(int64_t)(4 * W - 1), nw = n & ~(int64_t)(W - 1);
 
-            __m512 part[4][R][C], acc[R][C];
+            V part[4][R][C], acc[R][C];
             for (int j = 0; j < 4; ++j)
                 for (int r = 0; r < R; ++r)
-                    for (int t = 0; t < C; ++t) part[j][r][t] = _mm512_setzero_ps();
+                    for (int t = 0; t < C; ++t) part[j][r][t] = L::zero();
             const auto chunk = [&](int64_t i) {
-                __m512 wv[R];
+                V wv[R];
                 for (int r = 0; r < R; ++r) wv[r] = L::load(x[r] + i);
                 for (int t = 0; t < C; ++t) {
-                    const __m512 yv = L::load(y[t] + i);
-                    for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], yv, acc[r][t]);
+                    const V yv = L::load(y[t] + i);
+                    for (int r = 0; r < R; ++r) acc[r][t] = L::fma(wv[r], yv, acc[r][t]);
                 }
             };
-            for_passes<4>(nmain, 64, part, acc, [&](int j, int64_t s0, int64_t s1) {
-                for (int64_t i = s0 + 16 * j; i < s1; i += 64) chunk(i);
+            for_passes<4>(nmain, 4 * W, part, acc, [&](int j, int64_t s0, int64_t s1) {
+                for (int64_t i = s0 + W * j; i < s1; i += 4 * W) chunk(i);
             });
             copy_acc(acc, part[0]);
-            for (int64_t i = nmain; i < n16; i += 16) chunk(i);
+            for (int64_t i = nmain; i < nw; i += W) chunk(i);
             copy_acc(part[0], acc);
             for (int r = 0; r < R; ++r)
                 for (int t = 0; t < C; ++t) {
-                    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(part[0][r][t], part[1][r][t]),
-                                                                 _mm512_add_ps(part[2][r][t], part[3][r][t])));
-                    for (int64_t i = n16; i < n; ++i) s += L::one(x[r][i]) * L::one(y[t][i]);
+                    float s = L::reduce(L::add(L::add(part[0][r][t], part[1][r][t]),
+                                               L::add(part[2][r][t], part[3][r][t])));
+                    for (int64_t i = nw; i < n; ++i) s += L::one(x[r][i]) * L::one(y[t][i]);
                     out[t * os + r] = s;
                 }
         }
