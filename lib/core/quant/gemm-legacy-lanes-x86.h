@@ -21,33 +21,6 @@
 namespace vt::quant::x86 {
 namespace {
 
-// Activations of a call, per token and block: d (and s) as f32, and each
-// block's isum starting value -kOff * sum(y) (the weights go unsigned).
-template <class Ops>
-struct LegacyActs {
-    using BA = typename Ops::BA;
-    const uint8_t *a;
-    size_t as;
-    int64_t nb;
-    float *d, *s;
-    int32_t *corr;
-    LegacyActs(const uint8_t *a_, size_t as_, int64_t nt, int64_t nb_) : a(a_), as(as_), nb(nb_) {
-        thread_local std::vector<Line> f_buf, c_buf;
-        d = (float *)scratch(f_buf, (size_t)(nt * nb) * 8);
-        s = d + nt * nb;
-        corr = (int32_t *)scratch(c_buf, (size_t)(nt * nb) * 4);
-        for (int64_t t = 0; t < nt; ++t)
-            for (int64_t b = 0; b < nb; ++b) {
-                const BA &y = ((const BA *)(a + t * as))[b];
-                d[t * nb + b] = f16_at(&y.d);
-                if constexpr (Ops::kMin) s[t * nb + b] = f16_at(&y.s);
-                int32_t c = 0;
-                if constexpr (Ops::kOff > 0) c = -Ops::kOff * hsum_i32(dot_us8(_mm256_set1_epi8(1), load_q(y.qs)));
-                corr[t * nb + b] = c;
-            }
-    }
-};
-
 // acc + the 4 products per lane of weight step w and activation bytes y.
 template <class Ops>
 static inline __m512i step_dot(__m512i acc, __m512i w, __m512i y) {
@@ -148,19 +121,6 @@ struct X16Steps {
 static inline __m512 hsum_order8(const __m512 a[8]) {
     return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
                          _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
-}
-
-// Calls f(b, j) for blocks b = 0..nb-1 in order with j = b % 8 a constant.
-template <class F>
-static inline void for_blocks8(int64_t nb, F &&f) {
-    int64_t b = 0;
-    for (; b + 8 <= nb; b += 8) {
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j) f(b + j, j);
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j)
-        if (b + j < nb) f(b + j, j);
 }
 
 template <class Ops, class S>

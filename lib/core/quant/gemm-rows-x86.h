@@ -19,8 +19,6 @@
 namespace vt::quant::x86 {
 namespace {
 
-constexpr int kLaneRows = 16; // rows per tile: the 32-bit lanes of a zmm
-
 // acc + sum of 4 u8 * s8 products per 32-bit lane. Without VNNI the
 // vpmaddubsw pairs must not saturate: callers keep |u * s| <= 8160.
 static inline __m512i dpbusd512(__m512i acc, __m512i u, __m512i s) {
@@ -83,14 +81,6 @@ static inline void interleave_rows(const uint8_t (*q)[QK_K], uint8_t *dst) {
     }
 }
 
-template <class F, int T>
-static void lane_tiles(int64_t nb, const uint8_t *pw, const typename F::Acts &acts, int64_t t, int nr, float *out,
-                       size_t os, int nt) {
-    if constexpr (T > 1)
-        if (nt < T) return lane_tiles<F, T - 1>(nb, pw, acts, t, nr, out, os, nt);
-    F::template tile<T>(nb, pw, acts, t, nr, out, os);
-}
-
 // Driver for a format F: F::kBlockElems elements per block, F::kBlock
 // packed bytes per 16 rows and block, F::pack(w, ws, nr, nb, dst), F::Acts
 // (activations made ready once per call), F::tile<T>(nb, packed rows, acts,
@@ -122,33 +112,6 @@ static void gemm_lanes(int64_t k, const void *w, size_t ws, int64_t nr, const vo
                                           os, (int)(nt - t));
         }
     }
-}
-
-// Block b of an _X16 group at pw (blocks.h's x16_at): its payload dwords
-// (q) and its header fields (h, then h + field for the second), for a group
-// block of kBlock bytes of which kPayload are payload.
-struct X16Loc {
-    const uint8_t *q, *h;
-    size_t field;
-};
-template <size_t kBlock, size_t kPayload>
-static inline X16Loc x16_locate(const uint8_t *pw, int64_t b, int64_t nb) {
-    const X16At at = x16_at(kBlock / 16, kPayload / 16, b, nb);
-    return {pw + at.q, pw + at.h, at.field};
-}
-
-// An _X16 matrix in place with the format F (its tiles read the layout):
-// nr a multiple of 16, w at a group, ws a row's bytes, any token count
-// (decode is nt = 1).
-template <class F>
-void gemm_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt, float *out,
-              size_t os) {
-    const int64_t nb = k / F::kBlockElems;
-    const typename F::Acts acts((const uint8_t *)a, as, nt, nb);
-    for (int64_t g = 0; g + kLaneRows <= nr; g += kLaneRows)
-        for (int64_t t = 0; t < nt; t += F::kTokens)
-            lane_tiles<F, F::kTokens>(nb, (const uint8_t *)w + g * ws, acts, t, kLaneRows, out + t * os + g, os,
-                                      (int)(nt - t));
 }
 
 static inline __mmask16 row_mask(int nr) {

@@ -124,6 +124,86 @@ static inline uint8_t *scratch(std::vector<Line> &v, size_t bytes) {
     return v.data()->b;
 }
 
+// ---- row-lane tiles: the pieces every vector width shares (the AVX-512
+// tiles of gemm-rows-x86.h, the AVX2 ones of gemm-lanes-avx2.h) ---------------
+
+constexpr int kLaneRows = 16; // rows per _X16 group: the 32-bit lanes of a zmm
+
+template <class F, int T>
+static void lane_tiles(int64_t nb, const uint8_t *pw, const typename F::Acts &acts, int64_t t, int nr, float *out,
+                       size_t os, int nt) {
+    if constexpr (T > 1)
+        if (nt < T) return lane_tiles<F, T - 1>(nb, pw, acts, t, nr, out, os, nt);
+    F::template tile<T>(nb, pw, acts, t, nr, out, os);
+}
+
+// Block b of an _X16 group at pw (blocks.h's x16_at): its payload dwords
+// (q) and its header fields (h, then h + field for the second), for a group
+// block of kBlock bytes of which kPayload are payload.
+struct X16Loc {
+    const uint8_t *q, *h;
+    size_t field;
+};
+template <size_t kBlock, size_t kPayload>
+static inline X16Loc x16_locate(const uint8_t *pw, int64_t b, int64_t nb) {
+    const X16At at = x16_at(kBlock / 16, kPayload / 16, b, nb);
+    return {pw + at.q, pw + at.h, at.field};
+}
+
+// An _X16 matrix in place with the format F (its tiles read the layout):
+// nr a multiple of 16, w at a group, ws a row's bytes, any token count
+// (decode is nt = 1).
+template <class F>
+void gemm_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt, float *out,
+              size_t os) {
+    const int64_t nb = k / F::kBlockElems;
+    const typename F::Acts acts((const uint8_t *)a, as, nt, nb);
+    for (int64_t g = 0; g + kLaneRows <= nr; g += kLaneRows)
+        for (int64_t t = 0; t < nt; t += F::kTokens)
+            lane_tiles<F, F::kTokens>(nb, (const uint8_t *)w + g * ws, acts, t, kLaneRows, out + t * os + g, os,
+                                      (int)(nt - t));
+}
+
+// Calls f(b, j) for blocks b = 0..nb-1 in order with j = b % 8 a constant.
+template <class F>
+static inline void for_blocks8(int64_t nb, F &&f) {
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) f(b + j, j);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j)
+        if (b + j < nb) f(b + j, j);
+}
+
+// Activations of a call, per token and block: d (and s) as f32, and each
+// block's isum starting value -kOff * sum(y) (the weights go unsigned).
+template <class Ops>
+struct LegacyActs {
+    using BA = typename Ops::BA;
+    const uint8_t *a;
+    size_t as;
+    int64_t nb;
+    float *d, *s;
+    int32_t *corr;
+    LegacyActs(const uint8_t *a_, size_t as_, int64_t nt, int64_t nb_) : a(a_), as(as_), nb(nb_) {
+        thread_local std::vector<Line> f_buf, c_buf;
+        d = (float *)scratch(f_buf, (size_t)(nt * nb) * 8);
+        s = d + nt * nb;
+        corr = (int32_t *)scratch(c_buf, (size_t)(nt * nb) * 4);
+        for (int64_t t = 0; t < nt; ++t)
+            for (int64_t b = 0; b < nb; ++b) {
+                const BA &y = ((const BA *)(a + t * as))[b];
+                d[t * nb + b] = f16_at(&y.d);
+                if constexpr (Ops::kMin) s[t * nb + b] = f16_at(&y.s);
+                int32_t c = 0;
+                if constexpr (Ops::kOff > 0) c = -Ops::kOff * hsum_i32(dot_us8(_mm256_set1_epi8(1), load_q(y.qs)));
+                corr[t * nb + b] = c;
+            }
+    }
+};
+
 // ---- passes over L1-sized segments ------------------------------------------
 //
 // The float tiles replay a vec_dot that keeps N accumulators over chunks of
@@ -158,24 +238,41 @@ static inline void for_passes(int64_t nmain, int64_t chunk, A (&part)[N][R][C], 
 
 // ---- Float tiles, mirroring the row-major float dots: 4 accumulators of
 // W lanes over chunks of 4 W elements, W-element steps into the first, one
-// reduction, a scalar tail. F16: dot_half in quant-avx2.cpp (8 lanes; the
-// AVX-512 tables keep it); BF16 and F32: dot_wide in quant-avx512.cpp (16).
+// reduction, a scalar tail. 8 lanes: quant-avx2.cpp's dot_half (F16, BF16)
+// and dot_f32; the AVX-512 tables keep the F16 one and have dot_wide (16
+// lanes, quant-avx512.cpp) for BF16 and F32.
 //
 // Element traits: E the element, W lanes, V the vector, load/fma/reduce,
 // one() for the tail (traits classes, since a function pointer returning a
 // vector as a template argument would drop its vector attributes,
 // -Wignored-attributes).
-struct F16x8 {
-    using E = uint16_t;
+struct Ymm8 {
     using V = __m256;
     static constexpr int W = 8;
     static inline V zero() { return _mm256_setzero_ps(); }
-    static inline V load(const E *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
     static inline V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
     static inline V add(V a, V b) { return _mm256_add_ps(a, b); }
     static inline float reduce(V v) { return hsum(v); }
+};
+struct F16x8 : Ymm8 {
+    using E = uint16_t;
+    static inline V load(const E *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
     static inline float one(E h) { return h2f(h); }
 };
+struct Bf16x8 : Ymm8 {
+    using E = uint16_t;
+    static inline V load(const E *p) {
+        const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+    }
+    static inline float one(E h) { return b2f(h); }
+};
+struct F32x8 : Ymm8 {
+    using E = float;
+    static inline V load(const E *p) { return _mm256_loadu_ps(p); }
+    static inline float one(E v) { return v; }
+};
+#if defined(__AVX512F__)
 struct Zmm16 {
     using V = __m512;
     static constexpr int W = 16;
@@ -197,6 +294,7 @@ struct F32x16 : Zmm16 {
     static inline V load(const E *p) { return _mm512_loadu_ps(p); }
     static inline float one(E v) { return v; }
 };
+#endif
 
 template <class L>
 struct FloatTile {

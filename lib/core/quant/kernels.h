@@ -82,7 +82,8 @@ void fill_avx512(Kernels &k);
 void fill_avx512vnni(Kernels &k);
 // Overlay on the AVX-512 tables for CPUs with avx512bf16 (BF16 dot).
 void fill_avx512bf16(Kernels &k);
-// The gemm tiles matching each table's dots (gemm-avx512*.cpp).
+// The gemm tiles matching each table's dots (gemm-avx2.cpp, gemm-avx512*.cpp).
+void fill_gemm_avx2(Kernels &k);
 void fill_gemm_avx512(Kernels &k);
 void fill_gemm_avx512vnni(Kernels &k);
 void fill_gemm_avx512bf16(Kernels &k);

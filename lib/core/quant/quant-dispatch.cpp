@@ -56,6 +56,7 @@ const Tables &tables() {
         if (avx2) {
             t.k[1] = t.k[0];
             fill_avx2(t.k[1]);
+            fill_gemm_avx2(t.k[1]);
             t.ok[1] = true;
         }
         if (avx512) {

@@ -1,0 +1,33 @@
+// AVX2 multi-token tiles (Kernels::gemm) for CPUs without AVX-512, each
+// bit-identical to the AVX2 table's vec_dot (see gemm-x86.h): the row-major
+// float tiles and the row-lane tiles of the _X16 layouts of Q4_0, Q4_1,
+// Q8_0 and Q4_K (whose gemm entries make the loader repack those matrices, decode
+// included).
+#include "core/quant/blocks.h"
+#include "core/quant/kernels.h"
+#include "core/quant/simd-x86.h"
+#include "core/quant/gemm-x86.h"
+#include "core/quant/gemm-lanes-avx2.h"
+#include "core/quant/gemm-q4k-avx2.h"
+
+namespace vt::quant {
+namespace {
+using namespace x86;
+
+// Float tiles: 3 rows x 4 tokens, 12 accumulators plus 3 weight vectors and
+// one activation vector in the 16 registers.
+constexpr int kRows = 3, kTokens = 4;
+
+} // namespace
+
+void fill_gemm_avx2(Kernels &k) {
+    k.gemm[(int)DType::Q4_0_X16] = gemm_legacy_x16_avx2<OpsQ4_0>;
+    k.gemm[(int)DType::Q4_1_X16] = gemm_legacy_x16_avx2<OpsQ4_1>;
+    k.gemm[(int)DType::Q8_0_X16] = gemm_legacy_x16_avx2<OpsQ8_0>;
+    k.gemm[(int)DType::Q4_K_X16] = gemm_x16<Q4KX16Avx2>;
+    k.gemm[(int)DType::F16] = gemm_tiled<FloatTile<F16x8>::T, kRows, kTokens>;
+    k.gemm[(int)DType::BF16] = gemm_tiled<FloatTile<Bf16x8>::T, kRows, kTokens>;
+    k.gemm[(int)DType::F32] = gemm_tiled<FloatTile<F32x8>::T, kRows, kTokens>;
+}
+
+} // namespace vt::quant
