@@ -28,12 +28,18 @@ llama-bench is built from the llama.cpp that llama-cpp-python's sdist vendors
     source: ~/.cache/vt/llama.cpp-src   (pip download --no-deps --no-binary :all:)
     build:  ~/.cache/vt/llama.cpp-build (cmake, GGML_NATIVE=ON, Release)
 
+--isa avx2 compares both engines as on a CPU without AVX-512 (most client
+x86 CPUs): vt-bench runs with VT_CPU_ISA=avx2, llama-bench is a second build
+(~/.cache/vt/llama.cpp-build-avx2) with GGML_NATIVE=OFF and AVX, AVX2, FMA,
+F16C and BMI2 on, AVX-512 off.
+
 Usage (from the repository root; vt-bench and vt-membw from a meson build):
     python3 examples/bench/compare-llama-bench.py                  # smollm2, all cores
     python3 examples/bench/compare-llama-bench.py --matrix --threads 1,2 --json
     python3 examples/bench/compare-llama-bench.py --matrix --shapes smollm2-135m --types Q4_0,Q8_0
     python3 examples/bench/compare-llama-bench.py -t 2 -r 3 --bin-dir build-lead/examples/bench
     python3 examples/bench/compare-llama-bench.py --build-only --jobs 1
+    python3 examples/bench/compare-llama-bench.py --matrix --isa avx2 -t 2
     python3 examples/bench/compare-llama-bench.py --skip-vt         # llama.cpp numbers only
 
 The load average is printed before and after: on a busy machine (load near or
@@ -74,9 +80,17 @@ def llama_bench_binary(build: Path) -> Path:
     return build / "bin" / "llama-bench"
 
 
-def ensure_llama_bench(cache: Path, jobs: int, nice: int) -> Path:
+# llama.cpp's CPU feature flags per --isa (with GGML_NATIVE=OFF).
+LLAMA_ISA_FLAGS = {
+    "native": ["-DGGML_NATIVE=ON"],
+    "avx2": ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON",
+             "-DGGML_F16C=ON", "-DGGML_BMI2=ON", "-DGGML_AVX512=OFF"],
+}
+
+
+def ensure_llama_bench(cache: Path, jobs: int, nice: int, isa: str = "native") -> Path:
     src_root = cache / "llama.cpp-src"
-    build = cache / "llama.cpp-build"
+    build = cache / ("llama.cpp-build" if isa == "native" else f"llama.cpp-build-{isa}")
     exe = llama_bench_binary(build)
     if exe.is_file() and os.access(exe, os.X_OK):
         return exe
@@ -103,7 +117,7 @@ def ensure_llama_bench(cache: Path, jobs: int, nice: int) -> Path:
         sys.exit("cmake is not installed (apt-get install cmake)")
     nice_cmd = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
     cfg = ["cmake", "-S", str(llama_src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-           "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
+           *LLAMA_ISA_FLAGS[isa], "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
            "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF"]
     if run(nice_cmd + cfg).returncode != 0:
         sys.exit("cmake configure of llama.cpp failed")
@@ -158,11 +172,15 @@ def run_llama_bench(exe: Path, model: Path, p: int, n: int, t: int, r: int,
 
 
 def run_vt_bench(exe: Path, model: Path, p: int, n: int, t: int, r: int,
-                 timeout: float | None = None) -> dict:
+                 timeout: float | None = None, isa: str = "native") -> dict:
     cmd = [str(exe), "-m", str(model), "-p", str(p), "-n", str(n), "-t", str(t),
            "-r", str(r), "--json"]
+    env = dict(os.environ)
+    if isa != "native":
+        env["VT_CPU_ISA"] = isa
     try:
-        res = run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+        res = run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout,
+                  env=env)
     except subprocess.TimeoutExpired:
         raise BenchError(f"vt-bench timed out after {timeout} s") from None
     if res.returncode != 0:
@@ -338,6 +356,9 @@ def main() -> int:
     ap.add_argument("--skip-llama", action="store_true", help="run vt-bench only")
     ap.add_argument("--timeout", type=float, default=None,
                     help="seconds allowed per engine invocation (default: no limit)")
+    ap.add_argument("--isa", choices=sorted(LLAMA_ISA_FLAGS), default="native",
+                    help="avx2: both engines as on a CPU without AVX-512 (VT_CPU_ISA=avx2 and "
+                         "a llama.cpp built for AVX2)")
     ap.add_argument("--json", action="store_true", help="also print the results as JSON")
     ap.add_argument("--omp-passive", action="store_true",
                     help="run llama-bench with OMP_WAIT_POLICY=PASSIVE (its OpenMP threads "
@@ -347,7 +368,7 @@ def main() -> int:
     lb = None
     if not a.skip_llama:
         lb = Path(a.llama_bench) if a.llama_bench else ensure_llama_bench(
-            Path(a.cache_dir).expanduser(), a.jobs, a.nice)
+            Path(a.cache_dir).expanduser(), a.jobs, a.nice, a.isa)
     if a.build_only:
         print(lb)
         return 0
@@ -393,7 +414,7 @@ def main() -> int:
                 try:
                     if engine == "vt":
                         res = run_vt_bench(vt_exe, path, a.n_prompt, a.n_gen, t, a.repetitions,
-                                           timeout=a.timeout)
+                                           timeout=a.timeout, isa=a.isa)
                     else:
                         res = run_llama_bench(lb, path, a.n_prompt, a.n_gen, t, a.repetitions,
                                               omp_passive=a.omp_passive, timeout=a.timeout)
@@ -415,7 +436,9 @@ def main() -> int:
     ncpu = os.cpu_count() or 1
     print(f"vt vs llama.cpp{' ' + commit if commit else ''}: median tokens/s of {a.repetitions} "
           f"repetitions; ratio = vt / llama.cpp"
-          + (" (llama-bench with OMP_WAIT_POLICY=PASSIVE)" if a.omp_passive else ""))
+          + (" (llama-bench with OMP_WAIT_POLICY=PASSIVE)" if a.omp_passive else "")
+          + (f"; both engines limited to {a.isa} (VT_CPU_ISA, llama.cpp build flags)"
+             if a.isa != "native" else ""))
     print("read bandwidth (vt-membw, best of 5, "
           f"{a.membw_mib} MiB): " + ", ".join(f"{t} thread{'s' if t > 1 else ''} "
                                               f"{membw[t]['best_gbs']:.1f} GB/s" for t in threads))
@@ -461,7 +484,7 @@ def main() -> int:
     if a.json:
         print(json.dumps({"repetitions": a.repetitions, "n_prompt": a.n_prompt, "n_gen": a.n_gen,
                           "statistic": "median", "llama_cpp_commit": commit,
-                          "omp_passive": a.omp_passive, "membw": {str(t): membw[t] for t in threads},
+                          "omp_passive": a.omp_passive, "isa": a.isa, "membw": {str(t): membw[t] for t in threads},
                           "loadavg_before": load_before, "loadavg_after": load_after,
                           "rows": rows}))
     return 1 if errors else 0

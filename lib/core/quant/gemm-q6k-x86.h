@@ -1,6 +1,7 @@
 // Row-lane tiles for Q6_K (mirrors dot_q6_k in kquants-avx2.cpp: one exact
-// integer per super-block, then sum += d * dy * isum). Include after
-// gemm-rows-x86.h.
+// integer per super-block, then sum += d * dy * isum): the packing every
+// vector width shares (Q6KPack) and the AVX-512 tile (Q6KLanes; the AVX2 one
+// is in gemm-q6k-avx2.h). Include after gemm-x86.h.
 //
 // The operands are swapped against the vec_dot so the offsets cost nothing
 // per token: activations become unsigned (y + 128, copied once per call),
@@ -11,13 +12,15 @@
 // Bounds: |(q - 32)(y + 128)| <= 32 * 255, and every sum fits in int32.
 #pragma once
 
+#include "core/quant/gemm-x86.h"
+#if defined(__AVX512F__)
 #include "core/quant/gemm-rows-x86.h"
+#endif
 
 namespace vt::quant::x86 {
 namespace {
 
-struct Q6KLanes {
-    static constexpr int kTokens = 8;
+struct Q6KPack {
     static constexpr int64_t kBlockElems = QK_K;
     // Per 16 rows and super-block: for step s (elements 4s..4s+3), row r the
     // 4 values q - 32 (4096 bytes); for group g (16 elements), row r the
@@ -101,6 +104,12 @@ struct Q6KLanes {
         }
     };
 
+};
+
+#if defined(__AVX512F__)
+struct Q6KLanes : Q6KPack {
+    static constexpr int kTokens = 8;
+
     template <int T>
     static void tile(int64_t nsb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {
         __m512 sum[T];
@@ -132,6 +141,7 @@ struct Q6KLanes {
         for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * os, row_mask(nr), sum[t]);
     }
 };
+#endif
 
 } // namespace
 } // namespace vt::quant::x86

@@ -204,6 +204,107 @@ struct LegacyActs {
     }
 };
 
+#if defined(__AVX512F__)
+// r[i] = dwords 0..15 of row i -> r[j] = dword j of rows 0..15.
+static inline void transpose16x16_epi32(__m512i r[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    // Then r[4q + j], 128-bit lane L: dword 4L + j of rows 4q..4q+3.
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int j = 0; j < 4; ++j) {
+        const __m512i ab_lo = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x44);
+        const __m512i ab_hi = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xEE);
+        const __m512i cd_lo = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x44);
+        const __m512i cd_hi = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xEE);
+        t[j] = _mm512_shuffle_i32x4(ab_lo, cd_lo, 0x88);
+        t[4 + j] = _mm512_shuffle_i32x4(ab_lo, cd_lo, 0xDD);
+        t[8 + j] = _mm512_shuffle_i32x4(ab_hi, cd_hi, 0x88);
+        t[12 + j] = _mm512_shuffle_i32x4(ab_hi, cd_hi, 0xDD);
+    }
+    for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+// 16 rows of 256 bytes each -> 64 steps of (16 rows x 4 bytes), 4 KiB.
+static inline void interleave_rows(const uint8_t (*q)[QK_K], uint8_t *dst) {
+    for (int c = 0; c < QK_K / 64; ++c) {
+        __m512i v[16];
+        for (int r = 0; r < kLaneRows; ++r) v[r] = _mm512_load_si512(q[r] + 64 * c);
+        transpose16x16_epi32(v);
+        for (int s = 0; s < 16; ++s) _mm512_store_si512(dst + (16 * c + s) * 64, v[s]);
+    }
+}
+
+#else
+// 16 rows of 256 bytes each -> 64 steps of (16 rows x 4 bytes), 4 KiB: per
+// 8 rows and 8 dwords one 8 x 8 dword transpose.
+static inline void interleave_rows(const uint8_t (*q)[QK_K], uint8_t *dst) {
+    for (int half = 0; half < 2; ++half)
+        for (int c = 0; c < QK_K / 32; ++c) {
+            __m256i r[8], t[8];
+            for (int i = 0; i < 8; ++i) r[i] = _mm256_load_si256((const __m256i *)(q[8 * half + i] + 32 * c));
+            for (int i = 0; i < 8; i += 2) {
+                t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+                t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+            }
+            // r[4q + j], 128-bit lane L: dword 4L + j of rows 4q..4q+3.
+            for (int i = 0; i < 8; i += 4) {
+                r[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+                r[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+                r[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+                r[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+            }
+            for (int j = 0; j < 4; ++j) {
+                _mm256_store_si256((__m256i *)(dst + (8 * c + j) * 64 + 32 * half),
+                                   _mm256_permute2x128_si256(r[j], r[4 + j], 0x20));
+                _mm256_store_si256((__m256i *)(dst + (8 * c + 4 + j) * 64 + 32 * half),
+                                   _mm256_permute2x128_si256(r[j], r[4 + j], 0x31));
+            }
+        }
+}
+
+#endif
+
+// Driver for a format F: F::kBlockElems elements per block, F::kBlock
+// packed bytes per 16 rows and block, F::pack(w, ws, nr, nb, dst), F::Acts
+// (activations made ready once per call), F::tile<T>(nb, packed rows, acts,
+// first token, rows to store, out, os) for T <= F::kTokens.
+//
+// Rows per pass: their packed super-blocks fill about a quarter of L2 and
+// stay there while every token tile reads them. The weights are packed
+// once per call; the activations stream from L3 instead, at a few bytes per
+// cycle, which a tile's work hides (with token chunks sized for L2, the
+// repacking of every chunk cost a third of Q6_K's prefill).
+template <class F>
+static void gemm_lanes(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
+                       float *out, size_t os) {
+    const int64_t nb = k / F::kBlockElems;
+    const typename F::Acts acts((const uint8_t *)a, as, nt, nb);
+    thread_local std::vector<Line> w_buf;
+    const size_t group_bytes = (size_t)nb * F::kBlock;
+    int64_t groups = (int64_t)((256 * 1024) / group_bytes);
+    if (groups < 1) groups = 1;
+    const int64_t rows_per_block = groups * kLaneRows;
+    uint8_t *pw = scratch(w_buf, (size_t)groups * group_bytes);
+    for (int64_t r0 = 0; r0 < nr; r0 += rows_per_block) {
+        const int64_t rn = nr - r0 < rows_per_block ? nr - r0 : rows_per_block;
+        F::pack((const uint8_t *)w + r0 * ws, ws, rn, nb, pw);
+        for (int64_t g = 0; g * kLaneRows < rn; ++g) {
+            const int rows = (int)(rn - g * kLaneRows < kLaneRows ? rn - g * kLaneRows : kLaneRows);
+            for (int64_t t = 0; t < nt; t += F::kTokens)
+                lane_tiles<F, F::kTokens>(nb, pw + g * group_bytes, acts, t, rows, out + t * os + r0 + g * kLaneRows,
+                                          os, (int)(nt - t));
+        }
+    }
+}
+
 // ---- passes over L1-sized segments ------------------------------------------
 //
 // The float tiles replay a vec_dot that keeps N accumulators over chunks of
