@@ -78,42 +78,59 @@ struct LegacyLanes8 {
         }
     }
 
-    // Rows 8h..8h+7 of the group at pw x T tokens.
-    template <int T>
-    static void half(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int h, float *out, size_t os) {
+    // Halves h0..h0+H-1 of the group at pw (rows 8h..8h+7) x T tokens.
+    template <int T, int H>
+    static void halves(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int h0, float *out, size_t os) {
         const BA *y[T];
         for (int t = 0; t < T; ++t) y[t] = (const BA *)(acts.a + (t0 + t) * acts.as);
         const float *ad = acts.d + t0 * nb, *as = acts.s + t0 * nb;
         const int32_t *corr = acts.corr + t0 * nb;
-        __m256 acc[T][8], macc[T][8];
-        for (int t = 0; t < T; ++t)
-            for (int j = 0; j < 8; ++j) acc[t][j] = macc[t][j] = _mm256_setzero_ps();
-        for_blocks8(nb, [&](int64_t b, int j) {
+        // Parked in L1 (see the top): 8 per token would not fit in registers.
+        alignas(32) float acc[H][T][8][8] = {}, macc[H][T][Ops::kMin ? 8 : 1][8] = {};
+        for (int64_t b = 0; b < nb; ++b) {
+            const int j = (int)(b & 7);
             const X16Loc l = x16_locate<kBlock, kPayload>(pw, b, nb);
-            __m256i p[T];
-            block_sums<T>(l, h, y, b, corr, nb, p);
-            const __m256 wd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l.h + 16 * h)));
-            for (int t = 0; t < T; ++t)
-                acc[t][j] = _mm256_fmadd_ps(_mm256_mul_ps(wd, _mm256_set1_ps(ad[t * nb + b])),
-                                            _mm256_cvtepi32_ps(p[t]), acc[t][j]);
-            if constexpr (Ops::kMin) {
-                const __m256 wm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l.h + l.field + 16 * h)));
+            for (int hh = 0; hh < H; ++hh) {
+                const int h = h0 + hh;
+                __m256i p[T];
+                block_sums<T>(l, h, y, b, corr, nb, p);
+                const __m256 wd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l.h + 16 * h)));
                 for (int t = 0; t < T; ++t)
-                    macc[t][j] = _mm256_add_ps(macc[t][j], _mm256_mul_ps(wm, _mm256_set1_ps(as[t * nb + b])));
+                    _mm256_store_ps(acc[hh][t][j],
+                                    _mm256_fmadd_ps(_mm256_mul_ps(wd, _mm256_set1_ps(ad[t * nb + b])),
+                                                    _mm256_cvtepi32_ps(p[t]), _mm256_load_ps(acc[hh][t][j])));
+                if constexpr (Ops::kMin) {
+                    const __m256 wm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l.h + l.field + 16 * h)));
+                    for (int t = 0; t < T; ++t)
+                        _mm256_store_ps(macc[hh][t][j],
+                                        _mm256_add_ps(_mm256_load_ps(macc[hh][t][j]),
+                                                      _mm256_mul_ps(wm, _mm256_set1_ps(as[t * nb + b]))));
+                }
             }
-        });
-        for (int t = 0; t < T; ++t) {
-            __m256 s = hsum_order8(acc[t]);
-            if constexpr (Ops::kMin) s = _mm256_add_ps(s, hsum_order8(macc[t]));
-            _mm256_storeu_ps(out + t * os, s);
         }
+        for (int hh = 0; hh < H; ++hh)
+            for (int t = 0; t < T; ++t) {
+                __m256 a[8];
+                for (int j = 0; j < 8; ++j) a[j] = _mm256_load_ps(acc[hh][t][j]);
+                __m256 s = hsum_order8(a);
+                if constexpr (Ops::kMin) {
+                    for (int j = 0; j < 8; ++j) a[j] = _mm256_load_ps(macc[hh][t][j]);
+                    s = _mm256_add_ps(s, hsum_order8(a));
+                }
+                _mm256_storeu_ps(out + t * os + 8 * (h0 + hh), s);
+            }
     }
 
-    // A whole group (gemm_x16 passes nr = 16), half by half.
+    // A whole group (gemm_x16 passes nr = 16): decode takes both halves per
+    // block (each weight line read once), tiles of tokens one half at a time.
     template <int T>
     static void tile(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int, float *out, size_t os) {
-        half<T>(nb, pw, acts, t0, 0, out, os);
-        half<T>(nb, pw, acts, t0, 1, out + 8, os);
+        if constexpr (T == 1) {
+            halves<1, 2>(nb, pw, acts, t0, 0, out, os);
+        } else {
+            halves<T, 1>(nb, pw, acts, t0, 0, out, os);
+            halves<T, 1>(nb, pw, acts, t0, 1, out, os);
+        }
     }
 };
 
