@@ -1,8 +1,9 @@
 // AVX2 multi-token tiles (Kernels::gemm) for CPUs without AVX-512, each
 // bit-identical to the AVX2 table's vec_dot (see gemm-x86.h): the row-major
-// float tiles, Q6_K's row-lane tile (rows packed per call), and the row-lane
-// tiles of the _X16 layouts of Q4_0, Q4_1, Q8_0 and Q4_K (whose gemm entries
-// make the loader repack those matrices; decode goes through them too).
+// float tiles, the row-lane tiles of Q5_0, Q5_1 and Q6_K (rows packed per
+// call), and the row-lane tiles of the _X16 layouts of Q4_0, Q4_1, Q8_0 and
+// Q4_K (whose gemm entries make the loader repack those matrices; decode
+// goes through them too).
 #include "core/quant/blocks.h"
 #include "core/quant/kernels.h"
 #include "core/quant/simd-x86.h"
@@ -25,6 +26,8 @@ void fill_gemm_avx2(Kernels &k) {
     k.gemm[(int)DType::Q4_0_X16] = gemm_legacy_x16_avx2<OpsQ4_0>;
     k.gemm[(int)DType::Q4_1_X16] = gemm_legacy_x16_avx2<OpsQ4_1>;
     k.gemm[(int)DType::Q8_0_X16] = gemm_legacy_x16_avx2<OpsQ8_0>;
+    k.gemm[(int)DType::Q5_0] = gemm_legacy_avx2<OpsQ5_0>;
+    k.gemm[(int)DType::Q5_1] = gemm_legacy_avx2<OpsQ5_1>;
     k.gemm[(int)DType::Q4_K_X16] = gemm_x16<Q4KX16Avx2>;
     k.gemm[(int)DType::Q6_K] = gemm_lanes<Q6KLanes8>;
     k.gemm[(int)DType::F16] = gemm_tiled<FloatTile<F16x8>::T, kRows, kTokens>;

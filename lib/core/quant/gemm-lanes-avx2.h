@@ -25,36 +25,104 @@ static inline __m256i bcast32_256(const void *p) {
     return _mm256_set1_epi32(v);
 }
 
+// Lanes 0..7 when n >= 8, else the first n (sign bits for vmaskmovps).
+static inline __m256i lanes_below(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 // hsum's pairing over 8 accumulators, lane by lane (dot_legacy's final sum).
 static inline __m256 hsum_order8(const __m256 a[8]) {
     return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6])),
                          _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])));
 }
 
+// Where the tile reads a block's weights for rows 8h..8h+7. X16Src8: an
+// _X16 layout in place; nibble types hold steps u and u + 4 in one line
+// (low and high nibbles), Q8_0 one step per line.
 template <class Ops>
-struct LegacyLanes8 {
+struct X16Src8 {
     using BW = typename Ops::BW;
+    static constexpr bool kNibbles = sizeof(BW::qs) == QK / 2;
+    static constexpr size_t kPayload = 16 * sizeof(BW::qs), kBlock = 16 * sizeof(BW);
+    using Loc = X16Loc;
+    static inline Loc locate(const uint8_t *pw, int64_t b, int64_t nb) {
+        return x16_locate<kBlock, kPayload>(pw, b, nb);
+    }
+    static inline __m256i line(const Loc &l, int u, int h) {
+        return _mm256_loadu_si256((const __m256i *)(l.q + 64 * u + 32 * h));
+    }
+    static inline __m256 d(const Loc &l, int h) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l.h + 16 * h))); }
+    static inline __m256 m(const Loc &l, int h) {
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l.h + l.field + 16 * h)));
+    }
+};
+
+// Rows of a 32-element type packed per call (Q5_0, Q5_1): per 16 rows and
+// block, 8 steps of 16 rows x 4 bytes as Ops::W gives them (512), then d
+// (64) and m (64) as f32: U8Steps's layout (gemm-legacy-lanes-x86.h).
+template <class Ops>
+struct PackedSrc8 {
+    using BW = typename Ops::BW;
+    static constexpr bool kNibbles = false;
+    static constexpr size_t kBlock = 640;
+    struct Loc {
+        const uint8_t *q, *h;
+    };
+    static inline Loc locate(const uint8_t *pw, int64_t b, int64_t) { return {pw + b * kBlock, pw + b * kBlock + 512}; }
+    static inline __m256i line(const Loc &l, int k, int h) {
+        return _mm256_load_si256((const __m256i *)(l.q + 64 * k + 32 * h));
+    }
+    static inline __m256 d(const Loc &l, int h) { return _mm256_load_ps((const float *)(l.h + 32 * h)); }
+    static inline __m256 m(const Loc &l, int h) { return _mm256_load_ps((const float *)(l.h + 64 + 32 * h)); }
+
+    static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, uint8_t *dst) {
+        alignas(32) uint8_t q[kLaneRows][QK];
+        for (int64_t r0 = 0; r0 < nr; r0 += kLaneRows)
+            for (int64_t b = 0; b < nb; ++b) {
+                uint8_t *p = dst + ((r0 / kLaneRows) * nb + b) * kBlock;
+                float *d = (float *)(p + 512), *m = d + kLaneRows;
+                for (int r = 0; r < kLaneRows; ++r) {
+                    if (r0 + r >= nr) { // rows past the matrix are zero
+                        std::memset(q[r], 0, QK);
+                        d[r] = m[r] = 0.f;
+                        continue;
+                    }
+                    const BW &x = ((const BW *)(w + (r0 + r) * ws))[b];
+                    _mm256_store_si256((__m256i *)q[r], Ops::W(x));
+                    d[r] = f16_at(&x.d);
+                    if constexpr (Ops::kMin) m[r] = f16_at(&x.m);
+                    else m[r] = 0.f;
+                }
+                for (int k = 0; k < 8; ++k)
+                    for (int r = 0; r < kLaneRows; ++r) std::memcpy(p + 64 * k + 4 * r, q[r] + 4 * k, 4);
+            }
+    }
+};
+
+template <class Ops, class S>
+struct LegacyLanes8 {
     using BA = typename Ops::BA;
     using Acts = LegacyActs<Ops>;
     static constexpr int kTokens = 4;
     static constexpr int64_t kBlockElems = QK;
-    static constexpr bool kNibbles = sizeof(BW::qs) == QK / 2;
-    static constexpr size_t kPayload = 16 * sizeof(BW::qs), kBlock = 16 * sizeof(BW);
-    static_assert(kNibbles || Ops::kOff < 0, "8-bit weights take the signed form (no vpdpbusd here)");
+    static constexpr size_t kBlock = S::kBlock;
+    static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, uint8_t *dst) {
+        S::pack(w, ws, nr, nb, dst);
+    }
 
     // Block b's integer sums for rows 8h..8h+7 of the group and T tokens,
     // each from its correction (-kOff * sum(y)).
     template <int T>
-    static inline void block_sums(const X16Loc &l, int h, const BA *const y[T], int64_t b, const int32_t *corr,
+    static inline void block_sums(const typename S::Loc &l, int h, const BA *const y[T], int64_t b, const int32_t *corr,
                                   int64_t nb, __m256i p[T]) {
         const __m256i ones = _mm256_set1_epi16(1);
-        if constexpr (kNibbles) {
+        if constexpr (S::kNibbles) {
             const __m256i low4 = _mm256_set1_epi8(0x0F);
             __m256i s16[T];
             for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
             for (int u = 0; u < 4; ++u) { // low nibbles: step u, high: step u + 4
-                const __m256i v = _mm256_loadu_si256((const __m256i *)(l.q + 64 * u + 32 * h));
+                const __m256i v = S::line(l, u, h);
                 const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
                 for (int t = 0; t < T; ++t) {
                     s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(lo, bcast32_256(y[t][b].qs + 4 * u)));
@@ -63,12 +131,26 @@ struct LegacyLanes8 {
             }
             for (int t = 0; t < T; ++t)
                 p[t] = _mm256_add_epi32(_mm256_madd_epi16(s16[t], ones), _mm256_set1_epi32(corr[t * nb + b]));
+        } else if constexpr (Ops::kOff >= 0) {
+            // Unsigned 5-bit weights: 4 steps in int16 (at most 4 * 2 * 31 * 127).
+            for (int t = 0; t < T; ++t) p[t] = _mm256_set1_epi32(corr[t * nb + b]);
+            for (int k0 = 0; k0 < 8; k0 += 4) {
+                __m256i s16[T];
+                for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+                for (int k = k0; k < k0 + 4; ++k) {
+                    const __m256i w = S::line(l, k, h);
+                    for (int t = 0; t < T; ++t)
+                        s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(w, bcast32_256(y[t][b].qs + 4 * k)));
+                }
+                for (int t = 0; t < T; ++t) p[t] = _mm256_add_epi32(p[t], _mm256_madd_epi16(s16[t], ones));
+            }
         } else {
             // Signed weights: |w| against y with w's sign (dot_ss8's form).
             for (int t = 0; t < T; ++t) p[t] = _mm256_set1_epi32(corr[t * nb + b]);
 #pragma GCC unroll 8
             for (int k = 0; k < 8; ++k) {
-                const __m256i w = _mm256_loadu_si256((const __m256i *)(l.q + 64 * k + 32 * h));
+                const __m256i w = S::line(l, k, h);
                 const __m256i aw = _mm256_sign_epi8(w, w);
                 for (int t = 0; t < T; ++t) {
                     const __m256i ys = _mm256_sign_epi8(bcast32_256(y[t][b].qs + 4 * k), w);
@@ -80,7 +162,8 @@ struct LegacyLanes8 {
 
     // Halves h0..h0+H-1 of the group at pw (rows 8h..8h+7) x T tokens.
     template <int T, int H>
-    static void halves(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int h0, float *out, size_t os) {
+    static void halves(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int h0, int nr, float *out,
+                       size_t os) {
         const BA *y[T];
         for (int t = 0; t < T; ++t) y[t] = (const BA *)(acts.a + (t0 + t) * acts.as);
         const float *ad = acts.d + t0 * nb, *as = acts.s + t0 * nb;
@@ -89,18 +172,18 @@ struct LegacyLanes8 {
         alignas(32) float acc[H][T][8][8] = {}, macc[H][T][Ops::kMin ? 8 : 1][8] = {};
         for (int64_t b = 0; b < nb; ++b) {
             const int j = (int)(b & 7);
-            const X16Loc l = x16_locate<kBlock, kPayload>(pw, b, nb);
+            const typename S::Loc l = S::locate(pw, b, nb);
             for (int hh = 0; hh < H; ++hh) {
                 const int h = h0 + hh;
                 __m256i p[T];
                 block_sums<T>(l, h, y, b, corr, nb, p);
-                const __m256 wd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l.h + 16 * h)));
+                const __m256 wd = S::d(l, h);
                 for (int t = 0; t < T; ++t)
                     _mm256_store_ps(acc[hh][t][j],
                                     _mm256_fmadd_ps(_mm256_mul_ps(wd, _mm256_set1_ps(ad[t * nb + b])),
                                                     _mm256_cvtepi32_ps(p[t]), _mm256_load_ps(acc[hh][t][j])));
                 if constexpr (Ops::kMin) {
-                    const __m256 wm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l.h + l.field + 16 * h)));
+                    const __m256 wm = S::m(l, h);
                     for (int t = 0; t < T; ++t)
                         _mm256_store_ps(macc[hh][t][j],
                                         _mm256_add_ps(_mm256_load_ps(macc[hh][t][j]),
@@ -117,19 +200,20 @@ struct LegacyLanes8 {
                     for (int j = 0; j < 8; ++j) a[j] = _mm256_load_ps(macc[hh][t][j]);
                     s = _mm256_add_ps(s, hsum_order8(a));
                 }
-                _mm256_storeu_ps(out + t * os + 8 * (h0 + hh), s);
+                _mm256_maskstore_ps(out + t * os + 8 * (h0 + hh), lanes_below(nr - 8 * (h0 + hh)), s);
             }
     }
 
-    // A whole group (gemm_x16 passes nr = 16): decode takes both halves per
-    // block (each weight line read once), tiles of tokens one half at a time.
+    // nr (1..16) rows of a group: decode takes both halves per block (each
+    // weight line read from memory once), tiles of tokens one half at a time.
     template <int T>
-    static void tile(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int, float *out, size_t os) {
+    static void tile(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {
         if constexpr (T == 1) {
-            halves<1, 2>(nb, pw, acts, t0, 0, out, os);
+            if (nr > 8) return halves<1, 2>(nb, pw, acts, t0, 0, nr, out, os);
+            halves<1, 1>(nb, pw, acts, t0, 0, nr, out, os);
         } else {
-            halves<T, 1>(nb, pw, acts, t0, 0, out, os);
-            halves<T, 1>(nb, pw, acts, t0, 1, out, os);
+            halves<T, 1>(nb, pw, acts, t0, 0, nr, out, os);
+            if (nr > 8) halves<T, 1>(nb, pw, acts, t0, 1, nr, out, os);
         }
     }
 };
@@ -137,7 +221,13 @@ struct LegacyLanes8 {
 template <class Ops>
 void gemm_legacy_x16_avx2(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
                           float *out, size_t os) {
-    gemm_x16<LegacyLanes8<Ops>>(k, w, ws, nr, a, as, nt, out, os);
+    gemm_x16<LegacyLanes8<Ops, X16Src8<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
+}
+
+template <class Ops>
+void gemm_legacy_avx2(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
+                      float *out, size_t os) {
+    gemm_lanes<LegacyLanes8<Ops, PackedSrc8<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
 }
 
 } // namespace

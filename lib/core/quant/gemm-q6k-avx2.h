@@ -14,11 +14,6 @@
 namespace vt::quant::x86 {
 namespace {
 
-// Lanes 0..7 when n >= 8, else the first n (sign bits for vmaskmovps).
-static inline __m256i lanes_below(int n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 struct Q6KLanes8 : Q6KPack {
     static constexpr int kTokens = 4;
 
