@@ -17,11 +17,7 @@ struct Q4KX16Avx2 {
     static constexpr int kTokens = 4;
     static constexpr int64_t kBlockElems = QK_K;
     static constexpr size_t kBlock = 16 * sizeof(BlockQ4_K), kPayload = 16 * (sizeof(BlockQ4_K) - 4);
-    struct Acts {
-        const uint8_t *a;
-        size_t as;
-        Acts(const uint8_t *a_, size_t as_, int64_t, int64_t) : a(a_), as(as_) {}
-    };
+    using Acts = Q8KRows;
 
     // Byte i (0..3) of every lane.
     static inline __m256i byte(__m256i v, int i) {

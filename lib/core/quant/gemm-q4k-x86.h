@@ -55,11 +55,7 @@ struct Q4KLanes {
             }
     }
 
-    struct Acts {
-        const uint8_t *a;
-        size_t as;
-        Acts(const uint8_t *a_, size_t as_, int64_t, int64_t) : a(a_), as(as_) {}
-    };
+    using Acts = Q8KRows;
 
     template <int T>
     static void tile(int64_t nsb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {

@@ -177,6 +177,13 @@ static inline void for_blocks8(int64_t nb, F &&f) {
         if (b + j < nb) f(b + j, j);
 }
 
+// Activations read in place (the K-quant tiles take the Q8_K rows as they are).
+struct Q8KRows {
+    const uint8_t *a;
+    size_t as;
+    Q8KRows(const uint8_t *a_, size_t as_, int64_t, int64_t) : a(a_), as(as_) {}
+};
+
 // Activations of a call, per token and block: d (and s) as f32, and each
 // block's isum starting value -kOff * sum(y) (the weights go unsigned).
 template <class Ops>
