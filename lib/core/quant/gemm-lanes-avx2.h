@@ -1,14 +1,15 @@
-// AVX2 row-lane tiles for the _X16 layouts of the 32-element block types
-// (Q4_0, Q4_1, Q8_0), read in place: bit-identical to dot_legacy
-// (legacy-x86.h) like the AVX-512 tiles of gemm-legacy-lanes-x86.h, with a
-// 256-bit register holding 8 rows (half a group) x 4 weights. Include after
-// gemm-x86.h.
+// AVX2 row-lane tiles for the 32-element block types: the _X16 layouts of
+// Q4_0, Q4_1 and Q8_0 read in place, Q5_0 and Q5_1 rows packed per call.
+// Bit-identical to dot_legacy (legacy-x86.h) like the AVX-512 tiles of
+// gemm-legacy-lanes-x86.h, with a 256-bit register holding 8 rows (half a
+// group) x 4 weights. Include after gemm-x86.h.
 //
 // Two things differ from the AVX-512 tile, both for 16 registers and no
 // vpdpbusd:
 // - Nibble weights (0..15) against activations in -127..127 make vpmaddubsw
 //   pairs of at most 3810 in size, so a block's 8 steps add up in int16
-//   (at most 30480) and take one vpmaddwd per block and token, not 8.
+//   (at most 30480) and take one vpmaddwd per block and token, not 8 (5-bit
+//   weights: 4 steps at a time).
 // - The 8 f32 accumulators per token (block b goes to b % 8) stay in L1,
 //   each read and written once per 8 blocks; the registers hold the step
 //   sums of all tokens instead.
