@@ -19,28 +19,12 @@ namespace {
 
 static inline float f16f(uint16_t h) { return _cvtsh_ss(h); }
 
-// Vector traits: W lanes; kQ queries per score chunk and kP per value chunk
-// (their accumulators fit the register file).
-struct Ymm {
-    using F = __m256;
-    static constexpr int W = 8, kQ = 12, kP = 4;
-    static inline F zero() { return _mm256_setzero_ps(); }
-    static inline F f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-    static inline F set1(float v) { return _mm256_set1_ps(v); }
-    static inline F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
-    static inline void store(float *p, F v) { _mm256_storeu_ps(p, v); }
-};
-#if defined(__AVX512F__)
-struct Zmm {
-    using F = __m512;
-    static constexpr int W = 16, kQ = 12, kP = 8;
-    static inline F zero() { return _mm512_setzero_ps(); }
-    static inline F f16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
-    static inline F set1(float v) { return _mm512_set1_ps(v); }
-    static inline F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
-    static inline void store(float *p, F v) { _mm512_storeu_ps(p, v); }
-};
-#endif
+// Queries per score chunk and per value chunk of a width (simd-x86.h's Ymm,
+// Zmm): their accumulators fit the register file.
+template <class V>
+constexpr int kAttnQ = 12;
+template <class V>
+constexpr int kAttnP = V::W == 8 ? 4 : 8;
 
 template <class V, int Q>
 static void scores_tile(const float *qf, int64_t hd, const uint16_t *kt, size_t kts, int64_t j0, float *sc, size_t scs) {
@@ -66,8 +50,8 @@ void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *kt, si
                  size_t scs) {
     int64_t j0 = 0;
     for (; j0 + V::W <= n_keys; j0 += V::W)
-        for (int64_t i0 = 0; i0 < nq; i0 += V::kQ)
-            scores_tiles<V, V::kQ>((int)(nq - i0), qf + i0 * hd, hd, kt, kts, j0, sc + i0 * scs, scs);
+        for (int64_t i0 = 0; i0 < nq; i0 += kAttnQ<V>)
+            scores_tiles<V, kAttnQ<V>>((int)(nq - i0), qf + i0 * hd, hd, kt, kts, j0, sc + i0 * scs, scs);
     for (int64_t i = 0; i < nq; ++i)
         for (int64_t j = j0; j < n_keys; ++j) {
             float s = 0.f;
@@ -108,8 +92,8 @@ void attn_values(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const u
                  float *const *out) {
     int64_t d0 = 0;
     for (; d0 + 2 * V::W <= hd; d0 += 2 * V::W)
-        for (int64_t i0 = 0; i0 < nq; i0 += V::kP)
-            values_tiles<V, V::kP>((int)(nq - i0), pf + i0 * ps, ps, n_keys, v, vs, d0, out + i0);
+        for (int64_t i0 = 0; i0 < nq; i0 += kAttnP<V>)
+            values_tiles<V, kAttnP<V>>((int)(nq - i0), pf + i0 * ps, ps, n_keys, v, vs, d0, out + i0);
     for (int64_t i = 0; i < nq; ++i)
         for (int64_t d = d0; d < hd; ++d) {
             float o = 0.f;

@@ -1,28 +1,18 @@
 // The exp-based kernels (kernels.h softmax and swiglu) for x86, one template
-// over the vector traits of attn-x86.h, bit-identical to the scalar
-// reference (exp-scalar.cpp): expf_poly's operations lane by lane, the
-// softmax sum in its 16 double lanes. Include after attn-x86.h.
+// over simd-x86.h's vector traits with exp and the double sums added,
+// bit-identical to the scalar reference (exp-scalar.cpp): expf_poly's
+// operations lane by lane, the softmax sum in its 16 double lanes.
 #pragma once
 
-#include "core/quant/attn-x86.h"
+#include <cmath>
+
+#include "core/quant/simd-x86.h"
 #include "core/quant/expf-poly.h"
 
 namespace vt::quant::x86 {
 namespace {
 
 struct YmmExp : Ymm {
-    static inline F load(const float *p) { return _mm256_loadu_ps(p); }
-    static inline F mul(F a, F b) { return _mm256_mul_ps(a, b); }
-    static inline F add(F a, F b) { return _mm256_add_ps(a, b); }
-    static inline F sub(F a, F b) { return _mm256_sub_ps(a, b); }
-    static inline F div(F a, F b) { return _mm256_div_ps(a, b); }
-    static inline F max(F a, F b) { return _mm256_max_ps(a, b); }
-    static inline F neg(F a) { return _mm256_xor_ps(a, set1(-0.f)); }
-    static inline float hmax(F v) {
-        __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-        return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-    }
     static inline F exp(F x) {
         using namespace expf_poly;
         const F xc = _mm256_min_ps(_mm256_max_ps(x, set1(kLo)), set1(kHi));
@@ -52,16 +42,6 @@ struct YmmExp : Ymm {
 
 #if defined(__AVX512F__)
 struct ZmmExp : Zmm {
-    static inline F load(const float *p) { return _mm512_loadu_ps(p); }
-    static inline F mul(F a, F b) { return _mm512_mul_ps(a, b); }
-    static inline F add(F a, F b) { return _mm512_add_ps(a, b); }
-    static inline F sub(F a, F b) { return _mm512_sub_ps(a, b); }
-    static inline F div(F a, F b) { return _mm512_div_ps(a, b); }
-    static inline F max(F a, F b) { return _mm512_max_ps(a, b); }
-    static inline F neg(F a) {
-        return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN)));
-    }
-    static inline float hmax(F v) { return _mm512_reduce_max_ps(v); }
     static inline F exp(F x) {
         using namespace expf_poly;
         const F xc = _mm512_min_ps(_mm512_max_ps(x, set1(kLo)), set1(kHi));

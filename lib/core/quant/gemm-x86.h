@@ -20,6 +20,7 @@
 #include "core/quant/blocks.h"
 #include "core/quant/kernels.h"
 #include "core/quant/simd-x86.h"
+#include "core/quant/float-x86.h"
 
 #include <vector>
 
@@ -344,70 +345,13 @@ static inline void for_passes(int64_t nmain, int64_t chunk, A (&part)[N][R][C], 
     }
 }
 
-// ---- Float tiles, mirroring the row-major float dots: 4 accumulators of
-// W lanes over chunks of 4 W elements, W-element steps into the first, one
-// reduction, a scalar tail. 8 lanes: quant-avx2.cpp's dot_half (F16, BF16)
-// and dot_f32; the AVX-512 tables keep the F16 one and have dot_wide (16
-// lanes, quant-avx512.cpp) for BF16 and F32.
-//
-// Element traits: E the element, W lanes, V the vector, load/fma/reduce,
-// one() for the tail (traits classes, since a function pointer returning a
-// vector as a template argument would drop its vector attributes,
-// -Wignored-attributes).
-struct Ymm8 {
-    using V = __m256;
-    static constexpr int W = 8;
-    static inline V zero() { return _mm256_setzero_ps(); }
-    static inline V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-    static inline V add(V a, V b) { return _mm256_add_ps(a, b); }
-    static inline float reduce(V v) { return hsum(v); }
-};
-struct F16x8 : Ymm8 {
-    using E = uint16_t;
-    static inline V load(const E *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-    static inline float one(E h) { return h2f(h); }
-};
-struct Bf16x8 : Ymm8 {
-    using E = uint16_t;
-    static inline V load(const E *p) {
-        const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
-        return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-    }
-    static inline float one(E h) { return b2f(h); }
-};
-struct F32x8 : Ymm8 {
-    using E = float;
-    static inline V load(const E *p) { return _mm256_loadu_ps(p); }
-    static inline float one(E v) { return v; }
-};
-#if defined(__AVX512F__)
-struct Zmm16 {
-    using V = __m512;
-    static constexpr int W = 16;
-    static inline V zero() { return _mm512_setzero_ps(); }
-    static inline V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-    static inline V add(V a, V b) { return _mm512_add_ps(a, b); }
-    static inline float reduce(V v) { return _mm512_reduce_add_ps(v); }
-};
-struct Bf16x16 : Zmm16 {
-    using E = uint16_t;
-    static inline V load(const E *p) {
-        const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
-        return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
-    }
-    static inline float one(E h) { return b2f(h); }
-};
-struct F32x16 : Zmm16 {
-    using E = float;
-    static inline V load(const E *p) { return _mm512_loadu_ps(p); }
-    static inline float one(E v) { return v; }
-};
-#endif
-
+// ---- Float tiles, replaying float-x86.h's dot_float<L> (the tables' F32,
+// F16 and BF16 dots) for R rows x C tokens: the same 4 accumulators per
+// (row, token), one pass each (for_passes), then the same reduction and tail.
 template <class L>
 struct FloatTile {
     using E = typename L::E;
-    using V = typename L::V;
+    using V = typename L::F;
     static constexpr int W = L::W;
     template <int R, int C>
     struct T {
@@ -424,9 +368,9 @@ struct FloatTile {
                     for (int t = 0; t < C; ++t) part[j][r][t] = L::zero();
             const auto chunk = [&](int64_t i) {
                 V wv[R];
-                for (int r = 0; r < R; ++r) wv[r] = L::load(x[r] + i);
+                for (int r = 0; r < R; ++r) wv[r] = L::elems(x[r] + i);
                 for (int t = 0; t < C; ++t) {
-                    const V yv = L::load(y[t] + i);
+                    const V yv = L::elems(y[t] + i);
                     for (int r = 0; r < R; ++r) acc[r][t] = L::fma(wv[r], yv, acc[r][t]);
                 }
             };
@@ -438,7 +382,7 @@ struct FloatTile {
             copy_acc(part[0], acc);
             for (int r = 0; r < R; ++r)
                 for (int t = 0; t < C; ++t) {
-                    float s = L::reduce(L::add(L::add(part[0][r][t], part[1][r][t]),
+                    float s = L::hsum(L::add(L::add(part[0][r][t], part[1][r][t]),
                                                L::add(part[2][r][t], part[3][r][t])));
                     for (int64_t i = nw; i < n; ++i) s += L::one(x[r][i]) * L::one(y[t][i]);
                     out[t * os + r] = s;

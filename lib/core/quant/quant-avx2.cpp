@@ -10,6 +10,7 @@
 #include "core/quant/blocks.h"
 #include "core/quant/kernels.h"
 #include "core/quant/simd-x86.h"
+#include "core/quant/float-x86.h"
 #include "core/quant/legacy-x86.h"
 #include "core/quant/attn-x86.h"
 #include "core/quant/exp-x86.h"
@@ -20,46 +21,10 @@ using namespace x86;
 
 // ---- plain floats --------------------------------------------------------
 
-float dot_f32(int64_t n, const void *w, const void *a) {
-    const float *x = (const float *)w, *y = (const float *)a;
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int k = 0; k < 4; ++k)
-            acc[k] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8 * k), _mm256_loadu_ps(y + i + 8 * k), acc[k]);
-    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc[0]);
-    float s = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    for (; i < n; ++i) s += x[i] * y[i];
-    return s;
-}
-
-static inline __m256 load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-static inline __m256 load_bf16(const uint16_t *p) {
-    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-}
-
-template <__m256 (*Load)(const uint16_t *), float (*One)(uint16_t)>
-float dot_half(int64_t n, const void *w, const void *a) {
-    const uint16_t *x = (const uint16_t *)w, *y = (const uint16_t *)a;
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int k = 0; k < 4; ++k)
-            acc[k] = _mm256_fmadd_ps(Load(x + i + 8 * k), Load(y + i + 8 * k), acc[k]);
-    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(Load(x + i), Load(y + i), acc[0]);
-    float s = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    for (; i < n; ++i) s += One(x[i]) * One(y[i]);
-    return s;
-}
-
-float one_f16(uint16_t h) { return h2f(h); }
-float one_bf16(uint16_t h) { return b2f(h); }
-
 void deq_f16(const void *src, float *dst, int64_t n) {
     const uint16_t *s = (const uint16_t *)src;
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load_f16(s + i));
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, Ymm::f16(s + i));
     for (; i < n; ++i) dst[i] = h2f(s[i]);
 }
 
@@ -162,9 +127,9 @@ void avx2_fill_kquants(Kernels &k); // kquants-avx2.cpp
 void fill_avx2(Kernels &k) {
     k.isa = "avx2";
     const auto id = [](DType t) { return (int)t; };
-    k.dot[id(DType::F32)] = dot_f32;
-    k.dot[id(DType::F16)] = dot_half<load_f16, one_f16>;
-    k.dot[id(DType::BF16)] = dot_half<load_bf16, one_bf16>;
+    k.dot[id(DType::F32)] = dot_float<F32x8>;
+    k.dot[id(DType::F16)] = dot_float<F16x8>;
+    k.dot[id(DType::BF16)] = dot_float<Bf16x8>;
     k.dot[id(DType::Q4_0)] = dot_legacy<BlockQ4_0, BlockQ8_0, prod_q4_0, false>;
     k.dot[id(DType::Q4_1)] = dot_legacy<BlockQ4_1, BlockQ8_1, prod_q4_1, true>;
     k.dot[id(DType::Q5_0)] = dot_legacy<BlockQ5_0, BlockQ8_0, prod_q5_0, false>;

@@ -11,6 +11,7 @@
 #include "core/quant/blocks.h"
 #include "core/quant/kernels.h"
 #include "core/quant/simd-x86.h"
+#include "core/quant/float-x86.h"
 #include "core/quant/legacy-x86.h"
 #include "core/quant/attn-x86.h"
 #include "core/quant/exp-x86.h"
@@ -18,14 +19,6 @@
 namespace vt::quant {
 namespace {
 using namespace x86;
-
-static inline __m512 load16_f32(const float *p) { return _mm512_loadu_ps(p); }
-static inline __m512 load16_bf16(const uint16_t *p) {
-    const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
-}
-static inline float one_f32(float v) { return v; }
-static inline float one_bf16(uint16_t h) { return b2f(h); }
 
 // f32 -> bf16 as blocks.h's f2b, 16 at a time (the activations of BF16
 // matmuls).
@@ -45,27 +38,11 @@ void q_bf16(const float *src, void *dst, int64_t n) {
     for (; i < n; ++i) d[i] = f2b(src[i]);
 }
 
-// 64 elements per iteration in four accumulators, then 16 at a time, then
-// a scalar tail.
-template <class T, __m512 (*Load)(const T *), float (*One)(T)>
-float dot_wide(int64_t n, const void *w, const void *a) {
-    const T *x = (const T *)w, *y = (const T *)a;
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    int64_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        for (int k = 0; k < 4; ++k)
-            acc[k] = _mm512_fmadd_ps(Load(x + i + 16 * k), Load(y + i + 16 * k), acc[k]);
-    for (; i + 16 <= n; i += 16) acc[0] = _mm512_fmadd_ps(Load(x + i), Load(y + i), acc[0]);
-    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
-    for (; i < n; ++i) s += One(x[i]) * One(y[i]);
-    return s;
-}
-
 void fill(Kernels &k) {
-    k.dot[(int)DType::F32] = dot_wide<float, load16_f32, one_f32>;
+    k.dot[(int)DType::F32] = dot_float<F32x16>;
     // F16 keeps the AVX2 kernel: 512-bit vcvtph2ps measured slower from L2
     // (35 vs 54 GB/s) and equal from DRAM.
-    k.dot[(int)DType::BF16] = dot_wide<uint16_t, load16_bf16, one_bf16>;
+    k.dot[(int)DType::BF16] = dot_float<Bf16x16>;
     k.dot[(int)DType::Q4_0] = dot_legacy<BlockQ4_0, BlockQ8_0, prod_q4_0, false>;
     k.dot[(int)DType::Q4_1] = dot_legacy<BlockQ4_1, BlockQ8_1, prod_q4_1, true>;
     k.dot[(int)DType::Q5_0] = dot_legacy<BlockQ5_0, BlockQ8_0, prod_q5_0, false>;

@@ -18,6 +18,62 @@ static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+// f32 vector traits, one per width, for the kernels written once over the
+// width (attention products, exp, the float gemm tiles): F the vector, W
+// its lanes.
+struct Ymm {
+    using F = __m256;
+    static constexpr int W = 8;
+    static inline F zero() { return _mm256_setzero_ps(); }
+    static inline F set1(float v) { return _mm256_set1_ps(v); }
+    static inline F load(const float *p) { return _mm256_loadu_ps(p); }
+    static inline void store(float *p, F v) { _mm256_storeu_ps(p, v); }
+    static inline F f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+    static inline F bf16(const uint16_t *p) {
+        const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+    }
+    static inline F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+    static inline F add(F a, F b) { return _mm256_add_ps(a, b); }
+    static inline F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+    static inline F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+    static inline F div(F a, F b) { return _mm256_div_ps(a, b); }
+    static inline F max(F a, F b) { return _mm256_max_ps(a, b); }
+    static inline F neg(F a) { return _mm256_xor_ps(a, set1(-0.f)); }
+    static inline float hsum(F v) { return x86::hsum(v); }
+    static inline float hmax(F v) {
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+    }
+};
+#if defined(__AVX512F__)
+struct Zmm {
+    using F = __m512;
+    static constexpr int W = 16;
+    static inline F zero() { return _mm512_setzero_ps(); }
+    static inline F set1(float v) { return _mm512_set1_ps(v); }
+    static inline F load(const float *p) { return _mm512_loadu_ps(p); }
+    static inline void store(float *p, F v) { _mm512_storeu_ps(p, v); }
+    static inline F f16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+    static inline F bf16(const uint16_t *p) {
+        const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    }
+    static inline F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+    static inline F add(F a, F b) { return _mm512_add_ps(a, b); }
+    static inline F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+    static inline F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+    static inline F div(F a, F b) { return _mm512_div_ps(a, b); }
+    static inline F max(F a, F b) { return _mm512_max_ps(a, b); }
+    static inline F neg(F a) {
+        return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN)));
+    }
+    static inline float hsum(F v) { return _mm512_reduce_add_ps(v); }
+    static inline float hmax(F v) { return _mm512_reduce_max_ps(v); }
+};
+#endif
+
 static inline int hsum_i32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));

@@ -1,0 +1,65 @@
+// The dot order of the plain float types (F32, F16, BF16) on x86, written
+// once over the element traits below: quant-avx2.cpp's and
+// quant-avx512.cpp's vec_dot entries, and what gemm-x86.h's FloatTile
+// replays bit for bit. Include after simd-x86.h.
+#pragma once
+
+#include "core/quant/blocks.h"
+#include "core/quant/simd-x86.h"
+
+namespace vt::quant::x86 {
+namespace {
+
+// Element traits over simd-x86.h's widths: E the element, elems() W of
+// them as a vector, one() for the scalar tail. (Traits classes: a function
+// pointer returning a vector as a template argument drops its vector
+// attributes, -Wignored-attributes.)
+struct F16x8 : Ymm {
+    using E = uint16_t;
+    static inline F elems(const E *p) { return f16(p); }
+    static inline float one(E h) { return h2f(h); }
+};
+struct Bf16x8 : Ymm {
+    using E = uint16_t;
+    static inline F elems(const E *p) { return bf16(p); }
+    static inline float one(E h) { return b2f(h); }
+};
+struct F32x8 : Ymm {
+    using E = float;
+    static inline F elems(const E *p) { return load(p); }
+    static inline float one(E v) { return v; }
+};
+#if defined(__AVX512F__)
+struct Bf16x16 : Zmm {
+    using E = uint16_t;
+    static inline F elems(const E *p) { return bf16(p); }
+    static inline float one(E h) { return b2f(h); }
+};
+struct F32x16 : Zmm {
+    using E = float;
+    static inline F elems(const E *p) { return load(p); }
+    static inline float one(E v) { return v; }
+};
+#endif
+
+// 4 accumulators over chunks of 4 W elements (accumulator j takes vector j
+// of every chunk), then W-element steps into the first, one reduction
+// ((a0 + a1) + (a2 + a3), then hsum), and a scalar tail.
+template <class L>
+float dot_float(int64_t n, const void *w, const void *a) {
+    using E = typename L::E;
+    using F = typename L::F;
+    constexpr int W = L::W;
+    const E *x = (const E *)w, *y = (const E *)a;
+    F acc[4] = {L::zero(), L::zero(), L::zero(), L::zero()};
+    int64_t i = 0;
+    for (; i + 4 * W <= n; i += 4 * W)
+        for (int k = 0; k < 4; ++k) acc[k] = L::fma(L::elems(x + i + W * k), L::elems(y + i + W * k), acc[k]);
+    for (; i + W <= n; i += W) acc[0] = L::fma(L::elems(x + i), L::elems(y + i), acc[0]);
+    float s = L::hsum(L::add(L::add(acc[0], acc[1]), L::add(acc[2], acc[3])));
+    for (; i < n; ++i) s += L::one(x[i]) * L::one(y[i]);
+    return s;
+}
+
+} // namespace
+} // namespace vt::quant::x86
