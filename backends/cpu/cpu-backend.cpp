@@ -64,7 +64,7 @@ size_t work_size(const Node &n, int nth) {
 
 // An _X16 matrix is read in whole groups of 16 rows and whole blocks.
 static bool whole_x16_groups(const Tensor &w) {
-    return w.ne[1] % 16 == 0 && w.ne[0] % quant::x16_block_elems(x16_base(w.type)) == 0 && w.is_contiguous();
+    return quant::x16_fits(x16_base(w.type), w.ne[0], w.ne[1]) && w.is_contiguous();
 }
 
 bool supports(const Node &n) {

@@ -3,9 +3,9 @@
 // vec_dot_type (llama.cpp does the same, which is what makes our results
 // agree with it; F16_X16 takes the f16-rounded values as f32); phase 2
 // splits the weight rows across threads, so each thread streams a disjoint
-// slice of the weights (decode is bound by that memory traffic). With several tokens, a table's gemm tiles (when it has
-// them for the type) dot each loaded weight block with several activation
-// rows at once; their results are bit-identical to the vec_dot loop's, so
+// slice of the weights (decode is bound by that memory traffic). With
+// several tokens, a table's gemm tiles (when it has them for the type) dot
+// each loaded weight block with several activation rows at once; their results are bit-identical to the vec_dot loop's, so
 // prefill and decode agree exactly. Weights in a load-time layout (_X16)
 // always go through the gemm, decode included.
 #include <cstring>
@@ -23,6 +23,8 @@ constexpr int64_t kGemmMinTokens = 4;
 // The activation rows the kernels read: vec_dot_type's, or f16-rounded f32
 // for the weights whose gemm takes them so (kernels.h).
 DType act_type(DType w) { return quant::gemm_rounds_to_f16(w) ? DType::F32 : vec_dot_type(w); }
+// Whether phase 1 writes them (else the kernels read the f32 input).
+bool converts_acts(DType w) { return act_type(w) != DType::F32 || quant::gemm_rounds_to_f16(w); }
 
 void round_to_f16(const float *x, float *out, int64_t k) {
     constexpr int64_t kChunk = 256;
@@ -36,9 +38,8 @@ void round_to_f16(const float *x, float *out, int64_t k) {
 } // namespace
 
 size_t mul_mat_work_size(const Node &n, int) {
-    const DType w = n.src[0]->type, vdt = act_type(w);
-    const bool convert = vdt != DType::F32 || quant::gemm_rounds_to_f16(w);
-    const size_t act = convert ? row_bytes(vdt, n.src[1]->ne[0]) * (size_t)n.src[1]->nrows() : 0;
+    const DType w = n.src[0]->type;
+    const size_t act = converts_acts(w) ? row_bytes(act_type(w), n.src[1]->ne[0]) * (size_t)n.src[1]->nrows() : 0;
     return (act + 63) & ~(size_t)63;
 }
 
@@ -54,7 +55,7 @@ void op_mul_mat(const Node &n, const OpCtx &c) {
 
     const uint8_t *act = static_cast<const uint8_t *>(x->data);
     size_t act_stride = x->nb[1];
-    if (vdt != DType::F32 || round_f16) {
+    if (converts_acts(w->type)) {
         act_stride = row_bytes(vdt, k);
         int64_t b, e;
         split(m, c.ith, c.nth, b, e);

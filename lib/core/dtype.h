@@ -35,14 +35,14 @@ namespace vt {
 
 // The _X16 types are vt's own layouts, not GGUF types (31..33 and 36..38
 // were ggml's long-removed Q4_0_4_4, Q4_0_4_8, Q4_0_8_8, IQ4_NL_4_4,
-// IQ4_NL_4_8 and IQ4_NL_8_8, which the GGUF reader refuses):
-// rows of the base type repacked at load in groups of 16, block by block
-// (F16, BF16: 32 elements at a time), interleaved 4 bytes at a time
-// (quant/blocks.h), so that one 512-bit register holds 16 rows and the
-// kernels keep one row per 32-bit lane. A row takes the same bytes as in the
-// base type. Only matmul and embedding weights
-// are stored so (Model::matmul_weight): MUL_MAT and GET_ROWS read them, no
-// other op does.
+// IQ4_NL_4_8 and IQ4_NL_8_8, which the GGUF reader refuses): rows of the
+// base type repacked at load in groups of 16, block by block (F16, BF16: 32
+// elements at a time), interleaved 4 bytes at a time (quant/blocks.h), so
+// that one 512-bit register holds 16 rows and the kernels keep one row per
+// 32-bit lane (the AVX2 ones 8 rows per register, half a group). A row takes
+// the same bytes as in the base type. Only matmul and embedding weights are
+// stored so (Model::matmul_weight): MUL_MAT and GET_ROWS read them, no other
+// op does.
 
 enum class DType : uint32_t {
 #define VT_DTYPE_ENUM_(name, id, be, bb) name = id,

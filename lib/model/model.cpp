@@ -107,8 +107,8 @@ const Tensor *Model::matmul_weight(const std::string &name, std::initializer_lis
     const Tensor *t = weight(name, shape, required);
     if (!t) return t;
     const DType x16 = x16_of(t->type);
-    if (x16 == DType::F32 || t->ne[1] % 16 != 0 || t->ne[0] % quant::x16_block_elems(t->type) != 0 ||
-        t->ne[2] != 1 || t->ne[3] != 1 || !quant::active_kernels().gemm[(int)x16])
+    if (x16 == DType::F32 || !quant::x16_fits(t->type, t->ne[0], t->ne[1]) || t->ne[2] != 1 || t->ne[3] != 1 ||
+        !quant::active_kernels().gemm[(int)x16])
         return t;
     const size_t bytes = t->nbytes();
     void *mem = std::aligned_alloc(64, (bytes + 63) & ~(size_t)63);

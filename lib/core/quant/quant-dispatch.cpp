@@ -124,7 +124,8 @@ const Kernels &active_kernels() {
 } // namespace quant
 
 DType vec_dot_type(DType t) {
-    switch (x16_base(t)) {
+    const DType base = x16_base(t); // a layout dots as its row type
+    switch (base) {
     case DType::Q4_0:
     case DType::Q5_0:
     case DType::Q8_0: return DType::Q8_0;
@@ -135,7 +136,7 @@ DType vec_dot_type(DType t) {
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K: return DType::Q8_K;
-    default: return x16_base(t); // F32, F16, BF16 (and the activation types themselves)
+    default: return base; // F32, F16, BF16 (and the activation types themselves)
     }
 }
 

@@ -13,6 +13,12 @@ namespace vt::quant {
 // for F16 and BF16 (whose rows must then be multiples of 32 long).
 int64_t x16_block_elems(DType base);
 
+// Whether n_rows rows of k elements of type base fill whole _X16 groups (16
+// rows) of whole blocks: the shape every _X16 reader assumes.
+inline bool x16_fits(DType base, int64_t k, int64_t n_rows) {
+    return n_rows % 16 == 0 && k % x16_block_elems(base) == 0;
+}
+
 // n_rows (a multiple of 16) rows of type base, k elements, src_stride bytes
 // apart, into x16_of(base) at dst (n_rows * row bytes, contiguous).
 void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64_t k, int64_t n_rows);
