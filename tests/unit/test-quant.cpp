@@ -303,6 +303,46 @@ TEST_CASE("vec_dot: every ISA against scalar, scalar against double math", "[qua
     }
 }
 
+// The orders of F16_X16 and BF16_X16 (kernels.h) are chains over element
+// pairs, not the block sums dot_tolerance assumes: a chain of n/2 steps with
+// at most 2 roundings each (the f16 and bf16 products are exact in f32)
+// errs by at most (n + 2) * 2^-24 * M to first order.
+TEST_CASE("the F16_X16 and BF16_X16 dot orders against double math", "[quant]") {
+    std::mt19937 rng(11);
+    bool bf16_chain = false; // vdpbf16ps: only where a table has BF16_X16's gemm
+    for (const Kernels *k : all_isas()) bf16_chain = bf16_chain || k->gemm[(int)DType::BF16_X16];
+    int checked = 0;
+    for (DType t : {DType::F16, DType::BF16}) {
+        for (int64_t n : {32, 96, 608, 2048, 8192}) {
+            for (int rep = 0; rep < 4; ++rep) {
+                const Bytes w = random_row(t, n, rng);
+                const Bytes a = quantize(scalar(), t, random_act(n, rng, rep % 2));
+                const auto wf = dequant(scalar(), t, w.data(), n), af = dequant(scalar(), t, a.data(), n);
+                double exact = 0, mag = 0;
+                for (int64_t i = 0; i < n; ++i) {
+                    exact += (double)wf[i] * af[i];
+                    mag += std::fabs((double)wf[i] * af[i]);
+                }
+                const double tol = (double)(n + 2) * 0x1p-24 * mag + 1e-30;
+                const uint16_t *wp = (const uint16_t *)w.data(), *ap = (const uint16_t *)a.data();
+                INFO(dtype_name(t) << " n=" << n << " exact=" << exact << " tol=" << tol);
+                if (t == DType::F16) {
+                    CHECK(std::fabs(quant::dot_f16_pairs(n, wp, ap) - exact) <= tol);
+                    ++checked;
+                }
+#if defined(__x86_64__)
+                if (t == DType::BF16 && bf16_chain) {
+                    CHECK(std::fabs(quant::dot_bf16_chain(n, wp, ap) - exact) <= tol);
+                    ++checked;
+                }
+#endif
+            }
+        }
+    }
+    REQUIRE(checked > 0);
+    if (!bf16_chain) WARN("no table of this CPU has vdpbf16ps: BF16_X16's order not checked");
+}
+
 TEST_CASE("public API: dispatch, vec_dot_type, ref namespace", "[quant]") {
     CHECK(vec_dot_type(DType::Q4_1) == DType::Q8_1);
     CHECK(vec_dot_type(DType::Q5_0) == DType::Q8_0);
