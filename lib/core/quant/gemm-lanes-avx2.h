@@ -2,7 +2,7 @@
 // Q4_0, Q4_1 and Q8_0 read in place, Q5_0 and Q5_1 rows packed per call.
 // Bit-identical to dot_legacy (legacy-x86.h) like the AVX-512 tiles of
 // gemm-legacy-lanes-x86.h, with a 256-bit register holding 8 rows (half a
-// group) x 4 weights. Include after gemm-x86.h.
+// group) x 4 weights.
 //
 // Two things differ from the AVX-512 tile, both for 16 registers and no
 // vpdpbusd:
@@ -15,7 +15,7 @@
 //   sums of all tokens instead.
 #pragma once
 
-#include "core/quant/gemm-x86.h"
+#include "core/quant/gemm-lanes-x86.h"
 
 namespace vt::quant::x86 {
 namespace {

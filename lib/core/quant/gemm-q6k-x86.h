@@ -1,7 +1,7 @@
 // Row-lane tiles for Q6_K (mirrors dot_q6_k in kquants-avx2.cpp: one exact
 // integer per super-block, then sum += d * dy * isum): the packing every
 // vector width shares (Q6KPack) and the AVX-512 tile (Q6KLanes; the AVX2 one
-// is in gemm-q6k-avx2.h). Include after gemm-x86.h.
+// is in gemm-q6k-avx2.h).
 //
 // The operands are swapped against the vec_dot so the offsets cost nothing
 // per token: activations become unsigned (y + 128, copied once per call),
@@ -12,7 +12,7 @@
 // Bounds: |(q - 32)(y + 128)| <= 32 * 255, and every sum fits in int32.
 #pragma once
 
-#include "core/quant/gemm-x86.h"
+#include "core/quant/gemm-lanes-x86.h"
 #if defined(__AVX512F__)
 #include "core/quant/gemm-rows-x86.h"
 #endif

@@ -1,7 +1,7 @@
 // Multi-token tiles with one weight row per 32-bit lane, for the K-quant
 // types whose vec_dot reduces each block or super-block to exact integers
 // before its f32 steps (gemm-q4k-x86.h, gemm-q6k-x86.h,
-// gemm-legacy-lanes-x86.h). Include after gemm-x86.h.
+// gemm-legacy-lanes-x86.h).
 //
 // Since the integers are exact, a tile may form them any exact way. Here a
 // 512-bit register holds 16 rows x 4 consecutive weights (rows interleaved 4
@@ -14,7 +14,7 @@
 // with the vec_dot's operations in its order.
 #pragma once
 
-#include "core/quant/gemm-x86.h"
+#include "core/quant/gemm-lanes-x86.h"
 
 namespace vt::quant::x86 {
 namespace {
