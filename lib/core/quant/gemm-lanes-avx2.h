@@ -58,14 +58,12 @@ struct X16Src8 {
     }
 };
 
-// Rows of a 32-element type packed per call (Q5_0, Q5_1): per 16 rows and
-// block, 8 steps of 16 rows x 4 bytes as Ops::W gives them (512), then d
-// (64) and m (64) as f32: U8Steps's layout (gemm-legacy-lanes-x86.h).
+// Rows of a 32-element type packed per call (Q5_0, Q5_1: pack_u8_steps,
+// gemm-lanes-x86.h).
 template <class Ops>
 struct PackedSrc8 {
-    using BW = typename Ops::BW;
     static constexpr bool kNibbles = false;
-    static constexpr size_t kBlock = 640;
+    static constexpr size_t kBlock = kU8StepsBlock;
     struct Loc {
         const uint8_t *q, *h;
     };
@@ -77,26 +75,7 @@ struct PackedSrc8 {
     static inline __m256 m(const Loc &l, int h) { return _mm256_load_ps((const float *)(l.h + 64 + 32 * h)); }
 
     static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, uint8_t *dst) {
-        alignas(32) uint8_t q[kLaneRows][QK];
-        for (int64_t r0 = 0; r0 < nr; r0 += kLaneRows)
-            for (int64_t b = 0; b < nb; ++b) {
-                uint8_t *p = dst + ((r0 / kLaneRows) * nb + b) * kBlock;
-                float *d = (float *)(p + 512), *m = d + kLaneRows;
-                for (int r = 0; r < kLaneRows; ++r) {
-                    if (r0 + r >= nr) { // rows past the matrix are zero
-                        std::memset(q[r], 0, QK);
-                        d[r] = m[r] = 0.f;
-                        continue;
-                    }
-                    const BW &x = ((const BW *)(w + (r0 + r) * ws))[b];
-                    _mm256_store_si256((__m256i *)q[r], Ops::W(x));
-                    d[r] = f16_at(&x.d);
-                    if constexpr (Ops::kMin) m[r] = f16_at(&x.m);
-                    else m[r] = 0.f;
-                }
-                for (int k = 0; k < 8; ++k)
-                    for (int r = 0; r < kLaneRows; ++r) std::memcpy(p + 64 * k + 4 * r, q[r] + 4 * k, 4);
-            }
+        pack_u8_steps<Ops>(w, ws, nr, nb, dst);
     }
 };
 

@@ -155,6 +155,64 @@ struct LegacyActs {
     }
 };
 
+// 16 rows of kBytes each (32-byte aligned) -> kBytes / 4 steps of (16 rows x
+// 4 bytes): per 8 rows and 8 dwords one 8 x 8 dword transpose.
+template <size_t kBytes>
+static inline void interleave_rows8(const uint8_t (*q)[kBytes], uint8_t *dst) {
+    for (int half = 0; half < 2; ++half)
+        for (size_t c = 0; c < kBytes / 32; ++c) {
+            __m256i r[8], t[8];
+            for (int i = 0; i < 8; ++i) r[i] = _mm256_load_si256((const __m256i *)(q[8 * half + i] + 32 * c));
+            for (int i = 0; i < 8; i += 2) {
+                t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+                t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+            }
+            // r[4q + j], 128-bit lane L: dword 4L + j of rows 4q..4q+3.
+            for (int i = 0; i < 8; i += 4) {
+                r[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+                r[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+                r[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+                r[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+            }
+            for (int j = 0; j < 4; ++j) {
+                _mm256_store_si256((__m256i *)(dst + (8 * c + j) * 64 + 32 * half),
+                                   _mm256_permute2x128_si256(r[j], r[4 + j], 0x20));
+                _mm256_store_si256((__m256i *)(dst + (8 * c + 4 + j) * 64 + 32 * half),
+                                   _mm256_permute2x128_si256(r[j], r[4 + j], 0x31));
+            }
+        }
+}
+
+
+// Rows of a 32-element type packed per call (Q5_0, Q5_1, and matrices the
+// _X16 layouts do not fit), for the tiles of either width: per 16 rows and
+// block, 8 steps of 16 rows x 4 bytes as Ops::W gives them (512), then d
+// (64) and m (64) as f32; rows past nr are zero.
+constexpr size_t kU8StepsBlock = 640;
+template <class Ops>
+static void pack_u8_steps(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, uint8_t *dst) {
+    using BW = typename Ops::BW;
+    alignas(32) uint8_t q[kLaneRows][QK];
+    for (int64_t r0 = 0; r0 < nr; r0 += kLaneRows)
+        for (int64_t b = 0; b < nb; ++b) {
+            uint8_t *p = dst + ((r0 / kLaneRows) * nb + b) * kU8StepsBlock;
+            float *d = (float *)(p + 512), *m = d + kLaneRows;
+            for (int r = 0; r < kLaneRows; ++r) {
+                if (r0 + r >= nr) {
+                    std::memset(q[r], 0, QK);
+                    d[r] = m[r] = 0.f;
+                    continue;
+                }
+                const BW &x = ((const BW *)(w + (r0 + r) * ws))[b];
+                _mm256_store_si256((__m256i *)q[r], Ops::W(x));
+                d[r] = f16_at(&x.d);
+                if constexpr (Ops::kMin) m[r] = f16_at(&x.m);
+                else m[r] = 0.f;
+            }
+            interleave_rows8<QK>(q, p);
+        }
+}
+
 #if defined(__AVX512F__)
 // r[i] = dwords 0..15 of row i -> r[j] = dword j of rows 0..15.
 static inline void transpose16x16_epi32(__m512i r[16]) {
@@ -194,33 +252,8 @@ static inline void interleave_rows(const uint8_t (*q)[QK_K], uint8_t *dst) {
 }
 
 #else
-// 16 rows of 256 bytes each -> 64 steps of (16 rows x 4 bytes), 4 KiB: per
-// 8 rows and 8 dwords one 8 x 8 dword transpose.
-static inline void interleave_rows(const uint8_t (*q)[QK_K], uint8_t *dst) {
-    for (int half = 0; half < 2; ++half)
-        for (int c = 0; c < QK_K / 32; ++c) {
-            __m256i r[8], t[8];
-            for (int i = 0; i < 8; ++i) r[i] = _mm256_load_si256((const __m256i *)(q[8 * half + i] + 32 * c));
-            for (int i = 0; i < 8; i += 2) {
-                t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
-                t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
-            }
-            // r[4q + j], 128-bit lane L: dword 4L + j of rows 4q..4q+3.
-            for (int i = 0; i < 8; i += 4) {
-                r[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
-                r[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
-                r[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
-                r[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
-            }
-            for (int j = 0; j < 4; ++j) {
-                _mm256_store_si256((__m256i *)(dst + (8 * c + j) * 64 + 32 * half),
-                                   _mm256_permute2x128_si256(r[j], r[4 + j], 0x20));
-                _mm256_store_si256((__m256i *)(dst + (8 * c + 4 + j) * 64 + 32 * half),
-                                   _mm256_permute2x128_si256(r[j], r[4 + j], 0x31));
-            }
-        }
-}
-
+// Without AVX-512: 8 x 8 dword transposes.
+static inline void interleave_rows(const uint8_t (*q)[QK_K], uint8_t *dst) { interleave_rows8<QK_K>(q, dst); }
 #endif
 
 // Driver for a format F: F::kBlockElems elements per block, F::kBlock

@@ -37,11 +37,10 @@ static inline __m512i step_dot(__m512i acc, __m512i w, __m512i y) {
     }
 }
 
-// Weights packed per call: per 16 rows and block, 8 steps of 16 rows x 4
-// bytes as Ops::W gives them (512), then d (64) and m (64) as f32.
+// Weights packed per call (pack_u8_steps, gemm-lanes-x86.h).
 template <class Ops>
 struct U8Steps {
-    static constexpr size_t kBlock = 640;
+    static constexpr size_t kBlock = kU8StepsBlock;
     // Block b of a group at pw: its steps and its scales.
     struct Loc {
         const uint8_t *q, *h;
@@ -52,39 +51,7 @@ struct U8Steps {
     static inline __m512 m(const Loc &l) { return _mm512_load_ps((const float *)(l.h + 64)); }
 
     static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, uint8_t *dst) {
-        using BW = typename Ops::BW;
-        alignas(64) uint8_t q[kLaneRows][64];
-        for (int64_t r0 = 0; r0 < nr; r0 += kLaneRows) {
-            uint8_t *p = dst + (r0 / kLaneRows) * nb * kBlock;
-            // Two blocks per 16 x 16 dword transpose; an odd last block
-            // transposes a zero second half that is not stored.
-            for (int64_t b = 0; b < nb; b += 2) {
-                for (int r = 0; r < kLaneRows; ++r)
-                    for (int h = 0; h < 2; ++h) {
-                        uint8_t *qb = q[r] + 32 * h;
-                        if (b + h >= nb) {
-                            std::memset(qb, 0, 32);
-                            continue;
-                        }
-                        float *d = (float *)(p + (b + h) * kBlock + 512), *m = d + kLaneRows;
-                        if (r0 + r >= nr) { // rows past the matrix are zero
-                            std::memset(qb, 0, 32);
-                            d[r] = m[r] = 0.f;
-                            continue;
-                        }
-                        const BW &x = ((const BW *)(w + (r0 + r) * ws))[b + h];
-                        _mm256_store_si256((__m256i *)qb, Ops::W(x));
-                        d[r] = f16_at(&x.d);
-                        if constexpr (Ops::kMin) m[r] = f16_at(&x.m);
-                        else m[r] = 0.f;
-                    }
-                __m512i v[16];
-                for (int r = 0; r < kLaneRows; ++r) v[r] = _mm512_load_si512(q[r]);
-                transpose16x16_epi32(v);
-                for (int h = 0; h < 2 && b + h < nb; ++h)
-                    for (int k = 0; k < 8; ++k) _mm512_store_si512(p + (b + h) * kBlock + 64 * k, v[8 * h + k]);
-            }
-        }
+        pack_u8_steps<Ops>(w, ws, nr, nb, dst);
     }
 };
 
