@@ -1,7 +1,8 @@
-// Small AVX2 helpers shared by the x86 kernel files. Include only from
-// translation units compiled with at least -mavx2 -mfma -mf16c; everything
-// is static inline so no out-of-line copy with wider ISA flags can leak into
-// a narrower file's link.
+// Small AVX2 helpers shared by the x86 kernel files, and the f32 vector
+// traits per width (Zmm only where the unit is built with AVX-512). Include
+// only from translation units compiled with at least -mavx2 -mfma -mf16c;
+// everything is static inline or in an anonymous namespace, so no
+// out-of-line copy with wider ISA flags can leak into a narrower file's link.
 #pragma once
 
 #include <immintrin.h>
@@ -17,6 +18,8 @@ static inline float hsum(__m256 v) {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
+
+namespace { // member functions of a named-namespace class would link as one weak copy
 
 // f32 vector traits, one per width, for the kernels written once over the
 // width (attention products, exp, the float gemm tiles): F the vector, W
@@ -73,6 +76,8 @@ struct Zmm {
     static inline float hmax(F v) { return _mm512_reduce_max_ps(v); }
 };
 #endif
+
+} // namespace
 
 static inline int hsum_i32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
