@@ -1,9 +1,9 @@
 // AVX2 multi-token tiles (Kernels::gemm) for CPUs without AVX-512, each
-// bit-identical to the AVX2 table's vec_dot (see gemm-x86.h): the row-major
-// float tiles, the row-lane tiles of Q5_0, Q5_1 and Q6_K (rows packed per
-// call), and the row-lane tiles of the _X16 layouts of Q4_0, Q4_1, Q8_0 and
-// Q4_K (whose gemm entries make the loader repack those matrices; decode
-// goes through them too).
+// bit-identical to the AVX2 table's vec_dot (see gemm-x86.h), F16_X16 to its
+// own order (dot_f16_pairs): the row-major float tiles, the row-lane tiles
+// of Q5_0, Q5_1 and Q6_K (rows packed per call), and the row-lane tiles of
+// the _X16 layouts of Q4_0, Q4_1, Q8_0, Q4_K and F16 (whose gemm entries
+// make the loader repack those matrices; decode goes through them too).
 #include "core/quant/blocks.h"
 #include "core/quant/kernels.h"
 #include "core/quant/simd-x86.h"
@@ -11,6 +11,7 @@
 #include "core/quant/gemm-lanes-avx2.h"
 #include "core/quant/gemm-q4k-avx2.h"
 #include "core/quant/gemm-q6k-avx2.h"
+#include "core/quant/gemm-pairs-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -30,6 +31,7 @@ void fill_gemm_avx2(Kernels &k) {
     k.gemm[(int)DType::Q5_1] = gemm_legacy_avx2<OpsQ5_1>;
     k.gemm[(int)DType::Q4_K_X16] = gemm_x16<Q4KX16Avx2>;
     k.gemm[(int)DType::Q6_K] = gemm_lanes<Q6KLanes8>;
+    k.gemm[(int)DType::F16_X16] = gemm_pairs_x16<F16Pairs8>;
     k.gemm[(int)DType::F16] = gemm_tiled<FloatTile<F16x8>::T, kRows, kTokens>;
     k.gemm[(int)DType::BF16] = gemm_tiled<FloatTile<Bf16x8>::T, kRows, kTokens>;
     k.gemm[(int)DType::F32] = gemm_tiled<FloatTile<F32x8>::T, kRows, kTokens>;

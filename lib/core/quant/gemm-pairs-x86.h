@@ -63,6 +63,7 @@ void gemm_pairs_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void 
     }
 }
 
+#if defined(__AVX512F__)
 // F16_X16: per (row, token) two f32 FMA chains, the even elements and the
 // odd ones in index order, then even + odd (dot_f16_pairs). vcvtph2ps of a
 // pair line's first 32 bytes gives rows 0..7 with lane 2r + e holding
@@ -105,6 +106,58 @@ struct F16Pairs {
                 __m512 s[2];
                 for (int h = 0; h < 2; ++h) s[h] = _mm512_add_ps(acc[g][h][t], _mm512_permute_ps(acc[g][h][t], 0xB1));
                 _mm512_storeu_ps(out + t * os + 16 * g, _mm512_permutex2var_ps(s[0], evens, s[1]));
+            }
+    }
+};
+#endif
+
+// F16_X16 on AVX2, the same order (dot_f16_pairs): vcvtph2ps of 16 bytes of
+// a pair line gives 4 rows (a quarter of the group), lane 2r + e holding
+// element 2p + e. 16 registers hold 8 rows x 6 tokens (12 accumulators), so
+// token tiles take a group half by half; up to 2 tokens (decode) take all 4
+// quarters per pair line, each line read from memory once.
+struct F16Pairs8 {
+    static constexpr int kGroups = 1, kTokens = 6;
+    template <int G, int T>
+    static void run(int64_t np, const uint8_t *w, size_t, const uint32_t *const *y, float *out, size_t os) {
+        static_assert(G == 1);
+        if constexpr (T <= 2) {
+            quarters<T, 0, 4>(np, w, y, out, os);
+        } else {
+            quarters<T, 0, 2>(np, w, y, out, os);
+            quarters<T, 2, 2>(np, w, y, out, os);
+        }
+    }
+
+    // Quarters Q0..Q0+NQ-1 (rows 4 * Q0 ...) of the group at w x T tokens.
+    template <int T, int Q0, int NQ>
+    static void quarters(int64_t np, const uint8_t *w, const uint32_t *const *y, float *out, size_t os) {
+        __m256 acc[NQ][T];
+        for (int q = 0; q < NQ; ++q)
+            for (int t = 0; t < T; ++t) acc[q][t] = _mm256_setzero_ps();
+        for (int64_t p = 0; p < np; ++p) {
+            const uint8_t *line = w + 64 * p;
+            if constexpr (T <= 2) _mm_prefetch((const char *)(line + kPairPrefetchBytes), _MM_HINT_T0);
+            __m256 wv[NQ];
+            for (int q = 0; q < NQ; ++q) wv[q] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(line + 16 * (Q0 + q))));
+            for (int t = 0; t < T; ++t) {
+                const __m256 yv = _mm256_castpd_ps(_mm256_broadcast_sd((const double *)(y[t] + 2 * p)));
+                for (int q = 0; q < NQ; ++q) acc[q][t] = _mm256_fmadd_ps(wv[q], yv, acc[q][t]);
+            }
+        }
+        // Lane 2r gets even + odd; the even lanes of two quarters, shuffled
+        // (rows 0 1 4 5 | 2 3 6 7) and their 64-bit pieces put in order.
+        // (Unrolled: an accumulator indexed at run time here would keep
+        // GCC storing every one to the stack inside the pair loop.)
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t)
+#pragma GCC unroll 4
+            for (int q = 0; q < NQ; q += 2) {
+                __m256 s[2];
+                for (int i = 0; i < 2; ++i) s[i] = _mm256_add_ps(acc[q + i][t], _mm256_permute_ps(acc[q + i][t], 0xB1));
+                const __m256 rows = _mm256_castpd_ps(_mm256_permute4x64_pd(
+                    _mm256_castps_pd(_mm256_shuffle_ps(s[0], s[1], 0x88)), _MM_SHUFFLE(3, 1, 2, 0)));
+                _mm256_storeu_ps(out + t * os + 4 * (Q0 + q), rows);
             }
     }
 };
