@@ -1,7 +1,7 @@
 // Matrix multiplication dst = x * W^T for weights in any block format.
 // Phase 1 converts the activations once per row to the weight type's
 // vec_dot_type (llama.cpp does the same, which is what makes our results
-// agree with it; F16_X16 takes the f16-rounded values as f32); phase 2
+// agree with it; some _X16 gemms take those values as f32, kernels.h); phase 2
 // splits the weight rows across threads, so each thread streams a disjoint
 // slice of the weights (decode is bound by that memory traffic). With
 // several tokens, a table's gemm tiles (when it has them for the type) dot
@@ -20,19 +20,21 @@ namespace {
 // Below this many tokens the gemm tiles would be mostly edge (1-token) tiles.
 constexpr int64_t kGemmMinTokens = 4;
 
-// The activation rows the kernels read: vec_dot_type's, or f16-rounded f32
-// for the weights whose gemm takes them so (kernels.h).
-DType act_type(DType w) { return quant::gemm_rounds_to_f16(w) ? DType::F32 : vec_dot_type(w); }
+// The activation rows the kernels read: vec_dot_type's, or f32 rounded
+// through it for the gemms that take them so (kernels.h).
+bool f32_acts(DType w) { return quant::active_kernels().gemm_f32_acts[(int)w]; }
+DType act_type(DType w) { return f32_acts(w) ? DType::F32 : vec_dot_type(w); }
 // Whether phase 1 writes them (else the kernels read the f32 input).
-bool converts_acts(DType w) { return act_type(w) != DType::F32 || quant::gemm_rounds_to_f16(w); }
+bool converts_acts(DType w) { return vec_dot_type(w) != DType::F32; }
 
-void round_to_f16(const float *x, float *out, int64_t k) {
-    constexpr int64_t kChunk = 256;
-    uint16_t h[kChunk];
+// x through type t and back (t's own rounding, as the vec_dot would see it).
+void round_through(DType t, const float *x, float *out, int64_t k) {
+    constexpr int64_t kChunk = 256; // a whole number of blocks of every type
+    alignas(64) uint8_t buf[kChunk * 4]; // at most 4 bytes per element
     for (int64_t i = 0; i < k; i += kChunk) {
         const int64_t n = k - i < kChunk ? k - i : kChunk;
-        quantize_row(DType::F16, x + i, h, n);
-        dequantize_row(DType::F16, h, out + i, n);
+        quantize_row(t, x + i, buf, n);
+        dequantize_row(t, buf, out + i, n);
     }
 }
 } // namespace
@@ -50,7 +52,7 @@ void op_mul_mat(const Node &n, const OpCtx &c) {
     const int64_t m = x->nrows();     // activation rows (tokens)
     const int64_t n_out = w->ne[1];   // weight rows (output features)
     const DType vdt = act_type(w->type);
-    const bool round_f16 = quant::gemm_rounds_to_f16(w->type);
+    const bool round = f32_acts(w->type);
     const quant::GemmFn gemm = quant::active_kernels().gemm[(int)w->type];
 
     const uint8_t *act = static_cast<const uint8_t *>(x->data);
@@ -61,7 +63,8 @@ void op_mul_mat(const Node &n, const OpCtx &c) {
         split(m, c.ith, c.nth, b, e);
         for (int64_t r = b; r < e; ++r) {
             const float *src = static_cast<const float *>(x->data) + r * k;
-            if (round_f16) round_to_f16(src, reinterpret_cast<float *>(c.wdata + (size_t)r * act_stride), k);
+            float *dst_row = reinterpret_cast<float *>(c.wdata + (size_t)r * act_stride);
+            if (round) round_through(vec_dot_type(w->type), src, dst_row, k);
             else quantize_row(vdt, src, c.wdata + (size_t)r * act_stride, k);
         }
         c.barrier();

@@ -132,10 +132,12 @@ TEST_CASE("gemm tiles match the vec_dot of their table bit for bit", "[gemm]") {
 // The row dot an _X16 gemm must match: the table's dot for the base type,
 // but for F16_X16 and BF16_X16 their own orders (kernels.h).
 static float x16_reference(const Kernels &k, DType base, int64_t n, const uint8_t *w, const uint8_t *a) {
-    if (base == DType::F16) return quant::dot_f16_pairs(n, (const uint16_t *)w, (const uint16_t *)a);
+    const uint16_t *w16 = (const uint16_t *)w, *a16 = (const uint16_t *)a;
+    if (base == DType::F16) return quant::dot_f16_pairs(n, w16, a16);
 #if defined(__x86_64__)
-    if (base == DType::BF16) return quant::dot_bf16_chain(n, (const uint16_t *)w, (const uint16_t *)a);
+    if (base == DType::BF16 && k.bf16_chain) return quant::dot_bf16_chain(n, w16, a16);
 #endif
+    if (base == DType::BF16) return quant::dot_bf16_pairs(n, w16, a16);
     return k.dot[(int)base](n, w, a);
 }
 
@@ -171,11 +173,10 @@ TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base t
                         const Bytes a = random_acts(*k, vdt, n, nt, as, rng);
                         const size_t os = (size_t)nr + 2;
                         std::vector<float> out(os * nt, -7.f);
-                        if (quant::gemm_rounds_to_f16(x16)) { // the same f16 values, as f32 (kernels.h)
+                        if (k->gemm_f32_acts[(int)x16]) { // the same values, as f32 (kernels.h)
                             std::vector<float> af((size_t)(n * nt));
                             for (int64_t t = 0; t < nt; ++t)
-                                for (int64_t i = 0; i < n; ++i)
-                                    af[(size_t)(t * n + i)] = fp16_to_f32(((const uint16_t *)&a[t * as])[i]);
+                                quant::kernels_for(Isa::scalar)->dequant[(int)vdt](&a[t * as], &af[(size_t)(t * n)], n);
                             k->gemm[(int)x16](n, packed.data(), row, nr, af.data(), 4 * n, nt, out.data(), os);
                         } else {
                             k->gemm[(int)x16](n, packed.data(), row, nr, a.data(), as, nt, out.data(), os);

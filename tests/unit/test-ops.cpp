@@ -666,8 +666,9 @@ TEST_CASE("ATTN: a token's output does not depend on the step it is computed in"
 // ---- _X16 (load-time repacked Q4_0, Q4_1, Q8_0, Q4_K, F16, BF16) ----------------------
 
 // MUL_MAT over F16_X16 and BF16_X16 follows their own orders (kernels.h):
-// out[t][r] is dot_f16_pairs / dot_bf16_chain of row r and token t, rounded
-// to the weight type as the op does.
+// out[t][r] is dot_f16_pairs / dot_bf16_chain or dot_bf16_pairs (as the
+// active table's Kernels::bf16_chain says) of row r and token t, rounded to
+// the weight type as the op does.
 std::vector<float> pair_order_matmul(DType base, const Bytes &w, int64_t k, int64_t n_out, const std::vector<float> &x,
                                      int64_t m) {
     std::vector<float> out((size_t)(n_out * m));
@@ -679,8 +680,9 @@ std::vector<float> pair_order_matmul(DType base, const Bytes &w, int64_t k, int6
             float &o = out[(size_t)(t * n_out + r)];
             if (base == DType::F16) o = quant::dot_f16_pairs(k, row, a.data());
 #if defined(__x86_64__)
-            else o = quant::dot_bf16_chain(k, row, a.data());
+            else if (quant::active_kernels().bf16_chain) o = quant::dot_bf16_chain(k, row, a.data());
 #endif
+            else o = quant::dot_bf16_pairs(k, row, a.data());
         }
     }
     return out;

@@ -303,14 +303,15 @@ TEST_CASE("vec_dot: every ISA against scalar, scalar against double math", "[qua
     }
 }
 
-// The orders of F16_X16 and BF16_X16 (kernels.h) are chains over element
-// pairs, not the block sums dot_tolerance assumes: a chain of n/2 steps with
-// at most 2 roundings each (the f16 and bf16 products are exact in f32)
-// errs by at most (n + 2) * 2^-24 * M to first order.
+// The orders of F16_X16 and BF16_X16 (kernels.h: dot_f16_pairs,
+// dot_bf16_pairs, dot_bf16_chain) are chains over element pairs, not the
+// block sums dot_tolerance assumes: a chain of n/2 steps with at most 2
+// roundings each (the f16 and bf16 products are exact in f32) errs by at
+// most (n + 2) * 2^-24 * M to first order.
 TEST_CASE("the F16_X16 and BF16_X16 dot orders against double math", "[quant]") {
     std::mt19937 rng(11);
     bool bf16_chain = false; // vdpbf16ps: only where a table has BF16_X16's gemm
-    for (const Kernels *k : all_isas()) bf16_chain = bf16_chain || k->gemm[(int)DType::BF16_X16];
+    for (const Kernels *k : all_isas()) bf16_chain = bf16_chain || k->bf16_chain;
     int checked = 0;
     for (DType t : {DType::F16, DType::BF16}) {
         for (int64_t n : {32, 96, 608, 2048, 8192}) {
@@ -328,6 +329,10 @@ TEST_CASE("the F16_X16 and BF16_X16 dot orders against double math", "[quant]") 
                 INFO(dtype_name(t) << " n=" << n << " exact=" << exact << " tol=" << tol);
                 if (t == DType::F16) {
                     CHECK(std::fabs(quant::dot_f16_pairs(n, wp, ap) - exact) <= tol);
+                    ++checked;
+                }
+                if (t == DType::BF16) {
+                    CHECK(std::fabs(quant::dot_bf16_pairs(n, wp, ap) - exact) <= tol);
                     ++checked;
                 }
 #if defined(__x86_64__)

@@ -1,9 +1,11 @@
 // AVX2 multi-token tiles (Kernels::gemm) for CPUs without AVX-512, each
-// bit-identical to the AVX2 table's vec_dot (see gemm-x86.h), F16_X16 to its
-// own order (dot_f16_pairs): the row-major float tiles, the row-lane tiles
-// of Q5_0, Q5_1 and Q6_K (rows packed per call), and the row-lane tiles of
-// the _X16 layouts of Q4_0, Q4_1, Q8_0, Q4_K and F16 (whose gemm entries
-// make the loader repack those matrices; decode goes through them too).
+// bit-identical to the AVX2 table's vec_dot (see gemm-x86.h), F16_X16 and
+// BF16_X16 to their own orders (dot_f16_pairs, dot_bf16_pairs): the
+// row-major float tiles, the row-lane tiles of Q5_0, Q5_1 and Q6_K (rows
+// packed per call), and the row-lane tiles of the _X16 layouts of Q4_0,
+// Q4_1, Q8_0, Q4_K, F16 and BF16 (whose gemm entries make the loader repack
+// those matrices; decode goes through them too). The AVX-512 tables without
+// vdpbf16ps keep the BF16_X16 tile.
 #include "core/quant/blocks.h"
 #include "core/quant/kernels.h"
 #include "core/quant/simd-x86.h"
@@ -32,6 +34,8 @@ void fill_gemm_avx2(Kernels &k) {
     k.gemm[(int)DType::Q4_K_X16] = gemm_x16<Q4KX16Avx2>;
     k.gemm[(int)DType::Q6_K] = gemm_lanes<Q6KLanes8>;
     k.gemm[(int)DType::F16_X16] = gemm_pairs_x16<F16Pairs8>;
+    k.gemm[(int)DType::BF16_X16] = gemm_pairs_x16<Bf16Pairs8>;
+    k.gemm_f32_acts[(int)DType::F16_X16] = k.gemm_f32_acts[(int)DType::BF16_X16] = true;
     k.gemm[(int)DType::F16] = gemm_tiled<FloatTile<F16x8>::T, kRows, kTokens>;
     k.gemm[(int)DType::BF16] = gemm_tiled<FloatTile<Bf16x8>::T, kRows, kTokens>;
     k.gemm[(int)DType::F32] = gemm_tiled<FloatTile<F32x8>::T, kRows, kTokens>;

@@ -35,6 +35,7 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::Q8_0_X16] = gemm_legacy_x16<OpsQ8_0>;
     k.gemm[(int)DType::Q4_K_X16] = gemm_x16<Q4KX16>;
     k.gemm[(int)DType::F16_X16] = gemm_pairs_x16<F16Pairs>;
+    k.gemm_f32_acts[(int)DType::F16_X16] = true;
     k.gemm[(int)DType::Q4_K] = gemm_lanes<Q4KLanes>;
     k.gemm[(int)DType::Q6_K] = gemm_lanes<Q6KLanes>;
     k.gemm[(int)DType::F16] = gemm_tiled<FloatTile<F16x8>::T, kRows, kTokens>;

@@ -104,7 +104,9 @@ float dot_bf16_chain(int64_t k, const uint16_t *w, const uint16_t *a) {
 
 void fill_gemm_avx512bf16(Kernels &k) {
     k.gemm[(int)DType::BF16] = gemm_tiled<DpTile, 4, 4>;
-    k.gemm[(int)DType::BF16_X16] = gemm_pairs_x16<Bf16Pairs>;
+    k.gemm[(int)DType::BF16_X16] = gemm_pairs_x16<Bf16Pairs>; // bf16 pairs as they are
+    k.gemm_f32_acts[(int)DType::BF16_X16] = false;
+    k.bf16_chain = true;
 }
 
 } // namespace vt::quant

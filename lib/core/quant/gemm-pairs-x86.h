@@ -162,5 +162,58 @@ struct F16Pairs8 {
     }
 };
 
+// BF16_X16 without vdpbf16ps, dot_bf16_pairs's order: 32 bytes of a pair
+// line are 8 rows' bf16 pairs, which one shift (even elements) and one AND
+// (odd ones) turn into f32 with lane = row. The activations come as f32
+// rounded through BF16 (Kernels::gemm_f32_acts), so a token's pair is two
+// broadcasts from memory. Per (row, token) an even and an odd FMA chain,
+// added at the end. 8 rows x 5 tokens (10 accumulators; 6 and 4 measured
+// slower) per pass, a group half by half; up to 2 tokens (decode) take both
+// halves per pair line.
+struct Bf16Pairs8 {
+    static constexpr int kGroups = 1, kTokens = 5;
+    template <int G, int T>
+    static void run(int64_t np, const uint8_t *w, size_t, const uint32_t *const *y, float *out, size_t os) {
+        static_assert(G == 1);
+        if constexpr (T <= 2) {
+            halves<T, 0, 2>(np, w, y, out, os);
+        } else {
+            halves<T, 0, 1>(np, w, y, out, os);
+            halves<T, 1, 1>(np, w, y, out, os);
+        }
+    }
+
+    template <int T, int H0, int NH>
+    static void halves(int64_t np, const uint8_t *w, const uint32_t *const *y, float *out, size_t os) {
+        __m256 even[NH][T], odd[NH][T];
+        for (int h = 0; h < NH; ++h)
+            for (int t = 0; t < T; ++t) even[h][t] = odd[h][t] = _mm256_setzero_ps();
+        const __m256i high = _mm256_set1_epi32((int)0xFFFF0000u);
+        for (int64_t p = 0; p < np; ++p) {
+            const uint8_t *line = w + 64 * p;
+            if constexpr (T <= 2) _mm_prefetch((const char *)(line + kPairPrefetchBytes), _MM_HINT_T0);
+            __m256 we[NH], wo[NH];
+            for (int h = 0; h < NH; ++h) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(line + 32 * (H0 + h)));
+                we[h] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+                wo[h] = _mm256_castsi256_ps(_mm256_and_si256(v, high));
+            }
+            for (int t = 0; t < T; ++t) {
+                const float *yp = (const float *)(y[t] + 2 * p);
+                const __m256 ye = _mm256_broadcast_ss(yp), yo = _mm256_broadcast_ss(yp + 1);
+                for (int h = 0; h < NH; ++h) {
+                    even[h][t] = _mm256_fmadd_ps(we[h], ye, even[h][t]);
+                    odd[h][t] = _mm256_fmadd_ps(wo[h], yo, odd[h][t]);
+                }
+            }
+        }
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t)
+#pragma GCC unroll 2
+            for (int h = 0; h < NH; ++h)
+                _mm256_storeu_ps(out + t * os + 8 * (H0 + h), _mm256_add_ps(even[h][t], odd[h][t]));
+    }
+};
+
 } // namespace
 } // namespace vt::quant::x86

@@ -26,11 +26,12 @@ using GemmFn = void (*)(int64_t k, const void *w, size_t w_stride, int64_t nr, c
 // For a load-time layout (dtype.h's _X16 types, which have no row dot) the
 // gemm takes any nt, 1 included, and whole groups of rows from a group's
 // start: each output bit-identical to the table's dot for the base type,
-// except BF16_X16 and F16_X16, which have their own orders (dot_bf16_chain,
-// dot_f16_pairs below). F16_X16's gemm reads its activations as f32 rows
-// holding f16 values (gemm_rounds_to_f16: the op rounds them through F16),
-// so its tiles broadcast them without converting each use.
-inline bool gemm_rounds_to_f16(DType w) { return w == DType::F16_X16; }
+// except BF16_X16 and F16_X16, which have their own orders (dot_f16_pairs;
+// BF16_X16: dot_bf16_chain on tables with vdpbf16ps, Kernels::bf16_chain,
+// else dot_bf16_pairs; below). Where Kernels::gemm_f32_acts is set for a
+// type, its gemm reads the activations as f32 rows holding vec_dot_type's
+// values (the op rounds them through that type), so its tiles broadcast them
+// without converting each use.
 
 // The attention products of the sequence path (ops-attention.cpp): each
 // output one f32 FMA chain in index order, so every table's kernels give the
@@ -64,6 +65,8 @@ struct Kernels {
     AttnValuesFn attn_values = nullptr;
     SoftmaxFn softmax = nullptr;
     SwigluFn swiglu = nullptr;
+    bool gemm_f32_acts[kTypeSlots] = {}; // see above
+    bool bf16_chain = false; // BF16_X16's gemm follows dot_bf16_chain, not dot_bf16_pairs
 };
 
 // The table for isa, or nullptr if this build or this CPU lacks it (never
@@ -97,6 +100,9 @@ float dot_bf16_chain(int64_t k, const uint16_t *w, const uint16_t *a);
 // reference: per (row w, activation a) two f32 FMA chains from zero, even
 // elements and odd ones in index order, then even + odd (k even).
 float dot_f16_pairs(int64_t k, const uint16_t *w, const uint16_t *a);
+// The same order over bf16 values: BF16_X16's gemm on tables without
+// vdpbf16ps (gemm-pairs-x86.h's Bf16Pairs8).
+float dot_bf16_pairs(int64_t k, const uint16_t *w, const uint16_t *a);
 
 // Scalar reference kernels (quant-scalar.cpp, kquants-scalar.cpp), also the
 // fallback where no SIMD version exists.

@@ -22,14 +22,20 @@ float bf16_to_f32(uint16_t h) { return quant::b2f(h); }
 uint16_t f32_to_bf16(float f) { return quant::f2b(f); }
 
 namespace quant {
-float dot_f16_pairs(int64_t k, const uint16_t *w, const uint16_t *a) {
+namespace {
+template <float (*ToF32)(uint16_t)>
+float dot_pairs(int64_t k, const uint16_t *w, const uint16_t *a) {
     float even = 0.f, odd = 0.f;
     for (int64_t i = 0; i + 1 < k; i += 2) {
-        even = std::fma(fp16_to_f32(w[i]), fp16_to_f32(a[i]), even);
-        odd = std::fma(fp16_to_f32(w[i + 1]), fp16_to_f32(a[i + 1]), odd);
+        even = std::fma(ToF32(w[i]), ToF32(a[i]), even);
+        odd = std::fma(ToF32(w[i + 1]), ToF32(a[i + 1]), odd);
     }
     return even + odd;
 }
+} // namespace
+
+float dot_f16_pairs(int64_t k, const uint16_t *w, const uint16_t *a) { return dot_pairs<fp16_to_f32>(k, w, a); }
+float dot_bf16_pairs(int64_t k, const uint16_t *w, const uint16_t *a) { return dot_pairs<bf16_to_f32>(k, w, a); }
 } // namespace quant
 
 namespace quant::scalar {
