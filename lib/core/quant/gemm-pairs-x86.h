@@ -111,27 +111,35 @@ struct F16Pairs {
 };
 #endif
 
-// F16_X16 on AVX2, the same order (dot_f16_pairs): vcvtph2ps of 16 bytes of
-// a pair line gives 4 rows (a quarter of the group), lane 2r + e holding
-// element 2p + e. 16 registers hold 8 rows x 6 tokens (12 accumulators), so
-// token tiles take a group half by half; up to 2 tokens (decode) take all 4
-// quarters per pair line, each line read from memory once.
-struct F16Pairs8 {
-    static constexpr int kGroups = 1, kTokens = 6;
+// The AVX2 pair tiles (8 lanes): a group's 16 rows as kParts vectors of
+// rows. Decode-sized tiles (up to 2 tokens) take all parts per pair line, so
+// each line is read from memory once; larger ones half a group at a time
+// (the accumulators of 8 rows x kTokens fill the 16 registers).
+template <class D>
+struct PairsInHalves {
+    static constexpr int kGroups = 1;
     template <int G, int T>
     static void run(int64_t np, const uint8_t *w, size_t, const uint32_t *const *y, float *out, size_t os) {
         static_assert(G == 1);
+        constexpr int P = D::kParts;
         if constexpr (T <= 2) {
-            quarters<T, 0, 4>(np, w, y, out, os);
+            D::template parts<T, 0, P>(np, w, y, out, os);
         } else {
-            quarters<T, 0, 2>(np, w, y, out, os);
-            quarters<T, 2, 2>(np, w, y, out, os);
+            D::template parts<T, 0, P / 2>(np, w, y, out, os);
+            D::template parts<T, P / 2, P / 2>(np, w, y, out, os);
         }
     }
+};
+
+// F16_X16 on AVX2, the same order (dot_f16_pairs): vcvtph2ps of 16 bytes of
+// a pair line gives 4 rows (a part: a quarter of the group), lane 2r + e
+// holding element 2p + e; 8 rows x 6 tokens (12 accumulators) per pass.
+struct F16Pairs8 : PairsInHalves<F16Pairs8> {
+    static constexpr int kParts = 4, kTokens = 6;
 
     // Quarters Q0..Q0+NQ-1 (rows 4 * Q0 ...) of the group at w x T tokens.
     template <int T, int Q0, int NQ>
-    static void quarters(int64_t np, const uint8_t *w, const uint32_t *const *y, float *out, size_t os) {
+    static void parts(int64_t np, const uint8_t *w, const uint32_t *const *y, float *out, size_t os) {
         __m256 acc[NQ][T];
         for (int q = 0; q < NQ; ++q)
             for (int t = 0; t < T; ++t) acc[q][t] = _mm256_setzero_ps();
@@ -168,23 +176,13 @@ struct F16Pairs8 {
 // rounded through BF16 (Kernels::gemm_f32_acts), so a token's pair is two
 // broadcasts from memory. Per (row, token) an even and an odd FMA chain,
 // added at the end. 8 rows x 5 tokens (10 accumulators; 6 and 4 measured
-// slower) per pass, a group half by half; up to 2 tokens (decode) take both
-// halves per pair line.
-struct Bf16Pairs8 {
-    static constexpr int kGroups = 1, kTokens = 5;
-    template <int G, int T>
-    static void run(int64_t np, const uint8_t *w, size_t, const uint32_t *const *y, float *out, size_t os) {
-        static_assert(G == 1);
-        if constexpr (T <= 2) {
-            halves<T, 0, 2>(np, w, y, out, os);
-        } else {
-            halves<T, 0, 1>(np, w, y, out, os);
-            halves<T, 1, 1>(np, w, y, out, os);
-        }
-    }
+// slower) per pass; a part is half a group.
+struct Bf16Pairs8 : PairsInHalves<Bf16Pairs8> {
+    static constexpr int kParts = 2, kTokens = 5;
 
+    // Halves H0..H0+NH-1 (rows 8 * H0 ...) of the group at w x T tokens.
     template <int T, int H0, int NH>
-    static void halves(int64_t np, const uint8_t *w, const uint32_t *const *y, float *out, size_t os) {
+    static void parts(int64_t np, const uint8_t *w, const uint32_t *const *y, float *out, size_t os) {
         __m256 even[NH][T], odd[NH][T];
         for (int h = 0; h < NH; ++h)
             for (int t = 0; t < T; ++t) even[h][t] = odd[h][t] = _mm256_setzero_ps();
