@@ -8,8 +8,16 @@ reports the MEDIAN tokens/s of the repetitions (llama-bench's per-repetition
 "samples_ts", vt-bench's pp_samples/tg_samples), the ratio vt / llama.cpp,
 and, for decode, the memory-bandwidth roofline:
 
-    roofline t/s = read bandwidth (vt-membw, best of 5, same thread count,
-                   measured once per run) / weight bytes read per token
+    roofline t/s = read bandwidth (vt-membw, same thread count, the best of
+                   the readings taken just before and just after that row's
+                   runs) / weight bytes read per token
+
+The bandwidth is read next to each row, not once per run, because a VM's
+bandwidth can change within a run: on the 2-vCPU VM this was developed on,
+2 threads read either about 30 GB/s (the same as 1 thread: the two vCPUs
+then seem to share one host core) or about 59 GB/s, switching over minutes.
+A roofline read in the other state than its row's runs would say over 100%
+or far too little.
 
 Weight bytes per token = the sum of the GGUF's tensor sizes, which is what a
 decode step streams from memory: every matrix is read once per token, the
@@ -398,7 +406,9 @@ def main() -> int:
     tg = f"tg{a.n_gen}" if a.n_gen > 0 else None
     load_before = loadavg()
     t_start = time.monotonic()
-    membw = {t: run_membw(membw_exe, t, a.membw_mib) for t in threads}
+    # One reading per thread count between rows (see the top); row i uses the
+    # best of the readings before and after it.
+    readings = {t: [run_membw(membw_exe, t, a.membw_mib, reps=3)] for t in threads}
     rows = []
     errors = []
     commit = None
@@ -406,8 +416,7 @@ def main() -> int:
         bpt = decode_bytes_per_token(path)
         for t in threads:
             row = {"model": label, "file": str(path), "threads": t, "bytes_per_token": bpt,
-                   "membw_gbs": membw[t]["best_gbs"], "vt": {}, "llama.cpp": {}}
-            row["roofline_tps"] = membw[t]["best_gbs"] * 1e9 / bpt
+                   "vt": {}, "llama.cpp": {}}
             for engine in ("vt", "llama.cpp"):
                 if (engine == "vt" and a.skip_vt) or (engine == "llama.cpp" and a.skip_llama):
                     continue
@@ -428,6 +437,9 @@ def main() -> int:
                 v = row["vt"].get(test, {}).get("median")
                 l = row["llama.cpp"].get(test, {}).get("median")
                 row[test + "_ratio"] = v / l if v and l else None
+            readings[t].append(run_membw(membw_exe, t, a.membw_mib, reps=3))
+            row["membw_gbs"] = max(r["best_gbs"] for r in readings[t][-2:])
+            row["roofline_tps"] = row["membw_gbs"] * 1e9 / bpt
             rows.append(row)
     load_after = loadavg()
     elapsed = time.monotonic() - t_start
@@ -439,19 +451,21 @@ def main() -> int:
           + (" (llama-bench with OMP_WAIT_POLICY=PASSIVE)" if a.omp_passive else "")
           + (f"; both engines limited to {a.isa} (VT_CPU_ISA, llama.cpp build flags)"
              if a.isa != "native" else ""))
-    print("read bandwidth (vt-membw, best of 5, "
-          f"{a.membw_mib} MiB): " + ", ".join(f"{t} thread{'s' if t > 1 else ''} "
-                                              f"{membw[t]['best_gbs']:.1f} GB/s" for t in threads))
+    print(f"read bandwidth (vt-membw, {a.membw_mib} MiB, best of 3 per reading, read between rows): "
+          + "; ".join(f"{t} thread{'s' if t > 1 else ''} "
+                      f"{min(r['best_gbs'] for r in readings[t]):.1f}-{max(r['best_gbs'] for r in readings[t]):.1f} GB/s"
+                      for t in threads))
     print(f"load average before {load_before}, after {load_after} ({ncpu} cores); "
           f"{elapsed / 60:.1f} min")
     if tg:
-        print(f"roofline = bandwidth / weight MB per token; vt %, llama % = median {tg} / roofline")
+        print(f"roofline = bandwidth next to the row (GB/s) / weight MB per token; "
+              f"vt %, llama % = median {tg} / roofline")
     print()
     hdr = ["model", "t"]
     for test in tests:
         hdr += [f"vt {test}", f"llama {test}", "ratio"]
     if tg:
-        hdr += ["MB/tok", "roofline", "vt %", "llama %"]
+        hdr += ["MB/tok", "GB/s", "roofline", "vt %", "llama %"]
     print("| " + " | ".join(hdr) + " |")
     print("|" + "|".join(["---"] + ["---:"] * (len(hdr) - 1)) + "|")
     noisy = []
@@ -470,7 +484,7 @@ def main() -> int:
                     noisy.append(f"{engine} {test} {row['model']} -t {row['threads']}")
             cells.append(fmt(row[test + "_ratio"]))
         if tg:
-            cells += [f"{row['bytes_per_token'] / 1e6:.0f}", fmt(row["roofline_tps"], 1)]
+            cells += [f"{row['bytes_per_token'] / 1e6:.0f}", fmt(row["membw_gbs"], 1), fmt(row["roofline_tps"], 1)]
             for engine in ("vt", "llama.cpp"):
                 m = row[engine].get(tg, {}).get("median") if "error" not in row[engine] else None
                 cells.append(f"{100 * m / row['roofline_tps']:.0f}%" if m else "-")
@@ -484,7 +498,7 @@ def main() -> int:
     if a.json:
         print(json.dumps({"repetitions": a.repetitions, "n_prompt": a.n_prompt, "n_gen": a.n_gen,
                           "statistic": "median", "llama_cpp_commit": commit,
-                          "omp_passive": a.omp_passive, "isa": a.isa, "membw": {str(t): membw[t] for t in threads},
+                          "omp_passive": a.omp_passive, "isa": a.isa, "membw": {str(t): readings[t] for t in threads},
                           "loadavg_before": load_before, "loadavg_after": load_after,
                           "rows": rows}))
     return 1 if errors else 0
