@@ -42,7 +42,9 @@ struct Q4KX16Avx2 {
         }
     }
 
-    // Halves h0..h0+H-1 of the group at pw (rows 8h..8h+7) x T tokens.
+    // Halves h0..h0+H-1 of the group at pw (rows 8h..8h+7) x T tokens. The
+    // halves go side by side through the steps, sharing each token's
+    // broadcasts (decode: H = 2).
     template <int T, int H>
     static void halves(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int h0, float *out, size_t os) {
         __m256 acc[H][T], accm[H][T];
@@ -53,39 +55,52 @@ struct Q4KX16Avx2 {
         const __m256i m4 = _mm256_set1_epi8(0x0F);
         for (int64_t b = 0; b < nb; ++b) {
             const X16Loc w = x16_locate<kBlock, kPayload>(pw, b, nb);
-            for (int hh = 0; hh < H; ++hh) {
-                const int h = h0 + hh;
-                __m256i sc[8], mn[8];
-                scales(w.q, h, sc, mn);
-                __m256i tot[T];
-                for (int t = 0; t < T; ++t) tot[t] = _mm256_setzero_si256();
-                for (int c = 0; c < 4; ++c) {
-                    __m256i lo[T], hi[T];
-                    for (int t = 0; t < T; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
+            __m256i sc[H][8], mn[H][8];
+            for (int hh = 0; hh < H; ++hh) scales(w.q, h0 + hh, sc[hh], mn[hh]);
+            __m256i tot[H][T];
+            for (int hh = 0; hh < H; ++hh)
+                for (int t = 0; t < T; ++t) tot[hh][t] = _mm256_setzero_si256();
+            for (int c = 0; c < 4; ++c) {
+                __m256i lo[H][T], hi[H][T];
+                for (int hh = 0; hh < H; ++hh)
+                    for (int t = 0; t < T; ++t) lo[hh][t] = hi[hh][t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
-                    for (int s = 0; s < 8; ++s) {
-                        const __m256i v = _mm256_loadu_si256((const __m256i *)(w.q + 64 * (3 + 8 * c + s) + 32 * h));
-                        const __m256i ql = _mm256_and_si256(v, m4), qh = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                        for (int t = 0; t < T; ++t) {
-                            const int8_t *yq = y[t][b].qs + 64 * c + 4 * s;
-                            lo[t] = _mm256_add_epi16(lo[t], _mm256_maddubs_epi16(ql, bcast32_256(yq)));
-                            hi[t] = _mm256_add_epi16(hi[t], _mm256_maddubs_epi16(qh, bcast32_256(yq + 32)));
+                for (int s = 0; s < 8; ++s) {
+                    __m256i ql[H], qh[H];
+                    for (int hh = 0; hh < H; ++hh) {
+                        const __m256i v =
+                            _mm256_loadu_si256((const __m256i *)(w.q + 64 * (3 + 8 * c + s) + 32 * (h0 + hh)));
+                        ql[hh] = _mm256_and_si256(v, m4);
+                        qh[hh] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    }
+                    for (int t = 0; t < T; ++t) {
+                        const int8_t *yq = y[t][b].qs + 64 * c + 4 * s;
+                        const __m256i yl = bcast32_256(yq), yh = bcast32_256(yq + 32);
+                        for (int hh = 0; hh < H; ++hh) {
+                            lo[hh][t] = _mm256_add_epi16(lo[hh][t], _mm256_maddubs_epi16(ql[hh], yl));
+                            hi[hh][t] = _mm256_add_epi16(hi[hh][t], _mm256_maddubs_epi16(qh[hh], yh));
                         }
                     }
-                    for (int t = 0; t < T; ++t)
-                        tot[t] = _mm256_add_epi32(tot[t], _mm256_add_epi32(_mm256_madd_epi16(lo[t], sc[2 * c]),
-                                                                           _mm256_madd_epi16(hi[t], sc[2 * c + 1])));
                 }
+                for (int hh = 0; hh < H; ++hh)
+                    for (int t = 0; t < T; ++t)
+                        tot[hh][t] = _mm256_add_epi32(tot[hh][t],
+                                                      _mm256_add_epi32(_mm256_madd_epi16(lo[hh][t], sc[hh][2 * c]),
+                                                                       _mm256_madd_epi16(hi[hh][t], sc[hh][2 * c + 1])));
+            }
+            for (int hh = 0; hh < H; ++hh) {
+                const int h = h0 + hh;
                 const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w.h + 16 * h)));
                 const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w.h + w.field + 16 * h)));
                 for (int t = 0; t < T; ++t) {
                     __m256i mins = _mm256_setzero_si256();
                     for (int g = 0; g < 8; ++g)
-                        mins = _mm256_add_epi32(mins, _mm256_madd_epi16(mn[g], bcast32_256(y[t][b].bsums + 2 * g)));
+                        mins = _mm256_add_epi32(mins, _mm256_madd_epi16(mn[hh][g], bcast32_256(y[t][b].bsums + 2 * g)));
                     const __m256 dy = _mm256_set1_ps(y[t][b].d);
                     accm[hh][t] = _mm256_add_ps(accm[hh][t],
                                                 _mm256_mul_ps(_mm256_mul_ps(dmin, dy), _mm256_cvtepi32_ps(mins)));
-                    acc[hh][t] = _mm256_add_ps(acc[hh][t], _mm256_mul_ps(_mm256_mul_ps(d, dy), _mm256_cvtepi32_ps(tot[t])));
+                    acc[hh][t] = _mm256_add_ps(acc[hh][t],
+                                               _mm256_mul_ps(_mm256_mul_ps(d, dy), _mm256_cvtepi32_ps(tot[hh][t])));
                 }
             }
         }
