@@ -106,33 +106,48 @@ float dot_q45_k(int64_t n, const void *w, const void *act) {
     return acc - acc_m;
 }
 
+// Decode runs this per row (ops-matmul.cpp), so its integer work is kept
+// short; the f32 steps are dot_q6_k's order (one per super-block), which the
+// gemm tiles mirror. A 2-bit field moved to bits 4..5 of each byte is one
+// 16-bit shift and a mask (bits crossing into the next byte are masked off),
+// a group's two scales one vpshufb of the int16 scales held in both lanes,
+// and the -32 offset is taken off before the one horizontal sum.
 float dot_q6_k(int64_t n, const void *w, const void *act) {
     const BlockQ6_K *x = (const BlockQ6_K *)w;
     const BlockQ8_K *y = (const BlockQ8_K *)act;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; ++i) {
-        const __m128i s8 = _mm_loadu_si128((const __m128i *)x[i].scales);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(s8);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
+        // Scales 0..7 (first half) and 8..15 (second half), in both lanes.
+        const __m256i sc_half[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),
+                                    _mm256_permute2x128_si256(sc16, sc16, 0x11)};
         __m256i sumi = _mm256_setzero_si256();
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
             const __m256i ql0 = load256(x[i].ql + 64 * h), ql1 = load256(x[i].ql + 64 * h + 32);
             const __m256i qh = load256(x[i].qh + 32 * h);
             const __m256i q[4] = {
-                _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4)),
-                _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4)),
+                _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
+                _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
             };
 #pragma GCC unroll 4
             for (int g = 0; g < 4; ++g) {
-                const int j = 8 * h + 2 * g;
+                // int16 scales 2g (low lane) and 2g + 1 (high lane) of this half.
+                const __m256i ctrl = _mm256_setr_epi8(4 * g, 4 * g + 1, 4 * g, 4 * g + 1, 4 * g, 4 * g + 1, 4 * g,
+                                                      4 * g + 1, 4 * g, 4 * g + 1, 4 * g, 4 * g + 1, 4 * g, 4 * g + 1,
+                                                      4 * g, 4 * g + 1, 4 * g + 2, 4 * g + 3, 4 * g + 2, 4 * g + 3,
+                                                      4 * g + 2, 4 * g + 3, 4 * g + 2, 4 * g + 3, 4 * g + 2, 4 * g + 3,
+                                                      4 * g + 2, 4 * g + 3, 4 * g + 2, 4 * g + 3, 4 * g + 2, 4 * g + 3);
                 const __m256i p = _mm256_maddubs_epi16(q[g], load256(y[i].qs + 128 * h + 32 * g));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair(s8, j)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sc_half[h], ctrl)));
             }
         }
-        const int isum = hsum_i32(sumi) - 32 * scaled_bsums(y[i].bsums, sc16);
+        const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(load256(y[i].bsums), sc16), 5); // 32 * sc * bsum
+        const int isum = hsum_i32(_mm256_sub_epi32(sumi, offset));
         sum += h2f_f16c(x[i].d) * y[i].d * (float)isum;
     }
     return sum;
