@@ -31,11 +31,14 @@ namespace vt {
     X(Q8_0_X16, 33, 32, 34)               \
     X(Q4_K_X16, 36, 256, 144)              \
     X(BF16_X16, 37, 1, 2)                 \
-    X(F16_X16, 38, 1, 2)
+    X(F16_X16, 38, 1, 2)                  \
+    X(Q6_K_X16, 40, 256, 210)
 
 // The _X16 types are vt's own layouts, not GGUF types (31..33 and 36..38
 // were ggml's long-removed Q4_0_4_4, Q4_0_4_8, Q4_0_8_8, IQ4_NL_4_4,
-// IQ4_NL_4_8 and IQ4_NL_8_8, which the GGUF reader refuses): rows of the
+// IQ4_NL_4_8 and IQ4_NL_8_8, and 40 is past ggml's last type, MXFP4 = 39;
+// the GGUF reader refuses them all; being internal, they may be renumbered
+// should ggml take 40): rows of the
 // base type repacked at load in groups of 16, block by block (F16, BF16: 32
 // elements at a time), interleaved 4 bytes at a time (quant/blocks.h), so
 // that one 512-bit register holds 16 rows and the kernels keep one row per
@@ -59,6 +62,7 @@ constexpr DType x16_base(DType t) {
     case DType::Q4_K_X16: return DType::Q4_K;
     case DType::BF16_X16: return DType::BF16;
     case DType::F16_X16: return DType::F16;
+    case DType::Q6_K_X16: return DType::Q6_K;
     default: return t;
     }
 }

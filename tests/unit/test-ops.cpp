@@ -690,7 +690,7 @@ std::vector<float> pair_order_matmul(DType base, const Bytes &w, int64_t k, int6
 
 TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit for bit", "[ops]") {
     std::mt19937 rng(31);
-    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::F16, DType::BF16}) {
+    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16, DType::BF16}) {
         const DType x16 = x16_of(base);
         INFO(dtype_name(x16));
         if (!quant::active_kernels().gemm[(int)x16]) {
@@ -700,7 +700,7 @@ TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit 
         }
         // 10 blocks (a tail past the 8-block groups; 3 super-blocks, an odd
         // pair, for Q4_K), 3 groups of 16 rows.
-        const int64_t k = base == DType::Q4_K ? 768 : 320, n_out = base == DType::BF16 || base == DType::F16 ? 80 : 48;
+        const int64_t k = base == DType::Q4_K || base == DType::Q6_K ? 768 : 320, n_out = base == DType::BF16 || base == DType::F16 ? 80 : 48;
         Bytes w = random_weights(base, k, n_out, rng);
         Bytes wx(w.size());
         quant::repack_x16(base, w.data(), row_bytes(base, k), wx.data(), k, n_out);

@@ -2,7 +2,8 @@
 // quant-avx512.cpp: plain and with VT_QUANT_VNNI, each table getting the
 // tiles that match its own vec_dot kernels bit for bit (see gemm-x86.h).
 // F16 mirrors the AVX2 dot the AVX-512 tables keep; the 256-bit tiles still
-// gain from the 32 vector registers of EVEX.
+// gain from the 32 vector registers of EVEX. Q6_K_X16 exists on these tables
+// only (an AVX2 CPU keeps Q6_K rows).
 #include "core/quant/blocks.h"
 #include "core/quant/kernels.h"
 #include "core/quant/simd-x86.h"
@@ -11,6 +12,7 @@
 #include "core/quant/gemm-rows-x86.h"
 #include "core/quant/gemm-q4k-x86.h"
 #include "core/quant/gemm-q6k-x86.h"
+#include "core/quant/gemm-q6k-x16-avx512.h"
 #include "core/quant/gemm-legacy-lanes-x86.h"
 #include "core/quant/gemm-pairs-x86.h"
 
@@ -34,6 +36,7 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::Q4_1_X16] = gemm_legacy_x16<OpsQ4_1>;
     k.gemm[(int)DType::Q8_0_X16] = gemm_legacy_x16<OpsQ8_0>;
     k.gemm[(int)DType::Q4_K_X16] = gemm_x16<Q4KX16>;
+    k.gemm[(int)DType::Q6_K_X16] = gemm_q6k_x16;
     k.gemm[(int)DType::F16_X16] = gemm_pairs_x16<F16Pairs>;
     k.gemm_f32_acts[(int)DType::F16_X16] = true;
     k.gemm[(int)DType::Q4_K] = gemm_lanes<Q4KLanes>;

@@ -141,6 +141,7 @@ struct Q6KLanes : Q6KPack {
         for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * os, row_mask(nr), sum[t]);
     }
 };
+
 #endif
 
 } // namespace

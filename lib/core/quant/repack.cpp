@@ -7,17 +7,33 @@
 namespace vt::quant {
 
 namespace {
-// A base block is a header of f16 fields (d, then m for Q4_1) and a payload
-// of quants; an _X16 group stores the payloads interleaved by dword, then
-// each header field for the 16 rows. The plain float types (F16, BF16)
-// take x16_block_elems of them as a block, with no header.
+// A base block is a header of f16 fields (d, then m for Q4_1, dmin for
+// Q4_K) and a payload of quants; Q6_K's one field, d, comes last instead.
+// An _X16 group stores the payloads interleaved by dword, then each header
+// field for the 16 rows. The plain float types (F16, BF16) take
+// x16_block_elems of them as a block, with no header.
 struct BlockShape {
     size_t bytes, header;
+    size_t header_at, payload_at; // offsets in the base block
 };
 BlockShape shape(DType base) {
+    const size_t bytes = row_bytes(base, x16_block_elems(base));
+    if (base == DType::Q6_K) return {bytes, 2, bytes - 2, 0};
     const bool plain = dtype_info(base).block_elems == 1;
     const size_t header = plain ? 0 : base == DType::Q4_1 || base == DType::Q4_K ? 4 : 2;
-    return {row_bytes(base, x16_block_elems(base)), header};
+    return {bytes, header, 0, header};
+}
+
+// The base payload's dword that goes to dword u of the layout: the same one,
+// except for Q6_K (blocks.h: its scales first, then per half h and l = 4j
+// the ql dwords of l and 32 + l and the qh dword of l, which one step of
+// the kernels reads together).
+size_t payload_dword(DType base, size_t u) {
+    if (base != DType::Q6_K) return u;
+    if (u < 4) return 48 + u;
+    const size_t i = (u - 4) / 3, h = i / 8, j = i % 8;
+    const size_t at[3] = {16 * h + j, 16 * h + 8 + j, 32 + 8 * h + j};
+    return at[(u - 4) % 3];
 }
 
 } // namespace
@@ -42,9 +58,11 @@ void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64
             const X16At at = x16_at(s.bytes, payload, b, nb);
             const uint8_t *x = rows + (size_t)b * s.bytes;
             for (size_t u = 0; u < payload / 4; ++u)
-                for (int r = 0; r < 16; ++r) std::memcpy(o + at.q + 64 * u + 4 * r, x + r * src_stride + s.header + 4 * u, 4);
+                for (int r = 0; r < 16; ++r)
+                    std::memcpy(o + at.q + 64 * u + 4 * r, x + r * src_stride + s.payload_at + 4 * payload_dword(base, u), 4);
             for (size_t h = 0; h < s.header / 2; ++h)
-                for (int r = 0; r < 16; ++r) std::memcpy(o + at.h + h * at.field + 2 * r, x + r * src_stride + 2 * h, 2);
+                for (int r = 0; r < 16; ++r)
+                    std::memcpy(o + at.h + h * at.field + 2 * r, x + r * src_stride + s.header_at + 2 * h, 2);
         }
     }
 }
@@ -58,8 +76,9 @@ void unpack_row_x16(DType base, const void *src, int64_t k, int r, int64_t b0, i
     for (int64_t b = b0; b < b0 + n; ++b) {
         uint8_t *x = out + (size_t)(b - b0) * s.bytes;
         const X16At at = x16_at(s.bytes, payload, b, nb);
-        for (size_t u = 0; u < payload / 4; ++u) std::memcpy(x + s.header + 4 * u, g + at.q + 64 * u + 4 * r, 4);
-        for (size_t h = 0; h < s.header / 2; ++h) std::memcpy(x + 2 * h, g + at.h + h * at.field + 2 * r, 2);
+        for (size_t u = 0; u < payload / 4; ++u)
+            std::memcpy(x + s.payload_at + 4 * payload_dword(base, u), g + at.q + 64 * u + 4 * r, 4);
+        for (size_t h = 0; h < s.header / 2; ++h) std::memcpy(x + s.header_at + 2 * h, g + at.h + h * at.field + 2 * r, 2);
     }
 }
 
