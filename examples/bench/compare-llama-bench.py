@@ -3,10 +3,14 @@
 
 Same machine, same run, same GGUF file, same thread count and repetitions
 (DESIGN.md, "Performance method"). For every (model, threads) it runs both
-engines (pp512 and tg128 by default, 5 repetitions each after one warmup) and
-reports the MEDIAN tokens/s of the repetitions (llama-bench's per-repetition
-"samples_ts", vt-bench's pp_samples/tg_samples), the ratio vt / llama.cpp,
-and, for decode, the memory-bandwidth roofline:
+engines (pp512 and tg128 by default, 5 repetitions each) and reports the
+MEDIAN tokens/s of the repetitions (llama-bench's per-repetition "samples_ts",
+vt-bench's pp_samples/tg_samples), the ratio vt / llama.cpp, and, for
+decode, the memory-bandwidth roofline (below). Each repetition is its own
+invocation of the engine, after its own warmup, and the engines alternate
+(vt, llama.cpp, vt, ...), so that a change in the machine's speed during a
+row (the VM's bandwidth switches, below) falls on both alike;
+--no-interleave runs each engine's repetitions in one invocation instead.
 
     roofline t/s = read bandwidth (vt-membw, same thread count, the best of
                    the readings taken just before and just after that row's
@@ -348,6 +352,8 @@ def main() -> int:
     ap.add_argument("-t", "--threads", default=str(os.cpu_count() or 1),
                     help="thread counts, comma-separated, e.g. 1,2 (default: all cores)")
     ap.add_argument("-r", "--repetitions", type=int, default=5)
+    ap.add_argument("--no-interleave", action="store_true",
+                    help="run each engine's repetitions in one invocation, not alternating")
     ap.add_argument("-p", "--n-prompt", type=int, default=512)
     ap.add_argument("-n", "--n-gen", type=int, default=128)
     ap.add_argument("--bin-dir", help="directory holding vt-bench and vt-membw "
@@ -417,22 +423,32 @@ def main() -> int:
         for t in threads:
             row = {"model": label, "file": str(path), "threads": t, "bytes_per_token": bpt,
                    "vt": {}, "llama.cpp": {}}
-            for engine in ("vt", "llama.cpp"):
-                if (engine == "vt" and a.skip_vt) or (engine == "llama.cpp" and a.skip_llama):
-                    continue
-                try:
-                    if engine == "vt":
-                        res = run_vt_bench(vt_exe, path, a.n_prompt, a.n_gen, t, a.repetitions,
-                                           timeout=a.timeout, isa=a.isa)
-                    else:
-                        res = run_llama_bench(lb, path, a.n_prompt, a.n_gen, t, a.repetitions,
-                                              omp_passive=a.omp_passive, timeout=a.timeout)
-                        commit = res.pop("_commit", commit)
-                    row[engine] = res
-                except BenchError as e:
-                    row[engine] = {"error": str(e)}
-                    errors.append(f"{engine} on {path} (-t {t}): {e}")
-                    log(f"error: {engine} on {path}: {e}")
+            engines = [e for e in ("vt", "llama.cpp")
+                       if not (e == "vt" and a.skip_vt) and not (e == "llama.cpp" and a.skip_llama)]
+            rounds, per_call = (1, a.repetitions) if a.no_interleave else (a.repetitions, 1)
+            for _ in range(rounds):
+                for engine in engines:
+                    if "error" in row[engine]:
+                        continue
+                    try:
+                        if engine == "vt":
+                            res = run_vt_bench(vt_exe, path, a.n_prompt, a.n_gen, t, per_call,
+                                               timeout=a.timeout, isa=a.isa)
+                        else:
+                            res = run_llama_bench(lb, path, a.n_prompt, a.n_gen, t, per_call,
+                                                  omp_passive=a.omp_passive, timeout=a.timeout)
+                            commit = res.pop("_commit", commit)
+                        for test, v in res.items():
+                            row[engine].setdefault(test, {"samples": []})["samples"] += v["samples"]
+                    except BenchError as e:
+                        row[engine] = {"error": str(e)}
+                        errors.append(f"{engine} on {path} (-t {t}): {e}")
+                        log(f"error: {engine} on {path}: {e}")
+            for engine in engines:
+                for v in (row[engine].values() if "error" not in row[engine] else []):
+                    v["median"] = statistics.median(v["samples"])
+                    v["mean"] = statistics.fmean(v["samples"])
+                    v["stddev"] = statistics.stdev(v["samples"]) if len(v["samples"]) > 1 else 0.0
             for test in tests:
                 v = row["vt"].get(test, {}).get("median")
                 l = row["llama.cpp"].get(test, {}).get("median")
@@ -447,14 +463,15 @@ def main() -> int:
     # --- report ---
     ncpu = os.cpu_count() or 1
     print(f"vt vs llama.cpp{' ' + commit if commit else ''}: median tokens/s of {a.repetitions} "
-          f"repetitions; ratio = vt / llama.cpp"
+          f"repetitions{'' if a.no_interleave else ' (one per invocation, the engines alternating)'}; "
+          f"ratio = vt / llama.cpp"
           + (" (llama-bench with OMP_WAIT_POLICY=PASSIVE)" if a.omp_passive else "")
           + (f"; both engines limited to {a.isa} (VT_CPU_ISA, llama.cpp build flags)"
              if a.isa != "native" else ""))
     print(f"read bandwidth (vt-membw, {a.membw_mib} MiB, best of 3 per reading, read between rows): "
           + "; ".join(f"{t} thread{'s' if t > 1 else ''} "
-                      f"{min(r['best_gbs'] for r in readings[t]):.1f}-{max(r['best_gbs'] for r in readings[t]):.1f} GB/s"
-                      for t in threads))
+                      f"{min(r['best_gbs'] for r in readings[t]):.1f}-"
+                      f"{max(r['best_gbs'] for r in readings[t]):.1f} GB/s" for t in threads))
     print(f"load average before {load_before}, after {load_after} ({ncpu} cores); "
           f"{elapsed / 60:.1f} min")
     if tg:
@@ -498,7 +515,8 @@ def main() -> int:
     if a.json:
         print(json.dumps({"repetitions": a.repetitions, "n_prompt": a.n_prompt, "n_gen": a.n_gen,
                           "statistic": "median", "llama_cpp_commit": commit,
-                          "omp_passive": a.omp_passive, "isa": a.isa, "membw": {str(t): readings[t] for t in threads},
+                          "omp_passive": a.omp_passive, "isa": a.isa, "interleaved": not a.no_interleave,
+                          "membw": {str(t): readings[t] for t in threads},
                           "loadavg_before": load_before, "loadavg_after": load_after,
                           "rows": rows}))
     return 1 if errors else 0

@@ -166,7 +166,8 @@ struct LegacyLanes8 {
                 for (int t = 0; t < T; ++t)
                     _mm256_store_ps(acc[hh][t][j],
                                     _mm256_fmadd_ps(_mm256_mul_ps(wd, _mm256_set1_ps(ad[t * nb + b])),
-                                                    _mm256_cvtepi32_ps(p[t]), first ? zero : _mm256_load_ps(acc[hh][t][j])));
+                                                    _mm256_cvtepi32_ps(p[t]),
+                                                    first ? zero : _mm256_load_ps(acc[hh][t][j])));
                 if constexpr (Ops::kMin) {
                     const __m256 wm = S::m(l, h);
                     for (int t = 0; t < T; ++t)

@@ -84,9 +84,9 @@ struct Q4KX16Avx2 {
                 }
                 for (int hh = 0; hh < H; ++hh)
                     for (int t = 0; t < T; ++t)
-                        tot[hh][t] = _mm256_add_epi32(tot[hh][t],
-                                                      _mm256_add_epi32(_mm256_madd_epi16(lo[hh][t], sc[hh][2 * c]),
-                                                                       _mm256_madd_epi16(hi[hh][t], sc[hh][2 * c + 1])));
+                        tot[hh][t] = _mm256_add_epi32(
+                            tot[hh][t], _mm256_add_epi32(_mm256_madd_epi16(lo[hh][t], sc[hh][2 * c]),
+                                                         _mm256_madd_epi16(hi[hh][t], sc[hh][2 * c + 1])));
             }
             for (int hh = 0; hh < H; ++hh) {
                 const int h = h0 + hh;

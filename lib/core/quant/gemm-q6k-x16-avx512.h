@@ -23,6 +23,7 @@ namespace {
 // the high ones of 64 + l and 96 + l; qh byte l holds their top 2 bits,
 // pairs from bit 0 up. Step k (elements 32k + l..) is in group 2k + j / 4 of
 // the half.
+
 // Step j of half h of the super-block payload at q, 16 rows: the 6-bit
 // values (0..63) of elements 32k + 4j.. of the half, k = 0..3.
 static inline void q6k_x16_step(const uint8_t *q, int h, int j, __m512i v[4]) {
@@ -34,7 +35,8 @@ static inline void q6k_x16_step(const uint8_t *q, int h, int j, __m512i v[4]) {
     v[0] = _mm512_or_si512(_mm512_and_si512(a, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4), m30));
     v[1] = _mm512_or_si512(_mm512_and_si512(c, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 2), m30));
     v[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), m4), _mm512_and_si512(qh, m30));
-    v[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(c, 4), m4), _mm512_and_si512(_mm512_srli_epi16(qh, 2), m30));
+    v[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(c, 4), m4),
+                           _mm512_and_si512(_mm512_srli_epi16(qh, 2), m30));
 }
 
 // Group g's scale (signed byte g % 4 of dword g / 4) for 16 rows, as int32.

@@ -116,6 +116,9 @@ float dot_q6_k(int64_t n, const void *w, const void *act) {
     const BlockQ6_K *x = (const BlockQ6_K *)w;
     const BlockQ8_K *y = (const BlockQ8_K *)act;
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    // The bytes of int16 0 in the low lane, of int16 1 in the high one.
+    const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3,
+                                          2, 3, 2, 3, 2, 3);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; ++i) {
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
@@ -137,11 +140,7 @@ float dot_q6_k(int64_t n, const void *w, const void *act) {
 #pragma GCC unroll 4
             for (int g = 0; g < 4; ++g) {
                 // int16 scales 2g (low lane) and 2g + 1 (high lane) of this half.
-                const __m256i ctrl = _mm256_setr_epi8(4 * g, 4 * g + 1, 4 * g, 4 * g + 1, 4 * g, 4 * g + 1, 4 * g,
-                                                      4 * g + 1, 4 * g, 4 * g + 1, 4 * g, 4 * g + 1, 4 * g, 4 * g + 1,
-                                                      4 * g, 4 * g + 1, 4 * g + 2, 4 * g + 3, 4 * g + 2, 4 * g + 3,
-                                                      4 * g + 2, 4 * g + 3, 4 * g + 2, 4 * g + 3, 4 * g + 2, 4 * g + 3,
-                                                      4 * g + 2, 4 * g + 3, 4 * g + 2, 4 * g + 3, 4 * g + 2, 4 * g + 3);
+                const __m256i ctrl = _mm256_add_epi8(_mm256_set1_epi8((char)(4 * g)), pick);
                 const __m256i p = _mm256_maddubs_epi16(q[g], load256(y[i].qs + 128 * h + 32 * g));
                 sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sc_half[h], ctrl)));
             }
