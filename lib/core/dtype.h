@@ -32,13 +32,15 @@ namespace vt {
     X(Q4_K_X16, 36, 256, 144)              \
     X(BF16_X16, 37, 1, 2)                 \
     X(F16_X16, 38, 1, 2)                  \
-    X(Q6_K_X16, 40, 256, 210)
+    X(Q6_K_X16, 40, 256, 210)             \
+    X(Q5_0_X16, 41, 32, 22)               \
+    X(Q5_1_X16, 42, 32, 24)
 
 // The _X16 types are vt's own layouts, not GGUF types (31..33 and 36..38
 // were ggml's long-removed Q4_0_4_4, Q4_0_4_8, Q4_0_8_8, IQ4_NL_4_4,
-// IQ4_NL_4_8 and IQ4_NL_8_8, and 40 is past ggml's last type, MXFP4 = 39;
-// the GGUF reader refuses them all; being internal, they may be renumbered
-// should ggml take 40): rows of the
+// IQ4_NL_4_8 and IQ4_NL_8_8, and 40..42 are past ggml's last type, MXFP4 =
+// 39; the GGUF reader refuses them all; being internal, they may be
+// renumbered should ggml take those): rows of the
 // base type repacked at load in groups of 16, block by block (F16, BF16: 32
 // elements at a time), interleaved 4 bytes at a time (quant/blocks.h), so
 // that one 512-bit register holds 16 rows and the kernels keep one row per
@@ -63,6 +65,8 @@ constexpr DType x16_base(DType t) {
     case DType::BF16_X16: return DType::BF16;
     case DType::F16_X16: return DType::F16;
     case DType::Q6_K_X16: return DType::Q6_K;
+    case DType::Q5_0_X16: return DType::Q5_0;
+    case DType::Q5_1_X16: return DType::Q5_1;
     default: return t;
     }
 }

@@ -690,7 +690,8 @@ std::vector<float> pair_order_matmul(DType base, const Bytes &w, int64_t k, int6
 
 TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit for bit", "[ops]") {
     std::mt19937 rng(31);
-    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16, DType::BF16}) {
+    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q6_K,
+                       DType::F16, DType::BF16}) {
         const DType x16 = x16_of(base);
         INFO(dtype_name(x16));
         if (!quant::active_kernels().gemm[(int)x16]) {

@@ -32,14 +32,14 @@ struct BlockQ5_1 { uint16_t d, m; uint8_t qh[4]; uint8_t qs[QK / 2]; };
 // x = d * q.
 struct BlockQ8_0 { uint16_t d; int8_t qs[QK]; };
 // _X16 (vt's load-time layouts, dtype.h): rows 16g..16g+15 of a Q4_0, Q4_1,
-// Q8_0, Q4_K, Q6_K, F16 or BF16 matrix, block column b, take 16 times the
-// base block's bytes (F16, BF16: blocks of 32 elements without a header).
+// Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, F16 or BF16 matrix, block column b, take 16
+// times the base block's bytes (F16, BF16: blocks of 32 elements without a header).
 // First the 16 rows' payload (everything but the f16 header: quants, and the
 // K quants' scales; F16/BF16: the elements, a pair per dword; Q6_K: its
 // scales, then per half h and l = 4j the dwords of ql at l and 32 + l and of
 // qh at l, in the order one step of the kernels reads them), 4 bytes at a time
-// (dword u of row r at byte 64u + 4r), then the 16 rows' d (f16), for Q4_1
-// and Q4_K the 16 rows' m / dmin. Blocks go in pairs, both payloads first,
+// (dword u of row r at byte 64u + 4r), then the 16 rows' d (f16), for Q4_1,
+// Q5_1 and Q4_K the 16 rows' m / dmin. Blocks go in pairs, both payloads first,
 // then both d, then both m, which keeps every payload 64-byte aligned. X16At
 // gives the offsets (repack.cpp and the kernels both use it).
 struct X16At {

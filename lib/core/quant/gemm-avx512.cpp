@@ -35,6 +35,8 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::Q4_0_X16] = gemm_legacy_x16<OpsQ4_0>;
     k.gemm[(int)DType::Q4_1_X16] = gemm_legacy_x16<OpsQ4_1>;
     k.gemm[(int)DType::Q8_0_X16] = gemm_legacy_x16<OpsQ8_0>;
+    k.gemm[(int)DType::Q5_0_X16] = gemm_legacy_x16<OpsQ5_0>;
+    k.gemm[(int)DType::Q5_1_X16] = gemm_legacy_x16<OpsQ5_1>;
     k.gemm[(int)DType::Q4_K_X16] = gemm_x16<Q4KX16>;
     k.gemm[(int)DType::Q6_K_X16] = gemm_q6k_x16;
     k.gemm[(int)DType::F16_X16] = gemm_pairs_x16<F16Pairs>;

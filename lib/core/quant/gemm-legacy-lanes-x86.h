@@ -56,23 +56,36 @@ struct U8Steps {
 };
 
 // The _X16 layouts in place (blocks.h): Q4_0 and Q4_1 hold two steps per
-// dword (low nibbles: step u, high: step u + 4), Q8_0 one. Blocks go in
-// pairs (both quants, then both d, then both m) so that every quant load is
-// 64-byte aligned when the matrix is (the loader's copies are; the loads
-// stay unaligned ones for any other buffer, e.g. odd block counts).
+// dword (low nibbles: step u, high: step u + 4), Q8_0 one; Q5_0 and Q5_1
+// hold Q4_0's nibbles after a dword of fifth bits (qh), bits 4k..4k+3 for
+// step k. Blocks go in pairs (both quants, then both d, then both m) so that
+// every quant load is 64-byte aligned when the matrix is (the loader's
+// copies are; the loads stay unaligned ones for any other buffer, e.g. odd
+// block counts).
 template <class Ops>
 struct X16Steps {
     using BW = typename Ops::BW;
     static constexpr bool kNibbles = sizeof(BW::qs) == QK / 2;
-    static constexpr size_t kPayload = 16 * sizeof(BW::qs), kBlock = 16 * sizeof(BW);
+    static constexpr size_t kHeader = Ops::kMin ? 4 : 2; // d, m
+    static constexpr bool kFifthBits = sizeof(BW) - kHeader > sizeof(BW::qs);
+    static constexpr size_t kPayload = 16 * (sizeof(BW) - kHeader), kBlock = 16 * sizeof(BW);
     using Loc = X16Loc;
     static inline Loc locate(const uint8_t *pw, int64_t b, int64_t nb) {
         return x16_locate<kBlock, kPayload>(pw, b, nb);
     }
     static inline __m512i step(const Loc &l, int k) {
         if constexpr (kNibbles) {
-            const __m512i v = _mm512_loadu_si512(l.q + 64 * (k & 3));
-            return _mm512_and_si512(k < 4 ? v : _mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
+            constexpr int kQs = kFifthBits ? 1 : 0; // the nibbles' first dword
+            const __m512i v = _mm512_loadu_si512(l.q + 64 * (kQs + (k & 3)));
+            const __m512i q = _mm512_and_si512(k < 4 ? v : _mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
+            if constexpr (!kFifthBits) return q;
+            // Byte i of a lane takes bit 4k + i of its qh as bit 4: qh >> 4k,
+            // its low byte copied to the lane's 4 bytes, tested against 1, 2,
+            // 4, 8.
+            const __m512i spread = _mm512_shuffle_epi8(_mm512_srli_epi32(_mm512_loadu_si512(l.q), 4 * k),
+                                                       _mm512_set4_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0));
+            const __mmask64 set = _mm512_test_epi8_mask(spread, _mm512_set1_epi32(0x08040201));
+            return _mm512_mask_add_epi8(q, set, q, _mm512_set1_epi8(0x10));
         } else {
             const __m512i v = _mm512_loadu_si512(l.q + 64 * k);
             if constexpr (Ops::kOff == 128) return _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80));
@@ -82,6 +95,25 @@ struct X16Steps {
     static inline __m512 d(const Loc &l) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)l.h)); }
     static inline __m512 m(const Loc &l) {
         return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(l.h + l.field)));
+    }
+};
+
+// Q5_0_X16 and Q5_1_X16 with many tokens: their steps packed per call from
+// the layout (as U8Steps packs rows), so that each step's fifth bits are
+// merged once per call, not once per token tile (1 thread, pp256 of the
+// 135M Q4_K file, mostly Q5_0: 806-817 tok/s in place, 816-841 packed).
+template <class Ops>
+struct U8StepsFromX16 : U8Steps<Ops> {
+    static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, uint8_t *dst) {
+        using S = X16Steps<Ops>;
+        for (int64_t g = 0; g < nr / kLaneRows; ++g)
+            for (int64_t b = 0; b < nb; ++b) {
+                const X16Loc l = S::locate(w + g * kLaneRows * ws, b, nb);
+                uint8_t *p = dst + (g * nb + b) * kU8StepsBlock;
+                for (int k = 0; k < 8; ++k) _mm512_store_si512(p + 64 * k, S::step(l, k));
+                _mm512_store_ps(p + 512, S::d(l));
+                _mm512_store_ps(p + 576, Ops::kMin ? S::m(l) : _mm512_setzero_ps());
+            }
     }
 };
 
@@ -163,10 +195,12 @@ void gemm_legacy(int64_t k, const void *w, size_t ws, int64_t nr, const void *a,
     gemm_lanes<LegacyLanes<Ops, U8Steps<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
 }
 
-// An _X16 matrix in place.
+// An _X16 matrix in place (Q5_0, Q5_1: below 4 tokens; packed above).
 template <class Ops>
 void gemm_legacy_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
                      float *out, size_t os) {
+    if constexpr (X16Steps<Ops>::kFifthBits)
+        if (nt >= 4) return gemm_lanes<LegacyLanes<Ops, U8StepsFromX16<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
     gemm_x16<LegacyLanes<Ops, X16Steps<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
 }
 

@@ -50,7 +50,7 @@ using AttnValuesFn = void (*)(const float *pf, size_t ps, int64_t nq, int64_t n_
 using SoftmaxFn = double (*)(float *x, int64_t n, float scale);
 using SwigluFn = void (*)(const float *g, const float *u, float *d, int64_t n);
 
-constexpr int kTypeSlots = 41; // GGUF type ids used by vt are < 31; 31..33, 36..38 and 40 are vt's layouts
+constexpr int kTypeSlots = 43; // GGUF type ids used by vt are < 31; 31..33, 36..38 and 40..42 are vt's layouts
 
 enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
 constexpr int kIsaCount = 4;

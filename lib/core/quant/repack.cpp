@@ -7,8 +7,8 @@
 namespace vt::quant {
 
 namespace {
-// A base block is a header of f16 fields (d, then m for Q4_1, dmin for
-// Q4_K) and a payload of quants; Q6_K's one field, d, comes last instead.
+// A base block is a header of f16 fields (d, then m for Q4_1 and Q5_1,
+// dmin for Q4_K) and a payload of quants; Q6_K's one field, d, comes last instead.
 // An _X16 group stores the payloads interleaved by dword, then each header
 // field for the 16 rows. The plain float types (F16, BF16) take
 // x16_block_elems of them as a block, with no header.
@@ -20,7 +20,7 @@ BlockShape shape(DType base) {
     const size_t bytes = row_bytes(base, x16_block_elems(base));
     if (base == DType::Q6_K) return {bytes, 2, bytes - 2, 0};
     const bool plain = dtype_info(base).block_elems == 1;
-    const size_t header = plain ? 0 : base == DType::Q4_1 || base == DType::Q4_K ? 4 : 2;
+    const size_t header = plain ? 0 : base == DType::Q4_1 || base == DType::Q5_1 || base == DType::Q4_K ? 4 : 2;
     return {bytes, header, 0, header};
 }
 
