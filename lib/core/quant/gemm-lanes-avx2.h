@@ -64,7 +64,7 @@ struct X16Src8 {
 // bits (qh, bits 4k..4k+3 for step k), merged per step into u8 weights
 // (0..31), which the tile takes as it takes packed Q5 steps.
 template <class Ops>
-struct X16Q5Src8 {
+struct X16Q5Src8 : X16Src8<Ops> {
     using BW = typename Ops::BW;
     static constexpr bool kNibbles = false;
     static constexpr size_t kHeader = Ops::kMin ? 4 : 2; // d, m
@@ -86,12 +86,6 @@ struct X16Q5Src8 {
         const __m256i bit = _mm256_set1_epi32(0x08040201);
         const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
         return _mm256_or_si256(q, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
-    }
-    static inline __m256 d(const Loc &l, int h) {
-        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l.h + 16 * h)));
-    }
-    static inline __m256 m(const Loc &l, int h) {
-        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l.h + l.field + 16 * h)));
     }
 };
 
