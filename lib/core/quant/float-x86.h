@@ -14,32 +14,30 @@ namespace {
 // them as a vector, one() for the scalar tail. (Traits classes: a function
 // pointer returning a vector as a template argument drops its vector
 // attributes, -Wignored-attributes.)
-struct F16x8 : Ymm {
+template <class V>
+struct F16Elems : V {
     using E = uint16_t;
-    static inline F elems(const E *p) { return f16(p); }
+    static inline typename V::F elems(const E *p) { return V::f16(p); }
     static inline float one(E h) { return h2f(h); }
 };
-struct Bf16x8 : Ymm {
+template <class V>
+struct Bf16Elems : V {
     using E = uint16_t;
-    static inline F elems(const E *p) { return bf16(p); }
+    static inline typename V::F elems(const E *p) { return V::bf16(p); }
     static inline float one(E h) { return b2f(h); }
 };
-struct F32x8 : Ymm {
+template <class V>
+struct F32Elems : V {
     using E = float;
-    static inline F elems(const E *p) { return load(p); }
+    static inline typename V::F elems(const E *p) { return V::load(p); }
     static inline float one(E v) { return v; }
 };
+using F16x8 = F16Elems<Ymm>;
+using Bf16x8 = Bf16Elems<Ymm>;
+using F32x8 = F32Elems<Ymm>;
 #if defined(__AVX512F__)
-struct Bf16x16 : Zmm {
-    using E = uint16_t;
-    static inline F elems(const E *p) { return bf16(p); }
-    static inline float one(E h) { return b2f(h); }
-};
-struct F32x16 : Zmm {
-    using E = float;
-    static inline F elems(const E *p) { return load(p); }
-    static inline float one(E v) { return v; }
-};
+using Bf16x16 = Bf16Elems<Zmm>;
+using F32x16 = F32Elems<Zmm>;
 #endif
 
 // 4 accumulators over chunks of 4 W elements (accumulator j takes vector j

@@ -7,7 +7,7 @@
 // per pair instead of a 64-byte load: the tiles run at the FMA (or vdpbf16ps)
 // rate instead of L2's. Each format's order is its own (kernels.h:
 // dot_bf16_chain, dot_f16_pairs); the row-major tiles of gemm-x86.h cannot
-// keep those orders with lanes = rows. Include after simd-x86.h.
+// keep those orders with lanes = rows.
 #pragma once
 
 #include <immintrin.h>
@@ -15,6 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#include "core/quant/float-x86.h"
 
 namespace vt::quant::x86 {
 namespace {
@@ -131,30 +133,19 @@ struct PairsInHalves {
     }
 };
 
-// Four rows' pairs of a pair line (16 bytes) as f32, lane 2r + e holding
-// element 2p + e of row r: F16 through vcvtph2ps, BF16 by widening each
-// bf16 to the high half of a dword.
-struct F16Quarter {
-    static __m256 load(const uint8_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-};
-struct Bf16Quarter {
-    static __m256 load(const uint8_t *p) {
-        const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
-        return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-    }
-};
-
 // F16_X16 and BF16_X16 on AVX2, in the orders of the F16 tile above and of
 // dot_bf16_pairs (the same: per (row, token) an even and an odd chain, then
-// even + odd). A part is a quarter of the group (4 rows: one vector of
-// (row, element) lanes); a token's two values are one 64-bit broadcast, so
-// 8 rows x 6 tokens take 12 accumulators per pass. The activations come as
-// f32 rounded through the vec_dot type (Kernels::gemm_f32_acts). BF16 was
-// first a tile with lane = row (a shift for the even elements, an AND for the
-// odd ones, two 32-bit broadcasts per token: 8 rows x 5 tokens fitted);
-// this one runs 1B pp512 on AVX2 at 91-99 tok/s instead of 86.
-template <class Quarter>
-struct HalfPairs8 : PairsInHalves<HalfPairs8<Quarter>> {
+// even + odd). A part is a quarter of the group: 4 rows' pairs, 16 bytes,
+// which the element traits of float-x86.h (F16x8, Bf16x8) widen to one
+// vector of f32 with lane 2r + e holding element 2p + e of row r. A token's
+// two values are one 64-bit broadcast, so 8 rows x 6 tokens take 12
+// accumulators per pass. The activations come as f32 rounded through the
+// vec_dot type (Kernels::gemm_f32_acts). BF16 was first a tile with lane =
+// row (a shift for the even elements, an AND for the odd ones, two 32-bit
+// broadcasts per token: 8 rows x 5 tokens fitted); this one runs 1B pp512 on
+// AVX2 at 91-99 tok/s instead of 86.
+template <class Elems>
+struct HalfPairs8 : PairsInHalves<HalfPairs8<Elems>> {
     static constexpr int kParts = 4, kTokens = 6;
 
     // Quarters Q0..Q0+NQ-1 (rows 4 * Q0 ...) of the group at w x T tokens.
@@ -167,7 +158,7 @@ struct HalfPairs8 : PairsInHalves<HalfPairs8<Quarter>> {
             const uint8_t *line = w + 64 * p;
             if constexpr (T <= 2) _mm_prefetch((const char *)(line + kPairPrefetchBytes), _MM_HINT_T0);
             __m256 wv[NQ];
-            for (int q = 0; q < NQ; ++q) wv[q] = Quarter::load(line + 16 * (Q0 + q));
+            for (int q = 0; q < NQ; ++q) wv[q] = Elems::elems((const uint16_t *)(line + 16 * (Q0 + q)));
             for (int t = 0; t < T; ++t) {
                 const __m256 yv = _mm256_castpd_ps(_mm256_broadcast_sd((const double *)(y[t] + 2 * p)));
                 for (int q = 0; q < NQ; ++q) acc[q][t] = _mm256_fmadd_ps(wv[q], yv, acc[q][t]);
@@ -189,8 +180,8 @@ struct HalfPairs8 : PairsInHalves<HalfPairs8<Quarter>> {
             }
     }
 };
-using F16Pairs8 = HalfPairs8<F16Quarter>;
-using Bf16Pairs8 = HalfPairs8<Bf16Quarter>;
+using F16Pairs8 = HalfPairs8<F16x8>;
+using Bf16Pairs8 = HalfPairs8<Bf16x8>;
 
 } // namespace
 } // namespace vt::quant::x86
