@@ -44,7 +44,7 @@ template <class Ops>
 struct X16Src8 {
     using BW = typename Ops::BW;
     static constexpr bool kNibbles = sizeof(BW::qs) == QK / 2;
-    static constexpr size_t kPayload = 16 * sizeof(BW::qs), kBlock = 16 * sizeof(BW);
+    static constexpr size_t kPayload = kX16Payload<Ops>, kBlock = 16 * sizeof(BW);
     using Loc = X16Loc;
     static inline Loc locate(const uint8_t *pw, int64_t b, int64_t nb) {
         return x16_locate<kBlock, kPayload>(pw, b, nb);
@@ -65,14 +65,8 @@ struct X16Src8 {
 // (0..31), which the tile takes as it takes packed Q5 steps.
 template <class Ops>
 struct X16Q5Src8 : X16Src8<Ops> {
-    using BW = typename Ops::BW;
-    static constexpr bool kNibbles = false;
-    static constexpr size_t kHeader = Ops::kMin ? 4 : 2; // d, m
-    static constexpr size_t kPayload = 16 * (sizeof(BW) - kHeader), kBlock = 16 * sizeof(BW);
     using Loc = X16Loc;
-    static inline Loc locate(const uint8_t *pw, int64_t b, int64_t nb) {
-        return x16_locate<kBlock, kPayload>(pw, b, nb);
-    }
+    static constexpr bool kNibbles = false;
     // Step k (elements 4k..4k+3) of rows 8h..8h+7.
     static inline __m256i line(const Loc &l, int k, int h) {
         const __m256i v = _mm256_loadu_si256((const __m256i *)(l.q + 64 * (1 + (k & 3)) + 32 * h));
@@ -80,9 +74,9 @@ struct X16Q5Src8 : X16Src8<Ops> {
         // Byte i of a lane takes bit 4k + i of its qh as bit 4: qh >> 4k, its
         // low byte copied to the lane's 4 bytes, tested against 1, 2, 4, 8.
         const __m256i qh = _mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)(l.q + 32 * h)), 4 * k);
-        const __m256i spread =
-            _mm256_shuffle_epi8(qh, _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4, 4,
-                                                     4, 4, 8, 8, 8, 8, 12, 12, 12, 12));
+        const __m256i low_bytes = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404,
+                                                     0x08080808, 0x0C0C0C0C); // byte 0 of each dword, 4 times
+        const __m256i spread = _mm256_shuffle_epi8(qh, low_bytes);
         const __m256i bit = _mm256_set1_epi32(0x08040201);
         const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
         return _mm256_or_si256(q, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
@@ -262,11 +256,12 @@ struct PackedFromX16Src8 : PackedSrc8<Ops> {
     }
 };
 
-// Q5_0_X16, Q5_1_X16: in place below 4 tokens, packed above.
+// Q5_0_X16, Q5_1_X16: in place below kX16PackTokens tokens, packed above.
 template <class Ops>
 void gemm_legacy_q5_x16_avx2(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
                              float *out, size_t os) {
-    if (nt >= 4) return gemm_lanes<LegacyLanes8<Ops, PackedFromX16Src8<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
+    if (nt >= kX16PackTokens)
+        return gemm_lanes<LegacyLanes8<Ops, PackedFromX16Src8<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
     gemm_x16<LegacyLanes8<Ops, X16Q5Src8<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
 }
 

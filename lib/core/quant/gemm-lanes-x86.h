@@ -94,6 +94,17 @@ static inline X16Loc x16_locate(const uint8_t *pw, int64_t b, int64_t nb) {
     return {pw + at.q, pw + at.h, at.field};
 }
 
+// A 32-element type's _X16 payload per block and 16 rows: everything after
+// its f16 header (d, and m where the weights carry a min).
+template <class Ops>
+constexpr size_t kX16Payload = 16 * (sizeof(typename Ops::BW) - (Ops::kMin ? 4 : 2));
+
+// The layouts whose steps take work to unpack (Q5_0, Q5_1, Q6_K) are read in
+// place below this many tokens and packed per call from the layout above:
+// decode reads each weight once (packing would write and read it again),
+// while prefill would unpack each step once per token tile.
+constexpr int64_t kX16PackTokens = 4;
+
 // An _X16 matrix in place with the format F (its tiles read the layout):
 // nr a multiple of 16, w at a group, ws a row's bytes, any token count
 // (decode is nt = 1).

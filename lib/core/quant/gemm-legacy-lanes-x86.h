@@ -66,9 +66,8 @@ template <class Ops>
 struct X16Steps {
     using BW = typename Ops::BW;
     static constexpr bool kNibbles = sizeof(BW::qs) == QK / 2;
-    static constexpr size_t kHeader = Ops::kMin ? 4 : 2; // d, m
-    static constexpr bool kFifthBits = sizeof(BW) - kHeader > sizeof(BW::qs);
-    static constexpr size_t kPayload = 16 * (sizeof(BW) - kHeader), kBlock = 16 * sizeof(BW);
+    static constexpr size_t kPayload = kX16Payload<Ops>, kBlock = 16 * sizeof(BW);
+    static constexpr bool kFifthBits = kPayload > 16 * sizeof(BW::qs);
     using Loc = X16Loc;
     static inline Loc locate(const uint8_t *pw, int64_t b, int64_t nb) {
         return x16_locate<kBlock, kPayload>(pw, b, nb);
@@ -195,12 +194,13 @@ void gemm_legacy(int64_t k, const void *w, size_t ws, int64_t nr, const void *a,
     gemm_lanes<LegacyLanes<Ops, U8Steps<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
 }
 
-// An _X16 matrix in place (Q5_0, Q5_1: below 4 tokens; packed above).
+// An _X16 matrix in place (Q5_0, Q5_1: below kX16PackTokens; packed above).
 template <class Ops>
 void gemm_legacy_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
                      float *out, size_t os) {
     if constexpr (X16Steps<Ops>::kFifthBits)
-        if (nt >= 4) return gemm_lanes<LegacyLanes<Ops, U8StepsFromX16<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
+        if (nt >= kX16PackTokens)
+            return gemm_lanes<LegacyLanes<Ops, U8StepsFromX16<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
     gemm_x16<LegacyLanes<Ops, X16Steps<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
 }
 

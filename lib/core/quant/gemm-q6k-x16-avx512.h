@@ -139,13 +139,9 @@ struct Q6KLanesX16 : Q6KLanes {
     }
 };
 
-// Below this many tokens Q6_K_X16 goes through the in-place tile (decode
-// reads each weight once; packing would write and read it again).
-constexpr int64_t kQ6KPackTokens = 4;
-
 void gemm_q6k_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt, float *out,
                   size_t os) {
-    if (nt < kQ6KPackTokens) return gemm_x16<Q6KX16>(k, w, ws, nr, a, as, nt, out, os);
+    if (nt < kX16PackTokens) return gemm_x16<Q6KX16>(k, w, ws, nr, a, as, nt, out, os);
     gemm_lanes<Q6KLanesX16>(k, w, ws, nr, a, as, nt, out, os);
 }
 
