@@ -5,9 +5,10 @@
 // splits the weight rows across threads, so each thread streams a disjoint
 // slice of the weights (decode is bound by that memory traffic). With
 // several tokens, a table's gemm tiles (when it has them for the type) dot
-// each loaded weight block with several activation rows at once; their results are bit-identical to the vec_dot loop's, so
-// prefill and decode agree exactly. Weights in a load-time layout (_X16)
-// always go through the gemm, decode included.
+// each loaded weight block with several activation rows at once; their
+// results are bit-identical to the vec_dot loop's, so prefill and decode
+// agree exactly. Weights in a load-time layout (_X16) always go through the
+// gemm, decode included.
 #include <cstring>
 
 #include "core/quant.h"
@@ -63,9 +64,9 @@ void op_mul_mat(const Node &n, const OpCtx &c) {
         split(m, c.ith, c.nth, b, e);
         for (int64_t r = b; r < e; ++r) {
             const float *src = static_cast<const float *>(x->data) + r * k;
-            float *dst_row = reinterpret_cast<float *>(c.wdata + (size_t)r * act_stride);
-            if (round) round_through(vec_dot_type(w->type), src, dst_row, k);
-            else quantize_row(vdt, src, c.wdata + (size_t)r * act_stride, k);
+            uint8_t *dst_row = c.wdata + (size_t)r * act_stride;
+            if (round) round_through(vec_dot_type(w->type), src, reinterpret_cast<float *>(dst_row), k);
+            else quantize_row(vdt, src, dst_row, k);
         }
         c.barrier();
         act = c.wdata;
