@@ -71,8 +71,6 @@ const Tensor *Model::weight(const std::string &name, std::initializer_list<int64
     return weights_.back().get();
 }
 
-void Model::FreeDeleter::operator()(void *p) const { std::free(p); }
-
 namespace {
 // Repacking copies every weight once and faults in the copy's pages: a large
 // matrix splits its 16-row groups over a few threads (loading the 1B shape
@@ -111,10 +109,11 @@ const Tensor *Model::matmul_weight(const std::string &name, std::initializer_lis
         !quant::active_kernels().gemm[(int)x16])
         return t;
     const size_t bytes = t->nbytes();
-    void *mem = std::aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    if (!mem) fail(VT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes to repack '%s'", bytes, name.c_str());
-    repacked_.emplace_back(mem);
-    repack_parallel(t->type, static_cast<const uint8_t *>(t->data), t->nb[1], static_cast<uint8_t *>(mem), t->ne[0],
+    std::unique_ptr<PageBuffer> buf = PageBuffer::allocate(bytes);
+    if (!buf) fail(VT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes to repack '%s'", bytes, name.c_str());
+    uint8_t *mem = buf->data();
+    repacked_.push_back(std::move(buf));
+    repack_parallel(t->type, static_cast<const uint8_t *>(t->data), t->nb[1], mem, t->ne[0],
                     t->ne[1]);
     gguf_->release(t->data, bytes);  // the copy replaces it: do not keep both in memory
     Tensor *r = weights_.back().get();  // weight() just made it

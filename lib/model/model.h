@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/pages.h"
 #include "core/tensor.h"
 #include "model/gguf.h"
 #include "tokenizer/tokenizer.h"
@@ -110,10 +111,7 @@ private:
     std::unique_ptr<Architecture> arch_;
     std::string arch_name_;
     std::vector<std::unique_ptr<Tensor>> weights_;  // stable addresses
-    struct FreeDeleter {
-        void operator()(void *p) const;
-    };
-    std::vector<std::unique_ptr<void, FreeDeleter>> repacked_;  // data of repacked weights
+    std::vector<std::unique_ptr<PageBuffer>> repacked_;  // data of repacked weights
     size_t repacked_bytes_ = 0;
 };
 
