@@ -70,6 +70,7 @@ TEST_CASE("pages: the range is advised to huge pages unless VT_HUGE_PAGES=0", "[
         WARN("skipped: this kernel has no transparent huge pages");
         return;
     }
+    ::unsetenv("VT_HUGE_PAGES");  // the default, whatever the caller's environment says
     auto advised = PageBuffer::allocate((size_t)4 << 20);
     REQUIRE(advised);
     const std::string flags = vm_flags_of(advised->data());
