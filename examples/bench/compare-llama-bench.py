@@ -30,6 +30,17 @@ separate output.weight, token_embd.weight is left out (decode reads one row of
 it). The KV cache (a few MB at these contexts) is not counted. "vt %" and
 "llama %" are each engine's median tg as a percentage of that roofline.
 
+For files whose layer matrices are F16, prefill is bound by compute, not
+memory: F16 is multiplied as f32 (Zen 4 and most Intel cores have no f16
+arithmetic), so the script also prints
+
+    F16 prefill roofline t/s = f32 FMA peak (vt-flops, same thread count)
+                               / flops per prompt token
+
+with flops per prompt token = 2 x (the layer matrices' elements + the output
+matrix's / n_prompt (only the last token's logits) + causal attention's
+multiply-adds), and each engine's pp as a percentage of it.
+
 Models: by default the real default model (vt_models "smollm2",
 SmolLM2-135M-Instruct Q4_1). --matrix adds the random-weight files of
 make-random-gguf.py (smollm2-135m and llama-3.2-1b shapes x Q4_0 Q4_1 Q8_0
@@ -45,7 +56,7 @@ x86 CPUs): vt-bench runs with VT_CPU_ISA=avx2, llama-bench is a second build
 (~/.cache/vt/llama.cpp-build-avx2) with GGML_NATIVE=OFF and AVX, AVX2, FMA,
 F16C and BMI2 on, AVX-512 off.
 
-Usage (from the repository root; vt-bench and vt-membw from a meson build):
+Usage (from the repository root; vt-bench, vt-membw and vt-flops from a meson build):
     python3 examples/bench/compare-llama-bench.py                  # smollm2, all cores
     python3 examples/bench/compare-llama-bench.py --matrix --threads 1,2 --json
     python3 examples/bench/compare-llama-bench.py --matrix --shapes smollm2-135m --types Q4_0,Q8_0
@@ -223,6 +234,23 @@ def run_membw(exe: Path, t: int, mib: int, reps: int = 5) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def run_flops(exe: Path, t: int, isa: str) -> dict | None:
+    """vt-flops' f32 FMA peak for t threads (None, with a note, where it is
+    absent or cannot measure this CPU)."""
+    if not exe.is_file():
+        log(f"{exe} not found: no F16 prefill roofline")
+        return None
+    env = dict(os.environ)
+    if isa != "native":
+        env["VT_CPU_ISA"] = isa
+    res = run([str(exe), "-t", str(t), "-r", "3", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+              text=True, env=env)
+    if res.returncode != 0:
+        log(f"vt-flops: {res.stderr.strip()}: no F16 prefill roofline")
+        return None
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 # --- GGUF tensor sizes (a minimal reader: header, metadata skipped, tensor infos) ---
 
 # ggml type id -> (block elements, block bytes)
@@ -236,8 +264,8 @@ GGML_TYPE_SIZE = {
 }
 
 
-def gguf_tensors(path: Path) -> list[tuple[str, int, int]]:
-    """(name, ggml type, bytes) of every tensor in a GGUF file."""
+def gguf_tensors(path: Path) -> list[tuple[str, int, int, tuple[int, ...]]]:
+    """(name, ggml type, bytes, shape) of every tensor in a GGUF file."""
     scalar = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
     with open(path, "rb") as f:
         def rd(fmt: str):
@@ -281,7 +309,7 @@ def gguf_tensors(path: Path) -> list[tuple[str, int, int]]:
             n_el = 1
             for d in ne:
                 n_el *= d
-            out.append((name, ttype, n_el // be * bb))
+            out.append((name, ttype, n_el // be * bb, tuple(ne)))
         return out
 
 
@@ -289,9 +317,33 @@ def decode_bytes_per_token(path: Path) -> int:
     """Weight bytes one decode step reads: all tensors; token_embd.weight only
     when it doubles as the output matrix (no output.weight)."""
     ts = gguf_tensors(path)
-    names = {name for name, _, _ in ts}
-    return sum(b for name, _, b in ts
+    names = {t[0] for t in ts}
+    return sum(b for name, _, b, _ in ts
                if not (name == "token_embd.weight" and "output.weight" in names))
+
+
+GGML_F16 = 1
+
+
+def f16_prefill_flops_per_token(path: Path, n_prompt: int) -> float | None:
+    """Flops per prompt token of a file whose layer matrices are F16, else
+    None: 2 x (the layers' matrix elements, the output matrix's / n_prompt
+    (only the last token's logits are computed) and causal attention's
+    multiply-adds, q_dim x (n_prompt + 1) per layer for scores and values)."""
+    ts = gguf_tensors(path)
+    names = {t[0] for t in ts}
+    out_name = "output.weight" if "output.weight" in names else "token_embd.weight"
+    macs = 0.0
+    for name, ttype, _, ne in ts:
+        if name.startswith("blk.") and len(ne) == 2 and ne[1] > 1:
+            if ttype != GGML_F16:
+                return None
+            macs += ne[0] * ne[1]
+            if name.endswith(".attn_q.weight"):
+                macs += ne[1] * (n_prompt + 1)
+        elif name == out_name:
+            macs += ne[0] * ne[1] / n_prompt
+    return 2 * macs if macs else None
 
 
 # --- models ---
@@ -392,6 +444,7 @@ def main() -> int:
     bin_dir = Path(a.bin_dir) if a.bin_dir else REPO / "build" / "examples" / "bench"
     vt_exe = Path(a.vt_bench) if a.vt_bench else bin_dir / "vt-bench"
     membw_exe = Path(a.vt_membw) if a.vt_membw else vt_exe.parent / "vt-membw"
+    flops_exe = vt_exe.parent / "vt-flops"
     if not a.skip_vt and not vt_exe.is_file():
         sys.exit(f"{vt_exe} not found: build vt (meson compile -C build) or pass --bin-dir/--vt-bench, "
                  "or --skip-vt")
@@ -415,6 +468,7 @@ def main() -> int:
     # One reading per thread count between rows (see the top); row i uses the
     # best of the readings before and after it.
     readings = {t: [run_membw(membw_exe, t, a.membw_mib, reps=3)] for t in threads}
+    peaks = {t: run_flops(flops_exe, t, a.isa) for t in threads} if a.n_prompt > 0 else {}
     rows = []
     errors = []
     commit = None
@@ -456,6 +510,10 @@ def main() -> int:
             readings[t].append(run_membw(membw_exe, t, a.membw_mib, reps=3))
             row["membw_gbs"] = max(r["best_gbs"] for r in readings[t][-2:])
             row["roofline_tps"] = row["membw_gbs"] * 1e9 / bpt
+            fpt = f16_prefill_flops_per_token(path, a.n_prompt) if peaks.get(t) else None
+            if fpt:
+                row["prefill_flops_per_token"] = fpt
+                row["prefill_roofline_tps"] = peaks[t]["best_gflops"] * 1e9 / fpt
             rows.append(row)
     load_after = loadavg()
     elapsed = time.monotonic() - t_start
@@ -506,6 +564,20 @@ def main() -> int:
                 m = row[engine].get(tg, {}).get("median") if "error" not in row[engine] else None
                 cells.append(f"{100 * m / row['roofline_tps']:.0f}%" if m else "-")
         print("| " + " | ".join(cells) + " |")
+    f16_rows = [row for row in rows if "prefill_roofline_tps" in row]
+    if f16_rows:
+        pp = f"pp{a.n_prompt}"
+        print(f"\nF16 {pp} against the f32 FMA peak (vt-flops; F16 weights are multiplied as f32 on these "
+              f"CPUs): roofline = peak / flops per prompt token")
+        for row in f16_rows:
+            t = row["threads"]
+            shares = []
+            for engine in ("vt", "llama.cpp"):
+                m = row[engine].get(pp, {}).get("median") if "error" not in row[engine] else None
+                shares.append(f"{engine} {100 * m / row['prefill_roofline_tps']:.0f}%" if m else f"{engine} -")
+            print(f"- {row['model']} -t {t}: {peaks[t]['best_gflops']:.0f} GFLOP/s ({peaks[t]['isa']}) / "
+                  f"{row['prefill_flops_per_token'] / 1e9:.2f} GFLOP = {row['prefill_roofline_tps']:.1f} tok/s; "
+                  + ", ".join(shares))
     if noisy:
         print(f"\nwarning: samples spread over 15% of the median (busy machine?): {'; '.join(noisy)}")
     if errors:
@@ -517,6 +589,7 @@ def main() -> int:
                           "statistic": "median", "llama_cpp_commit": commit,
                           "omp_passive": a.omp_passive, "isa": a.isa, "interleaved": not a.no_interleave,
                           "membw": {str(t): readings[t] for t in threads},
+                          "flops": {str(t): peaks.get(t) for t in threads},
                           "loadavg_before": load_before, "loadavg_after": load_after,
                           "rows": rows}))
     return 1 if errors else 0
