@@ -27,8 +27,11 @@ Weight bytes per token = the sum of the GGUF's tensor sizes, which is what a
 decode step streams from memory: every matrix is read once per token, the
 tied token embedding included (it is the output matrix). When the file has a
 separate output.weight, token_embd.weight is left out (decode reads one row of
-it). The KV cache (a few MB at these contexts) is not counted. "vt %" and
-"llama %" are each engine's median tg as a percentage of that roofline.
+it). The KV cache (a few MB at these contexts) is not counted, except with
+-d D (both engines' --n-depth: the tests run on a context already D tokens
+deep), where the f16 K and V of the decode steps' average context, D + n/2
+positions, are added. "vt %" and "llama %" are each engine's median tg as a
+percentage of that roofline.
 
 For files whose layer matrices are F16, prefill is bound by compute, not
 memory: F16 is multiplied as f32 (Zen 4 and most Intel cores have no f16
@@ -63,6 +66,7 @@ Usage (from the repository root; vt-bench, vt-membw and vt-flops from a meson bu
     python3 examples/bench/compare-llama-bench.py -t 2 -r 3 --bin-dir build-lead/examples/bench
     python3 examples/bench/compare-llama-bench.py --build-only --jobs 1
     python3 examples/bench/compare-llama-bench.py --matrix --isa avx2 -t 2
+    python3 examples/bench/compare-llama-bench.py -t 2 -p 512 -n 128 -d 4096  # long context
     python3 examples/bench/compare-llama-bench.py --skip-vt         # llama.cpp numbers only
 
 The load average is printed before and after: on a busy machine (load near or
@@ -161,9 +165,9 @@ def tests_of(p: int, n: int) -> list[str]:
 
 
 def run_llama_bench(exe: Path, model: Path, p: int, n: int, t: int, r: int,
-                    omp_passive: bool = False, timeout: float | None = None) -> dict:
+                    omp_passive: bool = False, timeout: float | None = None, depth: int = 0) -> dict:
     cmd = [str(exe), "-m", str(model), "-p", str(p), "-n", str(n), "-t", str(t),
-           "-r", str(r), "-o", "json"]
+           "-r", str(r), "-o", "json"] + (["-d", str(depth)] if depth else [])
     env = dict(os.environ)
     if omp_passive:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
@@ -195,9 +199,9 @@ def run_llama_bench(exe: Path, model: Path, p: int, n: int, t: int, r: int,
 
 
 def run_vt_bench(exe: Path, model: Path, p: int, n: int, t: int, r: int,
-                 timeout: float | None = None, isa: str = "native") -> dict:
+                 timeout: float | None = None, isa: str = "native", depth: int = 0) -> dict:
     cmd = [str(exe), "-m", str(model), "-p", str(p), "-n", str(n), "-t", str(t),
-           "-r", str(r), "--json"]
+           "-r", str(r), "--json"] + (["-d", str(depth)] if depth else [])
     env = dict(os.environ)
     if isa != "native":
         env["VT_CPU_ISA"] = isa
@@ -313,23 +317,28 @@ def gguf_tensors(path: Path) -> list[tuple[str, int, int, tuple[int, ...]]]:
         return out
 
 
-def decode_bytes_per_token(path: Path) -> int:
-    """Weight bytes one decode step reads: all tensors; token_embd.weight only
-    when it doubles as the output matrix (no output.weight)."""
+def decode_bytes_per_token(path: Path, kv_tokens: float = 0) -> int:
+    """Bytes one decode step reads: all tensors, token_embd.weight only when it
+    doubles as the output matrix (no output.weight); plus, with kv_tokens
+    (the average context of the decode steps; left out at depth 0), the f16
+    K and V of that many positions in every layer."""
     ts = gguf_tensors(path)
     names = {t[0] for t in ts}
-    return sum(b for name, _, b, _ in ts
-               if not (name == "token_embd.weight" and "output.weight" in names))
+    weights = sum(b for name, _, b, _ in ts
+                  if not (name == "token_embd.weight" and "output.weight" in names))
+    kv_dims = sum(ne[1] for name, _, _, ne in ts if name.endswith(".attn_k.weight") and len(ne) == 2)
+    return int(weights + 2 * 2 * kv_dims * kv_tokens)
 
 
 GGML_F16 = 1
 
 
-def f16_prefill_flops_per_token(path: Path, n_prompt: int) -> float | None:
+def f16_prefill_flops_per_token(path: Path, n_prompt: int, depth: int = 0) -> float | None:
     """Flops per prompt token of a file whose layer matrices are F16, else
     None: 2 x (the layers' matrix elements, the output matrix's / n_prompt
     (only the last token's logits are computed) and causal attention's
-    multiply-adds, q_dim x (n_prompt + 1) per layer for scores and values)."""
+    multiply-adds, q_dim x (2 depth + n_prompt + 1) per layer for scores and
+    values)."""
     ts = gguf_tensors(path)
     names = {t[0] for t in ts}
     out_name = "output.weight" if "output.weight" in names else "token_embd.weight"
@@ -340,7 +349,7 @@ def f16_prefill_flops_per_token(path: Path, n_prompt: int) -> float | None:
                 return None
             macs += ne[0] * ne[1]
             if name.endswith(".attn_q.weight"):
-                macs += ne[1] * (n_prompt + 1)
+                macs += ne[1] * (2 * depth + n_prompt + 1)
         elif name == out_name:
             macs += ne[0] * ne[1] / n_prompt
     return 2 * macs if macs else None
@@ -408,6 +417,9 @@ def main() -> int:
                     help="run each engine's repetitions in one invocation, not alternating")
     ap.add_argument("-p", "--n-prompt", type=int, default=512)
     ap.add_argument("-n", "--n-gen", type=int, default=128)
+    ap.add_argument("-d", "--n-depth", type=int, default=0,
+                    help="tokens already in the context before each test (both engines' -d); the decode "
+                         "roofline then counts the KV cache read per token")
     ap.add_argument("--bin-dir", help="directory holding vt-bench and vt-membw "
                     "(default: build/examples/bench)")
     ap.add_argument("--vt-bench", help="vt-bench binary (default: BIN_DIR/vt-bench)")
@@ -473,7 +485,7 @@ def main() -> int:
     errors = []
     commit = None
     for label, path in models:
-        bpt = decode_bytes_per_token(path)
+        bpt = decode_bytes_per_token(path, a.n_depth + a.n_gen / 2 if a.n_depth else 0)
         for t in threads:
             row = {"model": label, "file": str(path), "threads": t, "bytes_per_token": bpt,
                    "vt": {}, "llama.cpp": {}}
@@ -487,10 +499,11 @@ def main() -> int:
                     try:
                         if engine == "vt":
                             res = run_vt_bench(vt_exe, path, a.n_prompt, a.n_gen, t, per_call,
-                                               timeout=a.timeout, isa=a.isa)
+                                               timeout=a.timeout, isa=a.isa, depth=a.n_depth)
                         else:
                             res = run_llama_bench(lb, path, a.n_prompt, a.n_gen, t, per_call,
-                                                  omp_passive=a.omp_passive, timeout=a.timeout)
+                                                  omp_passive=a.omp_passive, timeout=a.timeout,
+                                                  depth=a.n_depth)
                             commit = res.pop("_commit", commit)
                         for test, v in res.items():
                             row[engine].setdefault(test, {"samples": []})["samples"] += v["samples"]
@@ -510,7 +523,7 @@ def main() -> int:
             readings[t].append(run_membw(membw_exe, t, a.membw_mib, reps=3))
             row["membw_gbs"] = max(r["best_gbs"] for r in readings[t][-2:])
             row["roofline_tps"] = row["membw_gbs"] * 1e9 / bpt
-            fpt = f16_prefill_flops_per_token(path, a.n_prompt) if peaks.get(t) else None
+            fpt = f16_prefill_flops_per_token(path, a.n_prompt, a.n_depth) if peaks.get(t) else None
             if fpt:
                 row["prefill_flops_per_token"] = fpt
                 row["prefill_roofline_tps"] = peaks[t]["best_gflops"] * 1e9 / fpt
@@ -533,12 +546,14 @@ def main() -> int:
     print(f"load average before {load_before}, after {load_after} ({ncpu} cores); "
           f"{elapsed / 60:.1f} min")
     if tg:
-        print(f"roofline = bandwidth next to the row (GB/s) / weight MB per token; "
+        print(f"roofline = bandwidth next to the row (GB/s) / "
+              f"{'weight + KV cache' if a.n_depth else 'weight'} MB per token; "
               f"vt %, llama % = median {tg} / roofline")
     print()
     hdr = ["model", "t"]
     for test in tests:
-        hdr += [f"vt {test}", f"llama {test}", "ratio"]
+        at = f" @ d{a.n_depth}" if a.n_depth else ""  # llama-bench's label
+        hdr += [f"vt {test}{at}", f"llama {test}{at}", "ratio"]
     if tg:
         hdr += ["MB/tok", "GB/s", "roofline", "vt %", "llama %"]
     print("| " + " | ".join(hdr) + " |")
@@ -567,7 +582,7 @@ def main() -> int:
     f16_rows = [row for row in rows if "prefill_roofline_tps" in row]
     if f16_rows:
         pp = f"pp{a.n_prompt}"
-        print(f"\nF16 {pp} against the f32 FMA peak (vt-flops; F16 weights are multiplied as f32 on these "
+        print(f"\nF16 {pp}{f' @ d{a.n_depth}' if a.n_depth else ''} against the f32 FMA peak (vt-flops; F16 weights are multiplied as f32 on these "
               f"CPUs): roofline = peak / flops per prompt token")
         for row in f16_rows:
             t = row["threads"]
@@ -586,6 +601,7 @@ def main() -> int:
             print(f"- {e}")
     if a.json:
         print(json.dumps({"repetitions": a.repetitions, "n_prompt": a.n_prompt, "n_gen": a.n_gen,
+                          "n_depth": a.n_depth,
                           "statistic": "median", "llama_cpp_commit": commit,
                           "omp_passive": a.omp_passive, "isa": a.isa, "interleaved": not a.no_interleave,
                           "membw": {str(t): readings[t] for t in threads},

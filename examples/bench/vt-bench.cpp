@@ -1,12 +1,15 @@
 // vt-bench: prefill and decode throughput, llama-bench style, through the
 // public C ABI only.
 //
-//   vt-bench -m model.gguf -p 512 -n 128 -t 4 [-r 5] [--json]
+//   vt-bench -m model.gguf -p 512 -n 128 -t 4 [-d 4096] [-r 5] [--json]
 //
 // pp<P>: time of vt_seq_feed + vt_seq_step of P random token ids (fixed
 //        seed) on a freshly reset sequence, i.e. one prefill of P tokens.
 // tg<N>: N single-token feed + step calls after a one-token warmup step on a
 //        reset sequence, i.e. decode with a context growing from 1 to N.
+// -d D (llama-bench's --n-depth): before each timed test, an untimed prefill
+//        of D tokens, so pp and tg run on a context already D deep (the
+//        cost of attention and of reading the KV cache at that length).
 // Each test runs once untimed (warmup), then -r times. The table shows the
 // mean and sample standard deviation of tokens/s over the repetitions, like
 // llama-bench; --json prints one object whose pp_tps/tg_tps are the MEAN
@@ -31,6 +34,7 @@ struct Options {
     std::string model;
     int n_prompt = 512;
     int n_gen = 128;
+    int n_depth = 0;
     unsigned threads = 0;
     int reps = 5;
     unsigned n_batch = 512;
@@ -113,9 +117,15 @@ std::string join(const std::vector<double> &v) {
     return o;
 }
 
-// One prefill of `tokens`: tokens/s.
-bool run_pp(vt_seq *seq, const std::vector<vt_token> &tokens, double &tps) {
+// A reset sequence holding `depth` tokens (evaluated, untimed).
+bool reset_to_depth(vt_seq *seq, const std::vector<vt_token> &depth) {
     if (failed(vt_seq_reset(seq))) return false;
+    return depth.empty() || (!failed(vt_seq_feed(seq, depth.data(), depth.size())) && !failed(vt_seq_step(seq)));
+}
+
+// One prefill of `tokens` after `depth`: tokens/s.
+bool run_pp(vt_seq *seq, const std::vector<vt_token> &depth, const std::vector<vt_token> &tokens, double &tps) {
+    if (!reset_to_depth(seq, depth)) return false;
     auto t0 = Clock::now();
     if (failed(vt_seq_feed(seq, tokens.data(), tokens.size())) || failed(vt_seq_step(seq))) return false;
     const float *logits = nullptr;
@@ -126,8 +136,9 @@ bool run_pp(vt_seq *seq, const std::vector<vt_token> &tokens, double &tps) {
 }
 
 // One untimed token, then n timed single-token steps: tokens/s.
-bool run_tg(vt_seq *seq, const std::vector<vt_token> &tokens, int n, double &tps) {
-    if (failed(vt_seq_reset(seq))) return false;
+bool run_tg(vt_seq *seq, const std::vector<vt_token> &depth, const std::vector<vt_token> &tokens, int n,
+            double &tps) {
+    if (!reset_to_depth(seq, depth)) return false;
     if (failed(vt_seq_feed(seq, &tokens[0], 1)) || failed(vt_seq_step(seq))) return false;
     const float *logits = nullptr;
     size_t n_vocab = 0;
@@ -164,7 +175,7 @@ int run(const Options &o) {
     std::unique_ptr<vt_context, ContextDel> ctx(craw);
     vt_seq_params sp;
     vt_seq_params_init(&sp);
-    sp.n_ctx = (uint32_t)(std::max(o.n_prompt, o.n_gen + 1) + 16);
+    sp.n_ctx = (uint32_t)(o.n_depth + std::max(o.n_prompt, o.n_gen + 1) + 16);
     vt_seq *sraw = nullptr;
     if (failed(vt_seq_create(ctx.get(), &sp, &sraw))) return 1;
     std::unique_ptr<vt_seq, SeqDel> seq(sraw);
@@ -175,20 +186,22 @@ int run(const Options &o) {
     std::vector<vt_token> tokens((size_t)std::max(o.n_prompt, o.n_gen + 1));
     for (vt_token &t : tokens) t = (vt_token)(rng() % info.n_vocab);
     const std::vector<vt_token> prompt(tokens.begin(), tokens.begin() + o.n_prompt);
+    std::vector<vt_token> depth((size_t)o.n_depth);
+    for (vt_token &t : depth) t = (vt_token)(rng() % info.n_vocab);
 
     std::vector<double> pp, tg;
     double tps = 0;
     if (o.n_prompt > 0) {
-        if (!run_pp(seq.get(), prompt, tps)) return 1;  // warmup
+        if (!run_pp(seq.get(), depth, prompt, tps)) return 1;  // warmup
         for (int r = 0; r < o.reps; ++r) {
-            if (!run_pp(seq.get(), prompt, tps)) return 1;
+            if (!run_pp(seq.get(), depth, prompt, tps)) return 1;
             pp.push_back(tps);
         }
     }
     if (o.n_gen > 0) {
-        if (!run_tg(seq.get(), tokens, o.n_gen, tps)) return 1;  // warmup
+        if (!run_tg(seq.get(), depth, tokens, o.n_gen, tps)) return 1;  // warmup
         for (int r = 0; r < o.reps; ++r) {
-            if (!run_tg(seq.get(), tokens, o.n_gen, tps)) return 1;
+            if (!run_tg(seq.get(), depth, tokens, o.n_gen, tps)) return 1;
             tg.push_back(tps);
         }
     }
@@ -200,12 +213,12 @@ int run(const Options &o) {
     if (o.json) {
         std::printf("{\"model\": \"%s\", \"arch\": \"%s\", \"size_bytes\": %llu, \"n_params\": %llu, "
                     "\"backend\": \"%s\", \"threads\": %u, \"n_batch\": %u, \"n_prompt\": %d, "
-                    "\"n_gen\": %d, \"reps\": %d, \"statistic\": \"mean\", "
+                    "\"n_gen\": %d, \"n_depth\": %d, \"reps\": %d, \"statistic\": \"mean\", "
                     "\"pp_tps\": %.3f, \"pp_stddev\": %.3f, \"tg_tps\": %.3f, \"tg_stddev\": %.3f, "
                     "\"pp_samples\": [%s], \"tg_samples\": [%s]}\n",
                     json_escape(name).c_str(), json_escape(arch(model.get())).c_str(),
                     (unsigned long long)info.size_bytes, (unsigned long long)info.n_params,
-                    json_escape(o.backend).c_str(), o.threads, o.n_batch, o.n_prompt, o.n_gen, o.reps,
+                    json_escape(o.backend).c_str(), o.threads, o.n_batch, o.n_prompt, o.n_gen, o.n_depth, o.reps,
                     pps.mean, pps.stddev, tgs.mean, tgs.stddev, join(pp).c_str(), join(tg).c_str());
         return 0;
     }
@@ -225,9 +238,11 @@ int run(const Options &o) {
     else std::snprintf(threads, sizeof threads, "auto");
     std::printf("| model | size | params | backend | threads | test | t/s |\n");
     std::printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
+    char at[32] = "";
+    if (o.n_depth) std::snprintf(at, sizeof at, " @ d%d", o.n_depth);  // llama-bench's label
     auto row = [&](const char *test, int n, const Stats &s) {
-        std::printf("| %s | %s | %s | %s | %s | %s%d | %.2f ± %.2f |\n", desc.c_str(), size, params,
-                    o.backend.c_str(), threads, test, n, s.mean, s.stddev);
+        std::printf("| %s | %s | %s | %s | %s | %s%d%s | %.2f ± %.2f |\n", desc.c_str(), size, params,
+                    o.backend.c_str(), threads, test, n, at, s.mean, s.stddev);
     };
     if (!pp.empty()) row("pp", o.n_prompt, pps);
     if (!tg.empty()) row("tg", o.n_gen, tgs);
@@ -241,13 +256,17 @@ int main(int argc, char **argv) {
     Options o;
     CLI::App app{"vt-bench: prefill (pp) and decode (tg) throughput of a GGUF model"};
     app.footer("pp: one prefill of -p random tokens on a fresh sequence; tg: -n single-token decode\n"
-               "steps after one warmup token. Table: mean ± stddev tokens/s over -r repetitions;\n"
+               "steps after one warmup token; with -d, both on a context already D tokens deep.\n"
+               "Table: mean ± stddev tokens/s over -r repetitions;\n"
                "--json: one object, pp_tps/tg_tps are means, per-repetition samples included.");
     app.add_option("-m,--model", o.model, "GGUF model file")->required();
     app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens for pp, 0 = skip")
         ->capture_default_str()
         ->check(CLI::Range(0, 1 << 20));
     app.add_option("-n,--n-gen", o.n_gen, "generated tokens for tg, 0 = skip")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1 << 20));
+    app.add_option("-d,--n-depth", o.n_depth, "tokens already in the context before each test (untimed)")
         ->capture_default_str()
         ->check(CLI::Range(0, 1 << 20));
     app.add_option("-t,--threads", o.threads, "compute threads, 0 = physical cores")->capture_default_str();
