@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""The benchmark tools run and report what they measured: vt-bench (with
+-d, llama-bench's --n-depth) on a tiny model, vt-flops and vt-membw.
+
+usage: test-bench-tools.py VT_BENCH VT_FLOPS VT_MEMBW WRITE_TINY_MODEL
+
+Plain Python 3 standard library. Speeds are not asserted (they belong to
+compare-llama-bench.py), only that each number is there, positive and of the
+run that was asked for.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+
+def check(name, cond, detail=""):
+    if cond:
+        print(f"ok   {name}")
+    else:
+        print(f"FAIL {name}\n{detail}")
+        failures.append(name)
+
+
+def run(args, timeout=300):
+    p = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=timeout, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def json_of(args):
+    rc, out, err = run(args)
+    try:
+        return rc, json.loads(out.strip().splitlines()[-1]), err
+    except (ValueError, IndexError):
+        return rc, None, f"stdout {out[-500:]!r}\nstderr {err[-1500:]!r}"
+
+
+def main():
+    if len(sys.argv) != 5:
+        print(__doc__, file=sys.stderr)
+        return 2
+    vt_bench, vt_flops, vt_membw, write_tiny_model = sys.argv[1:]
+
+    with tempfile.TemporaryDirectory(prefix="vt-test-bench-") as tmp:
+        model = os.path.join(tmp, "tiny.gguf")
+        subprocess.run([write_tiny_model, model], check=True)
+
+        rc, obj, err = json_of([vt_bench, "-m", model, "-p", "16", "-n", "8", "-d", "24", "-t", "2", "-r", "2",
+                                "--json"])
+        ok = rc == 0 and obj is not None
+        check("vt-bench -d --json runs", ok, err)
+        if ok:
+            check("vt-bench reports the depth and the tests asked for",
+                  obj.get("n_depth") == 24 and obj.get("n_prompt") == 16 and obj.get("n_gen") == 8, str(obj))
+            check("vt-bench gives 2 positive samples per test",
+                  all(len(obj.get(k) or []) == 2 and min(obj[k]) > 0 for k in ("pp_samples", "tg_samples")),
+                  str(obj))
+        rc, out, err = run([vt_bench, "-m", model, "-p", "16", "-n", "8", "-d", "24", "-r", "1"])
+        check("vt-bench's table labels the tests at their depth",
+              rc == 0 and "pp16 @ d24" in out and "tg8 @ d24" in out, out + err)
+        rc, out, err = run([vt_bench, "-m", model, "-d", "-1"])
+        check("vt-bench refuses a negative depth", rc > 0 and "n-depth" in (out + err), out + err)
+
+        rc, obj, err = json_of([vt_flops, "-t", "1", "-r", "1", "--json"])
+        if rc == 2 and obj is None:
+            print(f"skip vt-flops: {err.strip()}")
+        else:
+            check("vt-flops reports a positive peak for its ISA",
+                  rc == 0 and obj is not None and obj.get("isa") in ("avx512", "avx2")
+                  and obj.get("best_gflops", 0) > 0 and obj.get("threads") == 1, str(obj) + err)
+            env_rc = subprocess.run([vt_flops, "-t", "1", "-r", "1", "--json"], env=dict(os.environ, VT_CPU_ISA="avx2"),
+                                    stdout=subprocess.PIPE, text=True)
+            capped = json.loads(env_rc.stdout) if env_rc.returncode == 0 else {}
+            check("VT_CPU_ISA=avx2 caps vt-flops at 256 bits", capped.get("isa") == "avx2", str(capped))
+
+        rc, obj, err = json_of([vt_membw, "-t", "1", "-s", "32", "-r", "2", "--json"])
+        check("vt-membw reports a positive bandwidth",
+              rc == 0 and obj is not None and obj.get("best_gbs", 0) > 0 and len(obj.get("samples_gbs", [])) == 2,
+              str(obj) + err)
+
+    if failures:
+        print(f"{len(failures)} failed: {', '.join(failures)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
