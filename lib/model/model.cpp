@@ -113,8 +113,7 @@ const Tensor *Model::matmul_weight(const std::string &name, std::initializer_lis
     if (!buf) fail(VT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes to repack '%s'", bytes, name.c_str());
     uint8_t *mem = buf->data();
     repacked_.push_back(std::move(buf));
-    repack_parallel(t->type, static_cast<const uint8_t *>(t->data), t->nb[1], mem, t->ne[0],
-                    t->ne[1]);
+    repack_parallel(t->type, static_cast<const uint8_t *>(t->data), t->nb[1], mem, t->ne[0], t->ne[1]);
     gguf_->release(t->data, bytes);  // the copy replaces it: do not keep both in memory
     Tensor *r = weights_.back().get();  // weight() just made it
     tensor_init(*r, x16, t->ne[0], t->ne[1], 1, 1, mem, t->name);

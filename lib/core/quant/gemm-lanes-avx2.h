@@ -215,12 +215,48 @@ struct LegacyLanes8 {
             }
     }
 
+    // Decode of the nibble types, both halves per block: the 16 accumulators
+    // (2 halves x 8) start from zero and for_blocks8 makes each block's j a
+    // constant, so no block tests whether it is among the first 8 or computes
+    // its L1 slot. 1B decode on 1 thread: Q4_0 26-29 -> 29-31 tok/s, Q4_1
+    // 23-24 -> 26-29; Q8_0 lost 12% this way (its 8 signed steps per half,
+    // unrolled 8 blocks deep, spill), so it keeps halves<1, 2>.
+    static void decode(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out) {
+        const BA *y[1] = {(const BA *)(acts.a + t0 * acts.as)};
+        const float *ad = acts.d + t0 * nb, *as = acts.s + t0 * nb;
+        const int32_t *corr = acts.corr + t0 * nb;
+        __m256 acc[2][8], macc[2][Ops::kMin ? 8 : 1];
+        for (int h = 0; h < 2; ++h) {
+            for (int j = 0; j < 8; ++j) acc[h][j] = _mm256_setzero_ps();
+            for (auto &m : macc[h]) m = _mm256_setzero_ps();
+        }
+        for_blocks8(nb, [&](int64_t b, int j) {
+            const typename S::Loc l = S::locate(pw, b, nb);
+            const __m256 yd = _mm256_set1_ps(ad[b]);
+            for (int h = 0; h < 2; ++h) {
+                __m256i p[1];
+                block_sums<1>(l, h, y, b, corr, nb, p);
+                acc[h][j] = _mm256_fmadd_ps(_mm256_mul_ps(S::d(l, h), yd), _mm256_cvtepi32_ps(p[0]), acc[h][j]);
+                if constexpr (Ops::kMin)
+                    macc[h][j] = _mm256_add_ps(macc[h][j], _mm256_mul_ps(S::m(l, h), _mm256_set1_ps(as[b])));
+            }
+        });
+        for (int h = 0; h < 2; ++h) {
+            __m256 s = hsum_order8(acc[h]);
+            if constexpr (Ops::kMin) s = _mm256_add_ps(s, hsum_order8(macc[h]));
+            _mm256_maskstore_ps(out + 8 * h, lanes_below(nr - 8 * h), s);
+        }
+    }
+
     // nr (1..16) rows of a group: decode takes both halves per block (each
     // weight line read from memory once), tiles of tokens one half at a time.
     template <int T>
     static void tile(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {
         if constexpr (T == 1) {
-            if (nr > 8) return halves<1, 2>(nb, pw, acts, t0, 0, nr, out, os);
+            if (nr > 8) {
+                if constexpr (S::kNibbles) return decode(nb, pw, acts, t0, nr, out);
+                return halves<1, 2>(nb, pw, acts, t0, 0, nr, out, os);
+            }
             halves<1, 1>(nb, pw, acts, t0, 0, nr, out, os);
         } else {
             halves<T, 1>(nb, pw, acts, t0, 0, nr, out, os);
