@@ -34,6 +34,8 @@ int main(void) {
 #else
 #include <immintrin.h>
 
+#include "bench-threads.h"
+
 enum { kChains = 12 };
 static const int64_t kIters = 20 * 1000 * 1000; /* ~0.1-0.3 s per repetition */
 
@@ -63,36 +65,11 @@ __attribute__((target("avx2,fma"))) static float chains_avx2(int64_t n) {
 }
 
 typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int count, n, phase;
-} barrier_t; /* pthread_barrier_t is optional in POSIX */
-
-static void barrier_wait(barrier_t *b) {
-    pthread_mutex_lock(&b->mu);
-    int phase = b->phase;
-    if (++b->count == b->n) {
-        b->count = 0;
-        b->phase++;
-        pthread_cond_broadcast(&b->cv);
-    } else {
-        while (phase == b->phase) pthread_cond_wait(&b->cv, &b->mu);
-    }
-    pthread_mutex_unlock(&b->mu);
-}
-
-typedef struct {
     int id, reps, wide;
     barrier_t *bar;
     double *secs; /* per repetition, written by thread 0 */
     float sink;
 } worker_t;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static float chains(int wide, int64_t n) { return wide ? chains_avx512(n) : chains_avx2(n); }
 
@@ -107,11 +84,6 @@ static void *work(void *arg) {
         if (w->id == 0) w->secs[r] = now_s() - t0;
     }
     return NULL;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static void usage(FILE *f) {
@@ -153,7 +125,8 @@ int main(int argc, char **argv) {
     pthread_t *tid = calloc((size_t)threads, sizeof *tid);
     double *secs = calloc((size_t)reps, sizeof *secs), *gf = calloc((size_t)reps, sizeof *gf);
     if (!w || !tid || !secs || !gf) return 1;
-    barrier_t bar = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, threads, 0};
+    barrier_t bar;
+    barrier_init(&bar, threads);
     for (int i = 0; i < threads; ++i) w[i] = (worker_t){i, reps, wide, &bar, secs, 0.0f};
     for (int i = 1; i < threads; ++i)
         if (pthread_create(&tid[i], NULL, work, &w[i]) != 0) {

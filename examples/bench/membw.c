@@ -31,32 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int count, n, phase;
-} barrier_t; /* pthread_barrier_t is optional in POSIX (absent on macOS) */
-
-static void barrier_init(barrier_t *b, int n) {
-    pthread_mutex_init(&b->mu, NULL);
-    pthread_cond_init(&b->cv, NULL);
-    b->count = 0;
-    b->n = n;
-    b->phase = 0;
-}
-
-static void barrier_wait(barrier_t *b) {
-    pthread_mutex_lock(&b->mu);
-    int phase = b->phase;
-    if (++b->count == b->n) {
-        b->count = 0;
-        b->phase++;
-        pthread_cond_broadcast(&b->cv);
-    } else {
-        while (phase == b->phase) pthread_cond_wait(&b->cv, &b->mu);
-    }
-    pthread_mutex_unlock(&b->mu);
-}
+#include "bench-threads.h"
 
 typedef struct {
     uint64_t *buf;
@@ -67,12 +42,6 @@ typedef struct {
     double *secs; /* per repetition, written by thread 0 */
     uint64_t sink;
 } worker_t;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint64_t sum_u64(const uint64_t *p, size_t n) {
     uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
@@ -106,11 +75,6 @@ static void *work(void *arg) {
     }
     w->sink = sink;
     return NULL;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* Returns 0 on success; fills best and median GB/s and the samples. */
