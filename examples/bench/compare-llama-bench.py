@@ -420,7 +420,7 @@ def main() -> int:
     ap.add_argument("-d", "--n-depth", type=int, default=0,
                     help="tokens already in the context before each test (both engines' -d); the decode "
                          "roofline then counts the KV cache read per token")
-    ap.add_argument("--bin-dir", help="directory holding vt-bench and vt-membw "
+    ap.add_argument("--bin-dir", help="directory holding vt-bench, vt-membw and vt-flops "
                     "(default: build/examples/bench)")
     ap.add_argument("--vt-bench", help="vt-bench binary (default: BIN_DIR/vt-bench)")
     ap.add_argument("--vt-membw", help="vt-membw binary (default: BIN_DIR/vt-membw)")
@@ -582,8 +582,9 @@ def main() -> int:
     f16_rows = [row for row in rows if "prefill_roofline_tps" in row]
     if f16_rows:
         pp = f"pp{a.n_prompt}"
-        print(f"\nF16 {pp}{f' @ d{a.n_depth}' if a.n_depth else ''} against the f32 FMA peak (vt-flops; F16 weights are multiplied as f32 on these "
-              f"CPUs): roofline = peak / flops per prompt token")
+        at = f" @ d{a.n_depth}" if a.n_depth else ""
+        print(f"\nF16 {pp}{at} against the f32 FMA peak (vt-flops; F16 weights are multiplied as f32 "
+              f"on these CPUs): roofline = peak / flops per prompt token")
         for row in f16_rows:
             t = row["threads"]
             shares = []
