@@ -11,6 +11,10 @@ invocation of the engine, after its own warmup, and the engines alternate
 (vt, llama.cpp, vt, ...), so that a change in the machine's speed during a
 row (the VM's bandwidth switches, below) falls on both alike;
 --no-interleave runs each engine's repetitions in one invocation instead.
+Beside the ratio of the medians, the table gives "paired": the median of the
+ratios of each round's two runs, made a minute apart. Where the machine
+switches state within a row, the two can differ, and paired is the one that
+compares runs made in the same state.
 
     roofline t/s = read bandwidth (vt-membw, same thread count, the best of
                    the readings taken just before and just after that row's
@@ -520,6 +524,13 @@ def main() -> int:
                 v = row["vt"].get(test, {}).get("median")
                 l = row["llama.cpp"].get(test, {}).get("median")
                 row[test + "_ratio"] = v / l if v and l else None
+                # Interleaved, sample i of each engine comes from round i: the
+                # median of the per-round ratios compares runs made a minute
+                # apart, in the same state of the machine where it switches.
+                vs = row["vt"].get(test, {}).get("samples", [])
+                ls = row["llama.cpp"].get(test, {}).get("samples", [])
+                paired = not a.no_interleave and vs and len(vs) == len(ls) and min(ls) > 0
+                row[test + "_paired_ratio"] = statistics.median(x / y for x, y in zip(vs, ls)) if paired else None
             readings[t].append(run_membw(membw_exe, t, a.membw_mib, reps=3))
             row["membw_gbs"] = max(r["best_gbs"] for r in readings[t][-2:])
             row["roofline_tps"] = row["membw_gbs"] * 1e9 / bpt
@@ -535,7 +546,7 @@ def main() -> int:
     ncpu = os.cpu_count() or 1
     print(f"vt vs llama.cpp{' ' + commit if commit else ''}: median tokens/s of {a.repetitions} "
           f"repetitions{'' if a.no_interleave else ' (one per invocation, the engines alternating)'}; "
-          f"ratio = vt / llama.cpp"
+          f"ratio = vt / llama.cpp of the medians; paired = median of the per-round ratios"
           + (" (llama-bench with OMP_WAIT_POLICY=PASSIVE)" if a.omp_passive else "")
           + (f"; both engines limited to {a.isa} (VT_CPU_ISA, llama.cpp build flags)"
              if a.isa != "native" else ""))
@@ -553,7 +564,7 @@ def main() -> int:
     hdr = ["model", "t"]
     for test in tests:
         at = f" @ d{a.n_depth}" if a.n_depth else ""  # llama-bench's label
-        hdr += [f"vt {test}{at}", f"llama {test}{at}", "ratio"]
+        hdr += [f"vt {test}{at}", f"llama {test}{at}", "ratio", "paired"]
     if tg:
         hdr += ["MB/tok", "GB/s", "roofline", "vt %", "llama %"]
     print("| " + " | ".join(hdr) + " |")
@@ -572,7 +583,7 @@ def main() -> int:
                 s = r.get(test, {}).get("samples", [])
                 if m and len(s) > 1 and (max(s) - min(s)) > 0.15 * m:
                     noisy.append(f"{engine} {test} {row['model']} -t {row['threads']}")
-            cells.append(fmt(row[test + "_ratio"]))
+            cells += [fmt(row[test + "_ratio"]), fmt(row[test + "_paired_ratio"])]
         if tg:
             cells += [f"{row['bytes_per_token'] / 1e6:.0f}", fmt(row["membw_gbs"], 1), fmt(row["roofline_tps"], 1)]
             for engine in ("vt", "llama.cpp"):
