@@ -321,12 +321,11 @@ def gguf_tensors(path: Path) -> list[tuple[str, int, int, tuple[int, ...]]]:
         return out
 
 
-def decode_bytes_per_token(path: Path, kv_tokens: float = 0) -> int:
+def decode_bytes_per_token(ts: list, kv_tokens: float = 0) -> int:
     """Bytes one decode step reads: all tensors, token_embd.weight only when it
     doubles as the output matrix (no output.weight); plus, with kv_tokens
     (the average context of the decode steps; left out at depth 0), the f16
-    K and V of that many positions in every layer."""
-    ts = gguf_tensors(path)
+    K and V of that many positions in every layer. ts: gguf_tensors()."""
     names = {t[0] for t in ts}
     weights = sum(b for name, _, b, _ in ts
                   if not (name == "token_embd.weight" and "output.weight" in names))
@@ -337,13 +336,12 @@ def decode_bytes_per_token(path: Path, kv_tokens: float = 0) -> int:
 GGML_F16 = 1
 
 
-def f16_prefill_flops_per_token(path: Path, n_prompt: int, depth: int = 0) -> float | None:
+def f16_prefill_flops_per_token(ts: list, n_prompt: int, depth: int = 0) -> float | None:
     """Flops per prompt token of a file whose layer matrices are F16, else
     None: 2 x (the layers' matrix elements, the output matrix's / n_prompt
     (only the last token's logits are computed) and causal attention's
     multiply-adds, q_dim x (2 depth + n_prompt + 1) per layer for scores and
-    values)."""
-    ts = gguf_tensors(path)
+    values). ts: gguf_tensors()."""
     names = {t[0] for t in ts}
     out_name = "output.weight" if "output.weight" in names else "token_embd.weight"
     macs = 0.0
@@ -489,7 +487,9 @@ def main() -> int:
     errors = []
     commit = None
     for label, path in models:
-        bpt = decode_bytes_per_token(path, a.n_depth + a.n_gen / 2 if a.n_depth else 0)
+        tensors = gguf_tensors(path)
+        bpt = decode_bytes_per_token(tensors, a.n_depth + a.n_gen / 2 if a.n_depth else 0)
+        fpt = f16_prefill_flops_per_token(tensors, a.n_prompt, a.n_depth) if peaks else None
         for t in threads:
             row = {"model": label, "file": str(path), "threads": t, "bytes_per_token": bpt,
                    "vt": {}, "llama.cpp": {}}
@@ -534,8 +534,7 @@ def main() -> int:
             readings[t].append(run_membw(membw_exe, t, a.membw_mib, reps=3))
             row["membw_gbs"] = max(r["best_gbs"] for r in readings[t][-2:])
             row["roofline_tps"] = row["membw_gbs"] * 1e9 / bpt
-            fpt = f16_prefill_flops_per_token(path, a.n_prompt, a.n_depth) if peaks.get(t) else None
-            if fpt:
+            if fpt and peaks.get(t):
                 row["prefill_flops_per_token"] = fpt
                 row["prefill_roofline_tps"] = peaks[t]["best_gflops"] * 1e9 / fpt
             rows.append(row)
