@@ -19,27 +19,45 @@ struct Q4KX16Avx2 {
     static constexpr size_t kBlock = 16 * sizeof(BlockQ4_K), kPayload = 16 * (sizeof(BlockQ4_K) - 4);
     using Acts = Q8KRows;
 
-    // Byte i (0..3) of every lane.
-    static inline __m256i byte(__m256i v, int i) {
-        return _mm256_and_si256(_mm256_srli_epi32(v, 8 * i), _mm256_set1_epi32(0xFF));
+    // Bytes i and i2 (0..3) of every lane as its two int16 (high bytes zero):
+    // one vpshufb, where shift, mask and pair took 4.
+    static inline __m256i bytes16(__m256i v, int i, int i2) {
+        const auto m = [i, i2](int k) {
+            return (int)(0x80008000u | (uint32_t)(4 * k + i2) << 16 | (uint32_t)(4 * k + i));
+        };
+        return _mm256_shuffle_epi8(v, _mm256_setr_epi32(m(0), m(1), m(2), m(3), m(0), m(1), m(2), m(3)));
     }
-    static inline __m256i pair16(__m256i v) { return _mm256_or_si256(v, _mm256_slli_epi32(v, 16)); }
+    static inline __m256i scale_line(const uint8_t *q, int h, int s) {
+        return _mm256_loadu_si256((const __m256i *)(q + 64 * s + 32 * h));
+    }
 
-    // scale_min_k4 (blocks.h) for 8 rows, lane = row, each as an int16 pair.
-    static inline void scales(const uint8_t *q, int h, __m256i sc[8], __m256i mn[8]) {
-        const __m256i m6 = _mm256_set1_epi32(63), n4 = _mm256_set1_epi32(0x0F);
-        const __m256i s0 = _mm256_loadu_si256((const __m256i *)(q + 32 * h)),
-                      s1 = _mm256_loadu_si256((const __m256i *)(q + 64 + 32 * h)),
-                      s2 = _mm256_loadu_si256((const __m256i *)(q + 128 + 32 * h));
-        for (int j = 0; j < 4; ++j) {
-            sc[j] = pair16(_mm256_and_si256(byte(s0, j), m6));
-            mn[j] = pair16(_mm256_and_si256(byte(s1, j), m6));
-            const __m256i hi = byte(s2, j);
-            sc[j + 4] = pair16(
-                _mm256_or_si256(_mm256_and_si256(hi, n4), _mm256_slli_epi32(_mm256_srli_epi32(byte(s0, j), 6), 4)));
-            mn[j + 4] = pair16(
-                _mm256_or_si256(_mm256_srli_epi32(hi, 4), _mm256_slli_epi32(_mm256_srli_epi32(byte(s1, j), 6), 4)));
+    // scale_min_k4 (blocks.h) for 8 rows, lane = row: the scales (kMin false)
+    // or mins of groups g and g2, as the lane's low and high int16. Made
+    // where they are used, from the 3 lines of packed scales (L1 after the
+    // first), not held: 32 live registers of scales and mins spilled.
+    template <bool kMin>
+    static inline __m256i scales(const uint8_t *q, int h, int g, int g2) {
+        const __m256i lo6 = bytes16(scale_line(q, h, kMin ? 1 : 0), g & 3, g2 & 3);
+        if (g < 4) return _mm256_and_si256(lo6, _mm256_set1_epi16(63));
+        // Groups 4..7: 4 bits from the third line, the top 2 from lo6's.
+        const __m256i third = bytes16(scale_line(q, h, 2), g & 3, g2 & 3);
+        const __m256i low4 = kMin ? _mm256_srli_epi16(third, 4) : _mm256_and_si256(third, _mm256_set1_epi16(0x0F));
+        return _mm256_or_si256(low4, _mm256_srli_epi16(_mm256_and_si256(lo6, _mm256_set1_epi16(0xC0)), 2));
+    }
+
+    // sum over groups g of min_g * (bsums[2g] + bsums[2g + 1]), 2 groups per
+    // vpmaddwd: the mins of groups 2p and 2p + 1 against their 32-element
+    // sums (at most 32 * 127, an int16).
+    static inline __m256i min_sums(const uint8_t *q, int h, const BlockQ8_K &y) {
+        // Per 128-bit lane: the 4 pair sums of its 8 bsums, twice.
+        const __m256i sums = _mm256_hadd_epi16(_mm256_loadu_si256((const __m256i *)y.bsums),
+                                               _mm256_loadu_si256((const __m256i *)y.bsums));
+        __m256i acc = _mm256_setzero_si256();
+        for (int p = 0; p < 4; ++p) {
+            const __m256i yp = _mm256_permutevar8x32_epi32(sums, _mm256_set1_epi32(p < 2 ? p : p + 2));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(scales<true>(q, h, 2 * p, 2 * p + 1), yp));
         }
+        return acc;
     }
 
     // Halves h0..h0+H-1 of the group at pw (rows 8h..8h+7) x T tokens. The
@@ -55,8 +73,6 @@ struct Q4KX16Avx2 {
         const __m256i m4 = _mm256_set1_epi8(0x0F);
         for (int64_t b = 0; b < nb; ++b) {
             const X16Loc w = x16_locate<kBlock, kPayload>(pw, b, nb);
-            __m256i sc[H][8], mn[H][8];
-            for (int hh = 0; hh < H; ++hh) scales(w.q, h0 + hh, sc[hh], mn[hh]);
             __m256i tot[H][T];
             for (int hh = 0; hh < H; ++hh)
                 for (int t = 0; t < T; ++t) tot[hh][t] = _mm256_setzero_si256();
@@ -85,17 +101,15 @@ struct Q4KX16Avx2 {
                 for (int hh = 0; hh < H; ++hh)
                     for (int t = 0; t < T; ++t)
                         tot[hh][t] = _mm256_add_epi32(
-                            tot[hh][t], _mm256_add_epi32(_mm256_madd_epi16(lo[hh][t], sc[hh][2 * c]),
-                                                         _mm256_madd_epi16(hi[hh][t], sc[hh][2 * c + 1])));
+                            tot[hh][t], _mm256_add_epi32(_mm256_madd_epi16(lo[hh][t], scales<false>(w.q, h0 + hh, 2 * c, 2 * c)),
+                                                         _mm256_madd_epi16(hi[hh][t], scales<false>(w.q, h0 + hh, 2 * c + 1, 2 * c + 1))));
             }
             for (int hh = 0; hh < H; ++hh) {
                 const int h = h0 + hh;
                 const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w.h + 16 * h)));
                 const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w.h + w.field + 16 * h)));
                 for (int t = 0; t < T; ++t) {
-                    __m256i mins = _mm256_setzero_si256();
-                    for (int g = 0; g < 8; ++g)
-                        mins = _mm256_add_epi32(mins, _mm256_madd_epi16(mn[hh][g], bcast32_256(y[t][b].bsums + 2 * g)));
+                    const __m256i mins = min_sums(w.q, h, y[t][b]);
                     const __m256 dy = _mm256_set1_ps(y[t][b].d);
                     accm[hh][t] = _mm256_add_ps(accm[hh][t],
                                                 _mm256_mul_ps(_mm256_mul_ps(dmin, dy), _mm256_cvtepi32_ps(mins)));
