@@ -3,10 +3,9 @@
 // BF16_X16 to their own orders (dot_f16_pairs, dot_bf16_pairs): the
 // row-major float tiles, the row-lane tiles of Q5_0, Q5_1 and Q6_K (rows
 // packed per call), and the row-lane tiles of the _X16 layouts of Q4_0,
-// Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, F16 and BF16 (whose gemm entries make the
-// loader repack those matrices; decode goes through them too). Q6_K_X16 is
-// AVX-512's only: an AVX2 CPU keeps Q6_K rows. The AVX-512 tables without
-// vdpbf16ps keep the BF16_X16 tile.
+// Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, F16 and BF16 (whose gemm entries make
+// the loader repack those matrices; decode goes through them too). The
+// AVX-512 tables without vdpbf16ps keep the BF16_X16 tile.
 #include "core/quant/blocks.h"
 #include "core/quant/kernels.h"
 #include "core/quant/simd-x86.h"
@@ -14,6 +13,7 @@
 #include "core/quant/gemm-lanes-avx2.h"
 #include "core/quant/gemm-q4k-avx2.h"
 #include "core/quant/gemm-q6k-avx2.h"
+#include "core/quant/gemm-q6k-x16-avx2.h"
 #include "core/quant/gemm-pairs-x86.h"
 
 namespace vt::quant {
@@ -36,6 +36,7 @@ void fill_gemm_avx2(Kernels &k) {
     k.gemm[(int)DType::Q5_1_X16] = gemm_legacy_q5_x16_avx2<OpsQ5_1>;
     k.gemm[(int)DType::Q4_K_X16] = gemm_x16<Q4KX16Avx2>;
     k.gemm[(int)DType::Q6_K] = gemm_lanes<Q6KLanes8>;
+    k.gemm[(int)DType::Q6_K_X16] = gemm_q6k_x16_avx2;
     k.gemm[(int)DType::F16_X16] = gemm_pairs_x16<F16Pairs8>;
     k.gemm[(int)DType::BF16_X16] = gemm_pairs_x16<Bf16Pairs8>;
     k.gemm_f32_acts[(int)DType::F16_X16] = k.gemm_f32_acts[(int)DType::BF16_X16] = true;

@@ -2,8 +2,7 @@
 // quant-avx512.cpp: plain and with VT_QUANT_VNNI, each table getting the
 // tiles that match its own vec_dot kernels bit for bit (see gemm-x86.h).
 // F16 mirrors the AVX2 dot the AVX-512 tables keep; the 256-bit tiles still
-// gain from the 32 vector registers of EVEX. Q6_K_X16 exists on these tables
-// only (an AVX2 CPU keeps Q6_K rows).
+// gain from the 32 vector registers of EVEX.
 #include "core/quant/blocks.h"
 #include "core/quant/kernels.h"
 #include "core/quant/simd-x86.h"
