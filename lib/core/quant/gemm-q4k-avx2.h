@@ -103,11 +103,13 @@ struct Q4KX16Avx2 {
                         }
                     }
                 }
-                for (int hh = 0; hh < H; ++hh)
+                for (int hh = 0; hh < H; ++hh) {
+                    const __m256i sl = scales<false>(w.q, h0 + hh, 2 * c, 2 * c),
+                                  sh = scales<false>(w.q, h0 + hh, 2 * c + 1, 2 * c + 1);
                     for (int t = 0; t < T; ++t)
-                        tot[hh][t] = _mm256_add_epi32(
-                            tot[hh][t], _mm256_add_epi32(_mm256_madd_epi16(lo[hh][t], scales<false>(w.q, h0 + hh, 2 * c, 2 * c)),
-                                                         _mm256_madd_epi16(hi[hh][t], scales<false>(w.q, h0 + hh, 2 * c + 1, 2 * c + 1))));
+                        tot[hh][t] = _mm256_add_epi32(tot[hh][t], _mm256_add_epi32(_mm256_madd_epi16(lo[hh][t], sl),
+                                                                                   _mm256_madd_epi16(hi[hh][t], sh)));
+                }
             }
             for (int hh = 0; hh < H; ++hh) {
                 const int h = h0 + hh;
