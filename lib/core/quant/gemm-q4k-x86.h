@@ -132,6 +132,10 @@ struct Q4KX16 {
             for (int c = 0; c < 4; ++c) {
                 __m512i lo[T], hi[T];
                 for (int t = 0; t < T; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
+                // Unrolled 2 steps deep: GCC's full unroll summed the dot
+                // products as trees (1 thread, 256 x 2048 in L2, decode: 44
+                // -> 50 GB/s).
+#pragma GCC unroll 2
                 for (int s = 0; s < 8; ++s) {
                     const __m512i v = _mm512_loadu_si512(w.q + 64 * (3 + 8 * c + s));
                     const __m512i ql = _mm512_and_si512(v, m4), qh = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
