@@ -153,7 +153,10 @@ void setup_routes(httplib::Server &svr, ServerState &st) {
         send_error(res, ApiError(500, what, "server_error"));
     });
 
-    svr.set_logger([&st](const httplib::Request &req, const httplib::Response &res) {
+    // Counted before the response goes out (httplib runs this just before
+    // writing it, the logger only after): a client that has its response and
+    // then reads /metrics finds it counted.
+    svr.set_post_routing_handler([&st](const httplib::Request &req, httplib::Response &res) {
         if (starts_with(req.path, "/v1/")) st.metrics->count_response(res.status);
     });
 
