@@ -13,16 +13,10 @@ import os
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
-failures = []
-
-
-def check(name, cond, detail=""):
-    if cond:
-        print(f"ok   {name}")
-    else:
-        print(f"FAIL {name}\n{detail}")
-        failures.append(name)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from script_checks import check, exit_status  # noqa: E402
 
 
 def run(args, env=None, timeout=300):
@@ -82,10 +76,7 @@ def main():
               rc == 0 and obj is not None and obj.get("best_gbs", 0) > 0 and len(obj.get("samples_gbs", [])) == 2,
               str(obj) + err)
 
-    if failures:
-        print(f"{len(failures)} failed: {', '.join(failures)}")
-        return 1
-    return 0
+    return exit_status()
 
 
 if __name__ == "__main__":

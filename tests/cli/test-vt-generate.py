@@ -12,24 +12,19 @@ import os
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from script_checks import check, exit_status  # noqa: E402
 
 VT_GENERATE = None
 WRITE_TINY_MODEL = None
-failures = []
 
 
 def run(args, timeout=120):
     p = subprocess.run([VT_GENERATE] + args, stdin=subprocess.DEVNULL,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
-
-
-def check(name, cond, detail=""):
-    if cond:
-        print(f"ok   {name}")
-    else:
-        print(f"FAIL {name}\n{detail}")
-        failures.append(name)
 
 
 def describe(rc, out, err):
@@ -133,11 +128,7 @@ def main():
         expect_failure("no prompt", base, ["prompt"])
         expect_failure("-p and -f together", base + ["-p", "x", "-f", bad_utf8], ["excludes"], prefix=False)
 
-    if failures:
-        print(f"\n{len(failures)} failed: {', '.join(failures)}")
-        return 1
-    print("\nall passed")
-    return 0
+    return exit_status()
 
 
 if __name__ == "__main__":

@@ -22,20 +22,15 @@ import os
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
-failures = []
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from script_checks import check, exit_status  # noqa: E402
+
 # (prompt, tokens): "zq" makes the tiny model emit byte tokens (0xF3) that are
 # not valid UTF-8 alone, so the byte path of each consumer is compared too.
 PROMPTS = [("the cat sat", 24), ("zq", 24), ("Hello world", 8)]
 THREADS = "2"
-
-
-def check(name, cond, detail=""):
-    if cond:
-        print(f"ok   {name}")
-    else:
-        print(f"FAIL {name}\n{detail}")
-        failures.append(name)
 
 
 def describe(r):
@@ -148,11 +143,7 @@ def main():
         cmd_run(a)
     else:
         cmd_linkage(a)
-    if failures:
-        print(f"\n{len(failures)} failed: {', '.join(failures)}")
-        return 1
-    print("\nall passed")
-    return 0
+    return exit_status()
 
 
 if __name__ == "__main__":
