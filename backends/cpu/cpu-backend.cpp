@@ -28,19 +28,19 @@ struct GraphJob {
     int n_nodes;
 };
 
-void run_node(const Node &n, const OpCtx &c) {
-    switch (n.op) {
-    case Op::GET_ROWS: op_get_rows(n, c); break;
-    case Op::RMS_NORM: op_rms_norm(n, c); break;
-    case Op::MUL_MAT: op_mul_mat(n, c); break;
-    case Op::ADD: op_add(n, c); break;
-    case Op::ROPE: op_rope(n, c); break;
-    case Op::ATTN: op_attn(n, c); break;
-    case Op::SWIGLU: op_swiglu(n, c); break;
-    case Op::ATTN_PAGED: op_attn_paged(n, c); break;
-    case Op::COUNT: break;
-    }
-}
+struct CpuOp {
+    void (*run)(const Node &, const OpCtx &);
+    bool (*supports)(const Node &);
+    size_t (*work_size)(const Node &, int);
+};
+constexpr CpuOp kCpuOps[] = {
+#define VT_OP(NAME, field, n_src, Params, desc) {op_##field, supports_##field, work_size_##field},
+#include "core/ops.def"
+#undef VT_OP
+};
+static_assert(sizeof(kCpuOps) / sizeof(kCpuOps[0]) == kOpCount, "one CPU entry per op");
+
+void run_node(const Node &n, const OpCtx &c) { kCpuOps[(int)n.op].run(n, c); }
 
 void graph_job(void *p, int ith, int nth) {
     auto *job = static_cast<GraphJob *>(p);
@@ -53,58 +53,11 @@ void graph_job(void *p, int ith, int nth) {
 
 } // namespace
 
-size_t work_size(const Node &n, int nth) {
-    switch (n.op) {
-    case Op::MUL_MAT: return mul_mat_work_size(n, nth);
-    case Op::ATTN: return attn_work_size(n, nth);
-    case Op::ATTN_PAGED: return attn_paged_work_size(n, nth);
-    default: return 0;
-    }
-}
-
-// An _X16 matrix is read in whole groups of 16 rows and whole blocks.
-static bool whole_x16_groups(const Tensor &w) {
-    return quant::x16_fits(x16_base(w.type), w.ne[0], w.ne[1]) && w.is_contiguous();
-}
+size_t work_size(const Node &n, int nth) { return kCpuOps[(int)n.op].work_size(n, nth); }
 
 bool supports(const Node &n) {
-    auto f32 = [](const Tensor *t) { return t->type == DType::F32 && t->is_contiguous(); };
-    switch (n.op) {
-    case Op::GET_ROWS:  // _X16 rows are interleaved in whole groups of 16
-        return n.src[1]->type == DType::I32 && f32(n.dst) && n.src[0]->nb[0] == dtype_info(n.src[0]->type).block_bytes &&
-               (!is_x16((uint32_t)n.src[0]->type) || whole_x16_groups(*n.src[0]));
-    case Op::RMS_NORM:
-    case Op::ADD:
-    case Op::SWIGLU: return f32(n.src[0]) && f32(n.src[1]) && f32(n.dst);
-    case Op::MUL_MAT:
-        if (is_x16((uint32_t)n.src[0]->type))
-            return quant::active_kernels().gemm[(int)n.src[0]->type] != nullptr && whole_x16_groups(*n.src[0]) &&
-                   f32(n.src[1]) && f32(n.dst);
-        return vec_dot_fn(n.src[0]->type) != nullptr && f32(n.src[1]) && f32(n.dst);
-    case Op::ROPE: {
-        const int n_rot = n.params.i[0], head_dim = n.params.i[2];
-        return f32(n.src[0]) && n.src[1]->type == DType::I32 && f32(n.dst) && (n.params.i[1] == 0 || n.params.i[1] == 2) &&
-               head_dim > 0 && head_dim <= 1024 && n.src[0]->ne[0] % head_dim == 0 && n_rot > 0 && n_rot % 2 == 0 &&
-               n_rot <= head_dim && n.src[1]->ne[0] == n.src[0]->ne[1];
-    }
-    case Op::ATTN: {
-        const int64_t head_dim = n.params.i[1], n_past = n.params.i[0];
-        if (!(f32(n.src[0]) && f32(n.src[1]) && f32(n.src[2]) && n.src[3]->type == DType::F16 &&
-              n.src[4]->type == DType::F16 && f32(n.dst) && head_dim > 0 && n_past >= 0))
-            return false;
-        const int64_t q_row = n.src[0]->ne[0], kv_row = n.src[1]->ne[0], n_tok = n.src[0]->ne[1];
-        if (q_row % head_dim || kv_row % head_dim || n.src[2]->ne[0] != kv_row) return false;
-        const int64_t n_head = q_row / head_dim, n_head_kv = kv_row / head_dim;
-        // The caches must hold every position this step writes.
-        // K^T: (n_ctx, kv_row); V: (kv_row, n_ctx), both with contiguous rows.
-        return n_head_kv > 0 && n_head % n_head_kv == 0 && n.src[3]->ne[1] == kv_row && n.src[4]->ne[0] == kv_row &&
-               n.src[3]->nb[0] == 2 && n.src[4]->nb[0] == 2 && n_past + n_tok <= n.src[3]->ne[0] &&
-               n_past + n_tok <= n.src[4]->ne[1];
-    }
-    case Op::ATTN_PAGED: return attn_paged_supported(n);
-    case Op::COUNT: break;
-    }
-    return false;
+    if ((int)n.op < 0 || (int)n.op >= kOpCount) return false;
+    return kCpuOps[(int)n.op].supports(n);
 }
 
 namespace {

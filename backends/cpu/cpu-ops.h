@@ -1,6 +1,11 @@
-// CPU kernels, one function per op, split into files by op family. Each runs
-// on every pool thread with (ith, nth) and takes its share of the work;
-// ctx.barrier() synchronizes the threads inside an op with several phases.
+// CPU kernels, three functions per op of ops.def, split into files by op
+// family: op_<field> computes the node, supports_<field> says whether its
+// types and shapes are ones the kernel handles, work_size_<field> the scratch
+// bytes it needs. The declarations and the backend's dispatch table are
+// generated from ops.def, so an op without its three functions fails to
+// build. Each op_ function runs on every pool thread with (ith, nth) and
+// takes its share of the work; ctx.barrier() synchronizes the threads inside
+// an op with several phases.
 #pragma once
 
 #include <cstddef>
@@ -20,22 +25,33 @@ struct OpCtx {
     void barrier() const { pool->barrier(); }
 };
 
-// Scratch bytes the op needs with nth threads.
-size_t work_size(const Node &node, int nth);
-bool supports(const Node &node);
+#define VT_OP(NAME, field, n_src, Params, desc)                                    \
+    void op_##field(const Node &n, const OpCtx &c);                                 \
+    bool supports_##field(const Node &n);                                           \
+    size_t work_size_##field(const Node &n, int nth);
+#include "core/ops.def"
+#undef VT_OP
 
-void op_get_rows(const Node &n, const OpCtx &c);
-void op_rms_norm(const Node &n, const OpCtx &c);
-void op_mul_mat(const Node &n, const OpCtx &c);
-void op_add(const Node &n, const OpCtx &c);
-void op_rope(const Node &n, const OpCtx &c);
-void op_attn(const Node &n, const OpCtx &c);
-void op_swiglu(const Node &n, const OpCtx &c);
-void op_attn_paged(const Node &n, const OpCtx &c);
-size_t attn_work_size(const Node &n, int nth);
-size_t attn_paged_work_size(const Node &n, int nth);
-bool attn_paged_supported(const Node &n);
-size_t mul_mat_work_size(const Node &n, int nth);
+// Dispatch over the generated table.
+bool supports(const Node &node);
+size_t work_size(const Node &node, int nth);
+
+// Checks shared by the supports_ functions.
+inline bool is_f32(const Tensor *t) { return t && t->type == DType::F32 && t->is_contiguous(); }
+inline bool same_shape(const Tensor *a, const Tensor *b) {
+    for (int d = 0; d < kMaxDims; ++d)
+        if (a->ne[d] != b->ne[d]) return false;
+    return true;
+}
+// src1 of ADD/MUL: src0's shape, or one row of it.
+inline bool broadcast_row_ok(const Node &n) {
+    const Tensor *a = n.src[0], *b = n.src[1];
+    return is_f32(a) && is_f32(b) && is_f32(n.dst) && same_shape(a, n.dst) &&
+           (same_shape(a, b) || (b->ne[0] == a->ne[0] && b->nrows() == 1));
+}
+
+// An _X16 matrix is read in whole groups of 16 rows and whole blocks.
+bool whole_x16_groups(const Tensor &w);
 
 // [begin, end) of n items for thread ith of nth.
 inline void split(int64_t n, int ith, int nth, int64_t &begin, int64_t &end) {

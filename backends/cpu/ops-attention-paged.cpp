@@ -29,17 +29,18 @@ namespace vt::cpu {
 
 namespace {
 struct PagedShape {
-    int64_t head_dim, n_head, n_head_kv, group, n_tok, kv_row, block_size;
+    int64_t head_dim, n_head, n_head_kv, group, n_tok, kv_row, block_size, window;
 };
 PagedShape paged_shape(const Node &n) {
     PagedShape s;
-    s.head_dim = n.params.i[0];
-    s.block_size = n.params.i[1];
-    s.n_head = n.src[0]->ne[0] / s.head_dim;
-    s.n_head_kv = n.src[1]->ne[0] / s.head_dim;
+    s.head_dim = n.src[0]->ne[0];
+    s.n_head = n.src[0]->ne[1];
+    s.n_head_kv = n.src[1]->ne[1];
     s.group = s.n_head / s.n_head_kv;
-    s.n_tok = n.src[0]->ne[1];
+    s.n_tok = n.src[0]->ne[2];
     s.kv_row = s.head_dim * s.n_head_kv;
+    s.block_size = n.params.attn_paged.block_size;
+    s.window = n.params.attn_paged.window;
     return s;
 }
 // Per-thread scratch in floats: per query head of a group an f16 query, an
@@ -49,22 +50,22 @@ size_t paged_scratch_floats(const PagedShape &s) {
 }
 } // namespace
 
-size_t attn_paged_work_size(const Node &n, int nth) {
+size_t work_size_attn_paged(const Node &n, int nth) {
     return (size_t)nth * paged_scratch_floats(paged_shape(n)) * sizeof(float);
 }
 
-bool attn_paged_supported(const Node &n) {
-    auto f32 = [](const Tensor *t) { return t->type == DType::F32 && t->is_contiguous(); };
-    const int64_t head_dim = n.params.i[0], block_size = n.params.i[1];
-    if (!(f32(n.src[0]) && f32(n.src[1]) && f32(n.src[2]) && n.src[3]->type == DType::F16 &&
-          n.src[4]->type == DType::F16 && n.src[5]->type == DType::I32 && f32(n.dst) && head_dim > 0 &&
-          head_dim % 2 == 0 && block_size > 0))
+bool supports_attn_paged(const Node &n) {
+    const Tensor *q = n.src[0], *k = n.src[1], *v = n.src[2], *kp = n.src[3], *vp = n.src[4], *idx = n.src[5];
+    const PagedAttnParams &p = n.params.attn_paged;
+    if (!(is_f32(q) && is_f32(k) && is_f32(v) && kp->type == DType::F16 && vp->type == DType::F16 &&
+          idx->type == DType::I32 && is_f32(n.dst) && same_shape(q, n.dst) && same_shape(k, v) && p.block_size > 0 &&
+          p.window >= 0))
         return false;
-    const int64_t q_row = n.src[0]->ne[0], kv_row = n.src[1]->ne[0], n_tok = n.src[0]->ne[1];
-    if (q_row % head_dim || kv_row % head_dim || n.src[2]->ne[0] != kv_row) return false;
-    const int64_t n_head = q_row / head_dim, n_head_kv = kv_row / head_dim;
-    return n_head_kv > 0 && n_head % n_head_kv == 0 && n.src[3]->ne[0] == kv_row && n.src[4]->ne[0] == kv_row &&
-           n.src[3]->ne[1] == n.src[4]->ne[1] && n.src[3]->ne[1] % block_size == 0 && n.src[5]->ne[0] >= 3 * n_tok;
+    const int64_t head_dim = q->ne[0], n_head = q->ne[1], n_head_kv = k->ne[1], n_tok = q->ne[2];
+    const int64_t kv_row = head_dim * n_head_kv;
+    if (head_dim % 2 != 0 || k->ne[0] != head_dim || k->ne[2] != n_tok || q->ne[3] != 1 || k->ne[3] != 1) return false;
+    return n_head_kv > 0 && n_head % n_head_kv == 0 && kp->ne[0] == kv_row && vp->ne[0] == kv_row &&
+           kp->ne[1] == vp->ne[1] && kp->ne[1] % p.block_size == 0 && idx->ne[0] >= 3 * n_tok;
 }
 
 void op_attn_paged(const Node &n, const OpCtx &c) {
@@ -72,7 +73,7 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
     const Tensor *kc = n.src[3], *vc = n.src[4];  // (kv_row, n_slots) each
     const int32_t *idx = static_cast<const int32_t *>(n.src[5]->data);
     const int64_t n_idx = n.src[5]->ne[0], n_slots = kc->ne[1];
-    const float scale = n.params.f[0];
+    const float scale = n.params.attn_paged.scale;
     const VecDotFn dot16 = vec_dot_fn(DType::F16);
     uint8_t *kbase = static_cast<uint8_t *>(kc->data);
     uint8_t *vbase = static_cast<uint8_t *>(vc->data);
@@ -121,11 +122,14 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
         }
         std::fill(acc, acc + G * hd, 0.0f);
         const int32_t *table = idx + table_at;
-        for (int64_t b = 0; b < n_blocks; ++b) {
+        // A sliding window starts at position lo: blocks before it are not read.
+        const int64_t lo = s.window > 0 && n_kv > s.window ? n_kv - s.window : 0;
+        for (int64_t b = lo / bs; b < n_blocks; ++b) {
             const int64_t blk = table[b];
-            const int64_t cnt = std::min(bs, n_kv - b * bs);
+            const int64_t j0 = b * bs < lo ? lo - b * bs : 0;
+            const int64_t cnt = std::min(bs, n_kv - b * bs) - j0;
             if (blk < 0 || (blk + 1) * bs > n_slots) continue;  // never read outside the pool
-            const size_t slot0 = (size_t)(blk * bs);
+            const size_t slot0 = (size_t)(blk * bs + j0);
             // Scores of the block for every head of the group.
             for (int64_t g = 0; g < G; ++g) {
                 float m = mx[g];

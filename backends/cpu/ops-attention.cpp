@@ -30,15 +30,16 @@ namespace vt::cpu {
 
 namespace {
 struct AttnShape {
-    int64_t head_dim, n_head, n_head_kv, n_tok, n_past, kv_row;
+    int64_t head_dim, n_head, n_head_kv, n_tok, n_past, kv_row, window;
 };
 AttnShape attn_shape(const Node &n) {
     AttnShape s;
-    s.head_dim = n.params.i[1];
-    s.n_head = n.src[0]->ne[0] / s.head_dim;
-    s.n_head_kv = n.src[1]->ne[0] / s.head_dim;
-    s.n_tok = n.src[0]->ne[1];
-    s.n_past = n.params.i[0];
+    s.head_dim = n.src[0]->ne[0];
+    s.n_head = n.src[0]->ne[1];
+    s.n_head_kv = n.src[1]->ne[1];
+    s.n_tok = n.src[0]->ne[2];
+    s.n_past = n.params.attn.n_past;
+    s.window = n.params.attn.window;
     s.kv_row = s.head_dim * s.n_head_kv;
     return s;
 }
@@ -58,7 +59,7 @@ size_t scratch_floats(const AttnShape &s) {
 
 } // namespace
 
-size_t attn_work_size(const Node &n, int nth) {
+size_t work_size_attn(const Node &n, int nth) {
     const AttnShape s = attn_shape(n);
     // Phase 1 uses the start of each thread's scratch for one f16 K row.
     return (size_t)nth * std::max(scratch_floats(s), (size_t)s.kv_row) * sizeof(float);
@@ -67,7 +68,7 @@ size_t attn_work_size(const Node &n, int nth) {
 void op_attn(const Node &n, const OpCtx &c) {
     const AttnShape s = attn_shape(n);
     const Tensor *kc = n.src[3], *vc = n.src[4];  // K^T (n_ctx, kv_row) and V (kv_row, n_ctx)
-    const float scale = n.params.f[0];
+    const float scale = n.params.attn.scale;
     uint8_t *kbase = static_cast<uint8_t *>(kc->data);
     uint8_t *vbase = static_cast<uint8_t *>(vc->data);
     const size_t kt_stride = kc->nb[1] / 2, v_stride = vc->nb[1] / 2; // in f16
@@ -115,14 +116,18 @@ void op_attn(const Node &n, const OpCtx &c) {
         const uint16_t *kt = reinterpret_cast<const uint16_t *>(kbase + (size_t)hk * hd * kc->nb[1]);
         kern.attn_scores(qf, nq, hd, kt, kt_stride, n_keys, pf, (size_t)nk_pad);
         // Softmax per query over its own keys; probabilities rounded to f16
-        // and back, zero past its keys.
+        // and back, zero outside its keys (past it, and before its window).
         for (int64_t i = 0; i < nq; ++i) {
             const int64_t n_kv = s.n_past + t0 + i / group + 1; // causal: keys up to this token
+            const int64_t lo = s.window > 0 && n_kv > s.window ? n_kv - s.window : 0;
             float *sc = pf + i * nk_pad;
-            const float inv = (float)(1.0 / kern.softmax(sc, n_kv, scale));
-            for (int64_t j = 0; j < n_kv; ++j) sc[j] *= inv;
-            quantize_row(DType::F16, sc, p16, n_kv);
-            dequantize_row(DType::F16, p16, sc, n_kv);
+            std::memset(sc, 0, (size_t)lo * sizeof(float));
+            float *win = sc + lo;
+            const int64_t nw = n_kv - lo;
+            const float inv = (float)(1.0 / kern.softmax(win, nw, scale));
+            for (int64_t j = 0; j < nw; ++j) win[j] *= inv;
+            quantize_row(DType::F16, win, p16, nw);
+            dequantize_row(DType::F16, p16, win, nw);
             std::memset(sc + n_kv, 0, (size_t)(n_keys - n_kv) * sizeof(float));
         }
         const uint16_t *v = reinterpret_cast<const uint16_t *>(vbase) + hk * hd;
@@ -132,6 +137,21 @@ void op_attn(const Node &n, const OpCtx &c) {
         }
         kern.attn_values(pf, (size_t)nk_pad, nq, n_keys, v, v_stride, hd, outs);
     }
+}
+
+bool supports_attn(const Node &n) {
+    const Tensor *q = n.src[0], *k = n.src[1], *v = n.src[2], *kc = n.src[3], *vc = n.src[4];
+    const AttnParams &p = n.params.attn;
+    if (!(is_f32(q) && is_f32(k) && is_f32(v) && kc->type == DType::F16 && vc->type == DType::F16 && is_f32(n.dst) &&
+          same_shape(q, n.dst) && same_shape(k, v) && p.n_past >= 0 && p.window >= 0))
+        return false;
+    const int64_t head_dim = q->ne[0], n_head = q->ne[1], n_head_kv = k->ne[1], n_tok = q->ne[2];
+    const int64_t kv_row = head_dim * n_head_kv;
+    if (k->ne[0] != head_dim || k->ne[2] != n_tok || q->ne[3] != 1 || k->ne[3] != 1) return false;
+    // The caches must hold every position this step writes.
+    // K^T: (n_ctx, kv_row); V: (kv_row, n_ctx), both with contiguous rows.
+    return n_head_kv > 0 && n_head % n_head_kv == 0 && kc->ne[1] == kv_row && vc->ne[0] == kv_row &&
+           kc->nb[0] == 2 && vc->nb[0] == 2 && p.n_past + n_tok <= kc->ne[0] && p.n_past + n_tok <= vc->ne[1];
 }
 
 } // namespace vt::cpu

@@ -1,6 +1,7 @@
 // Row gathers and element-wise ops.
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/quant.h"
 #include "core/quant/blocks.h"
@@ -45,13 +46,65 @@ void op_get_rows(const Node &n, const OpCtx &c) {
     }
 }
 
-void op_add(const Node &n, const OpCtx &c) {
+// An _X16 matrix is read in whole groups of 16 rows and whole blocks.
+bool whole_x16_groups(const Tensor &w) {
+    return quant::x16_fits(x16_base(w.type), w.ne[0], w.ne[1]) && w.is_contiguous();
+}
+
+bool supports_get_rows(const Node &n) {
+    // _X16 rows are interleaved in whole groups of 16.
+    const Tensor *w = n.src[0];
+    return n.src[1]->type == DType::I32 && is_f32(n.dst) && w->nb[0] == dtype_info(w->type).block_bytes &&
+           n.dst->ne[0] == w->ne[0] && n.dst->nrows() == n.src[1]->ne[0] &&
+           (!is_x16((uint32_t)w->type) || whole_x16_groups(*w));
+}
+size_t work_size_get_rows(const Node &, int) { return 0; }
+
+namespace {
+// dst = f(src0, src1) element-wise, src1 the same shape or one row repeated.
+template <typename F>
+void broadcast_rows(const Node &n, const OpCtx &c, F f) {
     const float *a = static_cast<const float *>(n.src[0]->data);
     const float *bsrc = static_cast<const float *>(n.src[1]->data);
     float *d = static_cast<float *>(n.dst->data);
+    const int64_t ne0 = n.src[0]->ne[0];
+    const bool one_row = n.src[1]->nelements() != n.src[0]->nelements();
+    int64_t b, e;
+    split(n.dst->nrows(), c.ith, c.nth, b, e);
+    for (int64_t r = b; r < e; ++r) {
+        const float *ar = a + r * ne0, *br = one_row ? bsrc : bsrc + r * ne0;
+        float *dr = d + r * ne0;
+        for (int64_t i = 0; i < ne0; ++i) dr[i] = f(ar[i], br[i]);
+    }
+}
+} // namespace
+
+void op_add(const Node &n, const OpCtx &c) {
+    broadcast_rows(n, c, [](float x, float y) { return x + y; });
+}
+bool supports_add(const Node &n) { return broadcast_row_ok(n); }
+size_t work_size_add(const Node &, int) { return 0; }
+
+void op_mul(const Node &n, const OpCtx &c) {
+    broadcast_rows(n, c, [](float x, float y) { return x * y; });
+}
+bool supports_mul(const Node &n) { return broadcast_row_ok(n); }
+size_t work_size_mul(const Node &, int) { return 0; }
+
+void op_scale(const Node &n, const OpCtx &c) {
+    const float *a = static_cast<const float *>(n.src[0]->data);
+    float *d = static_cast<float *>(n.dst->data);
+    const float s = n.params.scale.scale;
     int64_t b, e;
     split(n.dst->nelements(), c.ith, c.nth, b, e);
-    for (int64_t i = b; i < e; ++i) d[i] = a[i] + bsrc[i];
+    for (int64_t i = b; i < e; ++i) d[i] = a[i] * s;
+}
+bool supports_scale(const Node &n) { return is_f32(n.src[0]) && is_f32(n.dst) && same_shape(n.src[0], n.dst); }
+size_t work_size_scale(const Node &, int) { return 0; }
+
+static bool gated_ok(const Node &n) {
+    return is_f32(n.src[0]) && is_f32(n.src[1]) && is_f32(n.dst) && same_shape(n.src[0], n.src[1]) &&
+           same_shape(n.src[0], n.dst);
 }
 
 void op_swiglu(const Node &n, const OpCtx &c) {
@@ -62,5 +115,52 @@ void op_swiglu(const Node &n, const OpCtx &c) {
     split(n.dst->nelements(), c.ith, c.nth, b, e);
     quant::active_kernels().swiglu(g + b, u + b, d + b, e - b);
 }
+bool supports_swiglu(const Node &n) { return gated_ok(n); }
+size_t work_size_swiglu(const Node &, int) { return 0; }
+
+namespace {
+// GELU with the tanh approximation, as ggml's CPU backend computes it by
+// default (GGML_GELU_FP16): the input rounded to f16 indexes a table of
+// f16-rounded results; beyond +-10 it is 0 or x. Matching that rounding is
+// what keeps Gemma's logits next to llama.cpp's.
+float gelu_tanh_f32(float x) {
+    constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+    constexpr float kCoefA = 0.044715f;
+    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
+}
+const uint16_t *gelu_f16_table() {
+    static const std::vector<uint16_t> table = [] {
+        std::vector<uint16_t> t(65536);
+        for (uint32_t i = 0; i < 65536; ++i) {
+            t[i] = quant::f2h(gelu_tanh_f32(quant::h2f((uint16_t)i)));
+        }
+        return t;
+    }();
+    return table.data();
+}
+} // namespace
+
+void op_geglu(const Node &n, const OpCtx &c) {
+    const float *g = static_cast<const float *>(n.src[0]->data);
+    const float *u = static_cast<const float *>(n.src[1]->data);
+    float *d = static_cast<float *>(n.dst->data);
+    const uint16_t *table = gelu_f16_table();
+    int64_t b, e;
+    split(n.dst->nelements(), c.ith, c.nth, b, e);
+    for (int64_t i = b; i < e; ++i) {
+        const float x = g[i];
+        float y;
+        if (x <= -10.0f) {
+            y = 0.0f;
+        } else if (x >= 10.0f) {
+            y = x;
+        } else {
+            y = quant::h2f(table[quant::f2h(x)]);
+        }
+        d[i] = y * u[i];
+    }
+}
+bool supports_geglu(const Node &n) { return gated_ok(n); }
+size_t work_size_geglu(const Node &, int) { return 0; }
 
 } // namespace vt::cpu

@@ -40,10 +40,20 @@ void round_through(DType t, const float *x, float *out, int64_t k) {
 }
 } // namespace
 
-size_t mul_mat_work_size(const Node &n, int) {
+size_t work_size_mul_mat(const Node &n, int) {
     const DType w = n.src[0]->type;
     const size_t act = converts_acts(w) ? row_bytes(act_type(w), n.src[1]->ne[0]) * (size_t)n.src[1]->nrows() : 0;
     return (act + 63) & ~(size_t)63;
+}
+
+bool supports_mul_mat(const Node &n) {
+    const Tensor *w = n.src[0], *x = n.src[1];
+    if (!(is_f32(x) && is_f32(n.dst) && x->ne[0] == w->ne[0] && n.dst->ne[0] == w->ne[1] &&
+          n.dst->nrows() == x->nrows()))
+        return false;
+    if (w->ne[2] != 1 || w->ne[3] != 1) return false;
+    if (is_x16((uint32_t)w->type)) return quant::active_kernels().gemm[(int)w->type] != nullptr && whole_x16_groups(*w);
+    return vec_dot_fn(w->type) != nullptr && w->nb[0] == dtype_info(w->type).block_bytes;
 }
 
 void op_mul_mat(const Node &n, const OpCtx &c) {

@@ -10,7 +10,7 @@ namespace vt::cpu {
 void op_rms_norm(const Node &n, const OpCtx &c) {
     const Tensor *x = n.src[0];
     const float *w = static_cast<const float *>(n.src[1]->data);
-    const float eps = n.params.f[0];
+    const float eps = n.params.rms_norm.eps;
     const int64_t ne0 = x->ne[0];
     int64_t b, e;
     split(x->nrows(), c.ith, c.nth, b, e);
@@ -24,5 +24,11 @@ void op_rms_norm(const Node &n, const OpCtx &c) {
         for (int64_t i = 0; i < ne0; ++i) yr[i] = (xr[i] * scale) * w[i];
     }
 }
+
+bool supports_rms_norm(const Node &n) {
+    return is_f32(n.src[0]) && is_f32(n.src[1]) && is_f32(n.dst) && same_shape(n.src[0], n.dst) &&
+           n.src[1]->nelements() == n.src[0]->ne[0];
+}
+size_t work_size_rms_norm(const Node &, int) { return 0; }
 
 } // namespace vt::cpu

@@ -3,12 +3,12 @@
 namespace vt {
 
 static const char *const kOpNames[] = {
-#define VT_OP(name, n_src, desc) #name,
+#define VT_OP(NAME, field, n_src, Params, desc) #NAME,
 #include "core/ops.def"
 #undef VT_OP
 };
 static const int kOpNSrc[] = {
-#define VT_OP(name, n_src, desc) n_src,
+#define VT_OP(NAME, field, n_src, Params, desc) n_src,
 #include "core/ops.def"
 #undef VT_OP
 };

@@ -6,11 +6,12 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/op-params.h"
 
 namespace vt {
 
 enum class Op : int32_t {
-#define VT_OP(name, n_src, desc) name,
+#define VT_OP(NAME, field, n_src, Params, desc) NAME,
 #include "core/ops.def"
 #undef VT_OP
     COUNT
@@ -41,11 +42,24 @@ struct Tensor {
 void tensor_init(Tensor &t, DType type, int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1,
                  int64_t ne3 = 1, void *data = nullptr, const char *name = nullptr);
 
-// Parameters of a node; their meaning per op is in ops.def.
-struct OpParams {
-    int32_t i[4];
-    float f[4];
+// Parameters of a node: the member named by the op's field in ops.def.
+union OpParams {
+    NoParams none;
+#define VT_OP(NAME, field, n_src, Params, desc) Params field;
+#include "core/ops.def"
+#undef VT_OP
 };
+
+// The parameter type of each op, so that Graph::op<Op::X> takes exactly it.
+template <Op> struct OpTraits;
+#define VT_OP(NAME, field, n_src_, Params_, desc)                                  \
+    template <> struct OpTraits<Op::NAME> {                                         \
+        using Params = Params_;                                                     \
+        static constexpr int n_src = n_src_;                                        \
+        static void store(OpParams &u, const Params &p) { u.field = p; }            \
+    };
+#include "core/ops.def"
+#undef VT_OP
 
 struct Node {
     Op op;

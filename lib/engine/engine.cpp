@@ -16,10 +16,6 @@ namespace vt {
 namespace {
 constexpr double kRateWindowSeconds = 10.0;
 
-uint64_t bytes_per_token(const Hparams &hp) {
-    return 2ull /* K and V */ * hp.n_layer * hp.n_embd_kv() * 2 /* f16 */;
-}
-
 int32_t argmax(const float *row, size_t n) {
     size_t best = 0;
     for (size_t i = 1; i < n; ++i)
@@ -50,7 +46,7 @@ uint64_t default_kv_cache_bytes() {
 Engine::Engine(Context &ctx, const EngineConfig &cfg)
     : ctx_(ctx), model_(ctx.model()), block_size_(cfg.block_size ? cfg.block_size : 16) {
     const Hparams &hp = model_.hparams;
-    const uint64_t per_token = bytes_per_token(hp);
+    const uint64_t per_token = kv_bytes_per_token(model_.cache_layers);
     const uint32_t max_num_seqs = cfg.max_num_seqs ? cfg.max_num_seqs : 64;
     uint32_t max_len = cfg.max_model_len ? cfg.max_model_len : (hp.n_ctx_train ? hp.n_ctx_train : 4096);
     uint64_t budget = cfg.kv_cache_bytes;
@@ -74,12 +70,12 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
         pool_mem_ = nullptr;
         fail(VT_ERR_OUT_OF_MEMORY, "cannot map a KV cache of %.2f GiB", (double)pool_bytes_ / (1 << 30));
     }
-    const int64_t kv_row = hp.n_embd_kv();
-    const size_t layer_bytes = (size_t)pool_tokens * row_bytes(DType::F16, kv_row);
     k_pool_.resize(hp.n_layer);
     v_pool_.resize(hp.n_layer);
     uint8_t *p = static_cast<uint8_t *>(pool_mem_);
     for (uint32_t l = 0; l < hp.n_layer; ++l) {
+        const int64_t kv_row = model_.cache_layers[l].kv_row;
+        const size_t layer_bytes = (size_t)pool_tokens * row_bytes(DType::F16, kv_row);
         tensor_init(k_pool_[l], DType::F16, kv_row, (int64_t)pool_tokens, 1, 1, p, "k_pool");
         p += layer_bytes;
         tensor_init(v_pool_[l], DType::F16, kv_row, (int64_t)pool_tokens, 1, 1, p, "v_pool");

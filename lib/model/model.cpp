@@ -33,6 +33,9 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
             m->size_bytes += t.nbytes;
         }
         m->arch_->load(*m);
+        if (m->cache_layers.size() != m->hparams.n_layer)
+            fail(VT_ERR_INTERNAL, "%s declared %zu cache layers for %u layers", m->arch_name_.c_str(),
+                 m->cache_layers.size(), m->hparams.n_layer);
         if (m->hparams.n_vocab != m->tokenizer_->n_vocab())
             fail(VT_ERR_FORMAT, "the output has %u rows but the vocabulary %u tokens", m->hparams.n_vocab,
                  m->tokenizer_->n_vocab());
@@ -43,7 +46,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
     }
     report(1.0f);
     if (m->repacked_bytes_)
-        VT_LOG_INFO("repacked %.1f MiB of Q4_0 weights for the decode kernels", (double)m->repacked_bytes_ / (1 << 20));
+        VT_LOG_INFO("repacked %.1f MiB of weights into the CPU kernels' layouts", (double)m->repacked_bytes_ / (1 << 20));
     VT_LOG_INFO("loaded %s: %s, %u layers, %llu params, %.1f MiB", path.c_str(), m->arch_name_.c_str(),
                 m->hparams.n_layer, (unsigned long long)m->n_params, (double)m->size_bytes / (1 << 20));
     return m;
@@ -135,6 +138,11 @@ uint32_t Model::arch_u32(const char *suffix, uint32_t def) const {
     if (!v) return def;
     if (*v > UINT32_MAX) fail(VT_ERR_FORMAT, "key %s is out of range", key.c_str());
     return (uint32_t)*v;
+}
+
+std::string Model::arch_str(const char *suffix) const {
+    auto v = gguf_->get_string(arch_name_ + "." + suffix);
+    return v ? std::string(*v) : std::string();
 }
 
 float Model::arch_f32(const char *suffix, float def) const {

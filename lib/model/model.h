@@ -11,6 +11,7 @@
 
 #include "core/pages.h"
 #include "core/tensor.h"
+#include "kv/cache-spec.h"
 #include "model/gguf.h"
 #include "tokenizer/tokenizer.h"
 
@@ -29,9 +30,15 @@ struct Hparams {
     uint32_t head_dim = 0;      // n_embd / n_head unless the file says otherwise
     uint32_t n_ff = 0;
     uint32_t n_rot = 0;         // rotated dimensions per head
-    int32_t rope_mode = 0;      // 0 = adjacent pairs, 2 = NeoX halves
+    int32_t rope_mode = 0;      // kRopeAdjacent or kRopeNeox (core/op-params.h)
     float rope_freq_base = 10000.0f;
     float rope_freq_scale = 1.0f;
+    // YaRN (rope.scaling.type yarn): see RopeParams.
+    float rope_ext_factor = 0.0f;
+    float rope_attn_factor = 1.0f;
+    float rope_beta_fast = 32.0f;
+    float rope_beta_slow = 1.0f;
+    uint32_t rope_n_ctx_orig = 0;
     float norm_eps = 1e-5f;
 
     uint32_t n_embd_kv() const { return head_dim * n_head_kv; }
@@ -95,12 +102,14 @@ public:
     // the model owns; results are bit-identical either way.
     const Tensor *matmul_weight(const std::string &name, std::initializer_list<int64_t> shape, bool required = true);
 
-    // Reads a required/optional "<arch>.<suffix>" integer or float key.
+    // Reads a required/optional "<arch>.<suffix>" integer, float or string key.
     uint32_t arch_u32(const char *suffix) const;
     uint32_t arch_u32(const char *suffix, uint32_t def) const;
     float arch_f32(const char *suffix, float def) const;
+    std::string arch_str(const char *suffix) const;  // "" when absent
 
     Hparams hparams;
+    std::vector<LayerCacheSpec> cache_layers;  // (n_layer), set by Architecture::load
     uint64_t n_params = 0;
     uint64_t size_bytes = 0;
 

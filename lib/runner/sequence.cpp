@@ -34,10 +34,10 @@ const Tensor *Context::build(ForwardArgs &args, int64_t n_out, int64_t n_index) 
     const int64_t n = args.n_tokens;
     graph_.reset();
     args.graph = &graph_;
-    args.tokens = graph_.input(DType::I32, n, 1, "tokens");
-    args.positions = graph_.input(DType::I32, n, 1, "positions");
-    args.out_rows = graph_.input(DType::I32, n_out, 1, "out_rows");
-    args.kv_index = n_index ? graph_.input(DType::I32, n_index, 1, "kv_index") : nullptr;
+    args.tokens = graph_.input(DType::I32, {n}, "tokens");
+    args.positions = graph_.input(DType::I32, {n}, "positions");
+    args.out_rows = graph_.input(DType::I32, {n_out}, "out_rows");
+    args.kv_index = n_index ? graph_.input(DType::I32, {n_index}, "kv_index") : nullptr;
     const Tensor *logits = model_.arch().build(model_, args);
     size_t need = graph_.plan();
     if (need > arena_size_) {
@@ -87,19 +87,20 @@ const Tensor *Context::forward_paged(const PagedBatch &b) {
 }
 
 Sequence::Sequence(Context &ctx, uint32_t n_ctx, bool logits_all) : ctx_(ctx), logits_all_(logits_all) {
-    const Hparams &hp = ctx.model().hparams;
+    const Model &model = ctx.model();
+    const Hparams &hp = model.hparams;
     n_ctx_ = n_ctx ? n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
-    const size_t row = row_bytes(DType::F16, hp.n_embd_kv());
-    const size_t layer_bytes = row * n_ctx_;
-    kv_mem_ = ctx.alloc_host(2 * layer_bytes * hp.n_layer);
+    kv_mem_ = ctx.alloc_host(kv_bytes_per_token(model.cache_layers) * n_ctx_);
     k_cache_.resize(hp.n_layer);
     v_cache_.resize(hp.n_layer);
     uint8_t *p = static_cast<uint8_t *>(kv_mem_);
     for (uint32_t l = 0; l < hp.n_layer; ++l) {
+        const int64_t kv_row = model.cache_layers[l].kv_row;
+        const size_t layer_bytes = row_bytes(DType::F16, kv_row) * n_ctx_;
         // K is stored transposed (one row per dimension): see ops-attention.
-        tensor_init(k_cache_[l], DType::F16, n_ctx_, hp.n_embd_kv(), 1, 1, p, "k_cache");
+        tensor_init(k_cache_[l], DType::F16, n_ctx_, kv_row, 1, 1, p, "k_cache");
         p += layer_bytes;
-        tensor_init(v_cache_[l], DType::F16, hp.n_embd_kv(), n_ctx_, 1, 1, p, "v_cache");
+        tensor_init(v_cache_[l], DType::F16, kv_row, n_ctx_, 1, 1, p, "v_cache");
         p += layer_bytes;
     }
     pending_.reserve(ctx.n_batch());

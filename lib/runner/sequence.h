@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backend/backend-impl.h"
-#include "backend/graph.h"
+#include "core/graph.h"
 #include "model/model.h"
 
 namespace vt {

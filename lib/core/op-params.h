@@ -1,0 +1,53 @@
+// Typed parameters of graph ops: one struct per op (named in ops.def), held
+// in a Node's OpParams union under the op's field name, e.g.
+// node.params.rope.n_rot. Plain structs: they cross the backend vtable.
+#pragma once
+
+#include <cstdint>
+
+namespace vt {
+
+struct NoParams {};
+
+struct NormParams {
+    float eps;
+};
+
+struct ScaleParams {
+    float scale;
+};
+
+// Rotary embedding, with ggml's YaRN terms (ext_factor 0 = plain RoPE).
+// theta_i = pos * freq_base^(-2i/n_rot) / freq_factor_i (src2, when given),
+// then YaRN's ramp between interpolated (freq_scale * theta) and
+// extrapolated angles over the correction dims of beta_fast/beta_slow, and
+// cos/sin scaled by attn_factor (and YaRN's magnitude term).
+struct RopeParams {
+    int32_t n_rot;       // rotated dimensions per head (even, <= head_dim)
+    int32_t mode;        // kRopeAdjacent (x[2i], x[2i+1]) or kRopeNeox (x[i], x[i + n_rot/2])
+    float freq_base;
+    float freq_scale;    // 1 / linear scaling factor
+    float ext_factor;    // YaRN ramp mix (0: off)
+    float attn_factor;   // multiplies cos and sin (1: none)
+    float beta_fast;
+    float beta_slow;
+    int32_t n_ctx_orig;  // YaRN: the training context the ramp is computed for
+};
+constexpr int32_t kRopeAdjacent = 0;
+constexpr int32_t kRopeNeox = 2;
+
+// Causal attention over one sequence's contiguous cache (Op::ATTN).
+struct AttnParams {
+    int32_t n_past;   // cached positions before this step's tokens
+    float scale;      // multiplies q.k
+    int32_t window;   // sliding window in positions (a query sees itself and window-1 before); 0 = all
+};
+
+// Causal attention over the paged pool (Op::ATTN_PAGED).
+struct PagedAttnParams {
+    int32_t block_size;  // tokens per block
+    float scale;
+    int32_t window;      // as AttnParams::window
+};
+
+} // namespace vt

@@ -1,0 +1,178 @@
+#include "models/layers.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace vt {
+
+void read_decoder_hparams(Model &m, int32_t rope_mode) {
+    Hparams &hp = m.hparams;
+    const char *arch = m.arch_name().c_str();
+    hp.n_ctx_train = m.arch_u32("context_length");
+    hp.n_embd = m.arch_u32("embedding_length");
+    hp.n_layer = m.arch_u32("block_count");
+    hp.n_ff = m.arch_u32("feed_forward_length");
+    hp.n_head = m.arch_u32("attention.head_count");
+    hp.n_head_kv = m.arch_u32("attention.head_count_kv", hp.n_head);
+    if (hp.n_head == 0 || hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0 || hp.n_layer == 0 || hp.n_embd == 0)
+        fail(VT_ERR_FORMAT, "%s: invalid head counts %u/%u, %u layers or width %u", arch, hp.n_head, hp.n_head_kv,
+             hp.n_layer, hp.n_embd);
+    hp.head_dim = m.arch_u32("attention.key_length", hp.n_embd / hp.n_head);
+    if (m.arch_u32("attention.value_length", hp.head_dim) != hp.head_dim)
+        fail(VT_ERR_UNSUPPORTED, "%s: key and value head sizes differ", arch);
+    if (hp.head_dim == 0 || hp.head_dim > 1024 || hp.head_dim % 2 != 0)
+        fail(VT_ERR_FORMAT, "%s: invalid head size %u", arch, hp.head_dim);
+    hp.n_rot = m.arch_u32("rope.dimension_count", hp.head_dim);
+    if (hp.n_rot == 0 || hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0)
+        fail(VT_ERR_FORMAT, "%s: invalid rope dimension %u", arch, hp.n_rot);
+    hp.rope_mode = rope_mode;
+    hp.rope_freq_base = m.arch_f32("rope.freq_base", 10000.0f);
+    if (!(hp.rope_freq_base > 0.0f)) fail(VT_ERR_FORMAT, "%s: invalid rope base %g", arch, (double)hp.rope_freq_base);
+    hp.norm_eps = m.arch_f32("attention.layer_norm_rms_epsilon", 1e-5f);
+
+    // Rope scaling, as llama.cpp reads it: linear divides the angles by the
+    // factor; YaRN (ext_factor 1) mixes interpolated and extrapolated angles
+    // over the correction dims of the original context.
+    const std::string type = m.arch_str("rope.scaling.type");
+    const float factor = m.arch_f32("rope.scaling.factor", 1.0f);
+    if (type == "linear" || type == "yarn") {
+        if (!(factor > 0.0f)) fail(VT_ERR_FORMAT, "%s: invalid rope scaling factor %g", arch, (double)factor);
+        hp.rope_freq_scale = 1.0f / factor;
+    } else if (!type.empty() && type != "none") {
+        fail(VT_ERR_UNSUPPORTED, "%s: rope scaling '%s' is not supported (linear, yarn)", arch, type.c_str());
+    }
+    if (type == "yarn") {
+        hp.rope_ext_factor = 1.0f;
+        hp.rope_attn_factor = m.arch_f32("rope.scaling.attn_factor", 1.0f);
+        hp.rope_beta_fast = m.arch_f32("rope.scaling.yarn_beta_fast", 32.0f);
+        hp.rope_beta_slow = m.arch_f32("rope.scaling.yarn_beta_slow", 1.0f);
+    }
+    hp.rope_n_ctx_orig = m.arch_u32("rope.scaling.original_context_length", hp.n_ctx_train);
+
+    const GgufTensorInfo *embd = m.gguf().find_tensor("token_embd.weight");
+    if (!embd) fail(VT_ERR_FORMAT, "%s: model has no token_embd.weight", arch);
+    hp.n_vocab = (uint32_t)embd->ne[1];
+}
+
+void full_attention_cache(Model &m) {
+    m.cache_layers.assign(m.hparams.n_layer, LayerCacheSpec{CacheKind::full_attention, 0, m.hparams.n_embd_kv()});
+}
+
+const Tensor *load_norm(Model &m, const std::string &name, int64_t ne0, bool required) {
+    const Tensor *t = m.weight(name, {ne0}, required);
+    if (t && t->type != DType::F32)
+        fail(VT_ERR_UNSUPPORTED, "%s: norm weight %s must be F32", m.arch_name().c_str(), name.c_str());
+    return t;
+}
+
+AttnWeights load_attn_weights(Model &m, uint32_t il) {
+    const Hparams &hp = m.hparams;
+    const std::string p = "blk." + std::to_string(il) + ".";
+    const int64_t E = hp.n_embd, Q = (int64_t)hp.n_head * hp.head_dim, KV = hp.n_embd_kv();
+    AttnWeights w;
+    w.wq = m.matmul_weight(p + "attn_q.weight", {E, Q});
+    w.wk = m.matmul_weight(p + "attn_k.weight", {E, KV});
+    w.wv = m.matmul_weight(p + "attn_v.weight", {E, KV});
+    w.wo = m.matmul_weight(p + "attn_output.weight", {Q, E});
+    w.bq = load_norm(m, p + "attn_q.bias", Q, false);
+    w.bk = load_norm(m, p + "attn_k.bias", KV, false);
+    w.bv = load_norm(m, p + "attn_v.bias", KV, false);
+    w.q_norm = load_norm(m, p + "attn_q_norm.weight", hp.head_dim, false);
+    w.k_norm = load_norm(m, p + "attn_k_norm.weight", hp.head_dim, false);
+    if (!w.q_norm != !w.k_norm) fail(VT_ERR_FORMAT, "%sattn: a q norm without a k norm or the reverse", p.c_str());
+    return w;
+}
+
+FfnWeights load_ffn_weights(Model &m, uint32_t il) {
+    const Hparams &hp = m.hparams;
+    const std::string p = "blk." + std::to_string(il) + ".";
+    const int64_t E = hp.n_embd, F = hp.n_ff;
+    FfnWeights w;
+    w.gate = m.matmul_weight(p + "ffn_gate.weight", {E, F});
+    w.up = m.matmul_weight(p + "ffn_up.weight", {E, F});
+    w.down = m.matmul_weight(p + "ffn_down.weight", {F, E});
+    return w;
+}
+
+LayerBuilder::LayerBuilder(const Model &m, const ForwardArgs &a) : m_(m), a_(a), g_(*a.graph), n_(a.n_tokens) {}
+
+RopeParams LayerBuilder::rope() const {
+    const Hparams &hp = m_.hparams;
+    RopeParams r{};
+    r.n_rot = (int32_t)hp.n_rot;
+    r.mode = hp.rope_mode;
+    r.freq_base = hp.rope_freq_base;
+    r.freq_scale = hp.rope_freq_scale;
+    r.ext_factor = hp.rope_ext_factor;
+    r.attn_factor = hp.rope_attn_factor;
+    r.beta_fast = hp.rope_beta_fast;
+    r.beta_slow = hp.rope_beta_slow;
+    r.n_ctx_orig = (int32_t)hp.rope_n_ctx_orig;
+    return r;
+}
+
+Tensor *LayerBuilder::embed(const Tensor *tok_embd) {
+    return g_.op<Op::GET_ROWS>(DType::F32, {tok_embd->ne[0], n_}, {w(tok_embd), a_.tokens});
+}
+
+Tensor *LayerBuilder::rms_norm(Tensor *x, const Tensor *weight) {
+    int64_t ne[kMaxDims];
+    for (int d = 0; d < kMaxDims; ++d) ne[d] = x->ne[d];
+    return g_.op<Op::RMS_NORM>(DType::F32, {ne[0], ne[1], ne[2], ne[3]}, {x, w(weight)}, {m_.hparams.norm_eps});
+}
+
+Tensor *LayerBuilder::linear(const Tensor *weight, Tensor *x, const Tensor *bias) {
+    Tensor *y = g_.op<Op::MUL_MAT>(DType::F32, {weight->ne[1], x->nrows()}, {w(weight), x});
+    return bias ? add(y, w(bias)) : y;
+}
+
+Tensor *LayerBuilder::add(Tensor *a, Tensor *b) {
+    return g_.op<Op::ADD>(DType::F32, {a->ne[0], a->ne[1], a->ne[2], a->ne[3]}, {a, b});
+}
+
+Tensor *LayerBuilder::scale(Tensor *x, float s) {
+    return g_.op<Op::SCALE>(DType::F32, {x->ne[0], x->ne[1], x->ne[2], x->ne[3]}, {x}, {s});
+}
+
+Tensor *LayerBuilder::attention(uint32_t il, Tensor *h, const AttnWeights &aw, const RopeParams &rope, float scale,
+                                const Tensor *rope_factors) {
+    const Hparams &hp = m_.hparams;
+    const int64_t hd = hp.head_dim, H = hp.n_head, HK = hp.n_head_kv;
+    Tensor *q = g_.reshape(linear(aw.wq, h, aw.bq), {hd, H, n_});
+    Tensor *k = g_.reshape(linear(aw.wk, h, aw.bk), {hd, HK, n_});
+    Tensor *v = g_.reshape(linear(aw.wv, h, aw.bv), {hd, HK, n_});
+    if (aw.q_norm) {
+        q = rms_norm(q, aw.q_norm);
+        k = rms_norm(k, aw.k_norm);
+    }
+    Tensor *factors = w(rope_factors);
+    q = g_.op<Op::ROPE>(DType::F32, {hd, H, n_}, {q, a_.positions, factors}, rope);
+    k = g_.op<Op::ROPE>(DType::F32, {hd, HK, n_}, {k, a_.positions, factors}, rope);
+    const int32_t window = attention_window(m_.cache_layers[il]);
+    Tensor *kc = &(*a_.k_cache)[il], *vc = &(*a_.v_cache)[il];
+    Tensor *att = a_.kv_index
+                      ? g_.op<Op::ATTN_PAGED>(DType::F32, {hd, H, n_}, {q, k, v, kc, vc, a_.kv_index},
+                                              {(int32_t)a_.block_size, scale, window})
+                      : g_.op<Op::ATTN>(DType::F32, {hd, H, n_}, {q, k, v, kc, vc}, {(int32_t)a_.n_past, scale, window});
+    return linear(aw.wo, g_.reshape(att, {hd * H, n_}));
+}
+
+Tensor *LayerBuilder::ffn(Tensor *h, const FfnWeights &fw, Activation act) {
+    Tensor *gate = linear(fw.gate, h);
+    Tensor *up = linear(fw.up, h);
+    const int64_t F = gate->ne[0];
+    Tensor *a = act == Activation::silu ? g_.op<Op::SWIGLU>(DType::F32, {F, n_}, {gate, up})
+                                        : g_.op<Op::GEGLU>(DType::F32, {F, n_}, {gate, up});
+    return linear(fw.down, a);
+}
+
+Tensor *LayerBuilder::logits(Tensor *x, const Tensor *norm, const Tensor *output) {
+    const int64_t n_out = a_.out_rows->ne[0];
+    Tensor *sel = g_.op<Op::GET_ROWS>(DType::F32, {x->ne[0], n_out}, {x, a_.out_rows});
+    Tensor *lg = linear(output, rms_norm(sel, norm));
+    g_.mark_output(lg);
+    return lg;
+}
+
+} // namespace vt

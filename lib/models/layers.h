@@ -1,0 +1,86 @@
+// What the architecture files share: reading the common hyper-parameters
+// and weights of a decoder block, and building its graph pieces (norms,
+// projections, rotary embedding, attention, gated FFN, logits). A model file
+// never sees the cache layout: attention() picks the single-sequence or the
+// paged kernel from ForwardArgs and the layer's window from its cache spec.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/graph.h"
+#include "model/model.h"
+
+namespace vt {
+
+// Reads "<arch>.*" keys shared by decoder-only transformers into m.hparams
+// (context, widths, heads, head size, rope dimensions, base, linear or YaRN
+// scaling, RMS epsilon) and checks them. rope_mode is the caller's: it
+// depends on how the converter laid out Q and K.
+void read_decoder_hparams(Model &m, int32_t rope_mode);
+
+// One full-attention cache layer per block.
+void full_attention_cache(Model &m);
+
+// The projections of one attention block. Biases, q/k norms (per head, over
+// head_dim) and rope frequency factors are optional (nullptr).
+struct AttnWeights {
+    const Tensor *wq = nullptr, *wk = nullptr, *wv = nullptr, *wo = nullptr;
+    const Tensor *bq = nullptr, *bk = nullptr, *bv = nullptr;
+    const Tensor *q_norm = nullptr, *k_norm = nullptr;
+};
+
+// Loads blk.<il>.attn_{q,k,v,output}.weight and, when present, their
+// .bias and attn_{q,k}_norm.weight, checked against hparams.
+AttnWeights load_attn_weights(Model &m, uint32_t il);
+
+struct FfnWeights {
+    const Tensor *gate = nullptr, *up = nullptr, *down = nullptr;
+};
+FfnWeights load_ffn_weights(Model &m, uint32_t il);
+
+// A norm weight (ne0) that must be F32.
+const Tensor *load_norm(Model &m, const std::string &name, int64_t ne0, bool required = true);
+
+enum class Activation { silu, gelu_tanh };
+
+// Graph building for one forward pass of m.
+class LayerBuilder {
+public:
+    LayerBuilder(const Model &m, const ForwardArgs &a);
+
+    Graph &graph() { return g_; }
+    int64_t n_tokens() const { return n_; }
+
+    Tensor *embed(const Tensor *tok_embd);                                  // (n_embd, n)
+    Tensor *rms_norm(Tensor *x, const Tensor *w);                           // eps from hparams
+    Tensor *linear(const Tensor *w, Tensor *x, const Tensor *bias = nullptr);
+    Tensor *add(Tensor *a, Tensor *b);
+    Tensor *scale(Tensor *x, float s);
+
+    // Self-attention of layer il on normed input h (n_embd, n): projections,
+    // q/k norms, rotary embedding with rope, causal attention (scaled by
+    // scale, within the layer's window) over the KV cache, output
+    // projection. Returns (n_embd, n).
+    Tensor *attention(uint32_t il, Tensor *h, const AttnWeights &w, const RopeParams &rope, float scale,
+                      const Tensor *rope_factors = nullptr);
+
+    Tensor *ffn(Tensor *h, const FfnWeights &w, Activation act);
+
+    // The rows in out_rows, normed and projected to the vocabulary: the
+    // graph's output (n_vocab, n_out).
+    Tensor *logits(Tensor *x, const Tensor *norm, const Tensor *output);
+
+    // RopeParams from hparams, with another base and scale where a layer
+    // kind has its own (Gemma 3's sliding layers).
+    RopeParams rope() const;
+
+private:
+    static Tensor *w(const Tensor *t) { return const_cast<Tensor *>(t); }
+    const Model &m_;
+    const ForwardArgs &a_;
+    Graph &g_;
+    int64_t n_;
+};
+
+} // namespace vt
