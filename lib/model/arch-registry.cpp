@@ -8,6 +8,9 @@
 namespace vt {
 
 std::unique_ptr<Architecture> make_llama_architecture();
+std::unique_ptr<Architecture> make_qwen2_architecture();
+std::unique_ptr<Architecture> make_qwen3_architecture();
+std::unique_ptr<Architecture> make_gemma3_architecture();
 
 namespace {
 struct ArchEntry {
@@ -17,6 +20,9 @@ struct ArchEntry {
 
 const ArchEntry kArchitectures[] = {
     {"llama", make_llama_architecture},
+    {"qwen2", make_qwen2_architecture},
+    {"qwen3", make_qwen3_architecture},
+    {"gemma3", make_gemma3_architecture},
 };
 } // namespace
 

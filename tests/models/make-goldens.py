@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Writes tests/models/goldens/smollm2-q4_1.json from the llama.cpp oracle.
+"""Writes tests/models/goldens/<golden>.json from the llama.cpp oracle, for
+each real model vt is gated on (GOLDENS below: SmolLM2-135M Q4_1, Gemma 3
+270M Q4_K_M).
 
 Run from the repository root (re-runnable, deterministic):
-    .venv/bin/python tests/models/make-goldens.py [--out PATH] [--model PATH]
+    .venv/bin/python tests/models/make-goldens.py [--name smollm2|gemma3-270m] [--out PATH] [--model PATH]
 
 Needs llama-cpp-python 0.3.36 (pip install llama-cpp-python==0.3.36); installs
 nothing itself. The model is located through examples/models/vt_models.py.
@@ -43,9 +45,7 @@ sys.path.insert(0, str(REPO / "examples" / "models"))
 import vt_models  # noqa: E402
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
-MODEL = "smollm2"
 N_CTX = 2048
-N_BATCH = 512
 N_THREADS = 2
 SEED = 0
 N_GREEDY = 64
@@ -73,6 +73,23 @@ CHAT = (
     "Hugging Face<|im_end|>\n<|im_start|>user\nWhat is the capital of France? "
     "Answer in one sentence.<|im_end|>\n<|im_start|>assistant\n"
 )
+GEMMA_CHAT = (
+    "<start_of_turn>user\nWhat is the capital of France? Answer in one sentence."
+    "<end_of_turn>\n<start_of_turn>model\n"
+)
+
+# Longer than Gemma 3's 512-token sliding window (about 800 tokens), so that
+# its teacher-forced positions and greedy steps see only part of the prompt
+# in five of every six layers.
+PAST_THE_WINDOW = " ".join([LONG_PARAGRAPH] * 2 + [
+    "In the same way, a language model served to many users is a promise about "
+    "latency, memory and exactness. A serving engine keeps the keys and values of "
+    "every request in blocks, shares the blocks of a common prefix, and frees "
+    "them when a request ends. Layers that attend only to a recent window need "
+    "only the blocks of that window, which is why such models can read long "
+    "documents on small machines. Whether the answer is the same with or without "
+    "those savings is a question for tests, not for hope.",
+    LONG_PARAGRAPH])
 
 # (name, text, is_chat). Every non-empty prompt gets greedy + teacher-forced data.
 PROMPTS: list[tuple[str, str, bool]] = [
@@ -99,6 +116,17 @@ PROMPTS: list[tuple[str, str, bool]] = [
     ("markdown", "# Shopping list\n\n- apples\n- bread\n\n1. first step\n2. second step\n\n"
                  "**Note:** buy `milk` too.", False),
 ]
+
+# Per golden: the model (examples/models/vt_models.py), its chat prompt, the
+# batch that teacher forcing runs in (it holds the longest sequence) and
+# prompts of its own.
+GOLDENS = {
+    "smollm2": {"model": "smollm2", "out": "smollm2-q4_1.json", "chat": CHAT, "n_batch": 512,
+                "extra": []},
+    "gemma3-270m": {"model": "gemma3-270m", "out": "gemma3-270m-q4_k_m.json", "chat": GEMMA_CHAT,
+                    "n_batch": 1024, "extra": [("past_the_window", PAST_THE_WINDOW, False)]},
+}
+N_BATCH = 512  # set from GOLDENS in main()
 
 # Tokenizer-only coverage: pre-tokenizer edge cases (contractions, digits,
 # runs of spaces/newlines, control-token text with special=False, lone
@@ -189,9 +217,17 @@ def teacher_forced(model_path: str, seq: list[int]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(REPO / "tests/models/goldens/smollm2-q4_1.json"))
-    ap.add_argument("--model", help="GGUF path (default: vt_models.py path smollm2)")
+    ap.add_argument("--name", default="smollm2", choices=sorted(GOLDENS))
+    ap.add_argument("--out", help="default: tests/models/goldens/<the name's file>")
+    ap.add_argument("--model", help="GGUF path (default: vt_models.py path <model>)")
     a = ap.parse_args()
+    cfg = GOLDENS[a.name]
+    global N_BATCH
+    N_BATCH = cfg["n_batch"]
+    MODEL = cfg["model"]
+    a.out = a.out or str(REPO / "tests/models/goldens" / cfg["out"])
+    chat_text = cfg["chat"]
+    prompt_list = [(n, chat_text if is_chat else t, is_chat) for n, t, is_chat in PROMPTS] + cfg["extra"]
 
     if llama_cpp.__version__ != LLAMA_CPP_PYTHON_VERSION:
         die(f"llama-cpp-python {llama_cpp.__version__} found, goldens are pinned to "
@@ -214,7 +250,7 @@ def main() -> None:
         return bool(llama_cpp.llama_vocab_is_eog(tok_llm._model.vocab, t))
 
     prompts = []
-    for name, text, is_chat in PROMPTS:
+    for name, text, is_chat in prompt_list:
         entry: dict = {"name": name, "text": text, "ids": tokenize(text, False)}
         if is_chat:
             entry["ids_special"] = tokenize(text, True)

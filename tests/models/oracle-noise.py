@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How far llama.cpp is from itself: the noise floor behind the tolerances of
-tests/models/test-smollm2.cpp.
+tests/models/test-llama-goldens.cpp.
 
 Run it with a llama-cpp-python 0.3.36 built for another instruction set than
 the one that wrote the goldens, e.g. in a scratch venv:

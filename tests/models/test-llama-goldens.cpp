@@ -1,17 +1,19 @@
-// SmolLM2-135M-Instruct Q4_1 against the llama.cpp oracle, through the public
-// C ABI only (include/vt/vt.h). The goldens come from
-// tests/models/make-goldens.py (llama-cpp-python 0.3.36); see its docstring
-// for what each field means.
+// A real model against the llama.cpp oracle, through the public C ABI only
+// (include/vt/vt.h): SmolLM2-135M-Instruct Q4_1 and Gemma 3 270M Q4_K_M, one
+// meson test each. The goldens come from tests/models/make-goldens.py
+// (llama-cpp-python 0.3.36); see its docstring for what each field means.
 //
 // Environment:
-//   VT_TEST_MODEL   path of SmolLM2-135M-Instruct.Q4_1.gguf, set by the test
-//                   runner (tests/run.sh) from examples/models/vt_models.py.
-//                   Unset or missing: the test exits 77, which meson reports
-//                   as SKIP.
-//   VT_SOURCE_ROOT  repository root (set by meson's test env); the goldens are
-//                   at tests/models/goldens/smollm2-q4_1.json under it.
+//   VT_GOLDEN       the golden's name: tests/models/goldens/<name>.json
+//                   (default smollm2-q4_1), set per test by meson.
+//   VT_TEST_MODEL_DIR  the folder of the cached models (tests/run.sh sets it
+//                   from examples/models/vt_models.py); the model is the file
+//                   the golden names in it. Unset or missing: the test exits
+//                   77, which meson reports as SKIP.
+//   VT_SOURCE_ROOT  repository root (set by meson's test env).
 //   VT_TEST_GOLDEN  optional: another golden file of the same format (e.g. the
-//                   exact-arithmetic one from tests/models/numpy-reference.py).
+//                   exact-arithmetic one from tests/models/numpy-reference.py);
+//                   VT_TEST_MODEL then names the model file.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -97,8 +99,9 @@ fs::path golden_path() {
     // tests/models/numpy-reference.py --out.
     if (const char *g = std::getenv("VT_TEST_GOLDEN"); g && *g) return g;
     const char *root = std::getenv("VT_SOURCE_ROOT");
+    const char *name = std::getenv("VT_GOLDEN");
     fs::path base = root ? fs::path(root) : fs::path(".");
-    return base / "tests" / "models" / "goldens" / "smollm2-q4_1.json";
+    return base / "tests" / "models" / "goldens" / (std::string(name && *name ? name : "smollm2-q4_1") + ".json");
 }
 
 // Shared across cases: the model loads once per process.
@@ -113,28 +116,32 @@ struct Fixture {
 Fixture &fixture() {
     static Fixture f = [] {
         Fixture x;
-        const char *mp = std::getenv("VT_TEST_MODEL");
-        if (!mp || !*mp) {
-            x.skip_reason = "VT_TEST_MODEL is not set (run tests through tests/run.sh, "
-                            "or export VT_TEST_MODEL=$(python3 examples/models/vt_models.py path smollm2))";
+        std::ifstream in(golden_path(), std::ios::binary);
+        if (in) x.golden = json::parse(in, nullptr, /*allow_exceptions=*/false);
+        std::string mp;
+        const char *override_golden = std::getenv("VT_TEST_GOLDEN");
+        const char *dir = std::getenv("VT_TEST_MODEL_DIR");
+        if (override_golden && *override_golden && std::getenv("VT_TEST_MODEL")) {
+            mp = std::getenv("VT_TEST_MODEL");
+        } else if (dir && *dir && x.golden.is_object()) {
+            mp = (fs::path(dir) / x.golden["model"]["file"].get<std::string>()).string();
+        } else {
+            x.skip_reason = "VT_TEST_MODEL_DIR is not set (run tests through tests/run.sh, or export "
+                            "VT_TEST_MODEL_DIR=$(dirname $(python3 examples/models/vt_models.py path smollm2)))";
             return x;
         }
         if (!fs::is_regular_file(mp)) {
-            x.skip_reason = std::string("VT_TEST_MODEL=") + mp + " does not exist";
+            x.skip_reason = mp + " does not exist (fetch it with examples/models/vt_models.py)";
             return x;
         }
         x.have_model = true;
-        std::ifstream in(golden_path(), std::ios::binary);
-        if (in) {
-            x.golden = json::parse(in, nullptr, /*allow_exceptions=*/false);
-        }
         vt_model *m = nullptr;
-        vt_status st = vt_model_load(mp, nullptr, &m);
+        vt_status st = vt_model_load(mp.c_str(), nullptr, &m);
         if (st == VT_OK) {
             x.model.reset(m);
             if (vt_model_tokenizer(m, &x.tok) != VT_OK) x.tok = nullptr;
         } else {
-            x.skip_reason = "vt_model_load(" + std::string(mp) + ") failed: " + status_msg(st);
+            x.skip_reason = "vt_model_load(" + mp + ") failed: " + status_msg(st);
         }
         return x;
     }();
@@ -224,7 +231,7 @@ size_t n_vocab() { return fixture().golden["model"]["n_vocab"].get<size_t>(); }
 
 }  // namespace
 
-TEST_CASE("smollm2: tokenization matches llama.cpp", "[model][smollm2][tokenizer]") {
+TEST_CASE("llama.cpp goldens: tokenization matches llama.cpp", "[model][tokenizer]") {
     if (!ready()) return;
     const json &g = fixture().golden;
     CHECK(vt_tokenizer_n_vocab(fixture().tok) == n_vocab());
@@ -252,7 +259,7 @@ TEST_CASE("smollm2: tokenization matches llama.cpp", "[model][smollm2][tokenizer
     WARN("tokenization: " << n_checked << " strings compared");
 }
 
-TEST_CASE("smollm2: teacher-forced logits match llama.cpp", "[model][smollm2][logits]") {
+TEST_CASE("llama.cpp goldens: teacher-forced logits match llama.cpp", "[model][logits]") {
     if (!ready()) return;
     const json &g = fixture().golden;
     const size_t nv = n_vocab();
@@ -318,7 +325,7 @@ TEST_CASE("smollm2: teacher-forced logits match llama.cpp", "[model][smollm2][lo
                                        << max_diff_all << "\n" << summary.str());
 }
 
-TEST_CASE("smollm2: argmax along llama.cpp's greedy path", "[model][smollm2][greedy]") {
+TEST_CASE("llama.cpp goldens: argmax along llama.cpp's greedy path", "[model][greedy]") {
     // The oracle's 64 greedy tokens fed after the prompt in one step: at each
     // step vt's argmax must be the oracle's next token wherever the oracle's
     // margin exceeds TOP1_MARGIN. Unlike free-running greedy, one near-tie
@@ -356,7 +363,7 @@ TEST_CASE("smollm2: argmax along llama.cpp's greedy path", "[model][smollm2][gre
     CHECK(n_checked > n_total * 9 / 10);
 }
 
-TEST_CASE("smollm2: top-1 flips at small margins stay rare", "[model][smollm2][greedy]") {
+TEST_CASE("llama.cpp goldens: top-1 flips at small margins stay rare", "[model][greedy]") {
     // Runs after the two cases above (Catch2 keeps declaration order) and
     // judges the flips they counted between TOP1_MARGIN and NOISE_MARGIN.
     if (!ready()) return;
@@ -367,7 +374,7 @@ TEST_CASE("smollm2: top-1 flips at small margins stay rare", "[model][smollm2][g
                                       << " of " << g_flips.compared);
 }
 
-TEST_CASE("smollm2: greedy continuation matches llama.cpp", "[model][smollm2][greedy]") {
+TEST_CASE("llama.cpp goldens: greedy continuation matches llama.cpp", "[model][greedy]") {
     if (!ready()) return;
     const json &g = fixture().golden;
     const size_t nv = n_vocab();

@@ -1,0 +1,52 @@
+#include "models/decoder.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+
+namespace vt {
+
+void PreNormDecoder::load(Model &m) {
+    read_decoder_hparams(m, traits_.rope_mode);
+    full_attention_cache(m);
+    const Hparams &hp = m.hparams;
+    const int64_t E = hp.n_embd, V = hp.n_vocab;
+    tok_embd_ = m.matmul_weight("token_embd.weight", {E, V});
+    output_norm_ = load_norm(m, "output_norm.weight", E);
+    output_ = m.matmul_weight("output.weight", {E, V}, false);
+    if (!output_) output_ = tok_embd_;
+    if (traits_.rope_freqs) rope_freqs_ = load_norm(m, "rope_freqs.weight", hp.n_rot / 2, false);
+    else if (m.gguf().find_tensor("rope_freqs.weight"))
+        fail(VT_ERR_FORMAT, "%s: unexpected rope_freqs.weight", traits_.name);
+    layers_.resize(hp.n_layer);
+    for (uint32_t i = 0; i < hp.n_layer; ++i) {
+        const std::string p = "blk." + std::to_string(i) + ".";
+        Layer &l = layers_[i];
+        l.attn_norm = load_norm(m, p + "attn_norm.weight", E);
+        l.attn = load_attn_weights(m, i);
+        const bool has_bias = l.attn.bq && l.attn.bk && l.attn.bv;
+        if (traits_.qkv_bias && !has_bias) fail(VT_ERR_FORMAT, "%s: %sattn_{q,k,v}.bias missing", traits_.name, p.c_str());
+        if (traits_.qk_norm && !l.attn.q_norm)
+            fail(VT_ERR_FORMAT, "%s: %sattn_{q,k}_norm.weight missing", traits_.name, p.c_str());
+        if (!traits_.qk_norm && l.attn.q_norm)
+            fail(VT_ERR_FORMAT, "%s: %sattn_q_norm.weight is not part of this architecture", traits_.name, p.c_str());
+        l.ffn_norm = load_norm(m, p + "ffn_norm.weight", E);
+        l.ffn = load_ffn_weights(m, i);
+    }
+}
+
+Tensor *PreNormDecoder::build(const Model &m, const ForwardArgs &a) const {
+    LayerBuilder b(m, a);
+    const RopeParams rope = b.rope();
+    const float scale = 1.0f / std::sqrt((float)m.hparams.head_dim);
+    Tensor *x = b.embed(tok_embd_);
+    for (uint32_t il = 0; il < m.hparams.n_layer; ++il) {
+        const Layer &l = layers_[il];
+        x = b.add(x, b.attention(il, b.rms_norm(x, l.attn_norm), l.attn, rope, scale, rope_freqs_));
+        x = b.add(x, b.ffn(b.rms_norm(x, l.ffn_norm), l.ffn, Activation::silu));
+    }
+    return b.logits(x, output_norm_, output_);
+}
+
+} // namespace vt
