@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Writes tests/models/tiny/: a tiny random-weight model per architecture,
+written by Hugging Face transformers, converted to GGUF by llama.cpp's own
+convert_hf_to_gguf.py, with transformers' float32 logits as the golden.
+
+Run from the repository root (re-runnable, deterministic: fixed seeds):
+    PY=/path/to/venv/bin/python   # torch, transformers==5.24.0, tokenizers==0.23.3
+    $PY tests/models/make-tiny-models.py --llama-cpp DIR [--only NAME,...]
+DIR is llama.cpp's source tree, e.g. the vendor/llama.cpp folder of the
+llama-cpp-python 0.3.36 sdist (pip download --no-deps --no-binary :all:
+llama-cpp-python==0.3.36). torch runs here only: CI reads the committed
+fixtures and needs none of it.
+
+Per architecture (CONFIGS), tests/models/tiny/<name>.gguf (float32 weights)
+and <name>.json:
+  prompts   text, ids (the HF tokenizer's, no special tokens added),
+            logits: every position's full float32 logits row (6 decimals)
+  greedy    32 ids: argmax of transformers' float32 logits, one token per
+            step with the whole sequence recomputed, from prompts[-1];
+            greedy_margins: top1 - top2 at each step.
+The configs are chosen to exercise each feature: prompts longer than the
+sliding windows, q/k/v biases, q/k norms, head sizes that are not
+n_embd / n_head, tied and untied outputs, Llama 3 rope scaling.
+
+The tokenizer is a byte-level BPE of 384 tokens trained on the first 64 KB of
+../shared/data/tokenizers/corpus/war-and-peace.txt, so each fixture stays
+small. The converter refuses a pre-tokenizer it does not know by hash; this
+script tells it the pre-tokenizer is GPT-2's (which it is: ByteLevel with
+GPT-2's split pattern) instead of growing the fixtures with a real vocabulary.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+OUT = REPO / "tests" / "models" / "tiny"
+CORPUS = REPO.parent / "shared" / "data" / "tokenizers" / "corpus" / "war-and-peace.txt"
+VOCAB = 384
+N_GREEDY = 32
+SEED = 1234
+
+PROMPTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Prince Andrew looked at the sky, high and infinite, and thought that all of it was "
+    "vanity and deception, all but that endless sky.",
+]
+
+# name: (transformers class, config class, config kwargs). Small widths; head
+# sizes differ from n_embd / n_head where the architecture allows it.
+COMMON = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+              max_position_embeddings=512, rms_norm_eps=1e-6)
+CONFIGS = {
+    "llama": ("LlamaForCausalLM", "LlamaConfig", dict(
+        COMMON, num_hidden_layers=2, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                         "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 64})),
+    "mistral": ("MistralForCausalLM", "MistralConfig", dict(
+        COMMON, num_hidden_layers=2, tie_word_embeddings=False, head_dim=32, sliding_window=None,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})),
+    "qwen2": ("Qwen2ForCausalLM", "Qwen2Config", dict(
+        COMMON, num_hidden_layers=2, tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})),
+    "qwen3": ("Qwen3ForCausalLM", "Qwen3Config", dict(
+        COMMON, num_hidden_layers=2, tie_word_embeddings=True, head_dim=32,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})),
+    # Six layers: five sliding (window 8, shorter than both prompts) and one
+    # global, the pattern llama.cpp assumes for Gemma 3 files without one.
+    "gemma3": ("Gemma3ForCausalLM", "Gemma3TextConfig", dict(
+        COMMON, num_hidden_layers=6, head_dim=32, query_pre_attn_scalar=32, sliding_window=8,
+        hidden_activation="gelu_pytorch_tanh", final_logit_softcapping=None, attn_logit_softcapping=None,
+        tie_word_embeddings=True,
+        layer_types=["sliding_attention"] * 5 + ["full_attention"],
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})),
+}
+
+
+def train_tokenizer(folder: Path):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+    text = CORPUS.read_text(encoding="utf-8")[:65536]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB - 1, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator([text[i:i + 4096] for i in range(0, len(text), 4096)], trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
+                                   unk_token=None)
+    fast.save_pretrained(folder)
+    return fast
+
+
+def convert(llama_cpp: Path, folder: Path, out: Path) -> None:
+    # The converter in a child process, with get_vocab_base_pre answering
+    # "gpt-2" for this tokenizer (see the docstring).
+    code = (
+        "import sys, runpy\n"
+        f"sys.path.insert(0, {str(llama_cpp)!r})\n"
+        f"sys.path.insert(1, {str(llama_cpp / 'gguf-py')!r})\n"
+        "import conversion.base as base\n"
+        "base.TextModel.get_vocab_base_pre = lambda self, tokenizer: 'gpt-2'\n"
+        f"sys.argv = ['convert_hf_to_gguf.py', {str(folder)!r}, '--outtype', 'f32', '--outfile', {str(out)!r}]\n"
+        f"runpy.run_path({str(llama_cpp / 'convert_hf_to_gguf.py')!r}, run_name='__main__')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"make-tiny-models: convert_hf_to_gguf.py failed on {folder}:\n{r.stdout}{r.stderr}")
+
+
+def make(name: str, llama_cpp: Path) -> None:
+    import torch
+    import transformers
+    cls_name, cfg_name, kwargs = CONFIGS[name]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / name
+        tok = train_tokenizer(folder)
+        cfg = getattr(transformers, cfg_name)(vocab_size=len(tok), bos_token_id=tok.bos_token_id,
+                                              eos_token_id=tok.eos_token_id, pad_token_id=None, **kwargs)
+        torch.manual_seed(SEED)
+        model = getattr(transformers, cls_name)(cfg).to(torch.float32).eval()
+        # Random init gives logits of a few hundredths; widen the spread so
+        # that greedy margins are far above float32 noise.
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.dim() >= 2:
+                    p.mul_(4.0)
+        model.save_pretrained(folder, safe_serialization=True)
+        OUT.mkdir(parents=True, exist_ok=True)
+        convert(llama_cpp, folder, OUT / f"{name}.gguf")
+
+        prompts = []
+        with torch.no_grad():
+            for text in PROMPTS:
+                ids = tok(text, add_special_tokens=False)["input_ids"]
+                logits = model(torch.tensor([ids])).logits[0].float()
+                prompts.append({"text": text, "ids": ids,
+                                "logits": [[round(float(v), 6) for v in row] for row in logits]})
+            seq = list(prompts[-1]["ids"])
+            greedy, margins = [], []
+            for _ in range(N_GREEDY):
+                row = model(torch.tensor([seq])).logits[0, -1].float()
+                top = torch.topk(row, 2)
+                greedy.append(int(top.indices[0]))
+                margins.append(round(float(top.values[0] - top.values[1]), 6))
+                seq.append(greedy[-1])
+        golden = {
+            "format": 1, "generator": "tests/models/make-tiny-models.py", "architecture": name,
+            "transformers": transformers.__version__, "torch": torch.__version__,
+            "config": json.loads(cfg.to_json_string()), "n_vocab": len(tok),
+            "prompts": prompts, "greedy": greedy, "greedy_margins": margins,
+        }
+        path = OUT / f"{name}.json"
+        path.write_text(json.dumps(golden, separators=(",", ":")) + "\n", encoding="utf-8")
+        print(f"{name}: {(OUT / f'{name}.gguf').stat().st_size} + {path.stat().st_size} bytes, "
+              f"min greedy margin {min(margins):.4f}", file=sys.stderr)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--llama-cpp", required=True, type=Path, help="llama.cpp source tree (convert_hf_to_gguf.py)")
+    ap.add_argument("--only", help="comma-separated subset of " + ",".join(CONFIGS))
+    a = ap.parse_args()
+    names = a.only.split(",") if a.only else list(CONFIGS)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    for n in names:
+        make(n, a.llama_cpp)
+
+
+if __name__ == "__main__":
+    main()
