@@ -3,8 +3,8 @@
 //! and the same around a GELU-tanh gated FFN (four norms per block). Queries
 //! and keys get a per-head RMSNorm before rotary embedding (NeoX halves).
 //! Layers alternate five sliding-window ones (window `attention.
-//! sliding_window`, rope base 10000, no scaling) with one global layer (the
-//! file's rope base and scaling). Token embeddings are scaled by
+//! sliding_window`, rope base `rope.freq_base_swa` or 10000, no scaling) with
+//! one global layer (the file's rope base and scaling). Token embeddings are scaled by
 //! sqrt(n_embd); the output is tied to them. Queries are scaled by
 //! query_pre_attn_scalar^-1/2: head_dim, except the 27B's n_embd / n_head.
 //! Reference: transformers/models/gemma3/modeling_gemma3.py; llama.cpp's
@@ -20,8 +20,26 @@
 namespace vt {
 namespace {
 
-constexpr uint32_t kSlidingPattern = 6;      // layer il slides unless il % 6 == 5
-constexpr float kSlidingRopeBase = 10000.0f;
+constexpr uint32_t kSlidingPattern = 6;      // default: layer il slides unless il % 6 == 5
+constexpr float kSlidingRopeBase = 10000.0f;  // default of rope.freq_base_swa
+
+// Which layers slide, as llama.cpp reads it: attention.sliding_window_pattern
+// is a bool per layer, or a period n (layer il slides unless il % n == n - 1;
+// 0: all slide), 6 when absent.
+std::vector<bool> sliding_layers(const Model &m, uint32_t n_layer) {
+    std::vector<bool> out(n_layer);
+    const std::string key = m.arch_name() + ".attention.sliding_window_pattern";
+    if (const GgufValue *arr = m.gguf().get_array(key, GgufType::BOOL)) {
+        if (arr->arr_n != n_layer)
+            fail(VT_ERR_FORMAT, "%s has %llu entries for %u layers", key.c_str(), (unsigned long long)arr->arr_n,
+                 n_layer);
+        for (uint32_t il = 0; il < n_layer; ++il) out[il] = arr->uint_at(il) != 0;
+        return out;
+    }
+    const uint32_t n = m.arch_u32("attention.sliding_window_pattern", kSlidingPattern);
+    for (uint32_t il = 0; il < n_layer; ++il) out[il] = n == 0 || il % n < n - 1;
+    return out;
+}
 
 struct Gemma3Layer {
     const Tensor *attn_norm, *attn_post_norm, *ffn_norm, *ffn_post_norm;  // (n_embd) each
@@ -39,6 +57,7 @@ private:
     const Tensor *output_ = nullptr;       // (n_embd, n_vocab); tok_embd_ when tied (as Gemma 3 is)
     const Tensor *output_norm_ = nullptr;  // (n_embd)
     float attn_scale_ = 1.0f;
+    float sliding_rope_base_ = kSlidingRopeBase;
     std::vector<Gemma3Layer> layers_;
 };
 
@@ -46,12 +65,16 @@ void Gemma3::load(Model &m) {
     read_decoder_hparams(m, kRopeNeox);
     const Hparams &hp = m.hparams;
     const uint32_t window = m.arch_u32("attention.sliding_window", 0);
+    const std::vector<bool> slides = sliding_layers(m, hp.n_layer);
     m.cache_layers.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
-        const bool sliding = window > 0 && il % kSlidingPattern < kSlidingPattern - 1;
+        const bool sliding = window > 0 && slides[il];
         m.cache_layers[il] = {sliding ? CacheKind::sliding_window : CacheKind::full_attention, sliding ? window : 0,
                               hp.n_embd_kv()};
     }
+    sliding_rope_base_ = m.arch_f32("rope.freq_base_swa", kSlidingRopeBase);
+    if (m.arch_f32("final_logit_softcapping", 0.0f) != 0.0f)
+        fail(VT_ERR_UNSUPPORTED, "gemma3: final logit soft-capping is not supported yet");
     // llama.cpp's rule: the 27B (62 layers) scales by n_embd / n_head.
     const float pre_attn = hp.n_layer == 62 ? (float)hp.n_embd / (float)hp.n_head : (float)hp.head_dim;
     attn_scale_ = 1.0f / std::sqrt(pre_attn);
@@ -79,7 +102,7 @@ Tensor *Gemma3::build(const Model &m, const ForwardArgs &a) const {
     LayerBuilder b(m, a);
     const RopeParams global = b.rope();
     RopeParams sliding = global;
-    sliding.freq_base = kSlidingRopeBase;
+    sliding.freq_base = sliding_rope_base_;
     sliding.freq_scale = 1.0f;
     sliding.ext_factor = 0.0f;
     Tensor *x = b.scale(b.embed(tok_embd_), std::sqrt((float)m.hparams.n_embd));
