@@ -1,8 +1,10 @@
 // The architecture table: the only place that maps a name to an
-// architecture. Adding one = a file in lib/models/ + one line here.
+// architecture. Adding one = a file in lib/models/ + one line here (and one
+// in kHfArchitectures for the Hugging Face names it loads from a folder).
 #include <cstring>
 
 #include "core/error.h"
+#include "model/hf-folder.h"
 #include "model/model.h"
 
 namespace vt {
@@ -24,7 +26,33 @@ const ArchEntry kArchitectures[] = {
     {"qwen3", make_qwen3_architecture},
     {"gemma3", make_gemma3_architecture},
 };
+
+struct HfEntry {
+    const char *hf_name;  // config.json "architectures"
+    HfArchitecture arch;
+};
+
+const HfEntry kHfArchitectures[] = {
+    {"LlamaForCausalLM", {"llama", HfNorms::plain}},
+    {"MistralForCausalLM", {"llama", HfNorms::plain}},
+    {"Qwen2ForCausalLM", {"qwen2", HfNorms::plain}},
+    {"Qwen3ForCausalLM", {"qwen3", HfNorms::plain}},
+    {"Gemma3ForCausalLM", {"gemma3", HfNorms::gemma}},
+    {"Gemma3ForConditionalGeneration", {"gemma3", HfNorms::gemma}},  // its text model
+};
 } // namespace
+
+const HfArchitecture *find_hf_architecture(const std::string &hf_name) {
+    for (const HfEntry &e : kHfArchitectures)
+        if (hf_name == e.hf_name) return &e.arch;
+    return nullptr;
+}
+
+std::string hf_architecture_names() {
+    std::string known;
+    for (const HfEntry &e : kHfArchitectures) known += known.empty() ? e.hf_name : std::string(", ") + e.hf_name;
+    return known;
+}
 
 std::unique_ptr<Architecture> make_architecture(const std::string &name) {
     std::string known;

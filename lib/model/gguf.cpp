@@ -377,4 +377,23 @@ std::unique_ptr<GgufFile> GgufFile::parse(const uint8_t *data, size_t size) {
     }
 }
 
+std::unique_ptr<GgufFile> GgufFile::assemble(std::string name, std::vector<GgufKV> kvs,
+                                             std::vector<GgufTensorInfo> tensors,
+                                             std::vector<std::shared_ptr<const void>> keep) {
+    std::unique_ptr<GgufFile> g(new GgufFile());
+    g->name_ = std::move(name);
+    g->version_ = 3;
+    g->keep_ = std::move(keep);
+    g->kvs_ = std::move(kvs);
+    g->tensors_ = std::move(tensors);
+    // The indexes view the strings in their final place.
+    for (size_t i = 0; i < g->kvs_.size(); ++i)
+        if (!g->kv_index_.emplace(g->kvs_[i].key, i).second)
+            fail(VT_ERR_FORMAT, "%s: duplicate key '%s'", g->name_.c_str(), g->kvs_[i].key.c_str());
+    for (size_t i = 0; i < g->tensors_.size(); ++i)
+        if (!g->tensor_index_.emplace(g->tensors_[i].name, i).second)
+            fail(VT_ERR_FORMAT, "%s: duplicate tensor '%s'", g->name_.c_str(), g->tensors_[i].name.c_str());
+    return g;
+}
+
 } // namespace vt

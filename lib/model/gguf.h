@@ -78,6 +78,13 @@ public:
     static std::unique_ptr<GgufFile> open(const std::string &path, bool use_mmap = true);
     // Parses bytes owned by the caller (tests, fuzzing); they must outlive it.
     static std::unique_ptr<GgufFile> parse(const uint8_t *data, size_t size);
+    // A file assembled in memory: another format's metadata and tensors as a
+    // converter would have written them (model/hf-folder.h). keep owns
+    // whatever their strings and data point into. VT_ERR_FORMAT on a
+    // duplicate key or tensor name.
+    static std::unique_ptr<GgufFile> assemble(std::string name, std::vector<GgufKV> kvs,
+                                              std::vector<GgufTensorInfo> tensors,
+                                              std::vector<std::shared_ptr<const void>> keep);
 
     uint32_t version() const { return version_; }
     size_t alignment() const { return alignment_; }
@@ -115,6 +122,7 @@ private:
     void parse_all(const uint8_t *data, size_t size);
     const GgufValue *typed(std::string_view key, const char *want, bool ok(GgufType)) const;
     std::unique_ptr<MappedFile> file_;
+    std::vector<std::shared_ptr<const void>> keep_;  // assemble()'s storage
     std::string name_ = "gguf";  // path for messages, "gguf" for parse()
     uint32_t version_ = 0;
     size_t alignment_ = 32;

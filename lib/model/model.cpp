@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "core/log.h"
 #include "core/quant/kernels.h"
 #include "core/quant/repack.h"
+#include "model/hf-folder.h"
 
 namespace vt {
 
@@ -19,14 +21,23 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
     };
     std::unique_ptr<Model> m(new Model());
     report(0.0f);
-    m->gguf_ = GgufFile::open(path, use_mmap);
+    std::vector<int32_t> extra_eos;
+    m->from_folder_ = std::filesystem::is_directory(path);
+    if (m->from_folder_) {
+        HfFolder folder = open_hf_folder(path, use_mmap);
+        m->gguf_ = std::move(folder.gguf);
+        extra_eos = std::move(folder.eos_ids);
+    } else {
+        m->gguf_ = GgufFile::open(path, use_mmap);
+    }
     report(0.3f);
     auto arch = m->gguf_->get_string("general.architecture");
     if (!arch) fail(VT_ERR_FORMAT, "%s: no general.architecture key", path.c_str());
     m->arch_name_ = std::string(*arch);
     try {
         m->arch_ = make_architecture(m->arch_name_);
-        m->tokenizer_ = Tokenizer::from_gguf(*m->gguf_);
+        m->tokenizer_ = m->from_folder_ ? Tokenizer::from_file(path) : Tokenizer::from_gguf(*m->gguf_);
+        if (!extra_eos.empty()) m->tokenizer_ = with_end_of_generation(std::move(m->tokenizer_), extra_eos);
         report(0.6f);
         for (const GgufTensorInfo &t : m->gguf_->tensors()) {
             m->n_params += (uint64_t)(t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]);

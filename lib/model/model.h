@@ -82,13 +82,16 @@ std::unique_ptr<Architecture> make_architecture(const std::string &name);
 class Model {
 public:
     using Progress = std::function<bool(float)>;
-    // Loads path; progress may return false to cancel (VT_ERR_CANCELLED).
+    // Loads path, a GGUF file or a Hugging Face model folder; progress may
+    // return false to cancel (VT_ERR_CANCELLED).
     static std::unique_ptr<Model> load(const std::string &path, bool use_mmap, const Progress &progress);
 
     const GgufFile &gguf() const { return *gguf_; }
     const Tokenizer &tokenizer() const { return *tokenizer_; }
     const Architecture &arch() const { return *arch_; }
     const std::string &arch_name() const { return arch_name_; }
+    // Loaded from a Hugging Face folder (model/hf-folder.h), not a GGUF file.
+    bool from_folder() const { return from_folder_; }
 
     // A weight by GGUF name as a tensor view into the mapping, checked
     // against the expected shape (trailing 1s may be omitted). Throws
@@ -119,6 +122,7 @@ private:
     std::unique_ptr<Tokenizer> tokenizer_;
     std::unique_ptr<Architecture> arch_;
     std::string arch_name_;
+    bool from_folder_ = false;
     std::vector<std::unique_ptr<Tensor>> weights_;  // stable addresses
     std::vector<std::unique_ptr<PageBuffer>> repacked_;  // data of repacked weights
     size_t repacked_bytes_ = 0;

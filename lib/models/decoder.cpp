@@ -10,6 +10,10 @@ namespace vt {
 void PreNormDecoder::load(Model &m) {
     read_decoder_hparams(m, traits_.rope_mode);
     full_attention_cache(m);
+    // Mistral v0.1's window applies to every layer (a folder's config.json
+    // sliding_window; GGUF conversions of it carry none).
+    if (const uint32_t window = m.arch_u32("attention.sliding_window", 0))
+        for (LayerCacheSpec &l : m.cache_layers) l = {CacheKind::sliding_window, window, l.kv_row};
     const Hparams &hp = m.hparams;
     const int64_t E = hp.n_embd, V = hp.n_vocab;
     tok_embd_ = m.matmul_weight("token_embd.weight", {E, V});

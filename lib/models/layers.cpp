@@ -26,7 +26,9 @@ void read_decoder_hparams(Model &m, int32_t rope_mode) {
     hp.n_rot = m.arch_u32("rope.dimension_count", hp.head_dim);
     if (hp.n_rot == 0 || hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0)
         fail(VT_ERR_FORMAT, "%s: invalid rope dimension %u", arch, hp.n_rot);
-    hp.rope_mode = rope_mode;
+    // A folder keeps Hugging Face's rotate_half layout of Q and K; only the
+    // GGUF converter permutes (Llama's) rows for adjacent pairs.
+    hp.rope_mode = m.from_folder() ? kRopeNeox : rope_mode;
     hp.rope_freq_base = m.arch_f32("rope.freq_base", 10000.0f);
     if (!(hp.rope_freq_base > 0.0f)) fail(VT_ERR_FORMAT, "%s: invalid rope base %g", arch, (double)hp.rope_freq_base);
     hp.norm_eps = m.arch_f32("attention.layer_norm_rms_epsilon", 1e-5f);

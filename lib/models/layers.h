@@ -16,7 +16,7 @@ namespace vt {
 // Reads "<arch>.*" keys shared by decoder-only transformers into m.hparams
 // (context, widths, heads, head size, rope dimensions, base, linear or YaRN
 // scaling, RMS epsilon) and checks them. rope_mode is the caller's: it
-// depends on how the converter laid out Q and K.
+// depends on how the converter laid out Q and K (a folder is always NeoX).
 void read_decoder_hparams(Model &m, int32_t rope_mode);
 
 // One full-attention cache layer per block.

@@ -56,4 +56,8 @@ public:
     virtual bool is_eog(int32_t id) const = 0;
 };
 
+// base, with ids it also treats as end of generation (a Hugging Face
+// folder's generation_config.json eos_token_id list).
+std::unique_ptr<Tokenizer> with_end_of_generation(std::unique_ptr<Tokenizer> base, std::vector<int32_t> ids);
+
 } // namespace vt

@@ -11,8 +11,10 @@ llama-cpp-python 0.3.36 sdist (pip download --no-deps --no-binary :all:
 llama-cpp-python==0.3.36). torch runs here only: CI reads the committed
 fixtures and needs none of it.
 
-Per architecture (CONFIGS), tests/models/tiny/<name>.gguf (float32 weights)
-and <name>.json:
+Per architecture (CONFIGS), tests/models/tiny/<name>/ (the folder that
+save_pretrained writes: config.json, model.safetensors, tokenizer files,
+generation_config.json), <name>.gguf (its conversion, float32 weights) and
+<name>.json:
   prompts   text, ids (the HF tokenizer's, no special tokens added),
             logits: every position's full float32 logits row (6 decimals)
   greedy    32 ids: argmax of transformers' float32 logits, one token per
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -135,6 +138,9 @@ def make(name: str, llama_cpp: Path) -> None:
         model.save_pretrained(folder, safe_serialization=True)
         OUT.mkdir(parents=True, exist_ok=True)
         convert(llama_cpp, folder, OUT / f"{name}.gguf")
+        kept = OUT / name
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.copytree(folder, kept)
 
         prompts = []
         with torch.no_grad():

@@ -3,8 +3,10 @@
 // convert_hf_to_gguf.py converted (tests/models/make-tiny-models.py; the GGUF
 // fixtures and transformers' float32 logits are in tests/models/tiny/).
 //
-// Environment: VT_TINY_MODEL names the fixture (meson sets it, one test per
-// architecture); VT_SOURCE_ROOT the repository root.
+// Environment: VT_TINY_MODEL names the fixture and VT_TINY_SOURCE how to load
+// it, "gguf" (<name>.gguf) or "folder" (the Hugging Face folder <name>/);
+// meson sets both, one test per architecture and source. VT_SOURCE_ROOT is
+// the repository root.
 //
 // What must hold, for float32 weights:
 // - vt's tokenizer from the GGUF gives the HF tokenizer's ids;
@@ -75,8 +77,11 @@ Fixture &fixture() {
         const fs::path dir = fs::path(root) / "tests" / "models" / "tiny";
         std::ifstream in(dir / (x.name + ".json"), std::ios::binary);
         if (in) x.golden = json::parse(in, nullptr, /*allow_exceptions=*/false);
+        const char *source = std::getenv("VT_TINY_SOURCE");
+        const bool folder = source && std::string(source) == "folder";
+        const fs::path path = folder ? dir / x.name : dir / (x.name + ".gguf");
         vt_model *m = nullptr;
-        if (vt_model_load((dir / (x.name + ".gguf")).string().c_str(), nullptr, &m) == VT_OK) {
+        if (vt_model_load(path.string().c_str(), nullptr, &m) == VT_OK) {
             x.model.reset(m);
             vt_model_tokenizer(m, &x.tok);
         } else {

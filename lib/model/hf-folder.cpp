@@ -1,0 +1,343 @@
+#include "model/hf-folder.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/quant.h"
+#include "model/safetensors.h"
+
+namespace vt {
+
+namespace {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+json read_json(const fs::path &p) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) fail(VT_ERR_IO, "%s: cannot be read", p.c_str());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) fail(VT_ERR_FORMAT, "%s: malformed JSON", p.c_str());
+    return j;
+}
+
+// The metadata being assembled, with storage for its strings.
+class Meta {
+public:
+    explicit Meta(std::string arch) : arch_(std::move(arch)) { str("general.architecture", arch_); }
+    void u32(const std::string &k, uint64_t v) {
+        GgufValue val;
+        val.type = GgufType::UINT32;
+        val.u = v;
+        val.i = (int64_t)v;
+        val.f = (double)v;
+        put(arch_ + "." + k, std::move(val));
+    }
+    void f32(const std::string &k, double v) {
+        GgufValue val;
+        val.type = GgufType::FLOAT32;
+        val.f = v;
+        put(arch_ + "." + k, std::move(val));
+    }
+    void str(const std::string &key, const std::string &v) {
+        GgufValue val;
+        val.type = GgufType::STRING;
+        val.str = keep(v);
+        put(key, std::move(val));
+    }
+    void bools(const std::string &k, const std::vector<bool> &v) {
+        auto *bytes = &bytes_.emplace_back(v.begin(), v.end());
+        GgufValue val;
+        val.type = GgufType::ARRAY;
+        val.arr_type = GgufType::BOOL;
+        val.arr_n = v.size();
+        val.raw = bytes->data();
+        put(arch_ + "." + k, std::move(val));
+    }
+    std::vector<GgufKV> kvs;
+    std::shared_ptr<const void> storage() {
+        auto s = std::make_shared<std::pair<std::deque<std::string>, std::deque<std::vector<uint8_t>>>>(
+            std::move(strings_), std::move(bytes_));
+        return s;
+    }
+
+private:
+    std::string_view keep(const std::string &s) { return strings_.emplace_back(s); }
+    void put(std::string key, GgufValue v) { kvs.push_back(GgufKV{std::move(key), std::move(v)}); }
+    std::string arch_;
+    // deques: moving them into storage() keeps every element where it is.
+    std::deque<std::string> strings_;
+    std::deque<std::vector<uint8_t>> bytes_;
+};
+
+// Llama-style tensor names -> GGUF names ("" for tensors vt does not read).
+std::string gguf_name(const std::string &hf, HfNorms norms) {
+    std::string n = hf;
+    // Multimodal checkpoints nest the text model.
+    for (const char *prefix : {"model.language_model.", "language_model.model.", "language_model."})
+        if (n.rfind(prefix, 0) == 0) n = "model." + n.substr(std::strlen(prefix));
+    if (n == "model.embed_tokens.weight") return "token_embd.weight";
+    if (n == "model.norm.weight") return "output_norm.weight";
+    if (n == "lm_head.weight") return "output.weight";
+    const std::string layers = "model.layers.";
+    if (n.rfind(layers, 0) != 0) return "";
+    const size_t dot = n.find('.', layers.size());
+    if (dot == std::string::npos) return "";
+    const std::string bid = n.substr(layers.size(), dot - layers.size());
+    if (bid.empty() || bid.find_first_not_of("0123456789") != std::string::npos) return "";
+    const std::string rest = n.substr(dot + 1);
+    static const std::map<std::string, std::string> common = {
+        {"input_layernorm.weight", "attn_norm.weight"},
+        {"self_attn.q_proj.weight", "attn_q.weight"},   {"self_attn.q_proj.bias", "attn_q.bias"},
+        {"self_attn.k_proj.weight", "attn_k.weight"},   {"self_attn.k_proj.bias", "attn_k.bias"},
+        {"self_attn.v_proj.weight", "attn_v.weight"},   {"self_attn.v_proj.bias", "attn_v.bias"},
+        {"self_attn.o_proj.weight", "attn_output.weight"},
+        {"self_attn.q_norm.weight", "attn_q_norm.weight"}, {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+        {"mlp.gate_proj.weight", "ffn_gate.weight"},    {"mlp.up_proj.weight", "ffn_up.weight"},
+        {"mlp.down_proj.weight", "ffn_down.weight"},
+    };
+    static const std::map<std::string, std::string> plain = {
+        {"post_attention_layernorm.weight", "ffn_norm.weight"},
+    };
+    static const std::map<std::string, std::string> gemma = {
+        {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+        {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+        {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+    };
+    const auto &own = norms == HfNorms::gemma ? gemma : plain;
+    for (const auto *table : {&common, &own}) {
+        auto it = table->find(rest);
+        if (it != table->end()) return "blk." + bid + "." + it->second;
+    }
+    return "";
+}
+
+double num(const json &cfg, const char *key, double def) {
+    auto it = cfg.find(key);
+    return it != cfg.end() && it->is_number() ? it->get<double>() : def;
+}
+
+// The rope parameters of one layer type: transformers 5's rope_parameters
+// (flat, or one dict per layer type), else 4's rope_theta + rope_scaling.
+json rope_params(const json &cfg, const char *layer_type) {
+    if (auto it = cfg.find("rope_parameters"); it != cfg.end() && it->is_object()) {
+        if (auto lt = it->find(layer_type); lt != it->end() && lt->is_object()) return *lt;
+        return *it;
+    }
+    json r = json::object();
+    if (auto s = cfg.find("rope_scaling"); s != cfg.end() && s->is_object()) r = *s;
+    if (cfg.contains("rope_theta")) r["rope_theta"] = cfg["rope_theta"];
+    if (std::string(layer_type) == "sliding_attention" && cfg.contains("rope_local_base_freq"))
+        r = json{{"rope_theta", cfg["rope_local_base_freq"]}};
+    return r;
+}
+
+// Llama 3's frequency factors, computed as convert_hf_to_gguf.py does.
+std::vector<float> llama3_rope_factors(const json &rope, double base, int64_t dim) {
+    const double factor = num(rope, "factor", 8.0), lo = num(rope, "low_freq_factor", 1.0),
+                 hi = num(rope, "high_freq_factor", 4.0), old_len = num(rope, "original_max_position_embeddings", 8192);
+    const double lo_wave = old_len / lo, hi_wave = old_len / hi;
+    std::vector<float> out;
+    for (int64_t i = 0; i < dim; i += 2) {
+        const float freq = 1.0f / std::pow((float)base, (float)i / (float)dim);  // torch computes it in float32
+        const double wave = 2 * M_PI / (double)freq;
+        if (wave < hi_wave) out.push_back(1.0f);
+        else if (wave > lo_wave) out.push_back((float)factor);
+        else {
+            const double smooth = (old_len / wave - lo) / (hi - lo);
+            out.push_back((float)(1.0 / ((1 - smooth) / factor + smooth)));
+        }
+    }
+    return out;
+}
+
+void add_rope(Meta &meta, const json &rope, const std::string &arch) {
+    const std::string type = rope.value("rope_type", rope.value("type", std::string("default")));
+    if (type == "default" || type == "llama3") return;  // llama3: rope_freqs, below
+    const double factor = num(rope, "factor", 1.0);
+    if (type == "linear") {
+        meta.str(arch + ".rope.scaling.type", "linear");
+        meta.f32("rope.scaling.factor", factor);
+    } else if (type == "yarn") {
+        meta.str(arch + ".rope.scaling.type", "yarn");
+        meta.f32("rope.scaling.factor", factor);
+        if (rope.contains("original_max_position_embeddings"))
+            meta.u32("rope.scaling.original_context_length", (uint64_t)num(rope, "original_max_position_embeddings", 0));
+        meta.f32("rope.scaling.yarn_beta_fast", num(rope, "beta_fast", 32.0));
+        meta.f32("rope.scaling.yarn_beta_slow", num(rope, "beta_slow", 1.0));
+        if (rope.contains("attention_factor")) meta.f32("rope.scaling.attn_factor", num(rope, "attention_factor", 1.0));
+    } else {
+        fail(VT_ERR_UNSUPPORTED, "rope_type '%s' is not supported (default, linear, yarn, llama3)", type.c_str());
+    }
+}
+
+uint64_t need_u(const json &cfg, const char *key, const fs::path &p) {
+    auto it = cfg.find(key);
+    if (it == cfg.end() || !it->is_number_unsigned())
+        fail(VT_ERR_FORMAT, "%s: '%s' is missing or not a positive integer", p.c_str(), key);
+    return it->get<uint64_t>();
+}
+} // namespace
+
+HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
+    const fs::path dir(dir_s), cfg_path = dir / "config.json";
+    if (!fs::exists(cfg_path)) fail(VT_ERR_IO, "%s: a model folder needs config.json", dir.c_str());
+    const json top = read_json(cfg_path);
+    const json &cfg = top.contains("text_config") && top["text_config"].is_object() ? top["text_config"] : top;
+    std::string hf_arch;
+    if (top.contains("architectures") && top["architectures"].is_array() && !top["architectures"].empty() &&
+        top["architectures"][0].is_string())
+        hf_arch = top["architectures"][0].get<std::string>();
+    const HfArchitecture *arch = find_hf_architecture(hf_arch);
+    if (!arch)
+        fail(VT_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (supported: %s)", cfg_path.c_str(),
+             hf_arch.c_str(), hf_architecture_names().c_str());
+    const std::string a = arch->gguf_arch;
+    Meta meta(a);
+    const uint64_t n_embd = need_u(cfg, "hidden_size", cfg_path), n_head = need_u(cfg, "num_attention_heads", cfg_path);
+    const uint64_t n_layer = need_u(cfg, "num_hidden_layers", cfg_path);
+    meta.u32("context_length", cfg.contains("max_position_embeddings") ? need_u(cfg, "max_position_embeddings", cfg_path) : 4096);
+    meta.u32("embedding_length", n_embd);
+    meta.u32("block_count", n_layer);
+    meta.u32("feed_forward_length", need_u(cfg, "intermediate_size", cfg_path));
+    meta.u32("attention.head_count", n_head);
+    meta.u32("attention.head_count_kv",
+             cfg.contains("num_key_value_heads") ? need_u(cfg, "num_key_value_heads", cfg_path) : n_head);
+    const uint64_t head_dim =
+        cfg.contains("head_dim") && !cfg["head_dim"].is_null() ? need_u(cfg, "head_dim", cfg_path) : n_embd / n_head;
+    meta.u32("attention.key_length", head_dim);
+    meta.u32("attention.value_length", head_dim);
+    meta.f32("attention.layer_norm_rms_epsilon", num(cfg, "rms_norm_eps", 1e-6));
+
+    const json global = rope_params(cfg, "full_attention");
+    const double base = num(global, "rope_theta", 10000.0);
+    meta.f32("rope.freq_base", base);
+    add_rope(meta, global, a);
+
+    // Sliding windows: Gemma's per layer type, Mistral's for every layer.
+    if (cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
+        std::vector<bool> sliding;
+        for (const json &t : cfg["layer_types"]) sliding.push_back(t == "sliding_attention");
+        if (sliding.size() != n_layer) fail(VT_ERR_FORMAT, "%s: layer_types does not list every layer", cfg_path.c_str());
+        meta.bools("attention.sliding_window_pattern", sliding);
+        meta.f32("rope.freq_base_swa", num(rope_params(cfg, "sliding_attention"), "rope_theta", 10000.0));
+    }
+    if (cfg.contains("sliding_window") && cfg["sliding_window"].is_number_unsigned()) {
+        if (a == "qwen2" || a == "qwen3") {
+            if (cfg.value("use_sliding_window", false))
+                fail(VT_ERR_UNSUPPORTED, "%s: use_sliding_window is not supported for %s", cfg_path.c_str(), a.c_str());
+        } else {
+            meta.u32("attention.sliding_window", cfg["sliding_window"].get<uint64_t>());
+        }
+    }
+    if (cfg.contains("final_logit_softcapping") && cfg["final_logit_softcapping"].is_number())
+        meta.f32("final_logit_softcapping", cfg["final_logit_softcapping"].get<double>());
+
+    // The chat template: tokenizer_config.json's, or chat_template.jinja.
+    if (fs::exists(dir / "chat_template.jinja")) {
+        std::ifstream in(dir / "chat_template.jinja", std::ios::binary);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        meta.str("tokenizer.chat_template", ss.str());
+    } else if (fs::exists(dir / "tokenizer_config.json")) {
+        const json tc = read_json(dir / "tokenizer_config.json");
+        if (tc.contains("chat_template") && tc["chat_template"].is_string())
+            meta.str("tokenizer.chat_template", tc["chat_template"].get<std::string>());
+    }
+
+    // Weights: one file, or the shards the index names.
+    std::vector<fs::path> files;
+    if (fs::exists(dir / "model.safetensors.index.json")) {
+        const json idx = read_json(dir / "model.safetensors.index.json");
+        if (!idx.contains("weight_map") || !idx["weight_map"].is_object())
+            fail(VT_ERR_FORMAT, "%s: model.safetensors.index.json has no weight_map", dir.c_str());
+        std::set<std::string> shards;
+        for (const auto &[name, file] : idx["weight_map"].items())
+            if (file.is_string()) shards.insert(file.get<std::string>());
+        for (const std::string &s : shards) {
+            if (s.find('/') != std::string::npos || s.find("..") != std::string::npos)
+                fail(VT_ERR_FORMAT, "%s: shard name '%s' leaves the folder", dir.c_str(), s.c_str());
+            if (!fs::exists(dir / s)) fail(VT_ERR_IO, "%s: shard %s is missing", dir.c_str(), s.c_str());
+            files.push_back(dir / s);
+        }
+    } else if (fs::exists(dir / "model.safetensors")) {
+        files.push_back(dir / "model.safetensors");
+    } else {
+        fail(VT_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json", dir.c_str());
+    }
+
+    std::vector<std::shared_ptr<const void>> keep;
+    std::vector<GgufTensorInfo> tensors;
+    auto copies = std::make_shared<std::deque<std::vector<float>>>();
+    auto add_f32 = [&](const std::string &name, std::vector<float> v) {
+        std::vector<float> &owned = copies->emplace_back(std::move(v));
+        GgufTensorInfo ti;
+        ti.name = name;
+        ti.n_dims = 1;
+        ti.ne[0] = (int64_t)owned.size();
+        ti.type = DType::F32;
+        ti.data = owned.data();
+        ti.nbytes = owned.size() * sizeof(float);
+        tensors.push_back(std::move(ti));
+    };
+    size_t skipped = 0;
+    for (const fs::path &f : files) {
+        std::shared_ptr<SafetensorsFile> st = SafetensorsFile::open(f.string(), use_mmap);
+        keep.push_back(st);
+        for (const SafetensorsTensor &t : st->tensors()) {
+            const std::string name = gguf_name(t.name, arch->norms);
+            if (name.empty()) {
+                ++skipped;
+                continue;
+            }
+            if (t.n_dims == 1) {
+                // Norms and biases: small, read as F32 by the graph; Gemma's norms are 1 + w.
+                std::vector<float> v((size_t)t.ne[0]);
+                dequantize_row(t.type, t.data, v.data(), t.ne[0]);
+                if (arch->norms == HfNorms::gemma && name.find("norm.weight") != std::string::npos)
+                    for (float &x : v) x += 1.0f;
+                add_f32(name, std::move(v));
+                continue;
+            }
+            GgufTensorInfo ti;
+            ti.name = name;
+            ti.n_dims = (uint32_t)t.n_dims;
+            for (int d = 0; d < 4; ++d) ti.ne[d] = t.ne[d];
+            ti.type = t.type;
+            ti.data = t.data;
+            ti.nbytes = t.nbytes;
+            tensors.push_back(std::move(ti));
+        }
+    }
+    if (skipped) VT_LOG_DEBUG("%s: %zu tensors that vt does not read were left out", dir.c_str(), skipped);
+    if (global.value("rope_type", global.value("type", std::string("default"))) == "llama3")
+        add_f32("rope_freqs.weight", llama3_rope_factors(global, base, (int64_t)head_dim));
+    keep.push_back(copies);
+    keep.push_back(meta.storage());
+
+    HfFolder out;
+    // generation_config.json: the ids that end generation (one or a list).
+    if (fs::exists(dir / "generation_config.json")) {
+        const json gc = read_json(dir / "generation_config.json");
+        if (auto e = gc.find("eos_token_id"); e != gc.end()) {
+            if (e->is_number_integer()) out.eos_ids.push_back(e->get<int32_t>());
+            else if (e->is_array())
+                for (const json &x : *e)
+                    if (x.is_number_integer()) out.eos_ids.push_back(x.get<int32_t>());
+        }
+    }
+    out.gguf = GgufFile::assemble(dir.string(), std::move(meta.kvs), std::move(tensors), std::move(keep));
+    return out;
+}
+
+} // namespace vt

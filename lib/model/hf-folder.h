@@ -1,0 +1,47 @@
+// A Hugging Face model folder (config.json, model.safetensors or shards with
+// model.safetensors.index.json, tokenizer files, generation_config.json) read
+// as the GGUF that llama.cpp's converter would write for it: config keys
+// become "<arch>.*" keys, tensor names GGUF names, so the architecture files
+// read one format. Matrices stay in the safetensors mappings (F32, F16, BF16);
+// only what is small and must change is copied: 1-D tensors (norms, biases)
+// become F32, Gemma's norms 1 + w, Llama 3's rope scaling a rope_freqs
+// tensor. Q and K keep Hugging Face's rotate_half layout (the converter
+// permutes Llama's for adjacent pairs): read_decoder_hparams uses NeoX rope
+// for every model from a folder.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/gguf.h"
+
+namespace vt {
+
+// How a Hugging Face architecture maps onto a vt one (model/arch-registry.cpp).
+enum class HfNorms : uint8_t {
+    plain,  // post_attention_layernorm is the FFN's input norm (Llama)
+    gemma,  // four norms per block, stored as w for x * (1 + w)
+};
+struct HfArchitecture {
+    const char *gguf_arch;  // vt's (and GGUF's) name
+    HfNorms norms;
+};
+// The entry for a config.json "architectures" name, or null.
+const HfArchitecture *find_hf_architecture(const std::string &hf_name);
+// Every Hugging Face name vt reads, for messages.
+std::string hf_architecture_names();
+
+struct HfFolder {
+    std::unique_ptr<GgufFile> gguf;     // metadata, tensors, chat template
+    std::vector<int32_t> eos_ids;       // generation_config.json's eos_token_id(s)
+};
+
+// Reads dir. Throws vt::Error: VT_ERR_IO (a missing file or shard),
+// VT_ERR_FORMAT (malformed JSON or safetensors, a tensor of the wrong
+// shape), VT_ERR_UNSUPPORTED (an architecture or rope scaling vt does not
+// read, naming what it does).
+HfFolder open_hf_folder(const std::string &dir, bool use_mmap);
+
+} // namespace vt

@@ -1,0 +1,177 @@
+// Hugging Face folders and safetensors files that are wrong in one way each:
+// every one must fail to load with the status and a message that names the
+// problem, never crash. The good folder is the tiny Qwen2 fixture
+// (tests/models/tiny/qwen2, tests/models/make-tiny-models.py), copied to a
+// scratch folder and spoiled there.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "model/model.h"
+#include "model/safetensors.h"
+
+namespace fs = std::filesystem;
+using namespace vt;
+
+namespace {
+
+fs::path fixture() {
+    const char *root = std::getenv("VT_SOURCE_ROOT");
+    return fs::path(root ? root : ".") / "tests" / "models" / "tiny" / "qwen2";
+}
+
+std::string read(const fs::path &p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void write(const fs::path &p, const std::string &s) {
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    out << s;
+}
+
+// A copy of the fixture, removed at scope exit.
+struct Scratch {
+    fs::path dir;
+    Scratch() {
+        static int n = 0;
+        dir = fs::temp_directory_path() / ("vt-hf-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+        fs::remove_all(dir);
+        fs::copy(fixture(), dir, fs::copy_options::recursive);
+    }
+    ~Scratch() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+    void replace_in(const char *file, const std::string &from, const std::string &to) {
+        std::string s = read(dir / file);
+        const size_t at = s.find(from);
+        REQUIRE(at != std::string::npos);
+        s.replace(at, from.size(), to);
+        write(dir / file, s);
+    }
+};
+
+// Loads dir and returns the error (VT_OK if it loaded).
+std::pair<vt_status, std::string> load(const fs::path &dir) {
+    try {
+        Model::load(dir.string(), true, nullptr);
+        return {VT_OK, ""};
+    } catch (const Error &e) {
+        return {e.status(), e.what()};
+    }
+}
+
+} // namespace
+
+TEST_CASE("a Hugging Face folder loads") {
+    REQUIRE(fs::exists(fixture() / "config.json"));
+    auto m = Model::load(fixture().string(), true, nullptr);
+    CHECK(m->arch_name() == "qwen2");
+    CHECK(m->from_folder());
+    CHECK(m->hparams.rope_mode == kRopeNeox);
+    CHECK(m->hparams.n_layer == 2);
+}
+
+TEST_CASE("a folder whose architecture vt does not know says which it knows") {
+    Scratch s;
+    s.replace_in("config.json", "Qwen2ForCausalLM", "FooForCausalLM");
+    auto [st, msg] = load(s.dir);
+    CHECK(st == VT_ERR_UNSUPPORTED);
+    CHECK_THAT(msg, Catch::Contains("FooForCausalLM") && Catch::Contains("LlamaForCausalLM"));
+}
+
+TEST_CASE("a folder without config.json or weights") {
+    Scratch s;
+    fs::remove(s.dir / "model.safetensors");
+    auto [st, msg] = load(s.dir);
+    CHECK(st == VT_ERR_IO);
+    CHECK_THAT(msg, Catch::Contains("model.safetensors"));
+    fs::remove(s.dir / "config.json");
+    auto [st2, msg2] = load(s.dir);
+    CHECK(st2 == VT_ERR_IO);
+    CHECK_THAT(msg2, Catch::Contains("config.json"));
+}
+
+TEST_CASE("a sharded folder whose index names a missing shard") {
+    Scratch s;
+    fs::rename(s.dir / "model.safetensors", s.dir / "model-00001-of-00002.safetensors");
+    write(s.dir / "model.safetensors.index.json",
+          R"({"weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+                             "lm_head.weight": "model-00002-of-00002.safetensors"}})");
+    auto [st, msg] = load(s.dir);
+    CHECK(st == VT_ERR_IO);
+    CHECK_THAT(msg, Catch::Contains("model-00002-of-00002.safetensors"));
+    // A shard name that leaves the folder is refused before any file is opened.
+    write(s.dir / "model.safetensors.index.json", R"({"weight_map": {"x": "../../etc/passwd"}})");
+    auto [st2, msg2] = load(s.dir);
+    CHECK(st2 == VT_ERR_FORMAT);
+}
+
+TEST_CASE("a tensor of the wrong shape is named") {
+    Scratch s;
+    s.replace_in("config.json", "\"intermediate_size\": 128", "\"intermediate_size\": 96");
+    auto [st, msg] = load(s.dir);
+    CHECK(st == VT_ERR_FORMAT);
+    CHECK_THAT(msg, Catch::Contains("ffn_gate.weight"));
+}
+
+TEST_CASE("malformed config.json") {
+    Scratch s;
+    write(s.dir / "config.json", "{\"architectures\": [\"Qwen2ForCausalLM\"], ");
+    auto [st, msg] = load(s.dir);
+    CHECK(st == VT_ERR_FORMAT);
+    CHECK_THAT(msg, Catch::Contains("config.json"));
+}
+
+TEST_CASE("a truncated safetensors file") {
+    Scratch s;
+    const std::string bytes = read(s.dir / "model.safetensors");
+    for (size_t keep : {(size_t)0, (size_t)7, (size_t)100, bytes.size() / 2, bytes.size() - 1}) {
+        INFO("first " << keep << " of " << bytes.size() << " bytes");
+        write(s.dir / "model.safetensors", bytes.substr(0, keep));
+        auto [st, msg] = load(s.dir);
+        CHECK(st != VT_OK);
+        CHECK((st == VT_ERR_FORMAT || st == VT_ERR_IO));
+    }
+}
+
+TEST_CASE("safetensors headers that lie") {
+    auto parse = [](const std::string &header, size_t data_bytes) {
+        std::string file(8, '\0');
+        uint64_t n = header.size();
+        for (int i = 0; i < 8; ++i) file[(size_t)i] = (char)((n >> (8 * i)) & 0xff);
+        file += header;
+        file += std::string(data_bytes, '\0');
+        try {
+            auto st = SafetensorsFile::parse(reinterpret_cast<const uint8_t *>(file.data()), file.size());
+            return std::make_pair(VT_OK, st->tensors().size());
+        } catch (const Error &e) {
+            return std::make_pair(e.status(), (size_t)0);
+        }
+    };
+    const std::string good = R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}})";
+    CHECK(parse(good, 24) == std::make_pair(VT_OK, (size_t)1));
+    CHECK(parse(good, 23).first == VT_ERR_FORMAT);  // data past the end
+    CHECK(parse(R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 20]}})", 24).first == VT_ERR_FORMAT);
+    CHECK(parse(R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [8, 4]}})", 24).first == VT_ERR_FORMAT);
+    CHECK(parse(R"({"w": {"dtype": "I8", "shape": [4], "data_offsets": [0, 4]}})", 4).first == VT_ERR_UNSUPPORTED);
+    CHECK(parse(R"({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}})", 4).first == VT_ERR_FORMAT);
+    CHECK(parse(R"({"w": {"dtype": "F32", "shape": [1,1,1,1,1], "data_offsets": [0, 4]}})", 4).first ==
+          VT_ERR_UNSUPPORTED);
+    CHECK(parse(R"({"w": {"dtype": "F32"}})", 0).first == VT_ERR_FORMAT);
+    CHECK(parse(R"([1, 2])", 0).first == VT_ERR_FORMAT);
+    CHECK(parse("{not json", 0).first == VT_ERR_FORMAT);
+    CHECK(parse(R"({"__metadata__": {"format": "pt"}})", 0) == std::make_pair(VT_OK, (size_t)0));
+}
