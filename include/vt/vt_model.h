@@ -2,8 +2,10 @@
  *
  * A vt_model is immutable after loading: every function here that takes a
  * `const vt_model *` is thread-safe, and one model may be shared by any number
- * of contexts on any threads. Weights are used in place from a read-only
- * memory mapping of the file wherever the backend allows it.
+ * of contexts on any threads. Weights the CPU kernels read as stored stay
+ * in a read-only memory mapping of the file; the types that have a faster
+ * layout of their own (the CPU backend's repacked formats) are copied into it
+ * at load, and the mapping's pages of those weights are released.
  */
 #ifndef VT_MODEL_H
 #define VT_MODEL_H
@@ -30,13 +32,18 @@ typedef struct vt_model_params {
 /* Writes defaults into *params (struct_size included). */
 VT_API void vt_model_params_init(vt_model_params *params);
 
-/* CONSTRUCTOR. Loads a GGUF model file.
- * params may be NULL for defaults. On success *out owns the model; free it
- * with vt_model_destroy. Errors: VT_ERR_INVALID_ARGUMENT (NULL path/out),
- * VT_ERR_IO (missing, unreadable, a directory), VT_ERR_FORMAT (not GGUF or
- * corrupt: the message names the byte offset), VT_ERR_UNSUPPORTED (unknown
- * architecture or tensor type), VT_ERR_CANCELLED (progress returned false),
- * VT_ERR_OUT_OF_MEMORY. Thread-safe. */
+/* CONSTRUCTOR. Loads a model: a GGUF file, or a Hugging Face model folder
+ * (config.json; model.safetensors, or shards listed by
+ * model.safetensors.index.json, with F32, F16 or BF16 weights; tokenizer.json
+ * with tokenizer_config.json; generation_config.json's eos_token_id ends
+ * generation too). params may be NULL for defaults. On success *out owns the
+ * model; free it with vt_model_destroy. Errors: VT_ERR_INVALID_ARGUMENT (NULL
+ * path/out), VT_ERR_IO (missing or unreadable file, a folder without
+ * config.json or without weights, a missing shard), VT_ERR_FORMAT (not GGUF,
+ * corrupt or truncated, malformed JSON, a tensor of the wrong shape: the
+ * message names it), VT_ERR_UNSUPPORTED (unknown architecture, naming the
+ * supported ones, or tensor type), VT_ERR_CANCELLED (progress returned
+ * false), VT_ERR_OUT_OF_MEMORY. Thread-safe. */
 VT_API vt_status vt_model_load(const char *path, const vt_model_params *params,
                                vt_model **out);
 

@@ -42,6 +42,19 @@ const HfEntry kHfArchitectures[] = {
 };
 } // namespace
 
+std::vector<std::string> architecture_names() {
+    std::vector<std::string> out;
+    for (const ArchEntry &e : kArchitectures) out.push_back(e.name);
+    return out;
+}
+
+std::vector<std::string> hf_names_of(const std::string &arch) {
+    std::vector<std::string> out;
+    for (const HfEntry &e : kHfArchitectures)
+        if (arch == e.arch.gguf_arch) out.push_back(e.hf_name);
+    return out;
+}
+
 const HfArchitecture *find_hf_architecture(const std::string &hf_name) {
     for (const HfEntry &e : kHfArchitectures)
         if (hf_name == e.hf_name) return &e.arch;

@@ -78,6 +78,10 @@ public:
 // Creates the architecture for a GGUF general.architecture name, or throws
 // vt::Error(VT_ERR_UNSUPPORTED) listing the known ones.
 std::unique_ptr<Architecture> make_architecture(const std::string &name);
+// Every registered architecture, in registry order.
+std::vector<std::string> architecture_names();
+// The Hugging Face "architectures" names that load as arch from a folder.
+std::vector<std::string> hf_names_of(const std::string &arch);
 
 class Model {
 public:

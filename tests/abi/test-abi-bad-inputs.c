@@ -211,7 +211,7 @@ static void test_bad_files(const char *gguf) {
 
     check_load("/nonexistent-vt-dir/missing.gguf", VT_ERR_IO, "a missing file");
     if (mkdtemp(dir)) {
-        check_load(dir, VT_ERR_IO, "a directory");
+        check_load(dir, VT_ERR_IO, "a folder without config.json");
         rmdir(dir);
     } else {
         check_load("/", VT_ERR_IO, "a directory");
