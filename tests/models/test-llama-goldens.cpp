@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/vt-handles.h"
+#include "common/vt-status.h"
 #include "vt/vt.h"
 
 namespace fs = std::filesystem;
@@ -77,17 +78,7 @@ constexpr double MAX_FLIP_RATE = 0.03;
 using vt::test::ContextPtr;
 using vt::test::ModelPtr;
 using vt::test::SeqPtr;
-
-std::string status_msg(vt_status st) {
-    return std::string(vt_status_str(st)) + ": " + vt_last_error();
-}
-
-#define VT_REQUIRE_OK(expr)                                                    \
-    do {                                                                       \
-        vt_status st_ = (expr);                                                \
-        INFO(#expr << " -> " << status_msg(st_));                              \
-        REQUIRE(st_ == VT_OK);                                                 \
-    } while (0)
+using vt::test::status_msg;
 
 // Top-1 comparisons with a golden margin above TOP1_MARGIN, over all cases.
 struct FlipCount {

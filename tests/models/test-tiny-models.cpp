@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/vt-handles.h"
+#include "common/vt-status.h"
 #include "vt/vt.h"
 
 namespace fs = std::filesystem;
@@ -47,15 +48,7 @@ constexpr float TIE_MARGIN = 2 * TOL_LOGIT;
 using vt::test::ContextPtr;
 using vt::test::ModelPtr;
 using vt::test::SeqPtr;
-
-std::string status_msg(vt_status st) { return std::string(vt_status_str(st)) + ": " + vt_last_error(); }
-
-#define VT_REQUIRE_OK(expr)                                                                                          \
-    do {                                                                                                             \
-        vt_status st_ = (expr);                                                                                      \
-        INFO(#expr << " -> " << status_msg(st_));                                                                    \
-        REQUIRE(st_ == VT_OK);                                                                                       \
-    } while (0)
+using vt::test::status_msg;
 
 struct Fixture {
     std::string name;
