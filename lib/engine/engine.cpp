@@ -277,6 +277,7 @@ const Tensor *Engine::run_forward(const SchedulerOutput &so) {
     b.k_pool = &k_pool_;
     b.v_pool = &v_pool_;
     b.block_size = block_size_;
+    b.n_ctx = sched_->max_model_len();
     return ctx_.forward_paged(b);
 }
 

@@ -13,6 +13,7 @@ std::unique_ptr<Architecture> make_llama_architecture();
 std::unique_ptr<Architecture> make_qwen2_architecture();
 std::unique_ptr<Architecture> make_qwen3_architecture();
 std::unique_ptr<Architecture> make_gemma3_architecture();
+std::unique_ptr<Architecture> make_phi3_architecture();
 
 namespace {
 struct ArchEntry {
@@ -25,6 +26,7 @@ const ArchEntry kArchitectures[] = {
     {"qwen2", make_qwen2_architecture},
     {"qwen3", make_qwen3_architecture},
     {"gemma3", make_gemma3_architecture},
+    {"phi3", make_phi3_architecture},
 };
 
 struct HfEntry {
@@ -39,6 +41,7 @@ const HfEntry kHfArchitectures[] = {
     {"Qwen3ForCausalLM", {"qwen3", HfNorms::plain}},
     {"Gemma3ForCausalLM", {"gemma3", HfNorms::gemma}},
     {"Gemma3ForConditionalGeneration", {"gemma3", HfNorms::gemma}},  // its text model
+    {"Phi3ForCausalLM", {"phi3", HfNorms::plain}},
 };
 } // namespace
 

@@ -102,6 +102,7 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
         {"self_attn.k_proj.weight", "attn_k.weight"},   {"self_attn.k_proj.bias", "attn_k.bias"},
         {"self_attn.v_proj.weight", "attn_v.weight"},   {"self_attn.v_proj.bias", "attn_v.bias"},
         {"self_attn.o_proj.weight", "attn_output.weight"},
+        {"self_attn.qkv_proj.weight", "attn_qkv.weight"},  {"mlp.gate_up_proj.weight", "ffn_up.weight"},
         {"self_attn.q_norm.weight", "attn_q_norm.weight"}, {"self_attn.k_norm.weight", "attn_k_norm.weight"},
         {"mlp.gate_proj.weight", "ffn_gate.weight"},    {"mlp.up_proj.weight", "ffn_up.weight"},
         {"mlp.down_proj.weight", "ffn_down.weight"},
@@ -161,9 +162,27 @@ std::vector<float> llama3_rope_factors(const json &rope, double base, int64_t di
     return out;
 }
 
-void add_rope(Meta &meta, const json &rope, const std::string &arch) {
-    const std::string type = rope.value("rope_type", rope.value("type", std::string("default")));
+std::string rope_type(const json &rope) {
+    return rope.value("rope_type", rope.value("type", std::string("default")));
+}
+
+void add_rope(Meta &meta, const json &rope, const json &cfg, const std::string &arch) {
+    const std::string type = rope_type(rope);
     if (type == "default" || type == "llama3") return;  // llama3: rope_freqs, below
+    if (type == "longrope" || type == "su") {
+        // Phi-3's factors become tensors (below); the magnitude term as the
+        // converter computes it when the config gives none.
+        const double orig = num(rope, "original_max_position_embeddings", num(cfg, "original_max_position_embeddings", 0));
+        const double max_pos = num(cfg, "max_position_embeddings", orig);
+        if (!(orig > 0)) fail(VT_ERR_FORMAT, "longrope without original_max_position_embeddings");
+        const double scale = max_pos / orig;
+        const double attn = rope.contains("attention_factor") && rope["attention_factor"].is_number()
+                                ? rope["attention_factor"].get<double>()
+                                : scale > 1.0 ? std::sqrt(1 + std::log(scale) / std::log(orig)) : 1.0;
+        meta.u32("rope.scaling.original_context_length", (uint64_t)orig);
+        meta.f32("rope.scaling.attn_factor", attn);
+        return;
+    }
     const double factor = num(rope, "factor", 1.0);
     if (type == "linear") {
         meta.str(arch + ".rope.scaling.type", "linear");
@@ -177,7 +196,8 @@ void add_rope(Meta &meta, const json &rope, const std::string &arch) {
         meta.f32("rope.scaling.yarn_beta_slow", num(rope, "beta_slow", 1.0));
         if (rope.contains("attention_factor")) meta.f32("rope.scaling.attn_factor", num(rope, "attention_factor", 1.0));
     } else {
-        fail(VT_ERR_UNSUPPORTED, "rope_type '%s' is not supported (default, linear, yarn, llama3)", type.c_str());
+        fail(VT_ERR_UNSUPPORTED, "rope_type '%s' is not supported (default, linear, yarn, llama3, longrope)",
+             type.c_str());
     }
 }
 
@@ -222,7 +242,7 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     const json global = rope_params(cfg, "full_attention");
     const double base = num(global, "rope_theta", 10000.0);
     meta.f32("rope.freq_base", base);
-    add_rope(meta, global, a);
+    add_rope(meta, global, cfg, a);
 
     // Sliding windows: Gemma's per layer type, Mistral's for every layer.
     if (cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
@@ -320,8 +340,19 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         }
     }
     if (skipped) VT_LOG_DEBUG("%s: %zu tensors that vt does not read were left out", dir.c_str(), skipped);
-    if (global.value("rope_type", global.value("type", std::string("default"))) == "llama3")
-        add_f32("rope_freqs.weight", llama3_rope_factors(global, base, (int64_t)head_dim));
+    const std::string rtype = rope_type(global);
+    if (rtype == "llama3") add_f32("rope_freqs.weight", llama3_rope_factors(global, base, (int64_t)head_dim));
+    if (rtype == "longrope" || rtype == "su") {
+        for (const char *which : {"long", "short"}) {
+            const std::string key = std::string(which) + "_factor";
+            if (!global.contains(key) || !global[key].is_array() || global[key].size() != head_dim / 2)
+                fail(VT_ERR_FORMAT, "%s: rope %s must list %llu numbers", cfg_path.c_str(), key.c_str(),
+                     (unsigned long long)(head_dim / 2));
+            std::vector<float> f;
+            for (const json &x : global[key]) f.push_back(x.is_number() ? x.get<float>() : 0.0f);
+            add_f32(std::string("rope_factors_") + which + ".weight", std::move(f));
+        }
+    }
     keep.push_back(copies);
     keep.push_back(meta.storage());
 

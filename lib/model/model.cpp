@@ -117,7 +117,23 @@ void repack_parallel(DType type, const uint8_t *src, size_t stride, uint8_t *dst
 
 const Tensor *Model::matmul_weight(const std::string &name, std::initializer_list<int64_t> shape, bool required) {
     const Tensor *t = weight(name, shape, required);
-    if (!t) return t;
+    return t ? repack_if_faster(weights_.back().get(), name) : t;
+}
+
+const Tensor *Model::matmul_weight_rows(const std::string &name, int64_t ne0, int64_t total_rows, int64_t row0,
+                                        int64_t n_rows) {
+    if (row0 < 0 || n_rows <= 0 || row0 + n_rows > total_rows)
+        fail(VT_ERR_INTERNAL, "rows [%lld, %lld) of '%s' outside its %lld", (long long)row0,
+             (long long)(row0 + n_rows), name.c_str(), (long long)total_rows);
+    const Tensor *whole = weight(name, {ne0, total_rows});
+    // Rows are contiguous: the part is the same mapping from row0 on.
+    Tensor *part = weights_.back().get();
+    tensor_init(*part, whole->type, ne0, n_rows, 1, 1, static_cast<uint8_t *>(whole->data) + (size_t)row0 * whole->nb[1],
+                whole->name);
+    return repack_if_faster(part, name);
+}
+
+const Tensor *Model::repack_if_faster(Tensor *t, const std::string &name) {
     const DType x16 = x16_of(t->type);
     if (x16 == DType::F32 || !quant::x16_fits(t->type, t->ne[0], t->ne[1]) || t->ne[2] != 1 || t->ne[3] != 1 ||
         !quant::active_kernels().gemm[(int)x16])
@@ -129,10 +145,9 @@ const Tensor *Model::matmul_weight(const std::string &name, std::initializer_lis
     repacked_.push_back(std::move(buf));
     repack_parallel(t->type, static_cast<const uint8_t *>(t->data), t->nb[1], mem, t->ne[0], t->ne[1]);
     gguf_->release(t->data, bytes);  // the copy replaces it: do not keep both in memory
-    Tensor *r = weights_.back().get();  // weight() just made it
-    tensor_init(*r, x16, t->ne[0], t->ne[1], 1, 1, mem, t->name);
+    tensor_init(*t, x16, t->ne[0], t->ne[1], 1, 1, mem, t->name);
     repacked_bytes_ += bytes;
-    return r;
+    return t;
 }
 
 uint32_t Model::arch_u32(const char *suffix) const {

@@ -59,6 +59,8 @@ struct ForwardArgs {
     std::vector<Tensor> *v_cache;  // per layer: (n_embd_kv, n_ctx) f16; paged: like k_cache
     Tensor *kv_index = nullptr;    // paged mode: i32 graph input, layout in Op::ATTN_PAGED
     int64_t block_size = 0;        // paged mode: tokens per block
+    int64_t n_ctx = 0;             // positions one sequence may reach (vt_seq's n_ctx, the engine's
+                                   // max_model_len): Phi-3 picks its rope factors by it, as llama.cpp
 };
 
 class Model;
@@ -108,6 +110,11 @@ public:
     // CPU's kernels read faster (Q4_0, Q4_1, Q8_0 -> _X16, dtype.h), in memory
     // the model owns; results are bit-identical either way.
     const Tensor *matmul_weight(const std::string &name, std::initializer_list<int64_t> shape, bool required = true);
+    // Rows [row0, row0 + n_rows) of a required (ne0, total_rows) matrix as a
+    // matmul weight of its own: one part of a fused projection (Phi-3's qkv
+    // and gate_up), repacked like matmul_weight.
+    const Tensor *matmul_weight_rows(const std::string &name, int64_t ne0, int64_t total_rows, int64_t row0,
+                                     int64_t n_rows);
 
     // Reads a required/optional "<arch>.<suffix>" integer, float or string key.
     uint32_t arch_u32(const char *suffix) const;
@@ -122,6 +129,7 @@ public:
 
 private:
     Model() = default;
+    const Tensor *repack_if_faster(Tensor *t, const std::string &name);
     std::unique_ptr<GgufFile> gguf_;
     std::unique_ptr<Tokenizer> tokenizer_;
     std::unique_ptr<Architecture> arch_;

@@ -44,9 +44,11 @@ void read_decoder_hparams(Model &m, int32_t rope_mode) {
     } else if (!type.empty() && type != "none") {
         fail(VT_ERR_UNSUPPORTED, "%s: rope scaling '%s' is not supported (linear, yarn)", arch, type.c_str());
     }
+    // llama.cpp multiplies cos and sin by rope.scaling.attn_factor whatever
+    // the scaling (Phi-3's LongRoPE stores its magnitude term there).
+    hp.rope_attn_factor = m.arch_f32("rope.scaling.attn_factor", 1.0f);
     if (type == "yarn") {
         hp.rope_ext_factor = 1.0f;
-        hp.rope_attn_factor = m.arch_f32("rope.scaling.attn_factor", 1.0f);
         hp.rope_beta_fast = m.arch_f32("rope.scaling.yarn_beta_fast", 32.0f);
         hp.rope_beta_slow = m.arch_f32("rope.scaling.yarn_beta_slow", 1.0f);
     }

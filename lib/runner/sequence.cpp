@@ -77,6 +77,7 @@ const Tensor *Context::forward_paged(const PagedBatch &b) {
     args.k_cache = b.k_pool;
     args.v_cache = b.v_pool;
     args.block_size = b.block_size;
+    args.n_ctx = b.n_ctx;
     const Tensor *logits = build(args, b.n_out, b.n_index);
     std::memcpy(args.tokens->data, b.tokens, (size_t)b.n_tokens * sizeof(int32_t));
     std::memcpy(args.positions->data, b.positions, (size_t)b.n_tokens * sizeof(int32_t));
@@ -140,6 +141,7 @@ void Sequence::step() {
         }
         ForwardArgs args{};
         args.n_tokens = n;
+        args.n_ctx = n_ctx_;
         args.k_cache = &k_cache_;
         args.v_cache = &v_cache_;
         const Tensor *lg = ctx_.forward(args, pending_.data() + off, n_past_, out_rows_.data(), (int64_t)out_rows_.size());

@@ -45,6 +45,7 @@ public:
         int64_t n_out;
         std::vector<Tensor> *k_pool, *v_pool;  // per layer (n_embd_kv, n_slots) f16
         int64_t block_size;
+        int64_t n_ctx;                      // max_model_len
     };
     const Tensor *forward_paged(const PagedBatch &b);
 

@@ -73,6 +73,17 @@ CONFIGS = {
     "qwen3": ("Qwen3ForCausalLM", "Qwen3Config", dict(
         COMMON, num_hidden_layers=2, tie_word_embeddings=True, head_dim=32,
         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})),
+    # LongRoPE: transformers uses the short factors while a sequence is
+    # within original_max_position_embeddings (256; every test sequence is),
+    # vt and llama.cpp while the context a sequence may reach is; the
+    # magnitude term sqrt(1 + ln(512/256) / ln 256) applies to both.
+    "phi3": ("Phi3ForCausalLM", "Phi3Config", dict(
+        COMMON, num_hidden_layers=2, tie_word_embeddings=False, sliding_window=None,
+        original_max_position_embeddings=256,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                         "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5, 3.0, 4.0],
+                         "long_factor": [1.0, 1.5, 2.5, 4.0, 6.0, 9.0, 13.0, 16.0],
+                         "original_max_position_embeddings": 256})),
     # Six layers: five sliding (window 8, shorter than both prompts) and one
     # global, the pattern llama.cpp assumes for Gemma 3 files without one.
     "gemma3": ("Gemma3ForCausalLM", "Gemma3TextConfig", dict(
@@ -136,6 +147,14 @@ def make(name: str, llama_cpp: Path) -> None:
                 if p.dim() >= 2:
                     p.mul_(4.0)
         model.save_pretrained(folder, safe_serialization=True)
+        if name == "phi3":
+            # The converter reads a BPE vocabulary for Phi only when the
+            # config names GPT2Tokenizer (as Phi-4's does), else it wants
+            # tokenizer.model.
+            tc_path = folder / "tokenizer_config.json"
+            tc = json.loads(tc_path.read_text(encoding="utf-8"))
+            tc["tokenizer_class"] = "GPT2Tokenizer"
+            tc_path.write_text(json.dumps(tc, indent=2), encoding="utf-8")
         OUT.mkdir(parents=True, exist_ok=True)
         convert(llama_cpp, folder, OUT / f"{name}.gguf")
         kept = OUT / name

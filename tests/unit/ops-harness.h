@@ -130,7 +130,7 @@ inline void check_close(const std::vector<float> &got, const std::vector<double>
             worst = i;
         }
     }
-    if (std::getenv("VT_TEST_OPS_VERBOSE")) std::printf("%-28s worst err/tol %.3g (n=%zu)\n", what.c_str(), worst_ratio, got.size());
+    if (std::getenv("VT_TEST_OPS_VERBOSE")) std::printf("%-28s worst err/tol %.17g (n=%zu)\n", what.c_str(), worst_ratio, got.size());
     INFO(what << ": " << bad << " of " << got.size() << " elements out of tolerance; worst at " << worst
               << ": got " << got[worst] << ", expected " << ref[worst] << ", tol " << tol[worst]
               << " (err/tol " << worst_ratio << ")");
