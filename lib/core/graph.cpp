@@ -84,7 +84,8 @@ Tensor *Graph::add_node(Op op, DType type, Shape shape, std::initializer_list<Te
 
 Tensor *Graph::view(Tensor *base, Shape shape, std::initializer_list<size_t> strides, size_t offset) {
     if (tensors_.size() == max_tensors_) fail(VT_ERR_INTERNAL, "graph has more than %zu tensors", max_tensors_);
-    if (strides.size() + 1 != shape.size()) fail(VT_ERR_INTERNAL, "a view of %zu dimensions takes %zu strides", shape.size(), shape.size() - 1);
+    if (strides.size() + 1 != shape.size())
+        fail(VT_ERR_INTERNAL, "a view of %zu dimensions takes %zu strides", shape.size(), shape.size() - 1);
     int64_t ne[kMaxDims];
     shape_of(shape, ne);
     Tensor t = *base;

@@ -172,7 +172,8 @@ void add_rope(Meta &meta, const json &rope, const json &cfg, const std::string &
     if (type == "longrope" || type == "su") {
         // Phi-3's factors become tensors (below); the magnitude term as the
         // converter computes it when the config gives none.
-        const double orig = num(rope, "original_max_position_embeddings", num(cfg, "original_max_position_embeddings", 0));
+        const double orig =
+            num(rope, "original_max_position_embeddings", num(cfg, "original_max_position_embeddings", 0));
         const double max_pos = num(cfg, "max_position_embeddings", orig);
         if (!(orig > 0)) fail(VT_ERR_FORMAT, "longrope without original_max_position_embeddings");
         const double scale = max_pos / orig;
@@ -191,7 +192,8 @@ void add_rope(Meta &meta, const json &rope, const json &cfg, const std::string &
         meta.str(arch + ".rope.scaling.type", "yarn");
         meta.f32("rope.scaling.factor", factor);
         if (rope.contains("original_max_position_embeddings"))
-            meta.u32("rope.scaling.original_context_length", (uint64_t)num(rope, "original_max_position_embeddings", 0));
+            meta.u32("rope.scaling.original_context_length",
+                     (uint64_t)num(rope, "original_max_position_embeddings", 0));
         meta.f32("rope.scaling.yarn_beta_fast", num(rope, "beta_fast", 32.0));
         meta.f32("rope.scaling.yarn_beta_slow", num(rope, "beta_slow", 1.0));
         if (rope.contains("attention_factor")) meta.f32("rope.scaling.attn_factor", num(rope, "attention_factor", 1.0));
@@ -226,7 +228,8 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     Meta meta(a);
     const uint64_t n_embd = need_u(cfg, "hidden_size", cfg_path), n_head = need_u(cfg, "num_attention_heads", cfg_path);
     const uint64_t n_layer = need_u(cfg, "num_hidden_layers", cfg_path);
-    meta.u32("context_length", cfg.contains("max_position_embeddings") ? need_u(cfg, "max_position_embeddings", cfg_path) : 4096);
+    meta.u32("context_length",
+             cfg.contains("max_position_embeddings") ? need_u(cfg, "max_position_embeddings", cfg_path) : 4096);
     meta.u32("embedding_length", n_embd);
     meta.u32("block_count", n_layer);
     meta.u32("feed_forward_length", need_u(cfg, "intermediate_size", cfg_path));
@@ -248,7 +251,8 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     if (cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
         std::vector<bool> sliding;
         for (const json &t : cfg["layer_types"]) sliding.push_back(t == "sliding_attention");
-        if (sliding.size() != n_layer) fail(VT_ERR_FORMAT, "%s: layer_types does not list every layer", cfg_path.c_str());
+        if (sliding.size() != n_layer)
+            fail(VT_ERR_FORMAT, "%s: layer_types does not list every layer", cfg_path.c_str());
         meta.bools("attention.sliding_window_pattern", sliding);
         meta.f32("rope.freq_base_swa", num(rope_params(cfg, "sliding_attention"), "rope_theta", 10000.0));
     }
