@@ -408,7 +408,7 @@ def main() -> int:
     ap.add_argument("--matrix", action="store_true",
                     help="also every random shape x type from make-random-gguf.py")
     ap.add_argument("--shapes", default="smollm2-135m,llama-3.2-1b",
-                    help="random shapes for --matrix (comma-separated)")
+                    help="random shapes for --matrix (comma-separated; also qwen3-0.6b, qwen2.5-1.5b)")
     ap.add_argument("--types", default="Q4_0,Q4_1,Q8_0,Q4_K,Q6_K,F16,BF16",
                     help="random types for --matrix (comma-separated)")
     ap.add_argument("--no-real", action="store_true", help="with --matrix: leave out the real model")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random-weight Llama GGUFs in real model shapes, for throughput benchmarks.
+"""Random-weight GGUFs in real model shapes (Llama, Qwen2, Qwen3), for throughput benchmarks.
 
 Prefill and decode speed depend on the shapes and the weight types, not on the
 values, so these files stand in for models no hub can give us here. They are
@@ -11,8 +11,13 @@ Shapes (hyperparameters of the real models):
     llama-3.2-1b  n_embd 2048, 16 layers, 32 heads / 8 kv heads, n_ff 8192,
                   vocab 128256, ctx 131072, rope base 500000, tied output.
                   rope_freqs.weight (Llama 3.1 "llama3" rope scaling factors)
-                  is OMITTED: speed does not depend on it, and vt's Llama
-                  loader does not support it yet.
+                  is omitted: speed does not depend on it.
+    qwen3-0.6b    arch qwen3: n_embd 1024, 28 layers, 16 heads / 8 kv heads of
+                  128 (not n_embd / n_head), q/k norms, n_ff 3072, vocab 151936,
+                  ctx 40960, rope base 1000000, tied output
+    qwen2.5-1.5b  arch qwen2: n_embd 1536, 28 layers, 12 heads / 2 kv heads of
+                  128, q/k/v biases, n_ff 8960, vocab 151936, ctx 32768, rope
+                  base 1000000, tied output
 Types: Q4_0 Q4_1 Q8_0 Q4_K Q6_K F16 BF16 (norm weights are always F32).
 
 Tensor types ("pure", like `llama-quantize --pure`): every matrix, the token
@@ -84,11 +89,23 @@ class Shape:
     n_ctx: int
     rope_base: float
     norm_eps: float
+    arch: str = "llama"
+    head_dim: int = 0        # 0: n_embd / n_head
+    qk_norm: bool = False    # attn_{q,k}_norm.weight (Qwen3)
+    qkv_bias: bool = False   # attn_{q,k,v}.bias (Qwen2)
+
+    @property
+    def hd(self) -> int:
+        return self.head_dim or self.n_embd // self.n_head
 
 
 SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("smollm2-135m", "135M", 576, 30, 9, 3, 1536, 49152, 8192, 100000.0, 1e-5),
     Shape("llama-3.2-1b", "1B", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0, 1e-5),
+    Shape("qwen3-0.6b", "0.6B", 1024, 28, 16, 8, 3072, 151936, 40960, 1000000.0, 1e-6, arch="qwen3",
+          head_dim=128, qk_norm=True),
+    Shape("qwen2.5-1.5b", "1.5B", 1536, 28, 12, 2, 8960, 151936, 32768, 1000000.0, 1e-6, arch="qwen2",
+          qkv_bias=True),
 )}
 
 TYPES: dict[str, QT] = {
@@ -184,13 +201,18 @@ def random_float(rng: np.random.Generator, qt: QT, rows: int, ne0: int) -> np.nd
 
 def tensor_plan(s: Shape) -> list[tuple[str, int, int, bool]]:
     """(name, ne0, ne1, is_norm) in llama.cpp's order; ne0 is the row length."""
-    hd = s.n_embd // s.n_head
+    hd = s.hd
     q, kv = s.n_head * hd, s.n_head_kv * hd
     plan = [("token_embd.weight", s.n_embd, s.n_vocab, False)]
     for i in range(s.n_layer):
         p = f"blk.{i}."
+        plan += [(p + "attn_norm.weight", s.n_embd, 1, True)]
+        if s.qkv_bias:  # 1-D F32 like the norms
+            plan += [(p + "attn_q.bias", q, 1, True), (p + "attn_k.bias", kv, 1, True),
+                     (p + "attn_v.bias", kv, 1, True)]
+        if s.qk_norm:
+            plan += [(p + "attn_q_norm.weight", hd, 1, True), (p + "attn_k_norm.weight", hd, 1, True)]
         plan += [
-            (p + "attn_norm.weight", s.n_embd, 1, True),
             (p + "attn_q.weight", s.n_embd, q, False),
             (p + "attn_k.weight", s.n_embd, kv, False),
             (p + "attn_v.weight", s.n_embd, kv, False),
@@ -249,7 +271,7 @@ def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[s
     plan = tensor_plan(s)
     tmp = path.with_name(path.name + f".partial-{os.getpid()}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    w = gguf.GGUFWriter(tmp, "llama")
+    w = gguf.GGUFWriter(tmp, s.arch)
     w.add_type("model")
     w.add_name(f"random {shape} {type_name}")
     w.add_description("random weights in real shapes (vt examples/bench/make-random-gguf.py); "
@@ -263,7 +285,10 @@ def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[s
     w.add_head_count_kv(s.n_head_kv)
     w.add_rope_freq_base(s.rope_base)
     w.add_layer_norm_rms_eps(s.norm_eps)
-    w.add_rope_dimension_count(s.n_embd // s.n_head)
+    w.add_rope_dimension_count(s.hd)
+    if s.head_dim:
+        w.add_key_length(s.hd)
+        w.add_value_length(s.hd)
     w.add_vocab_size(s.n_vocab)
     w.add_file_type(FILE_TYPE[type_name])
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
