@@ -1,7 +1,8 @@
 // Plumbing shared by the op tests (test-ops.cpp, test-ops-layers.cpp): a CPU
 // backend per thread count, graphs bound to host buffers, runs on 1 and 3
-// threads that must agree bit for bit, and tolerance checks. Test-only: each
-// test binary includes it once.
+// threads that must agree bit for bit, tolerance checks, and the attention
+// tests' batches, runs and double reference. Test-only: each test binary
+// includes it once.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -130,7 +131,7 @@ inline void check_close(const std::vector<float> &got, const std::vector<double>
             worst = i;
         }
     }
-    if (std::getenv("VT_TEST_OPS_VERBOSE")) std::printf("%-28s worst err/tol %.17g (n=%zu)\n", what.c_str(), worst_ratio, got.size());
+    if (std::getenv("VT_TEST_OPS_VERBOSE")) std::printf("%-28s worst err/tol %.3g (n=%zu)\n", what.c_str(), worst_ratio, got.size());
     INFO(what << ": " << bad << " of " << got.size() << " elements out of tolerance; worst at " << worst
               << ": got " << got[worst] << ", expected " << ref[worst] << ", tol " << tol[worst]
               << " (err/tol " << worst_ratio << ")");
@@ -167,6 +168,363 @@ inline std::vector<float> normal(size_t n, std::mt19937 &rng, float sigma = 1.f)
     std::vector<float> v(n);
     for (auto &x : v) x = nd(rng);
     return v;
+}
+
+// ---- attention ---------------------------------------------------------------
+//
+// The ATTN and ATTN_PAGED tests (test-ops.cpp, and with a sliding window
+// test-ops-layers.cpp) share their batches, their runs and one reference.
+
+// An f16 quiet NaN: a cache slot holding it poisons any output that reads it.
+constexpr uint16_t kNaN16 = 0x7e00;
+
+inline double h16(uint16_t h) { return (double)fp16_to_f32(h); }
+
+// A window of w positions: a query at position pos sees keys at pos - w + 1 ..
+// pos, i.e. of its n_kv = pos + 1 keys those from the returned one on. Window 0
+// (or one the query has not outgrown) is all keys.
+inline int64_t window_start(int64_t n_kv, int64_t window) { return window > 0 && n_kv > window ? n_kv - window : 0; }
+
+// Softmax weights over keys j in [lo, n_kv) of scores s (the rest get 0).
+inline std::vector<double> window_softmax(const std::vector<double> &s, int64_t lo) {
+    double mx = -INFINITY, sum = 0;
+    for (size_t j = (size_t)lo; j < s.size(); ++j) mx = std::max(mx, s[j]);
+    std::vector<double> p(s.size(), 0.0);
+    for (size_t j = (size_t)lo; j < s.size(); ++j) sum += p[j] = std::exp(s[j] - mx);
+    for (double &pj : p) pj /= sum;
+    return p;
+}
+
+struct AttnShape {
+    int64_t n_head, n_head_kv, head_dim;
+    int64_t q_row() const { return n_head * head_dim; }
+    int64_t kv_row() const { return n_head_kv * head_dim; }
+};
+
+// One step's queries, keys and values: n_tok tokens of random f32.
+struct AttnInputs {
+    AttnShape sh;
+    int64_t n_tok;
+    float scale;
+    std::vector<float> q, k, v;
+};
+
+// Draws q, k, v in that order (the tests' random streams depend on it).
+inline AttnInputs attn_inputs(const AttnShape &sh, int64_t n_tok, std::mt19937 &rng) {
+    AttnInputs in{sh, n_tok, 1.0f / std::sqrt((float)sh.head_dim), {}, {}, {}};
+    in.q = normal((size_t)(sh.q_row() * n_tok), rng);
+    in.k = normal((size_t)(sh.kv_row() * n_tok), rng);
+    in.v = normal((size_t)(sh.kv_row() * n_tok), rng);
+    return in;
+}
+
+// What the tolerance of one output element depends on, over the n_w keys of
+// its query's window: D = max_j scale sum_i |q_i K_ji|, the scores' max and
+// min, A = sum_j p_j |V_jd| and max_j |V_jd|.
+struct AttnTerms {
+    int64_t n_w;
+    double D, mx, mn, A, vmax;
+};
+
+// ATTN's tolerance.
+//
+// Exact-math bound. Let D = max_j scale sum_i |q_i||K_ji|, A =
+// sum_j p_j |V_jd|. The kernel rounds q to f16 (2^-11 relative)
+// and dots in f32 (<= (hd + 2) u of the same magnitude), so each
+// score is off by <= es = D (2^-11 + (hd + 2) u); exp of the
+// shifted score (f32 subtraction and expf, <= 2u (range + 2)
+// relative) gives unnormalized weights off by <= ew = expm1(2 es)
+// + 2u (range + 2) relative (the max shift moves too), and
+// normalizing doubles that: ep = 2 ew / (1 - ew) + 4u. The
+// probabilities are then rounded to f16 (2^-11 relative, or 2^-25
+// absolute when subnormal) and dotted with V in f32 ((n_kv + 2) u):
+//   tol = A (ep + 2^-11 + (n_kv + 2) u) + n_kv 2^-25 max|V_d|.
+// For hd = 64, |q|, |K| ~ N(0, 1): D ~ 5, so tol ~ 1e-2 A worst case.
+// Contract bound (q_f16): the same with q rounded to f16 in the reference
+// (the kernel's documented numerics, as llama.cpp); es drops to
+// D (hd + 2) u, and tol ~ 5e-4 A, dominated by the f16 probabilities.
+// With a window, n_kv is the window's n_w keys: the scores before it are
+// computed but their probabilities are exact zeros, adding nothing.
+inline double attn_tol(const AttnTerms &a, int64_t head_dim, bool q_f16) {
+    const double es = a.D * ((q_f16 ? 0.0 : 0x1p-11) + (double)(head_dim + 2) * kU);
+    const double ew = std::expm1(2 * es) + 2 * kU * (a.mx - a.mn + 2);
+    const double ep = 2 * ew / (1 - ew) + 4 * kU;
+    return a.A * (ep + 0x1p-11 + (double)(a.n_w + 2) * kU) + (double)a.n_w * 0x1p-25 * a.vmax + 1e-30;
+}
+
+// ATTN_PAGED's tolerance, against the reference with q rounded to f16 (the
+// kernel's contract). The kernel's scores are f32 dots (<= D (hd + 2) u
+// each); the online softmax rescales the f32 accumulators once per block
+// (a few u each) and sums n_kv f32 terms (n_w with a window):
+//   tol = A (2 expm1(2 es) + (n_kv + 16) 4 u), es = D (hd + 2) u.
+inline double attn_paged_tol(const AttnTerms &a, int64_t head_dim) {
+    const double es = a.D * (double)(head_dim + 2) * kU;
+    return a.A * (2 * std::expm1(2 * es) + (double)(a.n_w + 16) * 4 * kU) + 1e-30;
+}
+
+struct AttnRef {
+    std::vector<double> out, tol;
+};
+
+// Element e = hk * head_dim + d (kv head hk, dimension d) of the f16 K or V
+// row at position j, as token t's cache or block table holds it.
+using KvAt = std::function<uint16_t(int64_t t, int64_t j, int64_t e)>;
+
+// Reference in double over the f16 cache contents: for token t, which sees
+// n_kv_of(t) positions, out = sum_j softmax_j(scale q.K_j) V_j over the j of
+// its window (all of them for window 0), with kv head h / (n_head /
+// n_head_kv); q rounded to f16 first if q_f16. tol_of bounds each element.
+inline AttnRef attention_reference(const AttnInputs &in, int32_t window, bool q_f16,
+                                   const std::function<int64_t(int64_t)> &n_kv_of, const KvAt &k_at,
+                                   const KvAt &v_at, const std::function<double(const AttnTerms &)> &tol_of) {
+    const int64_t n_head = in.sh.n_head, head_dim = in.sh.head_dim, group = n_head / in.sh.n_head_kv;
+    const size_t n = (size_t)(in.n_tok * n_head * head_dim);
+    AttnRef r{std::vector<double>(n), std::vector<double>(n)};
+    for (int64_t t = 0; t < in.n_tok; ++t) {
+        const int64_t n_kv = n_kv_of(t), lo = window_start(n_kv, window);
+        for (int64_t h = 0; h < n_head; ++h) {
+            const int64_t hk = h / group;
+            const float *qh = &in.q[(size_t)((t * n_head + h) * head_dim)];
+            std::vector<double> s((size_t)n_kv, 0.0);
+            AttnTerms a{n_kv - lo, 0, -INFINITY, INFINITY, 0, 0};
+            for (int64_t j = lo; j < n_kv; ++j) {
+                double dot = 0, mag = 0;
+                for (int64_t i = 0; i < head_dim; ++i) {
+                    const double qi = q_f16 ? h16(f32_to_fp16(qh[i])) : (double)qh[i];
+                    const double kj = h16(k_at(t, j, hk * head_dim + i));
+                    dot += qi * kj;
+                    mag += std::fabs(qi * kj);
+                }
+                s[(size_t)j] = (double)in.scale * dot;
+                a.D = std::max(a.D, (double)in.scale * mag);
+                a.mx = std::max(a.mx, s[(size_t)j]);
+                a.mn = std::min(a.mn, s[(size_t)j]);
+            }
+            const std::vector<double> pr = window_softmax(s, lo);
+            for (int64_t d = 0; d < head_dim; ++d) {
+                double o = 0;
+                a.A = a.vmax = 0;
+                for (int64_t j = lo; j < n_kv; ++j) {
+                    const double vj = h16(v_at(t, j, hk * head_dim + d));
+                    o += pr[(size_t)j] * vj;
+                    a.A += pr[(size_t)j] * std::fabs(vj);
+                    a.vmax = std::max(a.vmax, std::fabs(vj));
+                }
+                const size_t idx = (size_t)((t * n_head + h) * head_dim + d);
+                r.out[idx] = o;
+                r.tol[idx] = tol_of(a);
+            }
+        }
+    }
+    return r;
+}
+
+inline Bytes cache_bytes(const std::vector<uint16_t> &kc, const std::vector<uint16_t> &vc) {
+    Bytes s(kc.size() * 2 + vc.size() * 2);
+    std::memcpy(s.data(), kc.data(), kc.size() * 2);
+    std::memcpy(s.data() + kc.size() * 2, vc.data(), vc.size() * 2);
+    return s;
+}
+
+// The node that make_node adds over the inputs for q, k, v (and the index),
+// run on 1 and 3 threads; the caches kc, vc, which the node's K and V cache
+// tensors point at, restart as k_start, v_start before each run and must
+// agree bit for bit between runs.
+using AttnNode = std::function<Tensor *(Graph &g, Tensor *q, Tensor *k, Tensor *v, Tensor *index)>;
+inline std::vector<float> run_attn_node(const AttnInputs &in, const std::vector<int32_t> *index,
+                                        std::vector<uint16_t> &kc, std::vector<uint16_t> &vc,
+                                        const std::vector<uint16_t> &k_start, const std::vector<uint16_t> &v_start,
+                                        const AttnNode &make_node) {
+    const AttnShape &sh = in.sh;
+    Graph g;
+    Tensor *qt = g.input(DType::F32, {sh.head_dim, sh.n_head, in.n_tok}),
+           *kt = g.input(DType::F32, {sh.head_dim, sh.n_head_kv, in.n_tok}),
+           *vt_ = g.input(DType::F32, {sh.head_dim, sh.n_head_kv, in.n_tok}),
+           *it = index ? g.input(DType::I32, {(int64_t)index->size()}) : nullptr;
+    Tensor *y = make_node(g, qt, kt, vt_, it);
+    g.mark_output(y);
+    CHECK(supports(g.nodes()[0]));
+    Bound bound(g);
+    return run_both(
+        g, y,
+        [&] {
+            put(qt, in.q);
+            put(kt, in.k);
+            put(vt_, in.v);
+            if (index) put(it, *index);
+            kc = k_start;
+            vc = v_start;
+        },
+        [&] { return cache_bytes(kc, vc); });
+}
+
+// One ATTN step over contiguous caches of n_ctx positions: n_tok tokens after
+// n_past cached ones. Positions < n_past hold random f16; every other slot
+// holds NaN, so reading a slot that is neither in the past nor written by
+// this step poisons the output. K is transposed (a row per dimension), V a
+// row per position.
+struct AttnBatch : AttnInputs {
+    int64_t n_ctx, n_past;
+    std::vector<uint16_t> k0, v0;        // the caches before the step
+    std::vector<uint16_t> k_exp, v_exp;  // and after it
+};
+
+inline AttnBatch make_attn_batch(const AttnShape &sh, int64_t n_ctx, int64_t n_past, int64_t n_tok,
+                                 std::mt19937 &rng) {
+    AttnBatch b{attn_inputs(sh, n_tok, rng), n_ctx, n_past, {}, {}, {}, {}};
+    const int64_t kv_row = sh.kv_row();
+    b.k0.assign((size_t)(kv_row * n_ctx), kNaN16);
+    b.v0.assign((size_t)(n_ctx * kv_row), kNaN16);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (int64_t j = 0; j < n_past; ++j)
+        for (int64_t d = 0; d < kv_row; ++d) {
+            b.k0[(size_t)(d * n_ctx + j)] = f32_to_fp16(nd(rng));
+            b.v0[(size_t)(j * kv_row + d)] = f32_to_fp16(nd(rng));
+        }
+    // The caches after: new rows at n_past.. as f16 of the inputs, the rest untouched.
+    b.k_exp = b.k0;
+    b.v_exp = b.v0;
+    for (int64_t t = 0; t < n_tok; ++t)
+        for (int64_t d = 0; d < kv_row; ++d) {
+            b.k_exp[(size_t)(d * n_ctx + n_past + t)] = f32_to_fp16(b.k[(size_t)(t * kv_row + d)]);
+            b.v_exp[(size_t)((n_past + t) * kv_row + d)] = f32_to_fp16(b.v[(size_t)(t * kv_row + d)]);
+        }
+    return b;
+}
+
+// Runs b's step with the window from caches k0, v0; checks that they then
+// hold k_exp, v_exp (the step's rows go in whatever the window); returns
+// the output.
+inline std::vector<float> run_attn(const AttnBatch &b, int32_t window) {
+    const int64_t kv_row = b.sh.kv_row();
+    std::vector<uint16_t> kc = b.k0, vc = b.v0;
+    Tensor kct, vct;
+    tensor_init(kct, DType::F16, b.n_ctx, kv_row, 1, 1, kc.data(), "k_cache");
+    tensor_init(vct, DType::F16, kv_row, b.n_ctx, 1, 1, vc.data(), "v_cache");
+    const std::vector<float> got =
+        run_attn_node(b, nullptr, kc, vc, b.k0, b.v0, [&](Graph &g, Tensor *q, Tensor *k, Tensor *v, Tensor *) {
+            return g.op<Op::ATTN>(DType::F32, {b.sh.head_dim, b.sh.n_head, b.n_tok}, {q, k, v, &kct, &vct},
+                                  {(int32_t)b.n_past, b.scale, window});
+        });
+    CHECK(kc == b.k_exp);
+    CHECK(vc == b.v_exp);
+    return got;
+}
+
+// The reference of b's step (over k_exp, v_exp) with ATTN's tolerance.
+inline AttnRef attn_ref(const AttnBatch &b, int32_t window, bool q_f16) {
+    const int64_t kv_row = b.sh.kv_row();
+    return attention_reference(
+        b, window, q_f16, [&](int64_t t) { return b.n_past + t + 1; },
+        [&](int64_t, int64_t j, int64_t e) { return b.k_exp[(size_t)(e * b.n_ctx + j)]; },
+        [&](int64_t, int64_t j, int64_t e) { return b.v_exp[(size_t)(j * kv_row + e)]; },
+        [&](const AttnTerms &a) { return attn_tol(a, b.sh.head_dim, q_f16); });
+}
+
+struct SeqCase {
+    int64_t n_past, n_tok;
+};
+
+// One ATTN_PAGED step of several sequences over a pool of n_blocks blocks of
+// bs slots, handed out in shuffled order; a sequence's table covers its past
+// and this step. The index holds, per token, the slot it writes, the
+// positions it sees and where its sequence's table starts in the index; the
+// tables follow. The cached prefixes hold random f16; every slot no table
+// reaches holds NaN, so a stray read poisons the output.
+struct PagedBatch : AttnInputs {
+    int64_t bs, n_slots;
+    std::vector<std::vector<int32_t>> tables;  // per sequence
+    std::vector<int32_t> index;
+    std::vector<uint16_t> k0, v0;          // the pool before the step
+    std::vector<uint16_t> k_full, v_full;  // after the step's writes, f16(k) and f16(v)
+    // The slot of token t's position j.
+    int64_t slot(int64_t t, int64_t j) const {
+        const int32_t *table = &index[(size_t)index[(size_t)(3 * t + 2)]];
+        return table[j / bs] * bs + j % bs;
+    }
+};
+
+// Draws the block order, the prefixes, then q, k, v.
+inline PagedBatch make_paged_batch(const AttnShape &sh, int64_t n_blocks, int64_t bs,
+                                   const std::vector<SeqCase> &seqs, std::mt19937 &rng) {
+    const int64_t kv_row = sh.kv_row(), n_slots = n_blocks * bs;
+    std::vector<int32_t> perm((size_t)n_blocks);
+    for (int64_t b = 0; b < n_blocks; ++b) perm[(size_t)b] = (int32_t)b;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    size_t next_block = 0;
+    int64_t n_tok = 0;
+    for (const SeqCase &sc : seqs) n_tok += sc.n_tok;
+    std::vector<int32_t> index((size_t)(3 * n_tok));
+    std::vector<std::vector<int32_t>> tables;
+    std::vector<uint16_t> k0((size_t)(kv_row * n_slots), kNaN16), v0 = k0;
+    std::normal_distribution<float> nd(0.f, 1.f);
+    int64_t t0 = 0;
+    for (const SeqCase &sc : seqs) {
+        std::vector<int32_t> table;
+        for (int64_t b = 0; b < (sc.n_past + sc.n_tok + bs - 1) / bs; ++b) table.push_back(perm[next_block++]);
+        const int32_t at = (int32_t)index.size();
+        index.insert(index.end(), table.begin(), table.end());
+        for (int64_t j = 0; j < sc.n_past; ++j) {  // the cached prefix
+            const int64_t slot = table[(size_t)(j / bs)] * bs + j % bs;
+            for (int64_t d = 0; d < kv_row; ++d) {
+                k0[(size_t)(slot * kv_row + d)] = f32_to_fp16(nd(rng));
+                v0[(size_t)(slot * kv_row + d)] = f32_to_fp16(nd(rng));
+            }
+        }
+        for (int64_t i = 0; i < sc.n_tok; ++i) {
+            const int64_t pos = sc.n_past + i, t = t0 + i;
+            index[(size_t)(3 * t)] = (int32_t)(table[(size_t)(pos / bs)] * bs + pos % bs);
+            index[(size_t)(3 * t + 1)] = (int32_t)(pos + 1);
+            index[(size_t)(3 * t + 2)] = at;
+        }
+        tables.push_back(table);
+        t0 += sc.n_tok;
+    }
+    PagedBatch p{attn_inputs(sh, n_tok, rng), bs, n_slots, std::move(tables), std::move(index), k0, v0, k0, v0};
+    for (int64_t t = 0; t < n_tok; ++t)
+        for (int64_t d = 0; d < kv_row; ++d) {
+            const int64_t slot = p.index[(size_t)(3 * t)];
+            p.k_full[(size_t)(slot * kv_row + d)] = f32_to_fp16(p.k[(size_t)(t * kv_row + d)]);
+            p.v_full[(size_t)(slot * kv_row + d)] = f32_to_fp16(p.v[(size_t)(t * kv_row + d)]);
+        }
+    return p;
+}
+
+// Runs b's step with the window, the pool starting as kp, vp; checks that the
+// step's slots then hold f16(k), f16(v) and every other slot is as it was;
+// returns the output.
+inline std::vector<float> run_paged(const PagedBatch &b, int32_t window, const std::vector<uint16_t> &kp,
+                                    const std::vector<uint16_t> &vp) {
+    const int64_t kv_row = b.sh.kv_row();
+    std::vector<uint16_t> kc = kp, vc = vp;
+    Tensor kct, vct;
+    tensor_init(kct, DType::F16, kv_row, b.n_slots, 1, 1, kc.data(), "k_pool");
+    tensor_init(vct, DType::F16, kv_row, b.n_slots, 1, 1, vc.data(), "v_pool");
+    const std::vector<float> got =
+        run_attn_node(b, &b.index, kc, vc, kp, vp, [&](Graph &g, Tensor *q, Tensor *k, Tensor *v, Tensor *it) {
+            return g.op<Op::ATTN_PAGED>(DType::F32, {b.sh.head_dim, b.sh.n_head, b.n_tok},
+                                        {q, k, v, &kct, &vct, it}, {(int32_t)b.bs, b.scale, window});
+        });
+    std::vector<uint16_t> k_exp = kp, v_exp = vp;
+    for (int64_t t = 0; t < b.n_tok; ++t) {
+        const size_t slot = (size_t)b.index[(size_t)(3 * t)];
+        std::copy_n(&b.k_full[slot * kv_row], kv_row, &k_exp[slot * kv_row]);
+        std::copy_n(&b.v_full[slot * kv_row], kv_row, &v_exp[slot * kv_row]);
+    }
+    CHECK(kc == k_exp);
+    CHECK(vc == v_exp);
+    return got;
+}
+
+// The reference of b's step (over k_full, v_full, q rounded to f16) with
+// ATTN_PAGED's tolerance.
+inline AttnRef attn_ref(const PagedBatch &b, int32_t window) {
+    const int64_t kv_row = b.sh.kv_row();
+    return attention_reference(
+        b, window, true, [&](int64_t t) { return (int64_t)b.index[(size_t)(3 * t + 1)]; },
+        [&](int64_t t, int64_t j, int64_t e) { return b.k_full[(size_t)(b.slot(t, j) * kv_row + e)]; },
+        [&](int64_t t, int64_t j, int64_t e) { return b.v_full[(size_t)(b.slot(t, j) * kv_row + e)]; },
+        [&](const AttnTerms &a) { return attn_paged_tol(a, b.sh.head_dim); });
 }
 
 } // namespace

@@ -383,140 +383,32 @@ TEST_CASE("ROPE with YaRN (ext_factor 1, freq_scale 1/4, n_ctx_orig 4096)", "[op
 
 // ---- sliding-window attention ----------------------------------------------------
 
-// Softmax weights over keys j in [lo, n_kv) of scores s (the rest get 0).
-std::vector<double> window_softmax(const std::vector<double> &s, int64_t lo) {
-    double mx = -INFINITY, sum = 0;
-    for (size_t j = (size_t)lo; j < s.size(); ++j) mx = std::max(mx, s[j]);
-    std::vector<double> p(s.size(), 0.0);
-    for (size_t j = (size_t)lo; j < s.size(); ++j) sum += p[j] = std::exp(s[j] - mx);
-    for (double &pj : p) pj /= sum;
-    return p;
-}
-
-// A window of w positions: a query at position pos sees keys at pos - w + 1 .. pos.
-int64_t window_start(int64_t n_kv, int64_t window) { return window > 0 && n_kv > window ? n_kv - window : 0; }
-
 TEST_CASE("ATTN with a sliding window: softmax over the last `window` positions only", "[ops]") {
-    // Setup as in the ATTN test above. The kernel scores every cached key and
-    // zeroes the probabilities before the window (then adds p V for those
-    // rows too), so only slots past the step's keys may hold NaN here.
+    // The batch of the ATTN test (make_attn_batch). The kernel scores every
+    // cached key and zeroes the probabilities before the window (then adds
+    // p V for those rows too), so only slots past the step's keys may hold
+    // NaN here.
     std::mt19937 rng(2025);
-    const int64_t n_head = 8, n_head_kv = 2, n_ctx = 48;
-    const uint16_t kNaN16 = 0x7e00;
     for (int64_t head_dim : {64, 20}) {
+        const AttnShape sh{8, 2, head_dim};
         for (int64_t n_past : {0, 37}) {
             for (int64_t n_tok : {1, 5}) {
                 INFO("head_dim " << head_dim << ", n_past " << n_past << ", n_tok " << n_tok);
-                const int64_t Q = head_dim * n_head, kv_row = head_dim * n_head_kv;
-                const float scale = 1.0f / std::sqrt((float)head_dim);
-                const std::vector<float> q = normal((size_t)(Q * n_tok), rng),
-                                         k = normal((size_t)(kv_row * n_tok), rng),
-                                         v = normal((size_t)(kv_row * n_tok), rng);
-                std::vector<uint16_t> k0((size_t)(kv_row * n_ctx), kNaN16), v0((size_t)(n_ctx * kv_row), kNaN16);
-                std::normal_distribution<float> nd(0.f, 1.f);
-                for (int64_t j = 0; j < n_past; ++j)
-                    for (int64_t d = 0; d < kv_row; ++d) {
-                        k0[(size_t)(d * n_ctx + j)] = f32_to_fp16(nd(rng));
-                        v0[(size_t)(j * kv_row + d)] = f32_to_fp16(nd(rng));
-                    }
-                std::vector<uint16_t> k_exp = k0, v_exp = v0;
-                for (int64_t t = 0; t < n_tok; ++t)
-                    for (int64_t d = 0; d < kv_row; ++d) {
-                        k_exp[(size_t)(d * n_ctx + n_past + t)] = f32_to_fp16(k[(size_t)(t * kv_row + d)]);
-                        v_exp[(size_t)((n_past + t) * kv_row + d)] = f32_to_fp16(v[(size_t)(t * kv_row + d)]);
-                    }
-                auto run = [&](int32_t window) {
-                    std::vector<uint16_t> kc = k0, vc = v0;
-                    Tensor kct, vct;
-                    tensor_init(kct, DType::F16, n_ctx, kv_row, 1, 1, kc.data(), "k_cache");
-                    tensor_init(vct, DType::F16, kv_row, n_ctx, 1, 1, vc.data(), "v_cache");
-                    Graph g;
-                    Tensor *qt = g.input(DType::F32, {head_dim, n_head, n_tok}),
-                           *kt = g.input(DType::F32, {head_dim, n_head_kv, n_tok}),
-                           *vt_ = g.input(DType::F32, {head_dim, n_head_kv, n_tok});
-                    Tensor *y = g.op<Op::ATTN>(DType::F32, {head_dim, n_head, n_tok}, {qt, kt, vt_, &kct, &vct},
-                                               {(int32_t)n_past, scale, window});
-                    g.mark_output(y);
-                    CHECK(supports(g.nodes()[0]));
-                    Bound bound(g);
-                    const std::vector<float> got = run_both(
-                        g, y,
-                        [&] {
-                            put(qt, q);
-                            put(kt, k);
-                            put(vt_, v);
-                            kc = k0;
-                            vc = v0;
-                        },
-                        [&] {
-                            Bytes s(kc.size() * 2 + vc.size() * 2);
-                            std::memcpy(s.data(), kc.data(), kc.size() * 2);
-                            std::memcpy(s.data() + kc.size() * 2, vc.data(), vc.size() * 2);
-                            return s;
-                        });
-                    // The step's rows go into the caches whatever the window.
-                    CHECK(kc == k_exp);
-                    CHECK(vc == v_exp);
-                    return got;
-                };
-
+                const AttnBatch b = make_attn_batch(sh, 48, n_past, n_tok, rng);
                 // Windows shorter than what some query sees (3 cuts into a
-                // fresh 5-token prompt too). Reference and tolerance are the
-                // contract bound of the ATTN test above with the sums over the
-                // window's n_w keys only: the scores before it are computed
-                // but their probabilities are exact zeros, adding nothing.
-                auto h16 = [](uint16_t h) { return (double)fp16_to_f32(h); };
-                const int64_t group = n_head / n_head_kv;
+                // fresh 5-token prompt too), against the contract bound over
+                // the window's keys (attn_ref, attn_tol).
                 for (int32_t window : {3, 5, 17}) {
                     INFO("window " << window);
-                    const std::vector<float> got = run(window);
-                    std::vector<double> ref(got.size()), tol(got.size());
-                    for (int64_t t = 0; t < n_tok; ++t) {
-                        const int64_t n_kv = n_past + t + 1, lo = window_start(n_kv, window), n_w = n_kv - lo;
-                        for (int64_t h = 0; h < n_head; ++h) {
-                            const int64_t hk = h / group;
-                            const float *qh = &q[(size_t)((t * n_head + h) * head_dim)];
-                            std::vector<double> s((size_t)n_kv, 0.0);
-                            double D = 0, mx = -INFINITY, mn = INFINITY;
-                            for (int64_t j = lo; j < n_kv; ++j) {
-                                double dot = 0, mag = 0;
-                                for (int64_t i = 0; i < head_dim; ++i) {
-                                    const double qi = h16(f32_to_fp16(qh[i]));
-                                    const double kj = h16(k_exp[(size_t)((hk * head_dim + i) * n_ctx + j)]);
-                                    dot += qi * kj;
-                                    mag += std::fabs(qi * kj);
-                                }
-                                s[(size_t)j] = (double)scale * dot;
-                                D = std::max(D, (double)scale * mag);
-                                mx = std::max(mx, s[(size_t)j]);
-                                mn = std::min(mn, s[(size_t)j]);
-                            }
-                            const std::vector<double> pr = window_softmax(s, lo);
-                            const double es = D * (double)(head_dim + 2) * kU;
-                            const double ew = std::expm1(2 * es) + 2 * kU * (mx - mn + 2);
-                            const double ep = 2 * ew / (1 - ew) + 4 * kU;
-                            for (int64_t d = 0; d < head_dim; ++d) {
-                                double o = 0, A = 0, vmax = 0;
-                                for (int64_t j = lo; j < n_kv; ++j) {
-                                    const double vj = h16(v_exp[(size_t)(j * kv_row + hk * head_dim + d)]);
-                                    o += pr[(size_t)j] * vj;
-                                    A += pr[(size_t)j] * std::fabs(vj);
-                                    vmax = std::max(vmax, std::fabs(vj));
-                                }
-                                const size_t idx = (size_t)((t * n_head + h) * head_dim + d);
-                                ref[idx] = o;
-                                tol[idx] = A * (ep + 0x1p-11 + (double)(n_w + 2) * kU) +
-                                           (double)n_w * 0x1p-25 * vmax + 1e-30;
-                            }
-                        }
-                    }
-                    check_close(got, ref, tol, "ATTN (window)");
+                    const std::vector<float> got = run_attn(b, window);
+                    const AttnRef r = attn_ref(b, window, true);
+                    check_close(got, r.out, r.tol, "ATTN (window)");
                 }
                 // A window no query outgrows is no window: the same bits as 0.
-                const std::vector<float> all = run(0);
+                const std::vector<float> all = run_attn(b, 0);
                 for (int32_t window : {(int32_t)(n_past + n_tok), 1000}) {
                     INFO("window " << window << " against 0");
-                    const std::vector<float> w = run(window);
+                    const std::vector<float> w = run_attn(b, window);
                     CHECK(same_bits(w.data(), all.data(), all.size() * sizeof(float)));
                 }
             }
@@ -525,174 +417,44 @@ TEST_CASE("ATTN with a sliding window: softmax over the last `window` positions 
 }
 
 TEST_CASE("ATTN_PAGED with a sliding window: blocks before it are not read", "[ops]") {
-    // The batch of the ATTN_PAGED test above (decode at 37, a 5-token chunk
-    // after 20, a fresh 3-token prompt; blocks shuffled over the pool, NaN
-    // wherever no table reaches). For each window, the blocks of a sequence
-    // that lie wholly before its first token's window are NaN as well: the
-    // kernel starts each query at the block holding its window's first
-    // position, so any read of them poisons the output.
+    // The batch of the ATTN_PAGED test (decode at 37, a 5-token chunk after
+    // 20, a fresh 3-token prompt; blocks shuffled over the pool, NaN wherever
+    // no table reaches). For each window, the blocks of a sequence that lie
+    // wholly before its first token's window are NaN as well: the kernel
+    // starts each query at the block holding its window's first position, so
+    // any read of them poisons the output.
     std::mt19937 rng(78);
-    const int64_t n_head = 6, n_head_kv = 2, head_dim = 32, n_blocks = 24;
-    const int64_t Q = n_head * head_dim, kv_row = n_head_kv * head_dim;
-    const uint16_t kNaN16 = 0x7e00;
-    struct SeqCase {
-        int64_t n_past, n_tok;
-    };
-    const SeqCase seqs[] = {{37, 1}, {20, 5}, {0, 3}};
+    const AttnShape sh{6, 2, 32};
+    const int64_t kv_row = sh.kv_row();
+    const std::vector<SeqCase> seqs = {{37, 1}, {20, 5}, {0, 3}};
     for (int64_t bs : {16, 4}) {
         INFO("block size " << bs);
-        const int64_t n_slots = n_blocks * bs;
-        std::vector<int32_t> perm((size_t)n_blocks);
-        for (int64_t b = 0; b < n_blocks; ++b) perm[(size_t)b] = (int32_t)b;
-        std::shuffle(perm.begin(), perm.end(), rng);
-        size_t next_block = 0;
-        int64_t n_tok = 0;
-        for (const SeqCase &sc : seqs) n_tok += sc.n_tok;
-        std::vector<int32_t> index((size_t)(3 * n_tok));
-        std::vector<std::vector<int32_t>> tables;
-        std::vector<uint16_t> k0((size_t)(kv_row * n_slots), kNaN16), v0 = k0;
-        std::normal_distribution<float> nd(0.f, 1.f);
-        int64_t t0 = 0;
-        for (const SeqCase &sc : seqs) {
-            std::vector<int32_t> table;
-            for (int64_t b = 0; b < (sc.n_past + sc.n_tok + bs - 1) / bs; ++b) table.push_back(perm[next_block++]);
-            const int32_t at = (int32_t)index.size();
-            index.insert(index.end(), table.begin(), table.end());
-            for (int64_t j = 0; j < sc.n_past; ++j) {
-                const int64_t slot = table[(size_t)(j / bs)] * bs + j % bs;
-                for (int64_t d = 0; d < kv_row; ++d) {
-                    k0[(size_t)(slot * kv_row + d)] = f32_to_fp16(nd(rng));
-                    v0[(size_t)(slot * kv_row + d)] = f32_to_fp16(nd(rng));
-                }
-            }
-            for (int64_t i = 0; i < sc.n_tok; ++i) {
-                const int64_t pos = sc.n_past + i, t = t0 + i;
-                index[(size_t)(3 * t)] = (int32_t)(table[(size_t)(pos / bs)] * bs + pos % bs);
-                index[(size_t)(3 * t + 1)] = (int32_t)(pos + 1);
-                index[(size_t)(3 * t + 2)] = at;
-            }
-            tables.push_back(table);
-            t0 += sc.n_tok;
-        }
-        const float scale = 1.0f / std::sqrt((float)head_dim);
-        const std::vector<float> q = normal((size_t)(Q * n_tok), rng), k = normal((size_t)(kv_row * n_tok), rng),
-                                 v = normal((size_t)(kv_row * n_tok), rng);
-        // The pool after the step's writes, unpoisoned: what the reference reads.
-        std::vector<uint16_t> k_full = k0, v_full = v0;
-        for (int64_t t = 0; t < n_tok; ++t)
-            for (int64_t d = 0; d < kv_row; ++d) {
-                const int64_t slot = index[(size_t)(3 * t)];
-                k_full[(size_t)(slot * kv_row + d)] = f32_to_fp16(k[(size_t)(t * kv_row + d)]);
-                v_full[(size_t)(slot * kv_row + d)] = f32_to_fp16(v[(size_t)(t * kv_row + d)]);
-            }
-        // Runs the batch with the pool starting as kp, vp; checks the step's
-        // writes (every other slot must be as it was).
-        auto run = [&](int32_t window, const std::vector<uint16_t> &kp, const std::vector<uint16_t> &vp) {
-            std::vector<uint16_t> kc = kp, vc = vp;
-            Tensor kct, vct;
-            tensor_init(kct, DType::F16, kv_row, n_slots, 1, 1, kc.data(), "k_pool");
-            tensor_init(vct, DType::F16, kv_row, n_slots, 1, 1, vc.data(), "v_pool");
-            Graph g;
-            Tensor *qt = g.input(DType::F32, {head_dim, n_head, n_tok}),
-                   *kt = g.input(DType::F32, {head_dim, n_head_kv, n_tok}),
-                   *vt_ = g.input(DType::F32, {head_dim, n_head_kv, n_tok}),
-                   *it = g.input(DType::I32, {(int64_t)index.size()});
-            Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {head_dim, n_head, n_tok}, {qt, kt, vt_, &kct, &vct, it},
-                                             {(int32_t)bs, scale, window});
-            g.mark_output(y);
-            CHECK(supports(g.nodes()[0]));
-            Bound bound(g);
-            const std::vector<float> got = run_both(
-                g, y,
-                [&] {
-                    put(qt, q);
-                    put(kt, k);
-                    put(vt_, v);
-                    put(it, index);
-                    kc = kp;
-                    vc = vp;
-                },
-                [&] {
-                    Bytes s(kc.size() * 4);
-                    std::memcpy(s.data(), kc.data(), kc.size() * 2);
-                    std::memcpy(s.data() + kc.size() * 2, vc.data(), vc.size() * 2);
-                    return s;
-                });
-            std::vector<uint16_t> k_exp = kp, v_exp = vp;
-            for (int64_t t = 0; t < n_tok; ++t) {
-                const size_t slot = (size_t)index[(size_t)(3 * t)];
-                std::copy_n(&k_full[slot * kv_row], kv_row, &k_exp[slot * kv_row]);
-                std::copy_n(&v_full[slot * kv_row], kv_row, &v_exp[slot * kv_row]);
-            }
-            CHECK(kc == k_exp);
-            CHECK(vc == v_exp);
-            return got;
-        };
-
-        auto h16 = [](uint16_t h) { return (double)fp16_to_f32(h); };
-        const int64_t group = n_head / n_head_kv;
+        const PagedBatch b = make_paged_batch(sh, 24, bs, seqs, rng);
         for (int32_t window : {5, 17}) {
             INFO("window " << window);
-            std::vector<uint16_t> kp = k0, vp = v0;
+            std::vector<uint16_t> kp = b.k0, vp = b.v0;
             int64_t poisoned = 0;
-            for (size_t si = 0; si < tables.size(); ++si) {
+            for (size_t si = 0; si < b.tables.size(); ++si) {
                 const int64_t lo = window_start(seqs[si].n_past + 1, window);  // its first token's
-                for (int64_t b = 0; b < lo / bs; ++b, ++poisoned) {
-                    const size_t s0 = (size_t)(tables[si][(size_t)b] * bs * kv_row);
+                for (int64_t blk = 0; blk < lo / bs; ++blk, ++poisoned) {
+                    const size_t s0 = (size_t)(b.tables[si][(size_t)blk] * bs * kv_row);
                     std::fill_n(&kp[s0], bs * kv_row, kNaN16);
                     std::fill_n(&vp[s0], bs * kv_row, kNaN16);
                 }
             }
             CHECK(poisoned > 0);
-            const std::vector<float> got = run(window, kp, vp);
-
-            // Reference and tolerance of the ATTN_PAGED test above, with the
-            // softmax and the sums over the window's n_w keys.
-            std::vector<double> ref(got.size()), tol(got.size());
-            for (int64_t t = 0; t < n_tok; ++t) {
-                const int64_t n_kv = index[(size_t)(3 * t + 1)], lo = window_start(n_kv, window), n_w = n_kv - lo;
-                const int32_t *table = &index[(size_t)index[(size_t)(3 * t + 2)]];
-                for (int64_t h = 0; h < n_head; ++h) {
-                    const int64_t hk = h / group;
-                    const float *qh = &q[(size_t)((t * n_head + h) * head_dim)];
-                    std::vector<double> s((size_t)n_kv, 0.0);
-                    double D = 0;
-                    for (int64_t j = lo; j < n_kv; ++j) {
-                        const int64_t slot = table[j / bs] * bs + j % bs;
-                        double dot = 0, mag = 0;
-                        for (int64_t i = 0; i < head_dim; ++i) {
-                            const double qi = h16(f32_to_fp16(qh[i]));
-                            const double kj = h16(k_full[(size_t)(slot * kv_row + hk * head_dim + i)]);
-                            dot += qi * kj;
-                            mag += std::fabs(qi * kj);
-                        }
-                        s[(size_t)j] = (double)scale * dot;
-                        D = std::max(D, (double)scale * mag);
-                    }
-                    const std::vector<double> pr = window_softmax(s, lo);
-                    const double es = D * (double)(head_dim + 2) * kU;
-                    for (int64_t d = 0; d < head_dim; ++d) {
-                        double o = 0, A = 0;
-                        for (int64_t j = lo; j < n_kv; ++j) {
-                            const int64_t slot = table[j / bs] * bs + j % bs;
-                            const double vj = h16(v_full[(size_t)(slot * kv_row + hk * head_dim + d)]);
-                            o += pr[(size_t)j] * vj;
-                            A += pr[(size_t)j] * std::fabs(vj);
-                        }
-                        const size_t i = (size_t)((t * n_head + h) * head_dim + d);
-                        ref[i] = o;
-                        tol[i] = A * (2 * std::expm1(2 * es) + (double)(n_w + 16) * 4 * kU) + 1e-30;
-                    }
-                }
-            }
-            check_close(got, ref, tol, "ATTN_PAGED (window)");
+            const std::vector<float> got = run_paged(b, window, kp, vp);
+            // The reference reads the unpoisoned pool, with the softmax and
+            // the tolerance's sums over the window's n_w keys.
+            const AttnRef r = attn_ref(b, window);
+            check_close(got, r.out, r.tol, "ATTN_PAGED (window)");
         }
         // A window no query outgrows (the longest sees 38 positions) is no
         // window: the same bits as 0.
-        const std::vector<float> all = run(0, k0, v0);
+        const std::vector<float> all = run_paged(b, 0, b.k0, b.v0);
         for (int32_t window : {38, 1000}) {
             INFO("window " << window << " against 0");
-            const std::vector<float> w = run(window, k0, v0);
+            const std::vector<float> w = run_paged(b, window, b.k0, b.v0);
             CHECK(same_bits(w.data(), all.data(), all.size() * sizeof(float)));
         }
     }

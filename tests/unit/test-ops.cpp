@@ -323,133 +323,21 @@ TEST_CASE("ROPE modes 0 and 2, partial rotation, scattered positions", "[ops]") 
 // ---- ATTN ----------------------------------------------------------------------
 
 TEST_CASE("ATTN: causal GQA softmax attention over f16 caches", "[ops]") {
+    // The batch, its NaN-poisoned caches, the run (which checks the cache
+    // writes), the reference and its tolerances: ops-harness.h.
     std::mt19937 rng(2024);
-    const int64_t n_head = 8, n_head_kv = 2, n_ctx = 48;
-    const uint16_t kNaN16 = 0x7e00;
+    const int64_t n_ctx = 48;
     for (int64_t head_dim : {64, 20}) {
+        const AttnShape sh{8, 2, head_dim};
         for (int64_t n_past : {0, 37}) {
             for (int64_t n_tok : {1, 5}) {
                 INFO("head_dim " << head_dim << ", n_past " << n_past << ", n_tok " << n_tok);
-                const int64_t Q = head_dim * n_head, kv_row = head_dim * n_head_kv;
-                const float scale = 1.0f / std::sqrt((float)head_dim);
-                const std::vector<float> q = normal((size_t)(Q * n_tok), rng), k = normal((size_t)(kv_row * n_tok), rng),
-                                         v = normal((size_t)(kv_row * n_tok), rng);
-                // Caches: positions < n_past hold random f16; every other slot
-                // holds NaN, so reading a slot that is neither in the past nor
-                // written by this step poisons the output.
-                // K is transposed (a row per dimension), V a row per position.
-                std::vector<uint16_t> k0((size_t)(kv_row * n_ctx), kNaN16), v0((size_t)(n_ctx * kv_row), kNaN16);
-                std::normal_distribution<float> nd(0.f, 1.f);
-                for (int64_t j = 0; j < n_past; ++j)
-                    for (int64_t d = 0; d < kv_row; ++d) {
-                        k0[(size_t)(d * n_ctx + j)] = f32_to_fp16(nd(rng));
-                        v0[(size_t)(j * kv_row + d)] = f32_to_fp16(nd(rng));
-                    }
-                std::vector<uint16_t> kc = k0, vc = v0;
-                Tensor kct, vct;
-                tensor_init(kct, DType::F16, n_ctx, kv_row, 1, 1, kc.data(), "k_cache");
-                tensor_init(vct, DType::F16, kv_row, n_ctx, 1, 1, vc.data(), "v_cache");
-
-                Graph g;
-                Tensor *qt = g.input(DType::F32, {head_dim, n_head, n_tok}),
-                       *kt = g.input(DType::F32, {head_dim, n_head_kv, n_tok}),
-                       *vt_ = g.input(DType::F32, {head_dim, n_head_kv, n_tok});
-                Tensor *y = g.op<Op::ATTN>(DType::F32, {head_dim, n_head, n_tok}, {qt, kt, vt_, &kct, &vct},
-                                           {(int32_t)n_past, scale, 0});
-                g.mark_output(y);
-                CHECK(supports(g.nodes()[0]));
-                Bound bound(g);
-                const std::vector<float> got = run_both(
-                    g, y,
-                    [&] {
-                        put(qt, q);
-                        put(kt, k);
-                        put(vt_, v);
-                        kc = k0;
-                        vc = v0;
-                    },
-                    [&] {
-                        Bytes s(kc.size() * 2 + vc.size() * 2);
-                        std::memcpy(s.data(), kc.data(), kc.size() * 2);
-                        std::memcpy(s.data() + kc.size() * 2, vc.data(), vc.size() * 2);
-                        return s;
-                    });
-
-                // The caches: new rows at n_past.. as f16 of the inputs, the rest untouched.
-                std::vector<uint16_t> k_exp = k0, v_exp = v0;
-                for (int64_t t = 0; t < n_tok; ++t)
-                    for (int64_t d = 0; d < kv_row; ++d) {
-                        k_exp[(size_t)(d * n_ctx + n_past + t)] = f32_to_fp16(k[(size_t)(t * kv_row + d)]);
-                        v_exp[(size_t)((n_past + t) * kv_row + d)] = f32_to_fp16(v[(size_t)(t * kv_row + d)]);
-                    }
-                CHECK(kc == k_exp);
-                CHECK(vc == v_exp);
-
-                // Reference in double over the f16-rounded cache contents:
-                // out = sum_j softmax_j(scale q.K_j) V_j over j <= n_past + t,
-                // with kv head h / (n_head / n_head_kv).
-                //
-                // Exact-math bound. Let D = max_j scale sum_i |q_i||K_ji|, A =
-                // sum_j p_j |V_jd|. The kernel rounds q to f16 (2^-11 relative)
-                // and dots in f32 (<= (hd + 2) u of the same magnitude), so each
-                // score is off by <= es = D (2^-11 + (hd + 2) u); exp of the
-                // shifted score (f32 subtraction and expf, <= 2u (range + 2)
-                // relative) gives unnormalized weights off by <= ew = expm1(2 es)
-                // + 2u (range + 2) relative (the max shift moves too), and
-                // normalizing doubles that: ep = 2 ew / (1 - ew) + 4u. The
-                // probabilities are then rounded to f16 (2^-11 relative, or 2^-25
-                // absolute when subnormal) and dotted with V in f32 ((n_kv + 2) u):
-                //   tol = A (ep + 2^-11 + (n_kv + 2) u) + n_kv 2^-25 max|V_d|.
-                // For hd = 64, |q|, |K| ~ N(0, 1): D ~ 5, so tol ~ 1e-2 A worst case.
-                // Contract bound: the same with q rounded to f16 in the reference
-                // (the kernel's documented numerics, as llama.cpp); es drops to
-                // D (hd + 2) u, and tol ~ 5e-4 A, dominated by the f16 probabilities.
-                auto h16 = [](uint16_t h) { return (double)fp16_to_f32(h); };
-                const int64_t group = n_head / n_head_kv;
-                for (int pass = 0; pass < 2; ++pass) {
-                    const bool q_f16 = pass == 1;
-                    std::vector<double> ref(got.size()), tol(got.size());
-                    for (int64_t t = 0; t < n_tok; ++t) {
-                        const int64_t n_kv = n_past + t + 1;
-                        for (int64_t h = 0; h < n_head; ++h) {
-                            const int64_t hk = h / group;
-                            const float *qh = &q[(size_t)((t * n_head + h) * head_dim)];
-                            std::vector<double> s((size_t)n_kv), pr((size_t)n_kv);
-                            double D = 0, mx = -INFINITY, mn = INFINITY;
-                            for (int64_t j = 0; j < n_kv; ++j) {
-                                double dot = 0, mag = 0;
-                                for (int64_t i = 0; i < head_dim; ++i) {
-                                    const double qi = q_f16 ? h16(f32_to_fp16(qh[i])) : (double)qh[i];
-                                    const double kj = h16(k_exp[(size_t)((hk * head_dim + i) * n_ctx + j)]);
-                                    dot += qi * kj;
-                                    mag += std::fabs(qi * kj);
-                                }
-                                s[(size_t)j] = (double)scale * dot;
-                                D = std::max(D, (double)scale * mag);
-                                mx = std::max(mx, s[(size_t)j]);
-                                mn = std::min(mn, s[(size_t)j]);
-                            }
-                            double sum = 0;
-                            for (int64_t j = 0; j < n_kv; ++j) sum += pr[(size_t)j] = std::exp(s[(size_t)j] - mx);
-                            for (auto &pj : pr) pj /= sum;
-                            const double es = D * ((q_f16 ? 0.0 : 0x1p-11) + (double)(head_dim + 2) * kU);
-                            const double ew = std::expm1(2 * es) + 2 * kU * (mx - mn + 2);
-                            const double ep = 2 * ew / (1 - ew) + 4 * kU;
-                            for (int64_t d = 0; d < head_dim; ++d) {
-                                double o = 0, A = 0, vmax = 0;
-                                for (int64_t j = 0; j < n_kv; ++j) {
-                                    const double vj = h16(v_exp[(size_t)(j * kv_row + hk * head_dim + d)]);
-                                    o += pr[(size_t)j] * vj;
-                                    A += pr[(size_t)j] * std::fabs(vj);
-                                    vmax = std::max(vmax, std::fabs(vj));
-                                }
-                                const size_t idx = (size_t)((t * n_head + h) * head_dim + d);
-                                ref[idx] = o;
-                                tol[idx] = A * (ep + 0x1p-11 + (double)(n_kv + 2) * kU) + (double)n_kv * 0x1p-25 * vmax + 1e-30;
-                            }
-                        }
-                    }
-                    check_close(got, ref, tol, q_f16 ? "ATTN (q rounded to f16)" : "ATTN (exact math)");
+                const AttnBatch b = make_attn_batch(sh, n_ctx, n_past, n_tok, rng);
+                const std::vector<float> got = run_attn(b, 0);
+                // Against the exact-math bound, then the contract bound (attn_tol).
+                for (bool q_f16 : {false, true}) {
+                    const AttnRef r = attn_ref(b, 0, q_f16);
+                    check_close(got, r.out, r.tol, q_f16 ? "ATTN (q rounded to f16)" : "ATTN (exact math)");
                 }
             }
         }
@@ -596,135 +484,13 @@ TEST_CASE("ATTN_PAGED: many sequences over a block pool, through their block tab
     // order. Every slot no table reaches holds NaN, so a stray read poisons
     // the output; slots the step writes must hold exactly f16(k), f16(v).
     std::mt19937 rng(77);
-    const int64_t n_head = 6, n_head_kv = 2, head_dim = 32, n_blocks = 24;
-    const int64_t Q = n_head * head_dim, kv_row = n_head_kv * head_dim;
-    const uint16_t kNaN16 = 0x7e00;
+    const AttnShape sh{6, 2, 32};
     for (int64_t bs : {16, 4}) {
         INFO("block size " << bs);
-        const int64_t n_slots = n_blocks * bs;
-        struct SeqCase { int64_t n_past, n_tok; };
-        const SeqCase seqs[] = {{37, 1}, {20, 5}, {0, 3}};
-        std::vector<int32_t> perm((size_t)n_blocks);
-        for (int64_t b = 0; b < n_blocks; ++b) perm[(size_t)b] = (int32_t)b;
-        std::shuffle(perm.begin(), perm.end(), rng);
-        size_t next_block = 0;
-        int64_t n_tok = 0;
-        for (const SeqCase &sc : seqs) n_tok += sc.n_tok;
-        std::vector<int32_t> index((size_t)(3 * n_tok));
-        std::vector<std::vector<int32_t>> tables;
-        std::vector<uint16_t> k0((size_t)(kv_row * n_slots), kNaN16), v0 = k0;
-        std::normal_distribution<float> nd(0.f, 1.f);
-        int64_t t0 = 0;
-        for (const SeqCase &sc : seqs) {
-            std::vector<int32_t> table;
-            for (int64_t b = 0; b < (sc.n_past + sc.n_tok + bs - 1) / bs; ++b) table.push_back(perm[next_block++]);
-            const int32_t at = (int32_t)index.size();
-            index.insert(index.end(), table.begin(), table.end());
-            for (int64_t j = 0; j < sc.n_past; ++j) {  // the cached prefix
-                const int64_t slot = table[(size_t)(j / bs)] * bs + j % bs;
-                for (int64_t d = 0; d < kv_row; ++d) {
-                    k0[(size_t)(slot * kv_row + d)] = f32_to_fp16(nd(rng));
-                    v0[(size_t)(slot * kv_row + d)] = f32_to_fp16(nd(rng));
-                }
-            }
-            for (int64_t i = 0; i < sc.n_tok; ++i) {
-                const int64_t pos = sc.n_past + i, t = t0 + i;
-                index[(size_t)(3 * t)] = (int32_t)(table[(size_t)(pos / bs)] * bs + pos % bs);
-                index[(size_t)(3 * t + 1)] = (int32_t)(pos + 1);
-                index[(size_t)(3 * t + 2)] = at;
-            }
-            tables.push_back(table);
-            t0 += sc.n_tok;
-        }
-        const float scale = 1.0f / std::sqrt((float)head_dim);
-        const std::vector<float> q = normal((size_t)(Q * n_tok), rng), k = normal((size_t)(kv_row * n_tok), rng),
-                                 v = normal((size_t)(kv_row * n_tok), rng);
-        std::vector<uint16_t> kc = k0, vc = v0;
-        Tensor kct, vct;
-        tensor_init(kct, DType::F16, kv_row, n_slots, 1, 1, kc.data(), "k_pool");
-        tensor_init(vct, DType::F16, kv_row, n_slots, 1, 1, vc.data(), "v_pool");
-        Graph g;
-        Tensor *qt = g.input(DType::F32, {head_dim, n_head, n_tok}), *kt = g.input(DType::F32, {head_dim, n_head_kv, n_tok}),
-               *vt_ = g.input(DType::F32, {head_dim, n_head_kv, n_tok}), *it = g.input(DType::I32, {(int64_t)index.size()});
-        Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {head_dim, n_head, n_tok}, {qt, kt, vt_, &kct, &vct, it},
-                                         {(int32_t)bs, scale, 0});
-        g.mark_output(y);
-        CHECK(supports(g.nodes()[0]));
-        Bound bound(g);
-        const std::vector<float> got = run_both(
-            g, y,
-            [&] {
-                put(qt, q);
-                put(kt, k);
-                put(vt_, v);
-                put(it, index);
-                kc = k0;
-                vc = v0;
-            },
-            [&] {
-                Bytes s(kc.size() * 4);
-                std::memcpy(s.data(), kc.data(), kc.size() * 2);
-                std::memcpy(s.data() + kc.size() * 2, vc.data(), vc.size() * 2);
-                return s;
-            });
-        std::vector<uint16_t> k_exp = k0, v_exp = v0;
-        for (int64_t t = 0; t < n_tok; ++t)
-            for (int64_t d = 0; d < kv_row; ++d) {
-                const int64_t slot = index[(size_t)(3 * t)];
-                k_exp[(size_t)(slot * kv_row + d)] = f32_to_fp16(k[(size_t)(t * kv_row + d)]);
-                v_exp[(size_t)(slot * kv_row + d)] = f32_to_fp16(v[(size_t)(t * kv_row + d)]);
-            }
-        CHECK(kc == k_exp);
-        CHECK(vc == v_exp);
-
-        // Reference in double over the f16 pool contents with q rounded to
-        // f16 (the kernel's contract). The kernel's scores are f32 dots
-        // (<= D (hd + 2) u each, D = max scale sum |q K|); the online softmax
-        // rescales the f32 accumulators once per block (a few u each) and
-        // sums n_kv f32 terms: tol = A (2 expm1(2 es) + (n_kv + 16) 4 u),
-        // A = sum_j p_j |V_jd|.
-        auto h16 = [](uint16_t h) { return (double)fp16_to_f32(h); };
-        const int64_t group = n_head / n_head_kv;
-        std::vector<double> ref(got.size()), tol(got.size());
-        for (int64_t t = 0; t < n_tok; ++t) {
-            const int64_t n_kv = index[(size_t)(3 * t + 1)];
-            const int32_t *table = &index[(size_t)index[(size_t)(3 * t + 2)]];
-            for (int64_t h = 0; h < n_head; ++h) {
-                const int64_t hk = h / group;
-                const float *qh = &q[(size_t)((t * n_head + h) * head_dim)];
-                std::vector<double> s((size_t)n_kv);
-                double D = 0, mx = -INFINITY;
-                for (int64_t j = 0; j < n_kv; ++j) {
-                    const int64_t slot = table[j / bs] * bs + j % bs;
-                    double dot = 0, mag = 0;
-                    for (int64_t i = 0; i < head_dim; ++i) {
-                        const double qi = h16(f32_to_fp16(qh[i]));
-                        const double kj = h16(k_exp[(size_t)(slot * kv_row + hk * head_dim + i)]);
-                        dot += qi * kj;
-                        mag += std::fabs(qi * kj);
-                    }
-                    s[(size_t)j] = (double)scale * dot;
-                    D = std::max(D, (double)scale * mag);
-                    mx = std::max(mx, s[(size_t)j]);
-                }
-                double sum = 0;
-                for (double &sj : s) sum += sj = std::exp(sj - mx);
-                const double es = D * (double)(head_dim + 2) * kU;
-                for (int64_t d = 0; d < head_dim; ++d) {
-                    double o = 0, A = 0;
-                    for (int64_t j = 0; j < n_kv; ++j) {
-                        const int64_t slot = table[j / bs] * bs + j % bs;
-                        const double vj = h16(v_exp[(size_t)(slot * kv_row + hk * head_dim + d)]);
-                        o += s[(size_t)j] / sum * vj;
-                        A += s[(size_t)j] / sum * std::fabs(vj);
-                    }
-                    const size_t i = (size_t)((t * n_head + h) * head_dim + d);
-                    ref[i] = o;
-                    tol[i] = A * (2 * std::expm1(2 * es) + (double)(n_kv + 16) * 4 * kU) + 1e-30;
-                }
-            }
-        }
-        check_close(got, ref, tol, "ATTN_PAGED");
+        const PagedBatch b = make_paged_batch(sh, 24, bs, {{37, 1}, {20, 5}, {0, 3}}, rng);
+        const std::vector<float> got = run_paged(b, 0, b.k0, b.v0);
+        const AttnRef r = attn_ref(b, 0);  // q rounded to f16, attn_paged_tol
+        check_close(got, r.out, r.tol, "ATTN_PAGED");
     }
 }
 
