@@ -6,7 +6,9 @@
 // slot = block * block_size + offset. The i32 index tensor src5 holds, for
 // token t, [3t] the slot its new K/V go to, [3t+1] how many positions it
 // sees (its position + 1), [3t+2] where its sequence's block table starts in
-// the same tensor; the tables follow the 3 * n_tok header.
+// the same tensor; the tables follow the 3 * n_tok header. With a sliding
+// window W (PagedAttnParams::window), a token sees only its last W positions
+// and blocks wholly before them are not read.
 //
 // Phase 1 writes every token's K and V before any thread reads the pool:
 // a sequence may read blocks that another sequence of the same batch fills

@@ -1,5 +1,9 @@
 // Causal grouped-query attention over a per-sequence f16 KV cache.
 //
+// A sliding window W (AttnParams::window) gives the keys before a query's
+// last W positions probability zero (their scores are computed, then
+// dropped: the same FMA chains, so a window >= the context changes nothing).
+//
 // Layout: the K cache is stored transposed, one row per key dimension
 // (n_ctx f16 positions), and the V cache holds one row per position
 // (n_embd_kv f16). Both products then run with a position or a dimension in
