@@ -57,22 +57,47 @@ namespace {
 // do better, so the bounds below accept what llama.cpp's own AVX2 build does,
 // with headroom for a CI CPU whose SIMD width differs from this one.
 //
-// Largest |vt - llama.cpp| allowed for each golden top-20 logit.
-constexpr float TOL_MAX = 2.0f;
-// Largest root-mean-square difference over a prompt's top-20 logits: twice
-// the measured noise, so a systematic error (a wrong RoPE angle, a missing
-// scale) that shifts logits by a few tenths everywhere fails here.
-constexpr float TOL_RMS = 0.4f;
+// The bounds, per golden (the noise differs between models):
+struct Tolerances {
+    // Largest |vt - llama.cpp| allowed for each golden top-20 logit.
+    float max;
+    // Largest root-mean-square difference over a prompt's top-20 logits:
+    // twice the measured noise, so a systematic error (a wrong RoPE angle, a
+    // missing scale) that shifts logits by a few tenths everywhere fails here.
+    float rms;
+    // Top-1 ids must agree wherever the golden's margin exceeds this: above
+    // the largest margin at which the other llama.cpp build flips top-1.
+    float noise_margin;
+};
+// SmolLM2-135M Q4_1, noise as above: the margin noise (a difference of two
+// logits) is ~sqrt(2) x 0.2 = 0.3 rms and the AVX2 build flips top-1 up to
+// 0.34, so above 0.5 a flip is a bug.
+constexpr Tolerances kSmolLM2 = {2.0f, 0.4f, 0.5f};
+// Gemma 3 270M Q4_K_M. Its goldens were made by an AVX2 build (no AVX-512
+// here); the other build was llama.cpp with AVX only (no AVX2, FMA, BMI2;
+// tests/models/oracle-noise.py --name gemma3-270m). Against the goldens:
+//   teacher-forced top-20 logits: rms 0.278 over all prompts (0.19-0.42 per
+//     prompt), max 1.29
+//   top-1 along the greedy paths, margin > 0.05: 13 of 953 differ, at
+//     margins up to 0.74; free-running greedy: 7 of 15 prompts diverge, at
+//     margins up to 0.74
+// Noisier than SmolLM2 (larger activations through four norms per block, a
+// 262k-row Q8_0 output). Same rules: rms twice the noise, max 1.8 x the
+// largest difference, margin above the largest oracle flip.
+constexpr Tolerances kGemma3 = {2.3f, 0.56f, 0.75f};
+
+const Tolerances &tolerances() {
+    const char *g = std::getenv("VT_GOLDEN");
+    return g && std::string(g).rfind("gemma3", 0) == 0 ? kGemma3 : kSmolLM2;
+}
 // Top-1 ids are compared wherever the golden's top1 - top2 margin exceeds
-// TOP1_MARGIN (the issue's criterion)...
+// TOP1_MARGIN (the issue's criterion); a flip above the model's noise_margin
+// fails.
 constexpr float TOP1_MARGIN = 0.05f;
-// ...and must agree wherever it exceeds NOISE_MARGIN: the noise of a margin
-// (a difference of two logits) is ~sqrt(2) x 0.2 = 0.3 rms, so llama.cpp's
-// AVX2 build flips top-1 up to 0.34; above 0.5 a flip is a bug.
-constexpr float NOISE_MARGIN = 0.5f;
 // Between the two, flips may happen but must stay rare: at most this share of
-// the compared steps (llama.cpp AVX2: 5 of 820 = 0.6%; vt on this machine:
-// 15 of 1235 = 1.2%, all at margins below 0.39).
+// the compared steps (SmolLM2: llama.cpp AVX2 5 of 820 = 0.6%, vt 15 of 1235
+// = 1.2%, all at margins below 0.39; Gemma 3: llama.cpp AVX 13 of 953 =
+// 1.4%, vt 8 of 1431 = 0.6%).
 constexpr double MAX_FLIP_RATE = 0.03;
 
 using vt::test::ContextPtr;
@@ -287,7 +312,7 @@ TEST_CASE("llama.cpp goldens: teacher-forced logits match llama.cpp", "[model][l
                 const vt_token ours = argmax(l, nv);
                 if (ours != gid[0]) {
                     ++g_flips.flips;
-                    if (margin > NOISE_MARGIN && ++n_bad <= 8)
+                    if (margin > tolerances().noise_margin && ++n_bad <= 8)
                         bad << "  pos " << pos << ": top1 " << ours << " (" << l[ours]
                             << "), golden " << gid[0] << " (" << gval[0] << ", margin "
                             << margin << ")\n";
@@ -298,21 +323,22 @@ TEST_CASE("llama.cpp goldens: teacher-forced logits match llama.cpp", "[model][l
                 if (!(d <= max_diff)) max_diff = std::isnan(d) ? INFINITY : d;
                 sum_sq += (double)d * d;
                 ++n_vals;
-                if (!(d <= TOL_MAX) && ++n_bad <= 8)
+                if (!(d <= tolerances().max) && ++n_bad <= 8)
                     bad << "  pos " << pos << " id " << gid[j] << ": vt " << l[gid[j]]
                         << ", golden " << gval[j] << " (|diff| " << d << ")\n";
             }
         }
         max_diff_all = std::max(max_diff_all, max_diff);
         const double rms = n_vals ? std::sqrt(sum_sq / (double)n_vals) : 0.0;
-        CHECK(rms <= TOL_RMS);
+        CHECK(rms <= tolerances().rms);
         summary << "  " << name << ": rms " << rms << ", max |diff| " << max_diff << " over "
                 << tf["positions"].size() << " positions, top-1 checked at "
                 << n_top1_checked << "\n";
         INFO("violations (first 8):\n" << bad.str());
         CHECK(n_bad == 0);
     }
-    WARN("teacher-forced logits, TOL_MAX " << TOL_MAX << ", TOL_RMS " << TOL_RMS << ", max |vt - llama.cpp| over all prompts: "
+    WARN("teacher-forced logits, max " << tolerances().max << ", rms " << tolerances().rms
+                                         << ", max |vt - llama.cpp| over all prompts: "
                                        << max_diff_all << "\n" << summary.str());
 }
 
@@ -347,7 +373,7 @@ TEST_CASE("llama.cpp goldens: argmax along llama.cpp's greedy path", "[model][gr
             if (got == want[i]) continue;
             ++g_flips.flips;
             INFO("step " << i << ": vt " << got << ", golden " << want[i] << " (margin " << margins[i] << ")");
-            CHECK(margins[i] <= NOISE_MARGIN);
+            CHECK(margins[i] <= tolerances().noise_margin);
         }
     }
     WARN("greedy path: top-1 compared at " << n_checked << " of " << n_total << " steps");
@@ -356,12 +382,12 @@ TEST_CASE("llama.cpp goldens: argmax along llama.cpp's greedy path", "[model][gr
 
 TEST_CASE("llama.cpp goldens: top-1 flips at small margins stay rare", "[model][greedy]") {
     // Runs after the two cases above (Catch2 keeps declaration order) and
-    // judges the flips they counted between TOP1_MARGIN and NOISE_MARGIN.
+    // judges the flips they counted between TOP1_MARGIN and the noise margin.
     if (!ready()) return;
     INFO(g_flips.flips << " of " << g_flips.compared << " compared top-1 ids differ");
     REQUIRE(g_flips.compared > 1000);
     CHECK((double)g_flips.flips <= MAX_FLIP_RATE * (double)g_flips.compared);
-    WARN("top-1 flips at margins in (" << TOP1_MARGIN << ", " << NOISE_MARGIN << "]: " << g_flips.flips
+    WARN("top-1 flips at margins in (" << TOP1_MARGIN << ", " << tolerances().noise_margin << "]: " << g_flips.flips
                                       << " of " << g_flips.compared);
 }
 
@@ -396,13 +422,13 @@ TEST_CASE("llama.cpp goldens: greedy continuation matches llama.cpp", "[model][g
             summary << "  " << name << ": all " << want.size() << " identical\n";
             continue;
         }
-        const bool near_tie = margins[first] <= NOISE_MARGIN;
+        const bool near_tie = margins[first] <= tolerances().noise_margin;
         summary << "  " << name << ": first divergence at step " << first << " (vt " << got[first]
                 << ", golden " << want[first] << ", golden margin " << margins[first] << ")"
                 << (near_tie ? " at a near-tie: accepted\n" : "\n");
         INFO("first divergence at step " << first << ": vt " << got[first] << ", golden "
                                          << want[first] << ", golden margin " << margins[first]
-                                         << " (a divergence at a margin up to " << NOISE_MARGIN
+                                         << " (a divergence at a margin up to " << tolerances().noise_margin
                                          << " is excused)");
         CHECK(near_tie);
     }
