@@ -54,11 +54,13 @@ int64_t n_queries(const AttnShape &s) { return (s.n_tok < kTokBlock ? s.n_tok : 
 int64_t keys_padded(const AttnShape &s) { return (s.n_past + s.n_tok + 15) & ~(int64_t)15; }
 
 // Per-thread scratch in floats: a unit's output row pointers, its
-// f16-rounded queries and f16-rounded probabilities as f32, then one row of
-// f16 probabilities.
+// f16-rounded queries and f16-rounded probabilities as f32, then one f16
+// row: a query (head_dim) while rounding queries, probabilities (keys) after.
+// Both bounds count: with few keys a 256-wide head is the longer row.
 size_t scratch_floats(const AttnShape &s) {
     const size_t nq = (size_t)n_queries(s), nk = (size_t)keys_padded(s);
-    return (2 * nq + nq * (size_t)s.head_dim + nq * nk + nk + 64 + 15) & ~(size_t)15; // 64-byte units
+    const size_t row16 = (std::max(nk, (size_t)s.head_dim) + 1) / 2;  // f16s in floats
+    return (2 * nq + nq * (size_t)s.head_dim + nq * nk + row16 + 64 + 15) & ~(size_t)15; // 64-byte units
 }
 
 } // namespace

@@ -72,8 +72,8 @@ def main():
         # Files that are not models.
         expect_failure("missing model file", ["-m", missing, "-p", "hi", "-n", "1"],
                        ["no-such-model.gguf", "no such file"])
-        expect_failure("a directory as the model", ["-m", tmp, "-p", "hi", "-n", "1"],
-                       ["directory"])
+        expect_failure("a folder without config.json as the model", ["-m", tmp, "-p", "hi", "-n", "1"],
+                       ["folder", "config.json"])
         expect_failure("a text file as the model", ["-m", text_file, "-p", "hi", "-n", "1"],
                        ["notes.txt", "gguf"])
         expect_failure("a truncated GGUF", ["-m", truncated, "-p", "hi", "-n", "1"],

@@ -327,7 +327,7 @@ TEST_CASE("ATTN: causal GQA softmax attention over f16 caches", "[ops]") {
     // writes), the reference and its tolerances: ops-harness.h.
     std::mt19937 rng(2024);
     const int64_t n_ctx = 48;
-    for (int64_t head_dim : {64, 20}) {
+    for (int64_t head_dim : {64, 20, 256}) {  // 256: Gemma 3's, longer than the keys
         const AttnShape sh{8, 2, head_dim};
         for (int64_t n_past : {0, 37}) {
             for (int64_t n_tok : {1, 5}) {
