@@ -2,8 +2,9 @@
 // x += ffn(rms_norm(x)), then rms_norm and the output projection (tied to
 // the token embedding when the file has no output.weight). Architectures that
 // differ from it only in what their attention block carries (q/k/v biases,
-// per-head q/k norms, rope layout and frequency factors) are a file each that
-// states those differences (llama.cpp, qwen2.cpp, qwen3.cpp).
+// per-head q/k norms, rope layout and frequency factors, fused projections)
+// are a file each that states those differences (llama.cpp, qwen2.cpp,
+// qwen3.cpp, phi3.cpp).
 #pragma once
 
 #include <memory>
@@ -19,6 +20,10 @@ struct DecoderTraits {
     bool qkv_bias = false;   // attn_{q,k,v}.bias required
     bool qk_norm = false;    // attn_{q,k}_norm.weight required
     bool rope_freqs = false; // rope_freqs.weight (Llama 3.1+) used when present
+    // LongRoPE (Phi-3): rope_factors_short/_long, the long ones when the
+    // context a sequence may reach exceeds the original one (llama.cpp's rule).
+    bool long_rope = false;
+    bool sliding_window = true;  // attention.sliding_window applies to every layer
 };
 
 class PreNormDecoder final : public Architecture {
@@ -38,6 +43,7 @@ private:
     const Tensor *output_norm_ = nullptr;  // (n_embd)
     const Tensor *output_ = nullptr;       // (n_embd, n_vocab); tok_embd_ when tied
     const Tensor *rope_freqs_ = nullptr;   // (n_rot/2) or null
+    const Tensor *rope_long_ = nullptr;    // (n_rot/2) or null: long_rope only
     std::vector<Layer> layers_;
 };
 

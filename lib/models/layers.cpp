@@ -75,9 +75,16 @@ AttnWeights load_attn_weights(Model &m, uint32_t il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     const int64_t E = hp.n_embd, Q = (int64_t)hp.n_head * hp.head_dim, KV = hp.n_embd_kv();
     AttnWeights w;
-    w.wq = m.matmul_weight(p + "attn_q.weight", {E, Q});
-    w.wk = m.matmul_weight(p + "attn_k.weight", {E, KV});
-    w.wv = m.matmul_weight(p + "attn_v.weight", {E, KV});
+    if (const std::string qkv = p + "attn_qkv.weight"; m.gguf().find_tensor(qkv)) {
+        // Fused (Phi-3): the three projections are row ranges of one matrix.
+        w.wq = m.matmul_weight_rows(qkv, E, Q + 2 * KV, 0, Q);
+        w.wk = m.matmul_weight_rows(qkv, E, Q + 2 * KV, Q, KV);
+        w.wv = m.matmul_weight_rows(qkv, E, Q + 2 * KV, Q + KV, KV);
+    } else {
+        w.wq = m.matmul_weight(p + "attn_q.weight", {E, Q});
+        w.wk = m.matmul_weight(p + "attn_k.weight", {E, KV});
+        w.wv = m.matmul_weight(p + "attn_v.weight", {E, KV});
+    }
     w.wo = m.matmul_weight(p + "attn_output.weight", {Q, E});
     w.bq = load_norm(m, p + "attn_q.bias", Q, false);
     w.bk = load_norm(m, p + "attn_k.bias", KV, false);
@@ -93,8 +100,14 @@ FfnWeights load_ffn_weights(Model &m, uint32_t il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     const int64_t E = hp.n_embd, F = hp.n_ff;
     FfnWeights w;
-    w.gate = m.matmul_weight(p + "ffn_gate.weight", {E, F});
-    w.up = m.matmul_weight(p + "ffn_up.weight", {E, F});
+    if (m.gguf().find_tensor(p + "ffn_gate.weight")) {
+        w.gate = m.matmul_weight(p + "ffn_gate.weight", {E, F});
+        w.up = m.matmul_weight(p + "ffn_up.weight", {E, F});
+    } else {
+        // Fused (Phi-3's gate_up): ffn_up holds the gate's rows, then the up's.
+        w.gate = m.matmul_weight_rows(p + "ffn_up.weight", E, 2 * F, 0, F);
+        w.up = m.matmul_weight_rows(p + "ffn_up.weight", E, 2 * F, F, F);
+    }
     w.down = m.matmul_weight(p + "ffn_down.weight", {F, E});
     return w;
 }

@@ -30,13 +30,16 @@ struct AttnWeights {
     const Tensor *q_norm = nullptr, *k_norm = nullptr;
 };
 
-// Loads blk.<il>.attn_{q,k,v,output}.weight and, when present, their
-// .bias and attn_{q,k}_norm.weight, checked against hparams.
+// Loads blk.<il>.attn_{q,k,v,output}.weight (or q, k and v as row ranges of
+// a fused attn_qkv.weight) and, when present, their .bias and
+// attn_{q,k}_norm.weight, checked against hparams.
 AttnWeights load_attn_weights(Model &m, uint32_t il);
 
 struct FfnWeights {
     const Tensor *gate = nullptr, *up = nullptr, *down = nullptr;
 };
+// blk.<il>.ffn_{gate,up,down}.weight; without ffn_gate, ffn_up is the fused
+// (n_embd, 2 n_ff) gate_up, gate rows first.
 FfnWeights load_ffn_weights(Model &m, uint32_t il);
 
 // A norm weight (ne0) that must be F32.
