@@ -33,6 +33,14 @@ void dequantize_row(DType t, const void *src, float *dst, int64_t n);
 // (F32, F16, BF16, Q8_0, Q8_1, Q8_K).
 void quantize_row(DType t, const float *src, void *dst, int64_t n);
 
+// Weight quantizers: n f32 weights (whole blocks of t) to t, byte for byte
+// what ggml's quantize_row_<t>_ref writes (llama.cpp's quantizer without an
+// importance matrix), for t in Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K.
+// Inputs must be finite. Scalar, thread-safe, one caller thread; throws
+// std::invalid_argument for another t or a partial block.
+bool can_quantize_weights(DType t);
+void quantize_weights(DType t, const float *src, void *dst, int64_t n);
+
 // Dot product of a row w of type t with a row a of vec_dot_type(t), n elements.
 typedef float (*VecDotFn)(int64_t n, const void *w, const void *a);
 
