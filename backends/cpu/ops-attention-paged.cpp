@@ -1,37 +1,51 @@
-// Causal grouped-query attention over the paged KV pool of the serving
-// engine (lib/engine): many sequences in one batch, each reading its keys and
-// values through its own block table.
+// Causal grouped-query attention over a paged f16 KV pool: the one attention
+// kernel of every forward pass (the serving engine's many sequences, and
+// vt_seq's one sequence over a pool of its own).
 //
-// Layout: the K and V pools of a layer hold one f16 row (n_embd_kv) per slot;
-// slot = block * block_size + offset. The i32 index tensor src5 holds, for
-// token t, [3t] the slot its new K/V go to, [3t+1] how many positions it
-// sees (its position + 1), [3t+2] where its sequence's block table starts in
-// the same tensor; the tables follow the 3 * n_tok header. With a sliding
-// window W (PagedAttnParams::window), a token sees only its last W positions
-// and blocks wholly before them are not read.
+// Layout. A layer's K pool is (block_size, kv_row, n_blocks): each block
+// holds its keys transposed, one row of block_size f16 per key dimension; the
+// V pool is (kv_row, n_slots), one f16 row per slot, slot = block *
+// block_size + offset. The i32 index src5 holds, for token t, [3t] the slot
+// its new K/V go to, [3t+1] how many positions it sees (its position + 1),
+// [3t+2] where its sequence's block table starts in the same tensor; the
+// tables follow the 3 * n_tok header. With a sliding window W
+// (PagedAttnParams::window) a token sees only its last W positions, and the
+// blocks wholly before them are not read (a sliding-window cache may have
+// given them back).
 //
-// Phase 1 writes every token's K and V before any thread reads the pool:
-// a sequence may read blocks that another sequence of the same batch fills
+// Phase 1 writes every token's K and V before any thread reads the pool: a
+// sequence may read blocks that another sequence of the same batch fills
 // (prefix-cache hits on blocks registered at allocation).
 //
-// Phase 2 is one (token, kv head) pair at a time over all query heads of the
-// group, so each K/V row is converted once per group. Softmax is online over
-// blocks (running max and sum, accumulator rescaled when the max grows), in
-// f32 throughout: no score buffer grows with the context. Each pair's result
-// depends only on its own query and the rows it reads, so a sequence's
-// output does not depend on what else is in the batch.
+// Phase 2 works in units of (KV head, run of up to 16 consecutive tokens of
+// one sequence): all queries of the run's tokens x the group's heads share
+// each K and V load. Keys transposed put 16 keys in a register and V rows 16
+// dimensions, so neither product needs a horizontal sum (Kernels::
+// attn_scores / attn_values, run block by block; the values chain continues
+// across blocks, so a block boundary changes no bit).
+//
+// Rounding points follow llama.cpp's CPU path without flash attention, so
+// logits agree with it: the query is rounded to f16 before QK^T, the softmax
+// runs in f32 with a double sum, and the probabilities are rounded to f16
+// before the product with V. Each sum is one f32 FMA chain in index order,
+// so a token's result does not depend on which tokens share its step or its
+// run: a key past a query's causal end, or before its own window inside its
+// run's, adds an exact zero.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "core/quant.h"
+#include "core/quant/kernels.h"
 #include "cpu-ops.h"
 
 namespace vt::cpu {
 
 namespace {
+constexpr int64_t kRunTokens = 16;
+
 struct PagedShape {
-    int64_t head_dim, n_head, n_head_kv, group, n_tok, kv_row, block_size, window;
+    int64_t head_dim, n_head, n_head_kv, group, n_tok, kv_row, block_size, n_blocks, window, max_kv;
 };
 PagedShape paged_shape(const Node &n) {
     PagedShape s;
@@ -41,137 +55,158 @@ PagedShape paged_shape(const Node &n) {
     s.group = s.n_head / s.n_head_kv;
     s.n_tok = n.src[0]->ne[2];
     s.kv_row = s.head_dim * s.n_head_kv;
-    s.block_size = n.params.attn_paged.block_size;
+    s.block_size = n.src[3]->ne[0];
+    s.n_blocks = n.src[3]->ne[2];
     s.window = n.params.attn_paged.window;
+    s.max_kv = n.params.attn_paged.max_kv;
     return s;
 }
-// Per-thread scratch in floats: per query head of a group an f16 query, an
-// accumulator, running max and sum; a converted V row; block scores.
-size_t paged_scratch_floats(const PagedShape &s) {
-    return (size_t)(s.group * (s.head_dim / 2 + 1 + s.head_dim + 2) + s.head_dim + s.group * s.block_size + 64);
+
+inline int64_t window_start(int64_t n_kv, int64_t window) { return window > 0 && n_kv > window ? n_kv - window : 0; }
+
+int64_t queries_per_unit(const PagedShape &s) { return std::min(s.n_tok, kRunTokens) * s.group; }
+// Keys one unit's score row holds: from its first token's window start to
+// its last token, rounded up to whole 16-lane vectors.
+int64_t row_keys(const PagedShape &s) {
+    const int64_t n = s.window > 0 ? std::min(s.max_kv, s.window + kRunTokens - 1) : s.max_kv;
+    return (n + 15) & ~(int64_t)15;
+}
+// Per-thread scratch in floats: a unit's output row pointers, its
+// f16-rounded queries as f32, their probability rows, then one f16 row (a
+// query while rounding queries, probabilities after; a K row in phase 1).
+size_t scratch_floats(const PagedShape &s) {
+    const size_t nq = (size_t)queries_per_unit(s), nk = (size_t)row_keys(s);
+    const size_t row16 = (std::max({nk, (size_t)s.head_dim, (size_t)s.kv_row}) + 1) / 2;
+    return (2 * nq + nq * (size_t)s.head_dim + nq * nk + row16 + 64 + 15) & ~(size_t)15;  // 64-byte units
+}
+
+// The runs of the batch: token t continues t - 1's when both read the same
+// block table at consecutive positions and the run is not full. Calls
+// f(unit, t0, nt) for each in order.
+template <class F>
+void for_each_run(const int32_t *idx, int64_t n_tok, F &&f) {
+    int64_t unit = 0;
+    for (int64_t t0 = 0; t0 < n_tok; ++unit) {
+        int64_t nt = 1;
+        while (t0 + nt < n_tok && nt < kRunTokens && idx[3 * (t0 + nt) + 2] == idx[3 * t0 + 2] &&
+               idx[3 * (t0 + nt) + 1] == idx[3 * t0 + 1] + nt)
+            ++nt;
+        f(unit, t0, nt);
+        t0 += nt;
+    }
 }
 } // namespace
 
 size_t work_size_attn_paged(const Node &n, int nth) {
-    return (size_t)nth * paged_scratch_floats(paged_shape(n)) * sizeof(float);
+    return (size_t)nth * scratch_floats(paged_shape(n)) * sizeof(float);
 }
 
 bool supports_attn_paged(const Node &n) {
     const Tensor *q = n.src[0], *k = n.src[1], *v = n.src[2], *kp = n.src[3], *vp = n.src[4], *idx = n.src[5];
     const PagedAttnParams &p = n.params.attn_paged;
     if (!(is_f32(q) && is_f32(k) && is_f32(v) && kp->type == DType::F16 && vp->type == DType::F16 &&
-          idx->type == DType::I32 && is_f32(n.dst) && same_shape(q, n.dst) && same_shape(k, v) && p.block_size > 0 &&
-          p.window >= 0))
+          idx->type == DType::I32 && is_f32(n.dst) && same_shape(q, n.dst) && same_shape(k, v) && p.window >= 0 &&
+          p.max_kv > 0))
         return false;
     const int64_t head_dim = q->ne[0], n_head = q->ne[1], n_head_kv = k->ne[1], n_tok = q->ne[2];
-    const int64_t kv_row = head_dim * n_head_kv;
-    if (head_dim % 2 != 0 || k->ne[0] != head_dim || k->ne[2] != n_tok || q->ne[3] != 1 || k->ne[3] != 1) return false;
-    return n_head_kv > 0 && n_head % n_head_kv == 0 && kp->ne[0] == kv_row && vp->ne[0] == kv_row &&
-           kp->ne[1] == vp->ne[1] && kp->ne[1] % p.block_size == 0 && idx->ne[0] >= 3 * n_tok;
+    const int64_t kv_row = head_dim * n_head_kv, bs = kp->ne[0];
+    if (k->ne[0] != head_dim || k->ne[2] != n_tok || q->ne[3] != 1 || k->ne[3] != 1 || kp->ne[3] != 1) return false;
+    // Rows of both pools contiguous: K's block rows and V's slot rows.
+    return n_head_kv > 0 && n_head % n_head_kv == 0 && bs > 0 && kp->ne[1] == kv_row && vp->ne[0] == kv_row &&
+           vp->ne[1] == bs * kp->ne[2] && kp->nb[0] == 2 && vp->nb[0] == 2 && idx->ne[0] >= 3 * n_tok;
 }
 
 void op_attn_paged(const Node &n, const OpCtx &c) {
     const PagedShape s = paged_shape(n);
-    const Tensor *kc = n.src[3], *vc = n.src[4];  // (kv_row, n_slots) each
+    const Tensor *kc = n.src[3], *vc = n.src[4];
     const int32_t *idx = static_cast<const int32_t *>(n.src[5]->data);
-    const int64_t n_idx = n.src[5]->ne[0], n_slots = kc->ne[1];
+    const int64_t n_idx = n.src[5]->ne[0], n_slots = s.n_blocks * s.block_size, bs = s.block_size;
     const float scale = n.params.attn_paged.scale;
-    const VecDotFn dot16 = vec_dot_fn(DType::F16);
     uint8_t *kbase = static_cast<uint8_t *>(kc->data);
     uint8_t *vbase = static_cast<uint8_t *>(vc->data);
+    const quant::Kernels &kern = quant::active_kernels();
+    float *scratch = reinterpret_cast<float *>(c.wdata) + (size_t)c.ith * scratch_floats(s);
 
-    // Phase 1: every token's K and V rows into their slots, as f16.
+    // Phase 1: every token's K (one f16 per dimension row of its block) and
+    // V row into its slot.
     {
         int64_t b, e;
         split(s.n_tok, c.ith, c.nth, b, e);
+        uint16_t *k16 = reinterpret_cast<uint16_t *>(scratch);
         for (int64_t t = b; t < e; ++t) {
             const int64_t slot = idx[3 * t];
             if (slot < 0 || slot >= n_slots) continue;  // the runner never sends one; never write outside
             const float *kr = static_cast<const float *>(n.src[1]->data) + t * s.kv_row;
             const float *vr = static_cast<const float *>(n.src[2]->data) + t * s.kv_row;
-            quantize_row(DType::F16, kr, kbase + (size_t)slot * kc->nb[1], s.kv_row);
+            quantize_row(DType::F16, kr, k16, s.kv_row);
+            uint8_t *kblk = kbase + (size_t)(slot / bs) * kc->nb[2] + (size_t)(slot % bs) * 2;
+            for (int64_t d = 0; d < s.kv_row; ++d) *reinterpret_cast<uint16_t *>(kblk + (size_t)d * kc->nb[1]) = k16[d];
             quantize_row(DType::F16, vr, vbase + (size_t)slot * vc->nb[1], s.kv_row);
         }
         c.barrier();
     }
 
     // Phase 2.
-    float *scratch = reinterpret_cast<float *>(c.wdata) + (size_t)c.ith * paged_scratch_floats(s);
-    uint16_t *q16 = reinterpret_cast<uint16_t *>(scratch);              // (head_dim, group) f16
-    float *acc = scratch + s.group * (s.head_dim / 2 + 1);              // (head_dim, group)
-    float *mx = acc + s.group * s.head_dim;                             // (group)
-    float *sum = mx + s.group;                                          // (group)
-    float *vrow = sum + s.group;                                        // (head_dim)
-    float *sc = vrow + s.head_dim;                                      // (block_size, group)
-    const int64_t hd = s.head_dim, G = s.group, bs = s.block_size;
-    const size_t q16_stride = (size_t)(hd / 2 + 1) * 2;                 // in uint16
-
-    // Causal rows differ in length: deal the pairs out round-robin.
-    for (int64_t pair = c.ith; pair < s.n_tok * s.n_head_kv; pair += c.nth) {
-        const int64_t t = pair / s.n_head_kv, hk = pair % s.n_head_kv;
-        const int64_t n_kv = idx[3 * t + 1], table_at = idx[3 * t + 2];
-        float *out_t = static_cast<float *>(n.dst->data) + t * s.n_head * hd;
-        const int64_t n_blocks = (n_kv + bs - 1) / bs;
-        if (n_kv <= 0 || table_at < 3 * s.n_tok || table_at + n_blocks > n_idx) {
-            std::memset(out_t + hk * G * hd, 0, (size_t)(G * hd) * sizeof(float));  // malformed index: no reads
-            continue;
-        }
-        for (int64_t g = 0; g < G; ++g) {
-            const float *q = static_cast<const float *>(n.src[0]->data) + (t * s.n_head + hk * G + g) * hd;
-            quantize_row(DType::F16, q, q16 + g * q16_stride, hd);
-            mx[g] = -INFINITY;
-            sum[g] = 0.0f;
-        }
-        std::fill(acc, acc + G * hd, 0.0f);
-        const int32_t *table = idx + table_at;
-        // A sliding window starts at position lo: blocks before it are not read.
-        const int64_t lo = s.window > 0 && n_kv > s.window ? n_kv - s.window : 0;
-        for (int64_t b = lo / bs; b < n_blocks; ++b) {
-            const int64_t blk = table[b];
-            const int64_t j0 = b * bs < lo ? lo - b * bs : 0;
-            const int64_t cnt = std::min(bs, n_kv - b * bs) - j0;
-            if (blk < 0 || (blk + 1) * bs > n_slots) continue;  // never read outside the pool
-            const size_t slot0 = (size_t)(blk * bs + j0);
-            // Scores of the block for every head of the group.
-            for (int64_t g = 0; g < G; ++g) {
-                float m = mx[g];
-                for (int64_t j = 0; j < cnt; ++j) {
-                    const uint8_t *krow = kbase + (slot0 + j) * kc->nb[1] + (size_t)hk * hd * 2;
-                    const float v = dot16(hd, krow, q16 + g * q16_stride) * scale;
-                    sc[g * bs + j] = v;
-                    m = std::max(m, v);
-                }
-                // Rescale what was accumulated under the old max.
-                const float corr = std::exp(mx[g] - m);  // exp(-inf) = 0 on the first block
-                if (corr != 1.0f) {
-                    sum[g] *= corr;
-                    float *a = acc + g * hd;
-                    for (int64_t d = 0; d < hd; ++d) a[d] *= corr;
-                }
-                mx[g] = m;
-                float bsum = 0.0f;
-                for (int64_t j = 0; j < cnt; ++j) {
-                    sc[g * bs + j] = std::exp(sc[g * bs + j] - m);
-                    bsum += sc[g * bs + j];
-                }
-                sum[g] += bsum;
+    const int64_t hd = s.head_dim, G = s.group, nq_max = queries_per_unit(s), ps = row_keys(s);
+    float **outs = reinterpret_cast<float **>(scratch);
+    float *qf = reinterpret_cast<float *>(outs + nq_max);
+    float *pf = qf + (size_t)nq_max * hd;
+    uint16_t *p16 = reinterpret_cast<uint16_t *>(pf + (size_t)nq_max * ps);
+    const size_t vs = vc->nb[1] / 2;  // in f16
+    // Later runs of a sequence see more keys: deal the units out round-robin.
+    for_each_run(idx, s.n_tok, [&](int64_t unit, int64_t t0, int64_t nt) {
+        for (int64_t hk = 0; hk < s.n_head_kv; ++hk) {
+            if ((unit * s.n_head_kv + hk) % c.nth != c.ith) continue;
+            const int64_t nq = nt * G;
+            for (int64_t i = 0; i < nq; ++i)
+                outs[i] = static_cast<float *>(n.dst->data) + ((t0 + i / G) * s.n_head + hk * G + i % G) * hd;
+            const int64_t n_kv0 = idx[3 * t0 + 1], n_keys = n_kv0 + nt - 1, table_at = idx[3 * t0 + 2];
+            const int64_t key0 = window_start(n_kv0, s.window), b0 = key0 / bs, b1 = (n_keys + bs - 1) / bs;
+            const int32_t *table = idx + table_at;
+            bool ok = n_kv0 > 0 && n_keys <= s.max_kv && n_keys - key0 <= ps && table_at >= 3 * s.n_tok &&
+                      table_at + b1 <= n_idx;
+            for (int64_t b = b0; ok && b < b1; ++b) ok = table[b] >= 0 && table[b] < s.n_blocks;
+            if (!ok) {  // a malformed index: no reads outside the pool, zeros out
+                for (int64_t i = 0; i < nq; ++i) std::memset(outs[i], 0, (size_t)hd * sizeof(float));
+                continue;
             }
-            // Values: each row converted once, added into every head's accumulator.
-            for (int64_t j = 0; j < cnt; ++j) {
-                dequantize_row(DType::F16, vbase + (slot0 + j) * vc->nb[1] + (size_t)hk * hd * 2, vrow, hd);
-                for (int64_t g = 0; g < G; ++g) {
-                    const float p = sc[g * bs + j];
-                    float *a = acc + g * hd;
-                    for (int64_t d = 0; d < hd; ++d) a[d] += p * vrow[d];
-                }
+            // Query (t0 + i / G, head hk * G + i % G) is row i: f16-rounded, as f32.
+            for (int64_t i = 0; i < nq; ++i) {
+                const float *q = static_cast<const float *>(n.src[0]->data) + ((t0 + i / G) * s.n_head + hk * G + i % G) * hd;
+                quantize_row(DType::F16, q, p16, hd);
+                dequantize_row(DType::F16, p16, qf + i * hd, hd);
+            }
+            // Scores of keys key0 .. n_keys - 1 into pf (row i at i * ps, key j at j - key0).
+            for (int64_t b = b0; b < b1; ++b) {
+                const int64_t j0 = std::max(key0, b * bs), j1 = std::min(n_keys, (b + 1) * bs);
+                const uint16_t *kt = reinterpret_cast<const uint16_t *>(kbase + (size_t)table[b] * kc->nb[2] +
+                                                                        (size_t)(hk * hd) * kc->nb[1]) +
+                                     (j0 - b * bs);
+                kern.attn_scores(qf, nq, hd, kt, (size_t)(kc->nb[1] / 2), j1 - j0, pf + (j0 - key0), (size_t)ps);
+            }
+            // Softmax per query over its own window; probabilities rounded to
+            // f16 and back, zero outside it.
+            for (int64_t i = 0; i < nq; ++i) {
+                const int64_t n_kv = n_kv0 + i / G, lo = window_start(n_kv, s.window);
+                float *row = pf + i * ps - key0;  // indexed by key
+                std::fill(row + key0, row + lo, 0.0f);
+                float *win = row + lo;
+                const int64_t nw = n_kv - lo;
+                const float inv = (float)(1.0 / kern.softmax(win, nw, scale));
+                for (int64_t j = 0; j < nw; ++j) win[j] *= inv;
+                quantize_row(DType::F16, win, p16, nw);
+                dequantize_row(DType::F16, p16, win, nw);
+                std::fill(row + n_kv, row + n_keys, 0.0f);
+            }
+            for (int64_t b = b0; b < b1; ++b) {
+                const int64_t j0 = std::max(key0, b * bs), j1 = std::min(n_keys, (b + 1) * bs);
+                const uint16_t *v = reinterpret_cast<const uint16_t *>(vbase + (size_t)(table[b] * bs + (j0 - b * bs)) *
+                                                                                   vc->nb[1]) +
+                                    hk * hd;
+                kern.attn_values(pf + (j0 - key0), (size_t)ps, nq, j1 - j0, v, vs, hd, outs, b > b0);
             }
         }
-        for (int64_t g = 0; g < G; ++g) {
-            const float inv = sum[g] > 0.0f ? 1.0f / sum[g] : 0.0f;
-            float *o = out_t + (hk * G + g) * hd;
-            for (int64_t d = 0; d < hd; ++d) o[d] = acc[g * hd + d] * inv;
-        }
-    }
+    });
 }
 
 } // namespace vt::cpu

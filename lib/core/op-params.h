@@ -36,18 +36,11 @@ struct RopeParams {
 constexpr int32_t kRopeAdjacent = 0;
 constexpr int32_t kRopeNeox = 2;
 
-// Causal attention over one sequence's contiguous cache (Op::ATTN).
-struct AttnParams {
-    int32_t n_past;   // cached positions before this step's tokens
+// Causal attention over a paged pool (Op::ATTN_PAGED).
+struct PagedAttnParams {
     float scale;      // multiplies q.k
     int32_t window;   // sliding window in positions (a query sees itself and window-1 before); 0 = all
-};
-
-// Causal attention over the paged pool (Op::ATTN_PAGED).
-struct PagedAttnParams {
-    int32_t block_size;  // tokens per block
-    float scale;
-    int32_t window;      // as AttnParams::window
+    int32_t max_kv;   // the most positions a token may see (the context): bounds the kernel's scratch
 };
 
 } // namespace vt

@@ -1,6 +1,5 @@
 #include "engine/engine.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -61,26 +60,7 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
         fail(VT_ERR_INVALID_ARGUMENT, "max_model_len %u exceeds the %llu tokens the KV cache holds", cfg.max_model_len,
              (unsigned long long)pool_tokens);
 
-    pool_bytes_ = pool_tokens * per_token;
-    // Straight from mmap, not the heap: the pages stay untouched (and cost
-    // nothing) until blocks are first used, however large the budget, and
-    // malloc debugging (MALLOC_PERTURB_) does not write the whole pool.
-    pool_mem_ = mmap(nullptr, pool_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (pool_mem_ == MAP_FAILED) {
-        pool_mem_ = nullptr;
-        fail(VT_ERR_OUT_OF_MEMORY, "cannot map a KV cache of %.2f GiB", (double)pool_bytes_ / (1 << 30));
-    }
-    k_pool_.resize(hp.n_layer);
-    v_pool_.resize(hp.n_layer);
-    uint8_t *p = static_cast<uint8_t *>(pool_mem_);
-    for (uint32_t l = 0; l < hp.n_layer; ++l) {
-        const int64_t kv_row = model_.cache_layers[l].kv_row;
-        const size_t layer_bytes = (size_t)pool_tokens * row_bytes(DType::F16, kv_row);
-        tensor_init(k_pool_[l], DType::F16, kv_row, (int64_t)pool_tokens, 1, 1, p, "k_pool");
-        p += layer_bytes;
-        tensor_init(v_pool_[l], DType::F16, kv_row, (int64_t)pool_tokens, 1, 1, p, "v_pool");
-        p += layer_bytes;
-    }
+    kv_pool_ = std::make_unique<PagedKv>(model_, num_blocks, block_size_);
     kv_cfg_ = KvCacheConfig{block_size_, num_blocks, cfg.prefix_caching};
     sched_cfg_.max_num_batched_tokens = cfg.max_batched_tokens ? cfg.max_batched_tokens : 512;
     sched_cfg_.max_num_seqs = max_num_seqs;
@@ -91,15 +71,13 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     stats_.kv_block_size = block_size_;
     stats_.kv_blocks_total = num_blocks;
     stats_.max_model_len = max_len;
-    stats_.kv_cache_bytes = pool_bytes_;
+    stats_.kv_cache_bytes = kv_pool_->bytes();
     VT_LOG_INFO("KV cache: %.2f GiB = %u blocks of %u tokens = %llu tokens; up to %u requests of %u tokens%s",
-                (double)pool_bytes_ / (1 << 30), num_blocks, block_size_, (unsigned long long)pool_tokens,
+                (double)kv_pool_->bytes() / (1 << 30), num_blocks, block_size_, (unsigned long long)pool_tokens,
                 max_num_seqs, max_len, cfg.prefix_caching ? ", prefix caching on" : "");
 }
 
-Engine::~Engine() {
-    if (pool_mem_) munmap(pool_mem_, pool_bytes_);
-}
+Engine::~Engine() = default;
 
 uint64_t Engine::submit(RequestSpec spec) {
     const Tokenizer &tok = model_.tokenizer();
@@ -249,36 +227,16 @@ size_t Engine::step(uint32_t wait_ms) {
 }
 
 const Tensor *Engine::run_forward(const SchedulerOutput &so) {
-    const size_t n_tok = so.num_tokens();
-    kv_index_.assign(3 * n_tok, 0);
-    out_rows_.clear();
+    batch_.clear();
     for (const ScheduledSeq &s : so.seqs) {
-        const int32_t table_at = (int32_t)kv_index_.size();
-        kv_index_.insert(kv_index_.end(), s.block_table.begin(), s.block_table.end());
-        for (uint32_t i = 0; i < s.n_tokens; ++i) {
-            const size_t t = s.offset + i;
-            const uint32_t pos = s.start_pos + i;
-            kv_index_[3 * t] = (int32_t)kv_slot(s.block_table, pos, block_size_);
-            kv_index_[3 * t + 1] = (int32_t)(pos + 1);
-            kv_index_[3 * t + 2] = table_at;
-        }
-        if (s.needs_logits) out_rows_.push_back((int32_t)(s.offset + s.n_tokens - 1));
+        Context::BatchSeq b;
+        b.tokens = std::span<const int32_t>(so.tokens.data() + s.offset, s.n_tokens);
+        b.start_pos = s.start_pos;
+        b.block_table = s.block_table;
+        b.logits = s.needs_logits ? Context::Logits::last : Context::Logits::none;
+        batch_.push_back(b);
     }
-    // A step of prompt chunks only needs no logits; one row keeps the graph non-empty.
-    if (out_rows_.empty()) out_rows_.push_back(0);
-    Context::PagedBatch b{};
-    b.tokens = so.tokens.data();
-    b.positions = so.positions.data();
-    b.n_tokens = (int64_t)n_tok;
-    b.kv_index = kv_index_.data();
-    b.n_index = (int64_t)kv_index_.size();
-    b.out_rows = out_rows_.data();
-    b.n_out = (int64_t)out_rows_.size();
-    b.k_pool = &k_pool_;
-    b.v_pool = &v_pool_;
-    b.block_size = block_size_;
-    b.n_ctx = sched_->max_model_len();
-    return ctx_.forward_paged(b);
+    return ctx_.forward(*kv_pool_, batch_, sched_->max_model_len());
 }
 
 void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, size_t n_vocab) {

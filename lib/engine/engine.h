@@ -83,9 +83,7 @@ private:
     Context &ctx_;
     const Model &model_;
     uint32_t block_size_;
-    uint64_t pool_bytes_ = 0;
-    void *pool_mem_ = nullptr;
-    std::vector<Tensor> k_pool_, v_pool_;  // per layer (n_embd_kv, n_slots) f16
+    std::unique_ptr<PagedKv> kv_pool_;
     KvCacheConfig kv_cfg_;
     SchedulerConfig sched_cfg_;
     std::unique_ptr<KvCacheManager> kv_;
@@ -105,7 +103,7 @@ private:
     OwnedEvent polled_;
 
     // Step scratch, reused.
-    std::vector<int32_t> kv_index_, out_rows_;
+    std::vector<Context::BatchSeq> batch_;
 
     // Counters; guarded by stats_mu_ for readers on other threads.
     mutable std::mutex stats_mu_;

@@ -44,21 +44,18 @@ struct Hparams {
     uint32_t n_embd_kv() const { return head_dim * n_head_kv; }
 };
 
-// What one forward pass computes. Single-sequence mode: n_tokens new tokens
-// of one sequence appended after n_past cached ones in a contiguous cache.
-// Paged mode (kv_index set): tokens of many sequences, each at its own
-// position, with K/V in a shared pool of blocks (see Op::ATTN_PAGED).
+// What one forward pass computes: tokens of one or many sequences, each at
+// its own position, with K/V in a pool of blocks (see Op::ATTN_PAGED; the
+// runner packs kv_index).
 struct ForwardArgs {
     Graph *graph;
     Tensor *tokens;      // (n_tokens) i32, graph input
     Tensor *positions;   // (n_tokens) i32, graph input
     Tensor *out_rows;    // (n_out) i32, graph input: which tokens need logits
     int64_t n_tokens;
-    int64_t n_past;                // single-sequence mode only
-    std::vector<Tensor> *k_cache;  // per layer: (n_ctx, n_embd_kv) f16, transposed; paged: (n_embd_kv, n_slots) f16
-    std::vector<Tensor> *v_cache;  // per layer: (n_embd_kv, n_ctx) f16; paged: like k_cache
-    Tensor *kv_index = nullptr;    // paged mode: i32 graph input, layout in Op::ATTN_PAGED
-    int64_t block_size = 0;        // paged mode: tokens per block
+    std::vector<Tensor> *k_cache;  // per layer (block_size, n_embd_kv, n_blocks) f16, keys transposed per block
+    std::vector<Tensor> *v_cache;  // per layer (n_embd_kv, n_slots) f16
+    Tensor *kv_index = nullptr;    // i32 graph input, layout in Op::ATTN_PAGED
     int64_t n_ctx = 0;             // positions one sequence may reach (vt_seq's n_ctx, the engine's
                                    // max_model_len): Phi-3 picks its rope factors by it, as llama.cpp
 };

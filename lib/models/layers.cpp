@@ -168,10 +168,8 @@ Tensor *LayerBuilder::attention(uint32_t il, Tensor *h, const AttnWeights &aw, c
     k = g_.op<Op::ROPE>(DType::F32, {hd, HK, n_}, {k, a_.positions, factors}, rope);
     const int32_t window = attention_window(m_.cache_layers[il]);
     Tensor *kc = &(*a_.k_cache)[il], *vc = &(*a_.v_cache)[il];
-    Tensor *att = a_.kv_index
-                      ? g_.op<Op::ATTN_PAGED>(DType::F32, {hd, H, n_}, {q, k, v, kc, vc, a_.kv_index},
-                                              {(int32_t)a_.block_size, scale, window})
-                      : g_.op<Op::ATTN>(DType::F32, {hd, H, n_}, {q, k, v, kc, vc}, {(int32_t)a_.n_past, scale, window});
+    Tensor *att = g_.op<Op::ATTN_PAGED>(DType::F32, {hd, H, n_}, {q, k, v, kc, vc, a_.kv_index},
+                                        {scale, window, (int32_t)a_.n_ctx});
     return linear(aw.wo, g_.reshape(att, {hd * H, n_}));
 }
 

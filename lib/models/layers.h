@@ -1,8 +1,8 @@
 // What the architecture files share: reading the common hyper-parameters
 // and weights of a decoder block, and building its graph pieces (norms,
 // projections, rotary embedding, attention, gated FFN, logits). A model file
-// never sees the cache layout: attention() picks the single-sequence or the
-// paged kernel from ForwardArgs and the layer's window from its cache spec.
+// never sees the cache layout: attention() reads the paged pool the runner
+// owns, with the layer's window from its cache spec.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,11 @@
 #include "runner/sequence.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "kv/kv-cache-manager.h"
 
 namespace vt {
 
@@ -37,7 +39,7 @@ const Tensor *Context::build(ForwardArgs &args, int64_t n_out, int64_t n_index) 
     args.tokens = graph_.input(DType::I32, {n}, "tokens");
     args.positions = graph_.input(DType::I32, {n}, "positions");
     args.out_rows = graph_.input(DType::I32, {n_out}, "out_rows");
-    args.kv_index = n_index ? graph_.input(DType::I32, {n_index}, "kv_index") : nullptr;
+    args.kv_index = graph_.input(DType::I32, {n_index}, "kv_index");
     const Tensor *logits = model_.arch().build(model_, args);
     size_t need = graph_.plan();
     if (need > arena_size_) {
@@ -58,58 +60,68 @@ void Context::compute() {
     if (st != VT_OK) fail(st, "backend %s failed to compute the graph", backend_->iface->get_name(backend_->context));
 }
 
-const Tensor *Context::forward(ForwardArgs &args, const int32_t *tokens, int64_t n_past, const int32_t *out_rows,
-                               int64_t n_out) {
-    const int64_t n = args.n_tokens;
-    args.n_past = n_past;
-    const Tensor *logits = build(args, n_out, 0);
-    std::memcpy(args.tokens->data, tokens, (size_t)n * sizeof(int32_t));
-    int32_t *pos = static_cast<int32_t *>(args.positions->data);
-    for (int64_t i = 0; i < n; ++i) pos[i] = (int32_t)(n_past + i);
-    std::memcpy(args.out_rows->data, out_rows, (size_t)n_out * sizeof(int32_t));
-    compute();
-    return logits;
-}
-
-const Tensor *Context::forward_paged(const PagedBatch &b) {
+const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx) {
+    int64_t n_tok = 0, n_out = 0, n_tables = 0;
+    for (const BatchSeq &s : batch) {
+        n_tok += (int64_t)s.tokens.size();
+        n_tables += (int64_t)s.block_table.size();
+        n_out += s.logits == Logits::all ? (int64_t)s.tokens.size() : s.logits == Logits::last ? 1 : 0;
+    }
+    if (n_tok == 0) fail(VT_ERR_INTERNAL, "a forward pass over no tokens");
     ForwardArgs args{};
-    args.n_tokens = b.n_tokens;
-    args.k_cache = b.k_pool;
-    args.v_cache = b.v_pool;
-    args.block_size = b.block_size;
-    args.n_ctx = b.n_ctx;
-    const Tensor *logits = build(args, b.n_out, b.n_index);
-    std::memcpy(args.tokens->data, b.tokens, (size_t)b.n_tokens * sizeof(int32_t));
-    std::memcpy(args.positions->data, b.positions, (size_t)b.n_tokens * sizeof(int32_t));
-    std::memcpy(args.out_rows->data, b.out_rows, (size_t)b.n_out * sizeof(int32_t));
-    std::memcpy(args.kv_index->data, b.kv_index, (size_t)b.n_index * sizeof(int32_t));
+    args.n_tokens = n_tok;
+    args.k_cache = &kv.k();
+    args.v_cache = &kv.v();
+    args.n_ctx = n_ctx;
+    const Tensor *logits = build(args, n_out ? n_out : 1, 3 * n_tok + n_tables);
+
+    // The index layout is Op::ATTN_PAGED's: per token [slot, positions it
+    // sees, where its block table starts], then the tables.
+    int32_t *tok = static_cast<int32_t *>(args.tokens->data);
+    int32_t *pos = static_cast<int32_t *>(args.positions->data);
+    int32_t *idx = static_cast<int32_t *>(args.kv_index->data);
+    int32_t *rows = static_cast<int32_t *>(args.out_rows->data);
+    const uint32_t bs = kv.block_size();
+    const int64_t n_slots = (int64_t)kv.num_blocks() * bs;
+    int64_t t = 0, r = 0, table_at = 3 * n_tok;
+    for (const BatchSeq &s : batch) {
+        const size_t n = s.tokens.size();
+        if (((size_t)s.start_pos + n + bs - 1) / bs > s.block_table.size())
+            fail(VT_ERR_INTERNAL, "a block table of %zu blocks for %zu positions", s.block_table.size(),
+                 (size_t)s.start_pos + n);
+        for (size_t b = 0; b < s.block_table.size(); ++b) {
+            if (s.block_table[b] < 0 || (int64_t)s.block_table[b] * bs >= n_slots)
+                fail(VT_ERR_INTERNAL, "block %d outside the KV cache's %u", s.block_table[b], kv.num_blocks());
+            idx[table_at + (int64_t)b] = s.block_table[b];
+        }
+        for (size_t i = 0; i < n; ++i, ++t) {
+            const uint32_t p = s.start_pos + (uint32_t)i;
+            tok[t] = s.tokens[i];
+            pos[t] = (int32_t)p;
+            idx[3 * t] = (int32_t)kv_slot(s.block_table, p, bs);
+            idx[3 * t + 1] = (int32_t)(p + 1);
+            idx[3 * t + 2] = (int32_t)table_at;
+            if (s.logits == Logits::all) rows[r++] = (int32_t)t;
+        }
+        if (s.logits == Logits::last) rows[r++] = (int32_t)(t - 1);
+        table_at += (int64_t)s.block_table.size();
+    }
+    if (r == 0) rows[0] = 0;
     compute();
     return logits;
 }
 
 Sequence::Sequence(Context &ctx, uint32_t n_ctx, bool logits_all) : ctx_(ctx), logits_all_(logits_all) {
-    const Model &model = ctx.model();
-    const Hparams &hp = model.hparams;
-    n_ctx_ = n_ctx ? n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
-    kv_mem_ = ctx.alloc_host(kv_bytes_per_token(model.cache_layers) * n_ctx_);
-    k_cache_.resize(hp.n_layer);
-    v_cache_.resize(hp.n_layer);
-    uint8_t *p = static_cast<uint8_t *>(kv_mem_);
-    for (uint32_t l = 0; l < hp.n_layer; ++l) {
-        const int64_t kv_row = model.cache_layers[l].kv_row;
-        const size_t layer_bytes = row_bytes(DType::F16, kv_row) * n_ctx_;
-        // K is stored transposed (one row per dimension): see ops-attention.
-        tensor_init(k_cache_[l], DType::F16, n_ctx_, kv_row, 1, 1, p, "k_cache");
-        p += layer_bytes;
-        tensor_init(v_cache_[l], DType::F16, kv_row, n_ctx_, 1, 1, p, "v_cache");
-        p += layer_bytes;
-    }
+    const Hparams &hp = ctx.model().hparams;
+    // The engine's default too: the training context up to 4096, 4096 when the file names none.
+    n_ctx_ = n_ctx ? n_ctx : (hp.n_ctx_train && hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
+    const uint32_t n_blocks = (n_ctx_ + kBlockSize - 1) / kBlockSize;
+    kv_ = std::make_unique<PagedKv>(ctx.model(), n_blocks, kBlockSize);
+    block_table_.resize(n_blocks);
+    for (uint32_t b = 0; b < n_blocks; ++b) block_table_[b] = (BlockId)b;
     pending_.reserve(ctx.n_batch());
-    out_rows_.reserve(ctx.n_batch());
     logits_.reserve((size_t)hp.n_vocab * (logits_all ? ctx.n_batch() : 1));
 }
-
-Sequence::~Sequence() { ctx_.free_host(kv_mem_); }
 
 void Sequence::feed(const int32_t *tokens, size_t n) {
     const uint32_t n_vocab = ctx_.model().hparams.n_vocab;
@@ -129,27 +141,20 @@ void Sequence::step() {
     n_logit_rows_ = 0;
     logits_.clear();
     for (int64_t off = 0; off < total; off += ctx_.n_batch()) {
-        const int64_t n = total - off < (int64_t)ctx_.n_batch() ? total - off : (int64_t)ctx_.n_batch();
+        const int64_t n = std::min<int64_t>(total - off, ctx_.n_batch());
         const bool last_chunk = off + n == total;
-        out_rows_.clear();
-        if (logits_all_) {
-            for (int64_t i = 0; i < n; ++i) out_rows_.push_back((int32_t)i);
-        } else if (last_chunk) {
-            out_rows_.push_back((int32_t)(n - 1));
-        } else {
-            out_rows_.push_back((int32_t)(n - 1));  // computed, then dropped: keeps one graph shape
-        }
-        ForwardArgs args{};
-        args.n_tokens = n;
-        args.n_ctx = n_ctx_;
-        args.k_cache = &k_cache_;
-        args.v_cache = &v_cache_;
-        const Tensor *lg = ctx_.forward(args, pending_.data() + off, n_past_, out_rows_.data(), (int64_t)out_rows_.size());
+        Context::BatchSeq s;
+        s.tokens = std::span<const int32_t>(pending_.data() + off, (size_t)n);
+        s.start_pos = (uint32_t)n_past_;
+        s.block_table = std::span<const BlockId>(block_table_.data(), (size_t)(n_past_ + n + kBlockSize - 1) / kBlockSize);
+        s.logits = logits_all_ ? Context::Logits::all : last_chunk ? Context::Logits::last : Context::Logits::none;
+        const Tensor *lg = ctx_.forward(*kv_, std::span<const Context::BatchSeq>(&s, 1), n_ctx_);
         n_past_ += n;
-        if (logits_all_ || last_chunk) {
+        if (s.logits != Context::Logits::none) {
+            const size_t rows = s.logits == Context::Logits::all ? (size_t)n : 1;
             const float *src = static_cast<const float *>(lg->data);
-            logits_.insert(logits_.end(), src, src + (size_t)n_vocab * out_rows_.size());
-            n_logit_rows_ += (int64_t)out_rows_.size();
+            logits_.insert(logits_.end(), src, src + (size_t)n_vocab * rows);
+            n_logit_rows_ += (int64_t)rows;
         }
     }
     pending_.clear();

@@ -1,18 +1,23 @@
 // The runner: the only bridge from model graphs to backends. A Context owns a
-// backend and the reusable buffers of one forward pass (graph, arena); a
-// Sequence owns a KV cache and evaluates its queued tokens through its
-// context. (The serving engine replaces the per-sequence cache with paged
-// blocks shared by many sequences; this is the single-stream path.)
+// backend and the reusable buffers of one forward pass (graph, arena), packs
+// the attention metadata of a batch (slots, positions, block tables) into the
+// graph's inputs and hands back the logits. K/V live in a PagedKv: the
+// serving engine's pool of blocks shared by many sequences, or a Sequence's
+// own (vt_seq), one sequence over blocks 0..n-1 of the same kind of pool, so
+// both run the same attention kernel and pick the same tokens.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "backend/backend-impl.h"
 #include "core/graph.h"
+#include "kv/block-pool.h"
 #include "model/model.h"
+#include "runner/paged-kv.h"
 
 namespace vt {
 
@@ -26,28 +31,25 @@ public:
     const Model &model() const { return model_; }
     uint32_t n_batch() const { return n_batch_; }
 
-    // Builds, plans and runs one forward graph for args.n_tokens tokens
-    // after n_past cached ones; returns the logits tensor (n_vocab, n_out) of
-    // the rows listed in out_rows, valid until the next forward.
-    const Tensor *forward(ForwardArgs &args, const int32_t *tokens, int64_t n_past, const int32_t *out_rows,
-                          int64_t n_out);
+    // Which of a sequence's tokens in a batch need logits.
+    enum class Logits : uint8_t { none, last, all };
 
-    // One forward pass of the serving engine: tokens of many sequences at
-    // explicit positions, K/V through the paged pools (see Op::ATTN_PAGED
-    // for kv_index). Returns logits (n_vocab, n_out) of the rows in out_rows,
-    // valid until the next forward.
-    struct PagedBatch {
-        const int32_t *tokens, *positions;  // (n_tokens)
-        int64_t n_tokens;
-        const int32_t *kv_index;            // (n_index)
-        int64_t n_index;
-        const int32_t *out_rows;            // (n_out)
-        int64_t n_out;
-        std::vector<Tensor> *k_pool, *v_pool;  // per layer (n_embd_kv, n_slots) f16
-        int64_t block_size;
-        int64_t n_ctx;                      // max_model_len
+    // One sequence's part of a batch: tokens at positions start_pos.. whose
+    // K/V go to (and whose attention reads) the slots of block_table, which
+    // covers start_pos + tokens.size() positions.
+    struct BatchSeq {
+        std::span<const int32_t> tokens;
+        uint32_t start_pos = 0;
+        std::span<const BlockId> block_table;
+        Logits logits = Logits::last;
     };
-    const Tensor *forward_paged(const PagedBatch &b);
+
+    // One forward pass over every sequence of the batch; n_ctx is the most
+    // positions a sequence may reach (vt_seq's n_ctx, the engine's
+    // max_model_len). Returns the logits (n_vocab, n_out) of the requested
+    // rows in batch order (one unrequested row when none is: a graph needs an
+    // output), valid until the next forward.
+    const Tensor *forward(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx);
 
     void *alloc_host(size_t size);
     void free_host(void *p);
@@ -65,10 +67,10 @@ private:
     size_t arena_size_ = 0;
 };
 
+// vt_seq: one sequence with a cache of its own for n_ctx positions.
 class Sequence {
 public:
     Sequence(Context &ctx, uint32_t n_ctx, bool logits_all);
-    ~Sequence();
     Sequence(const Sequence &) = delete;
     Sequence &operator=(const Sequence &) = delete;
 
@@ -79,16 +81,17 @@ public:
     void reset();
 
 private:
+    static constexpr uint32_t kBlockSize = 16;  // as the engine's default
+
     Context &ctx_;
     uint32_t n_ctx_;
     bool logits_all_;
     int64_t n_past_ = 0;
     std::vector<int32_t> pending_;
-    std::vector<Tensor> k_cache_, v_cache_;  // per layer: K^T (n_ctx, n_embd_kv), V (n_embd_kv, n_ctx), f16
-    void *kv_mem_ = nullptr;
+    std::unique_ptr<PagedKv> kv_;
+    std::vector<BlockId> block_table_;        // 0, 1, ...: the whole pool in order
     std::vector<float> logits_;               // (n_vocab, n_rows_of_last_step)
     int64_t n_logit_rows_ = 0;
-    std::vector<int32_t> out_rows_;           // scratch
 };
 
 } // namespace vt

@@ -172,7 +172,7 @@ inline std::vector<float> normal(size_t n, std::mt19937 &rng, float sigma = 1.f)
 
 // ---- attention ---------------------------------------------------------------
 //
-// The ATTN and ATTN_PAGED tests (test-ops.cpp, and with a sliding window
+// The ATTN_PAGED tests (test-ops.cpp, and with a sliding window
 // test-ops-layers.cpp) share their batches, their runs and one reference.
 
 // An f16 quiet NaN: a cache slot holding it poisons any output that reads it.
@@ -226,7 +226,7 @@ struct AttnTerms {
     double D, mx, mn, A, vmax;
 };
 
-// ATTN's tolerance.
+// ATTN_PAGED's tolerance.
 //
 // Exact-math bound. Let D = max_j scale sum_i |q_i||K_ji|, A =
 // sum_j p_j |V_jd|. The kernel rounds q to f16 (2^-11 relative)
@@ -250,16 +250,6 @@ inline double attn_tol(const AttnTerms &a, int64_t head_dim, bool q_f16) {
     const double ew = std::expm1(2 * es) + 2 * kU * (a.mx - a.mn + 2);
     const double ep = 2 * ew / (1 - ew) + 4 * kU;
     return a.A * (ep + 0x1p-11 + (double)(a.n_w + 2) * kU) + (double)a.n_w * 0x1p-25 * a.vmax + 1e-30;
-}
-
-// ATTN_PAGED's tolerance, against the reference with q rounded to f16 (the
-// kernel's contract). The kernel's scores are f32 dots (<= D (hd + 2) u
-// each); the online softmax rescales the f32 accumulators once per block
-// (a few u each) and sums n_kv f32 terms (n_w with a window):
-//   tol = A (2 expm1(2 es) + (n_kv + 16) 4 u), es = D (hd + 2) u.
-inline double attn_paged_tol(const AttnTerms &a, int64_t head_dim) {
-    const double es = a.D * (double)(head_dim + 2) * kU;
-    return a.A * (2 * std::expm1(2 * es) + (double)(a.n_w + 16) * 4 * kU) + 1e-30;
 }
 
 struct AttnRef {
@@ -358,69 +348,6 @@ inline std::vector<float> run_attn_node(const AttnInputs &in, const std::vector<
         [&] { return cache_bytes(kc, vc); });
 }
 
-// One ATTN step over contiguous caches of n_ctx positions: n_tok tokens after
-// n_past cached ones. Positions < n_past hold random f16; every other slot
-// holds NaN, so reading a slot that is neither in the past nor written by
-// this step poisons the output. K is transposed (a row per dimension), V a
-// row per position.
-struct AttnBatch : AttnInputs {
-    int64_t n_ctx, n_past;
-    std::vector<uint16_t> k0, v0;        // the caches before the step
-    std::vector<uint16_t> k_exp, v_exp;  // and after it
-};
-
-inline AttnBatch make_attn_batch(const AttnShape &sh, int64_t n_ctx, int64_t n_past, int64_t n_tok,
-                                 std::mt19937 &rng) {
-    AttnBatch b{attn_inputs(sh, n_tok, rng), n_ctx, n_past, {}, {}, {}, {}};
-    const int64_t kv_row = sh.kv_row();
-    b.k0.assign((size_t)(kv_row * n_ctx), kNaN16);
-    b.v0.assign((size_t)(n_ctx * kv_row), kNaN16);
-    std::normal_distribution<float> nd(0.f, 1.f);
-    for (int64_t j = 0; j < n_past; ++j)
-        for (int64_t d = 0; d < kv_row; ++d) {
-            b.k0[(size_t)(d * n_ctx + j)] = f32_to_fp16(nd(rng));
-            b.v0[(size_t)(j * kv_row + d)] = f32_to_fp16(nd(rng));
-        }
-    // The caches after: new rows at n_past.. as f16 of the inputs, the rest untouched.
-    b.k_exp = b.k0;
-    b.v_exp = b.v0;
-    for (int64_t t = 0; t < n_tok; ++t)
-        for (int64_t d = 0; d < kv_row; ++d) {
-            b.k_exp[(size_t)(d * n_ctx + n_past + t)] = f32_to_fp16(b.k[(size_t)(t * kv_row + d)]);
-            b.v_exp[(size_t)((n_past + t) * kv_row + d)] = f32_to_fp16(b.v[(size_t)(t * kv_row + d)]);
-        }
-    return b;
-}
-
-// Runs b's step with the window from caches k0, v0; checks that they then
-// hold k_exp, v_exp (the step's rows go in whatever the window); returns
-// the output.
-inline std::vector<float> run_attn(const AttnBatch &b, int32_t window) {
-    const int64_t kv_row = b.sh.kv_row();
-    std::vector<uint16_t> kc = b.k0, vc = b.v0;
-    Tensor kct, vct;
-    tensor_init(kct, DType::F16, b.n_ctx, kv_row, 1, 1, kc.data(), "k_cache");
-    tensor_init(vct, DType::F16, kv_row, b.n_ctx, 1, 1, vc.data(), "v_cache");
-    const std::vector<float> got =
-        run_attn_node(b, nullptr, kc, vc, b.k0, b.v0, [&](Graph &g, Tensor *q, Tensor *k, Tensor *v, Tensor *) {
-            return g.op<Op::ATTN>(DType::F32, {b.sh.head_dim, b.sh.n_head, b.n_tok}, {q, k, v, &kct, &vct},
-                                  {(int32_t)b.n_past, b.scale, window});
-        });
-    CHECK(kc == b.k_exp);
-    CHECK(vc == b.v_exp);
-    return got;
-}
-
-// The reference of b's step (over k_exp, v_exp) with ATTN's tolerance.
-inline AttnRef attn_ref(const AttnBatch &b, int32_t window, bool q_f16) {
-    const int64_t kv_row = b.sh.kv_row();
-    return attention_reference(
-        b, window, q_f16, [&](int64_t t) { return b.n_past + t + 1; },
-        [&](int64_t, int64_t j, int64_t e) { return b.k_exp[(size_t)(e * b.n_ctx + j)]; },
-        [&](int64_t, int64_t j, int64_t e) { return b.v_exp[(size_t)(j * kv_row + e)]; },
-        [&](const AttnTerms &a) { return attn_tol(a, b.sh.head_dim, q_f16); });
-}
-
 struct SeqCase {
     int64_t n_past, n_tok;
 };
@@ -490,20 +417,47 @@ inline PagedBatch make_paged_batch(const AttnShape &sh, int64_t n_blocks, int64_
     return p;
 }
 
-// Runs b's step with the window, the pool starting as kp, vp; checks that the
-// step's slots then hold f16(k), f16(v) and every other slot is as it was;
-// returns the output.
+// The pool's K layout (Op::ATTN_PAGED): each block's keys transposed, so
+// element e of slot s is at (s / bs, e, s % bs). The batches keep K as V, a
+// row per slot; these convert.
+inline std::vector<uint16_t> k_blocked(const std::vector<uint16_t> &rows, int64_t kv_row, int64_t bs) {
+    std::vector<uint16_t> out(rows.size());
+    const int64_t n_slots = (int64_t)rows.size() / kv_row;
+    for (int64_t s = 0; s < n_slots; ++s)
+        for (int64_t e = 0; e < kv_row; ++e)
+            out[(size_t)((s / bs) * kv_row * bs + e * bs + s % bs)] = rows[(size_t)(s * kv_row + e)];
+    return out;
+}
+inline std::vector<uint16_t> k_rows(const std::vector<uint16_t> &blocked, int64_t kv_row, int64_t bs) {
+    std::vector<uint16_t> out(blocked.size());
+    const int64_t n_slots = (int64_t)blocked.size() / kv_row;
+    for (int64_t s = 0; s < n_slots; ++s)
+        for (int64_t e = 0; e < kv_row; ++e)
+            out[(size_t)(s * kv_row + e)] = blocked[(size_t)((s / bs) * kv_row * bs + e * bs + s % bs)];
+    return out;
+}
+
+// The pool tensors of a batch over k (blocked) and v.
+inline void pool_tensors(const PagedBatch &b, std::vector<uint16_t> &k, std::vector<uint16_t> &v, Tensor &kt,
+                         Tensor &vt) {
+    tensor_init(kt, DType::F16, b.bs, b.sh.kv_row(), b.n_slots / b.bs, 1, k.data(), "k_pool");
+    tensor_init(vt, DType::F16, b.sh.kv_row(), b.n_slots, 1, 1, v.data(), "v_pool");
+}
+
+// Runs b's step with the window, the pool starting as kp, vp (K as rows);
+// checks that the step's slots then hold f16(k), f16(v) and every other slot
+// is as it was; returns the output.
 inline std::vector<float> run_paged(const PagedBatch &b, int32_t window, const std::vector<uint16_t> &kp,
                                     const std::vector<uint16_t> &vp) {
     const int64_t kv_row = b.sh.kv_row();
-    std::vector<uint16_t> kc = kp, vc = vp;
+    const std::vector<uint16_t> kp_blocked = k_blocked(kp, kv_row, b.bs);
+    std::vector<uint16_t> kc = kp_blocked, vc = vp;
     Tensor kct, vct;
-    tensor_init(kct, DType::F16, kv_row, b.n_slots, 1, 1, kc.data(), "k_pool");
-    tensor_init(vct, DType::F16, kv_row, b.n_slots, 1, 1, vc.data(), "v_pool");
+    pool_tensors(b, kc, vc, kct, vct);
     const std::vector<float> got =
-        run_attn_node(b, &b.index, kc, vc, kp, vp, [&](Graph &g, Tensor *q, Tensor *k, Tensor *v, Tensor *it) {
+        run_attn_node(b, &b.index, kc, vc, kp_blocked, vp, [&](Graph &g, Tensor *q, Tensor *k, Tensor *v, Tensor *it) {
             return g.op<Op::ATTN_PAGED>(DType::F32, {b.sh.head_dim, b.sh.n_head, b.n_tok},
-                                        {q, k, v, &kct, &vct, it}, {(int32_t)b.bs, b.scale, window});
+                                        {q, k, v, &kct, &vct, it}, {b.scale, window, (int32_t)b.n_slots});
         });
     std::vector<uint16_t> k_exp = kp, v_exp = vp;
     for (int64_t t = 0; t < b.n_tok; ++t) {
@@ -511,20 +465,20 @@ inline std::vector<float> run_paged(const PagedBatch &b, int32_t window, const s
         std::copy_n(&b.k_full[slot * kv_row], kv_row, &k_exp[slot * kv_row]);
         std::copy_n(&b.v_full[slot * kv_row], kv_row, &v_exp[slot * kv_row]);
     }
-    CHECK(kc == k_exp);
+    CHECK(k_rows(kc, kv_row, b.bs) == k_exp);
     CHECK(vc == v_exp);
     return got;
 }
 
-// The reference of b's step (over k_full, v_full, q rounded to f16) with
-// ATTN_PAGED's tolerance.
-inline AttnRef attn_ref(const PagedBatch &b, int32_t window) {
+// The reference of b's step (over k_full, v_full; q rounded to f16 when
+// q_f16, the kernel's contract) with ATTN_PAGED's tolerance.
+inline AttnRef attn_ref(const PagedBatch &b, int32_t window, bool q_f16 = true) {
     const int64_t kv_row = b.sh.kv_row();
     return attention_reference(
-        b, window, true, [&](int64_t t) { return (int64_t)b.index[(size_t)(3 * t + 1)]; },
+        b, window, q_f16, [&](int64_t t) { return (int64_t)b.index[(size_t)(3 * t + 1)]; },
         [&](int64_t t, int64_t j, int64_t e) { return b.k_full[(size_t)(b.slot(t, j) * kv_row + e)]; },
         [&](int64_t t, int64_t j, int64_t e) { return b.v_full[(size_t)(b.slot(t, j) * kv_row + e)]; },
-        [&](const AttnTerms &a) { return attn_paged_tol(a, b.sh.head_dim); });
+        [&](const AttnTerms &a) { return attn_tol(a, b.sh.head_dim, q_f16); });
 }
 
 } // namespace

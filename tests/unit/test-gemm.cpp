@@ -226,10 +226,28 @@ TEST_CASE("attention products of every table equal the scalar reference bit for 
                 std::vector<float> out((size_t)(nq * (hd + 1)), -7.f);
                 std::vector<float *> rows((size_t)nq);
                 for (int64_t i = 0; i < nq; ++i) rows[(size_t)i] = &out[(size_t)(i * (hd + 1))];
-                k.attn_values(pf.data(), (size_t)n_keys, nq, n_keys, v.data(), (size_t)vs, hd, rows.data());
+                k.attn_values(pf.data(), (size_t)n_keys, nq, n_keys, v.data(), (size_t)vs, hd, rows.data(), false);
+                return out;
+            };
+            // The same product in two runs of keys, the second accumulating:
+            // a paged cache's blocks must give the bits of one call.
+            auto values_split = [&](const Kernels &k, int64_t cut) {
+                std::vector<float> out((size_t)(nq * (hd + 1)), -7.f);
+                std::vector<float *> rows((size_t)nq);
+                for (int64_t i = 0; i < nq; ++i) rows[(size_t)i] = &out[(size_t)(i * (hd + 1))];
+                k.attn_values(pf.data(), (size_t)n_keys, nq, cut, v.data(), (size_t)vs, hd, rows.data(), false);
+                k.attn_values(pf.data() + cut, (size_t)n_keys, nq, n_keys - cut, v.data() + cut * vs, (size_t)vs, hd,
+                              rows.data(), true);
                 return out;
             };
             const std::vector<float> want_s = scores(*ref), want_v = values(*ref);
+            for (int i = 0; i < quant::kIsaCount; ++i) {
+                const Kernels *k = quant::kernels_for((Isa)i);
+                if (!k) continue;
+                INFO(std::string(k->isa) + " hd=" + std::to_string(hd) + " keys=" + std::to_string(n_keys) + " split");
+                const std::vector<float> got = values_split(*k, n_keys / 2);
+                CHECK(std::memcmp(got.data(), want_v.data(), got.size() * 4) == 0);
+            }
             for (int i = 1; i < quant::kIsaCount; ++i) {
                 const Kernels *k = quant::kernels_for((Isa)i);
                 if (!k) continue;

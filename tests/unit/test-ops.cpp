@@ -320,71 +320,6 @@ TEST_CASE("ROPE modes 0 and 2, partial rotation, scattered positions", "[ops]") 
     }
 }
 
-// ---- ATTN ----------------------------------------------------------------------
-
-TEST_CASE("ATTN: causal GQA softmax attention over f16 caches", "[ops]") {
-    // The batch, its NaN-poisoned caches, the run (which checks the cache
-    // writes), the reference and its tolerances: ops-harness.h.
-    std::mt19937 rng(2024);
-    const int64_t n_ctx = 48;
-    for (int64_t head_dim : {64, 20, 256}) {  // 256: Gemma 3's, longer than the keys
-        const AttnShape sh{8, 2, head_dim};
-        for (int64_t n_past : {0, 37}) {
-            for (int64_t n_tok : {1, 5}) {
-                INFO("head_dim " << head_dim << ", n_past " << n_past << ", n_tok " << n_tok);
-                const AttnBatch b = make_attn_batch(sh, n_ctx, n_past, n_tok, rng);
-                const std::vector<float> got = run_attn(b, 0);
-                // Against the exact-math bound, then the contract bound (attn_tol).
-                for (bool q_f16 : {false, true}) {
-                    const AttnRef r = attn_ref(b, 0, q_f16);
-                    check_close(got, r.out, r.tol, q_f16 ? "ATTN (q rounded to f16)" : "ATTN (exact math)");
-                }
-            }
-        }
-    }
-}
-
-TEST_CASE("ATTN: a token's output does not depend on the step it is computed in", "[ops]") {
-    // 21 tokens in one step, then the same tokens in steps of 1, 4 and 16
-    // (a block boundary inside a step, decode steps after it): every token's
-    // output must be the same bits, as the chunked prefill of vt_seq needs.
-    std::mt19937 rng(7);
-    const int64_t n_head = 6, n_head_kv = 2, head_dim = 40, n_ctx = 32, n_all = 21;
-    const int64_t Q = head_dim * n_head, kv_row = head_dim * n_head_kv;
-    const std::vector<float> q = normal((size_t)(Q * n_all), rng), k = normal((size_t)(kv_row * n_all), rng),
-                             v = normal((size_t)(kv_row * n_all), rng);
-    const float scale = 1.0f / std::sqrt((float)head_dim);
-    auto run = [&](const std::vector<int64_t> &steps) {
-        std::vector<uint16_t> kc((size_t)(kv_row * n_ctx)), vc(kc.size());
-        Tensor kct, vct;
-        tensor_init(kct, DType::F16, n_ctx, kv_row, 1, 1, kc.data(), "k_cache");
-        tensor_init(vct, DType::F16, kv_row, n_ctx, 1, 1, vc.data(), "v_cache");
-        std::vector<float> out;
-        int64_t past = 0;
-        for (int64_t n : steps) {
-            Graph g;
-            Tensor *qt = g.input(DType::F32, {head_dim, n_head, n}), *kt = g.input(DType::F32, {head_dim, n_head_kv, n}),
-                   *vt_ = g.input(DType::F32, {head_dim, n_head_kv, n});
-            Tensor *y = g.op<Op::ATTN>(DType::F32, {head_dim, n_head, n}, {qt, kt, vt_, &kct, &vct},
-                                       {(int32_t)past, scale, 0});
-            g.mark_output(y);
-            REQUIRE(supports(g.nodes()[0]));
-            Bound bound(g);
-            put(qt, std::vector<float>(q.begin() + past * Q, q.begin() + (past + n) * Q));
-            put(kt, std::vector<float>(k.begin() + past * kv_row, k.begin() + (past + n) * kv_row));
-            put(vt_, std::vector<float>(v.begin() + past * kv_row, v.begin() + (past + n) * kv_row));
-            REQUIRE(compute(2, g) == VT_OK);
-            const std::vector<float> o = get(y);
-            out.insert(out.end(), o.begin(), o.end());
-            past += n;
-        }
-        return out;
-    };
-    const std::vector<float> one = run({n_all}), split = run({1, 4, 16});
-    REQUIRE(one.size() == split.size());
-    CHECK(same_bits(one.data(), split.data(), one.size() * sizeof(float)));
-}
-
 // ---- _X16 (load-time repacked Q4_0, Q4_1, Q8_0, Q4_K, F16, BF16) ----------------------
 
 // MUL_MAT over F16_X16 and BF16_X16 follows their own orders (kernels.h):
@@ -483,15 +418,89 @@ TEST_CASE("ATTN_PAGED: many sequences over a block pool, through their block tab
     // prefix, a fresh prompt), blocks scattered over the pool in shuffled
     // order. Every slot no table reaches holds NaN, so a stray read poisons
     // the output; slots the step writes must hold exactly f16(k), f16(v).
+    // The batch, the run, the reference and its tolerances: ops-harness.h.
     std::mt19937 rng(77);
-    const AttnShape sh{6, 2, 32};
-    for (int64_t bs : {16, 4}) {
-        INFO("block size " << bs);
-        const PagedBatch b = make_paged_batch(sh, 24, bs, {{37, 1}, {20, 5}, {0, 3}}, rng);
-        const std::vector<float> got = run_paged(b, 0, b.k0, b.v0);
-        const AttnRef r = attn_ref(b, 0);  // q rounded to f16, attn_paged_tol
-        check_close(got, r.out, r.tol, "ATTN_PAGED");
+    for (int64_t head_dim : {32, 20, 256}) {  // 256: Gemma 3's, longer than the keys
+        const AttnShape sh{6, 2, head_dim};
+        for (int64_t bs : {16, 4}) {
+            INFO("head_dim " << head_dim << ", block size " << bs);
+            const PagedBatch b = make_paged_batch(sh, 24, bs, {{37, 1}, {20, 5}, {0, 3}}, rng);
+            const std::vector<float> got = run_paged(b, 0, b.k0, b.v0);
+            // Against the exact-math bound, then the contract bound (q rounded to f16).
+            for (bool q_f16 : {false, true}) {
+                const AttnRef r = attn_ref(b, 0, q_f16);
+                check_close(got, r.out, r.tol, q_f16 ? "ATTN_PAGED (q rounded to f16)" : "ATTN_PAGED (exact math)");
+            }
+        }
     }
+}
+
+TEST_CASE("ATTN_PAGED: a token's output does not depend on its step or its batch", "[ops]") {
+    // One sequence of 21 tokens: in one step, in steps of 1, 4 and 16 (run
+    // and block boundaries inside a step, decode steps after it), and in one
+    // step beside another sequence's 7 tokens. Every token's output must be
+    // the same bits: vt_seq's chunked prefill and the engine's batches then
+    // pick the same tokens.
+    std::mt19937 rng(7);
+    const int64_t n_head = 6, n_head_kv = 2, head_dim = 40, bs = 16, n_blocks = 4, n_all = 21, n_other = 7;
+    const int64_t Q = head_dim * n_head, kv_row = head_dim * n_head_kv, n_slots = n_blocks * bs;
+    const std::vector<float> q = normal((size_t)(Q * (n_all + n_other)), rng),
+                             k = normal((size_t)(kv_row * (n_all + n_other)), rng),
+                             v = normal((size_t)(kv_row * (n_all + n_other)), rng);
+    const float scale = 1.0f / std::sqrt((float)head_dim);
+    // Steps of (first token, count) of the sequence (blocks 2, 0); with_other
+    // puts the other sequence (blocks 3, 1) first in the first step.
+    auto run = [&](const std::vector<int64_t> &steps, bool with_other) {
+        std::vector<uint16_t> kc((size_t)(kv_row * n_slots)), vc(kc.size());
+        Tensor kct, vct;
+        tensor_init(kct, DType::F16, bs, kv_row, n_blocks, 1, kc.data(), "k_pool");
+        tensor_init(vct, DType::F16, kv_row, n_slots, 1, 1, vc.data(), "v_pool");
+        const std::vector<int32_t> table = {2, 0}, other = {3, 1};
+        std::vector<float> out;
+        int64_t past = 0;
+        for (size_t si = 0; si < steps.size(); ++si) {
+            const int64_t n = steps[si], extra = with_other && si == 0 ? n_other : 0, nt = n + extra;
+            std::vector<int32_t> index((size_t)(3 * nt));
+            const int32_t at_other = (int32_t)index.size();
+            index.insert(index.end(), other.begin(), other.end());
+            const int32_t at = (int32_t)index.size();
+            index.insert(index.end(), table.begin(), table.end());
+            std::vector<float> qs, ks, vs;
+            for (int64_t i = 0; i < nt; ++i) {
+                const bool mine = i >= extra;
+                const int64_t pos = mine ? past + i - extra : i, src = mine ? pos : n_all + i;
+                const std::vector<int32_t> &tb = mine ? table : other;
+                index[(size_t)(3 * i)] = (int32_t)(tb[(size_t)(pos / bs)] * bs + pos % bs);
+                index[(size_t)(3 * i + 1)] = (int32_t)(pos + 1);
+                index[(size_t)(3 * i + 2)] = mine ? at : at_other;
+                qs.insert(qs.end(), q.begin() + src * Q, q.begin() + (src + 1) * Q);
+                ks.insert(ks.end(), k.begin() + src * kv_row, k.begin() + (src + 1) * kv_row);
+                vs.insert(vs.end(), v.begin() + src * kv_row, v.begin() + (src + 1) * kv_row);
+            }
+            Graph g;
+            Tensor *qt = g.input(DType::F32, {head_dim, n_head, nt}), *kt = g.input(DType::F32, {head_dim, n_head_kv, nt}),
+                   *vt_ = g.input(DType::F32, {head_dim, n_head_kv, nt}), *it = g.input(DType::I32, {(int64_t)index.size()});
+            Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {head_dim, n_head, nt}, {qt, kt, vt_, &kct, &vct, it},
+                                             {scale, 0, (int32_t)n_slots});
+            g.mark_output(y);
+            REQUIRE(supports(g.nodes()[0]));
+            Bound bound(g);
+            put(qt, qs);
+            put(kt, ks);
+            put(vt_, vs);
+            put(it, index);
+            REQUIRE(compute(2, g) == VT_OK);
+            const std::vector<float> o = get(y);
+            out.insert(out.end(), o.begin() + extra * Q, o.end());
+            past += n;
+        }
+        return out;
+    };
+    const std::vector<float> one = run({n_all}, false), split = run({1, 4, 16}, false), batched = run({n_all}, true);
+    REQUIRE(one.size() == split.size());
+    REQUIRE(one.size() == batched.size());
+    CHECK(same_bits(one.data(), split.data(), one.size() * sizeof(float)));
+    CHECK(same_bits(one.data(), batched.data(), one.size() * sizeof(float)));
 }
 
 // ---- supports_op -----------------------------------------------------------------
@@ -522,15 +531,16 @@ TEST_CASE("supports_op rejects what the CPU cannot compute", "[ops]") {
     p.attn_factor = 1.f;
     g.op<Op::ROPE>(DType::F32, {64, 1, 2}, {x, pos, nullptr}, p);
     CHECK_FALSE(supports(g.nodes()[0]));
-    // ATTN with an f32 K cache.
-    std::vector<float> kc(64 * 8);
-    std::vector<uint16_t> vc(64 * 8);
+    // ATTN_PAGED with an f32 K pool.
+    std::vector<float> kc(64 * 16);
+    std::vector<uint16_t> vc(64 * 16);
     Tensor kct, vct;
-    tensor_init(kct, DType::F32, 8, 64, 1, 1, kc.data());
-    tensor_init(vct, DType::F16, 64, 8, 1, 1, vc.data());
+    tensor_init(kct, DType::F32, 16, 64, 1, 1, kc.data());
+    tensor_init(vct, DType::F16, 64, 16, 1, 1, vc.data());
     Graph g2;
-    Tensor *q = g2.input(DType::F32, {64, 1, 1}), *k = g2.input(DType::F32, {64, 1, 1}), *v = g2.input(DType::F32, {64, 1, 1});
-    g2.op<Op::ATTN>(DType::F32, {64, 1, 1}, {q, k, v, &kct, &vct}, {0, 0.125f, 0});
+    Tensor *q = g2.input(DType::F32, {64, 1, 1}), *k = g2.input(DType::F32, {64, 1, 1}), *v = g2.input(DType::F32, {64, 1, 1}),
+           *ix = g2.input(DType::I32, {4});
+    g2.op<Op::ATTN_PAGED>(DType::F32, {64, 1, 1}, {q, k, v, &kct, &vct, ix}, {0.125f, 0, 16});
     CHECK_FALSE(supports(g2.nodes()[0]));
 }
 

@@ -19,10 +19,10 @@ void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *kt, si
 }
 
 void attn_values(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const uint16_t *v, size_t vs, int64_t hd,
-                 float *const *out) {
+                 float *const *out, bool accumulate) {
     for (int64_t i = 0; i < nq; ++i)
         for (int64_t d = 0; d < hd; ++d) {
-            float o = 0.f;
+            float o = accumulate ? out[i][d] : 0.f;
             for (int64_t j = 0; j < n_keys; ++j) o = std::fma(pf[i * ps + j], fp16_to_f32(v[j * vs + d]), o);
             out[i][d] = o;
         }

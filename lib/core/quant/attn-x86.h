@@ -1,4 +1,4 @@
-// Attention products of the sequence path (backends/cpu/ops-attention.cpp,
+// Attention products (backends/cpu/ops-attention-paged.cpp,
 // Kernels::attn_scores / attn_values) for x86, one template over the vector
 // width, instantiated by the AVX2 and AVX-512 translation units. Include
 // after simd-x86.h.
@@ -62,9 +62,12 @@ void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *kt, si
 
 template <class V, int P>
 static void values_tile(const float *pf, size_t ps, int64_t n_keys, const uint16_t *v, size_t vs, int64_t d0,
-                        float *const *out) {
+                        float *const *out, bool accumulate) {
     typename V::F a0[P], a1[P];
-    for (int i = 0; i < P; ++i) a0[i] = a1[i] = V::zero();
+    for (int i = 0; i < P; ++i) {
+        a0[i] = accumulate ? V::load(out[i] + d0) : V::zero();
+        a1[i] = accumulate ? V::load(out[i] + d0 + V::W) : V::zero();
+    }
     for (int64_t j = 0; j < n_keys; ++j) {
         const typename V::F v0 = V::f16(v + j * vs + d0), v1 = V::f16(v + j * vs + d0 + V::W);
         for (int i = 0; i < P; ++i) {
@@ -80,23 +83,23 @@ static void values_tile(const float *pf, size_t ps, int64_t n_keys, const uint16
 }
 template <class V, int P>
 static void values_tiles(int q, const float *pf, size_t ps, int64_t n_keys, const uint16_t *v, size_t vs, int64_t d0,
-                         float *const *out) {
+                         float *const *out, bool accumulate) {
     if constexpr (P > 1)
-        if (q < P) return values_tiles<V, P - 1>(q, pf, ps, n_keys, v, vs, d0, out);
-    values_tile<V, P>(pf, ps, n_keys, v, vs, d0, out);
+        if (q < P) return values_tiles<V, P - 1>(q, pf, ps, n_keys, v, vs, d0, out, accumulate);
+    values_tile<V, P>(pf, ps, n_keys, v, vs, d0, out, accumulate);
 }
 
 // out[i][d] = sum_j pf[i * ps + j] * V[j * vs + d], i < nq, d < hd.
 template <class V>
 void attn_values(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const uint16_t *v, size_t vs, int64_t hd,
-                 float *const *out) {
+                 float *const *out, bool accumulate) {
     int64_t d0 = 0;
     for (; d0 + 2 * V::W <= hd; d0 += 2 * V::W)
         for (int64_t i0 = 0; i0 < nq; i0 += kAttnP<V>)
-            values_tiles<V, kAttnP<V>>((int)(nq - i0), pf + i0 * ps, ps, n_keys, v, vs, d0, out + i0);
+            values_tiles<V, kAttnP<V>>((int)(nq - i0), pf + i0 * ps, ps, n_keys, v, vs, d0, out + i0, accumulate);
     for (int64_t i = 0; i < nq; ++i)
         for (int64_t d = d0; d < hd; ++d) {
-            float o = 0.f;
+            float o = accumulate ? out[i][d] : 0.f;
             for (int64_t j = 0; j < n_keys; ++j) o = std::fma(pf[i * ps + j], f16f(v[j * vs + d]), o);
             out[i][d] = o;
         }

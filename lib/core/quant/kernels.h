@@ -33,15 +33,18 @@ using GemmFn = void (*)(int64_t k, const void *w, size_t w_stride, int64_t nr, c
 // values (the op rounds them through that type), so its tiles broadcast them
 // without converting each use.
 
-// The attention products of the sequence path (ops-attention.cpp): each
+// The attention products (backends/cpu/ops-attention-paged.cpp): each
 // output one f32 FMA chain in index order, so every table's kernels give the
 // scalar reference's bits. Scores: sc[i * scs + j] = sum_d qf[i * hd + d] *
 // f16 kt[d * kts + j] (K transposed), i < nq, j < n_keys. Values:
-// out[i][d] = sum_j pf[i * ps + j] * f16 v[j * vs + d], i < nq, d < hd.
+// out[i][d] = sum_j pf[i * ps + j] * f16 v[j * vs + d], i < nq, d < hd; with
+// accumulate the chain starts from out[i][d] instead of 0, so a product over
+// keys in consecutive runs (the blocks of a paged cache) gives the bits of
+// one call over all of them.
 using AttnScoresFn = void (*)(const float *qf, int64_t nq, int64_t hd, const uint16_t *kt, size_t kts, int64_t n_keys,
                               float *sc, size_t scs);
 using AttnValuesFn = void (*)(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const uint16_t *v, size_t vs,
-                              int64_t hd, float *const *out);
+                              int64_t hd, float *const *out, bool accumulate);
 
 // Built on expf_poly::exp_ref (expf-poly.h), the same bits on every table.
 // Softmax of a score row: x[j] = exp(scale * x[j] - max), j < n; returns

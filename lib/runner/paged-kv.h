@@ -1,0 +1,44 @@
+// The KV tensors of a paged cache, per layer: a K pool (block_size, kv_row,
+// n_blocks) f16, each block's keys transposed (one row of block_size per key
+// dimension: the attention kernel's scores then need no horizontal sums),
+// and a V pool (kv_row, n_slots) f16, one row per slot; slot = block *
+// block_size + offset.
+// Owned by the runner; the KV manager (lib/kv) hands out block ids only.
+// Both the serving engine (many sequences, blocks from the KV manager) and
+// vt_seq (one sequence, blocks 0..n-1) keep their K/V here, so every forward
+// pass goes through one attention kernel (Op::ATTN_PAGED).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/model.h"
+
+namespace vt {
+
+class PagedKv {
+public:
+    // Maps num_blocks blocks of block_size tokens for every layer of model.
+    // The pages are untouched (and cost nothing) until first written.
+    // Errors: VT_ERR_INVALID_ARGUMENT (zero blocks or block size),
+    // VT_ERR_OUT_OF_MEMORY.
+    PagedKv(const Model &model, uint32_t num_blocks, uint32_t block_size);
+    ~PagedKv();
+    PagedKv(const PagedKv &) = delete;
+    PagedKv &operator=(const PagedKv &) = delete;
+
+    uint32_t block_size() const { return block_size_; }
+    uint32_t num_blocks() const { return num_blocks_; }
+    uint64_t bytes() const { return bytes_; }
+    std::vector<Tensor> &k() { return k_; }
+    std::vector<Tensor> &v() { return v_; }
+
+private:
+    uint32_t block_size_, num_blocks_;
+    uint64_t bytes_ = 0;
+    void *mem_ = nullptr;
+    std::vector<Tensor> k_, v_;
+};
+
+} // namespace vt
