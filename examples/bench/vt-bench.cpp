@@ -39,6 +39,7 @@ struct Options {
     int reps = 5;
     unsigned n_batch = 512;
     std::string backend = "cpu";
+    std::string quantize;  // --quantize: a vt_quant_type name, "" = keep the file's types
     bool json = false;
 };
 
@@ -153,8 +154,13 @@ bool run_tg(vt_seq *seq, const std::vector<vt_token> &depth, const std::vector<v
 }
 
 int run(const Options &o) {
+    vt_model_params mp;
+    vt_model_params_init_v2(&mp, sizeof mp);
+    vt_quant_type quantize = VT_QUANT_NONE;
+    if (failed(vt_quant_type_from_name(o.quantize.c_str(), &quantize))) return 1;
+    mp.quantize = quantize;
     vt_model *mraw = nullptr;
-    if (failed(vt_model_load(o.model.c_str(), nullptr, &mraw))) return 1;
+    if (failed(vt_model_load(o.model.c_str(), &mp, &mraw))) return 1;
     std::unique_ptr<vt_model, ModelDel> model(mraw);
     vt_model_info info;
     std::memset(&info, 0, sizeof info);
@@ -164,6 +170,11 @@ int run(const Options &o) {
         std::fprintf(stderr, "vt-bench: the model has an empty vocabulary\n");
         return 1;
     }
+    const char *quant_name = vt_quant_type_name(quantize);
+    if (quantize != VT_QUANT_NONE)
+        std::fprintf(stderr, "vt-bench: quantized %u weights to %s at load (%u fallback, %u kept): %.1f MiB, %.2f s\n",
+                     info.n_quantized, quant_name, info.n_quantize_fallback, info.n_quantize_kept,
+                     (double)info.quantized_bytes / (1 << 20), info.quantize_seconds);
 
     vt_context_params cp;
     vt_context_params_init(&cp);
@@ -213,13 +224,14 @@ int run(const Options &o) {
     if (o.json) {
         std::printf("{\"model\": \"%s\", \"arch\": \"%s\", \"size_bytes\": %llu, \"n_params\": %llu, "
                     "\"backend\": \"%s\", \"threads\": %u, \"n_batch\": %u, \"n_prompt\": %d, "
-                    "\"n_gen\": %d, \"n_depth\": %d, \"reps\": %d, \"statistic\": \"mean\", "
+                    "\"n_gen\": %d, \"n_depth\": %d, \"reps\": %d, \"quantize\": \"%s\", "
+                    "\"quantize_seconds\": %.3f, \"statistic\": \"mean\", "
                     "\"pp_tps\": %.3f, \"pp_stddev\": %.3f, \"tg_tps\": %.3f, \"tg_stddev\": %.3f, "
                     "\"pp_samples\": [%s], \"tg_samples\": [%s]}\n",
                     json_escape(name).c_str(), json_escape(arch(model.get())).c_str(),
                     (unsigned long long)info.size_bytes, (unsigned long long)info.n_params,
                     json_escape(o.backend).c_str(), o.threads, o.n_batch, o.n_prompt, o.n_gen, o.n_depth, o.reps,
-                    pps.mean, pps.stddev, tgs.mean, tgs.stddev, join(pp).c_str(), join(tg).c_str());
+                    quant_name, info.quantize_seconds, pps.mean, pps.stddev, tgs.mean, tgs.stddev, join(pp).c_str(), join(tg).c_str());
         return 0;
     }
 
@@ -227,6 +239,7 @@ int run(const Options &o) {
     std::string desc = arch(model.get());
     std::string label = meta(model.get(), "general.size_label");
     if (!label.empty()) desc += " " + label;
+    if (quantize != VT_QUANT_NONE) desc += std::string(" -> ") + quant_name + " at load";
     char size[32], params[32];
     std::snprintf(size, sizeof size, "%.2f MiB", (double)info.size_bytes / (1024.0 * 1024.0));
     if (info.n_params >= 1000000000ull)
@@ -259,7 +272,9 @@ int main(int argc, char **argv) {
                "steps after one warmup token; with -d, both on a context already D tokens deep.\n"
                "Table: mean ± stddev tokens/s over -r repetitions;\n"
                "--json: one object, pp_tps/tg_tps are means, per-repetition samples included.");
-    app.add_option("-m,--model", o.model, "GGUF model file")->required();
+    app.add_option("-m,--model", o.model, "GGUF model file or Hugging Face model folder")->required();
+    app.add_option("--quantize", o.quantize,
+                   "quantize F32/F16/BF16 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0 or Q4_1");
     app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens for pp, 0 = skip")
         ->capture_default_str()
         ->check(CLI::Range(0, 1 << 20));

@@ -31,6 +31,7 @@ struct Options {
     std::string model;
     std::string prompt;
     std::string prompt_file;
+    std::string quantize;        // --quantize: a vt_quant_type name, "" = keep the file's types
     int n_predict = 128;
     float temp = 0.8f;
     int top_k = 40;
@@ -191,15 +192,26 @@ int run(const Options &o) {
     // Load.
     Progress progress{o.model.c_str(), isatty(fileno(stderr)) != 0};
     vt_model_params mp;
-    vt_model_params_init(&mp);
+    vt_model_params_init_v2(&mp, sizeof mp);
     mp.progress = on_progress;
     mp.progress_user_data = &progress;
+    vt_quant_type quantize = VT_QUANT_NONE;
+    if (failed(vt_quant_type_from_name(o.quantize.c_str(), &quantize))) return 1;
+    mp.quantize = quantize;
     vt_model *mraw = nullptr;
     if (failed(vt_model_load(o.model.c_str(), &mp, &mraw))) {
         if (progress.tty && progress.last >= 0 && progress.last < 100) std::fputc('\n', stderr);
         return 1;
     }
     std::unique_ptr<vt_model, ModelDel> model(mraw);
+    if (quantize != VT_QUANT_NONE) {
+        vt_model_info info{};
+        info.struct_size = sizeof info;
+        if (failed(vt_model_get_info(model.get(), &info))) return 1;
+        std::fprintf(stderr, "vt-generate: quantized %u weights to %s at load (%u fallback, %u kept): %.1f MiB, %.2f s\n",
+                     info.n_quantized, vt_quant_type_name(quantize), info.n_quantize_fallback, info.n_quantize_kept,
+                     (double)info.quantized_bytes / (1 << 20), info.quantize_seconds);
+    }
     const vt_tokenizer *tok = nullptr;
     if (failed(vt_model_tokenizer(model.get(), &tok))) return 1;
 
@@ -316,7 +328,9 @@ int main(int argc, char **argv) {
         "With --chat the prompt is one user message (after --system's, if given) rendered by\n"
         "the model's chat template, ending with the assistant's turn header.\n"
         "Generated text goes to stdout, the load line and a summary to stderr.");
-    app.add_option("-m,--model", o.model, "GGUF model file")->required();
+    app.add_option("-m,--model", o.model, "GGUF model file or Hugging Face model folder")->required();
+    app.add_option("--quantize", o.quantize,
+                   "quantize F32/F16/BF16 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0 or Q4_1");
     auto *p_opt = app.add_option("-p,--prompt", o.prompt, "prompt text");
     auto *f_opt = app.add_option("-f,--file", o.prompt_file, "read the prompt from a file");
     p_opt->excludes(f_opt);

@@ -90,7 +90,9 @@ std::optional<int> parse_flags(int argc, char **argv, ServerOptions &o) {
         "--grace-period seconds (then cancel them), exit 0. A second signal cancels at once.");
     std::string kv_mem, body_bytes, prompt_chars, new_tokens;
     const SizeValidator size_check;
-    app.add_option("-m,--model", o.model, "GGUF model file")->required();
+    app.add_option("-m,--model", o.model, "GGUF model file or Hugging Face model folder")->required();
+    app.add_option("--quantize", o.quantize,
+                   "quantize F32/F16/BF16 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0 or Q4_1");
     app.add_option("--host", o.host, "address to listen on")->capture_default_str();
     app.add_option("--port", o.port, "port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
     app.add_option("-t,--threads", o.threads, "compute threads, 0 = physical cores")->capture_default_str();

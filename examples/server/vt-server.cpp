@@ -112,9 +112,22 @@ private:
 
 int serve(ServerState &st) {
     const ServerOptions &o = st.opts;
+    vt_model_params mp;
+    vt_model_params_init_v2(&mp, sizeof mp);  // quantize is ABI 1.3
+    vt_quant_type quantize = VT_QUANT_NONE;
+    if (failed(vt_quant_type_from_name(o.quantize.c_str(), &quantize), "--quantize")) return 1;
+    mp.quantize = quantize;
     vt_model *mraw = nullptr;
-    if (failed(vt_model_load(o.model.c_str(), nullptr, &mraw), "cannot load the model")) return 1;
+    if (failed(vt_model_load(o.model.c_str(), &mp, &mraw), "cannot load the model")) return 1;
     std::unique_ptr<vt_model, void (*)(vt_model *)> model(mraw, vt_model_destroy);
+    if (quantize != VT_QUANT_NONE) {
+        vt_model_info info{};
+        info.struct_size = sizeof info;
+        if (failed(vt_model_get_info(model.get(), &info), "model info")) return 1;
+        std::fprintf(stderr, "vt-server: quantized %u weights to %s at load (%u fallback, %u kept): %.1f MiB, %.2f s\n",
+                     info.n_quantized, vt_quant_type_name(quantize), info.n_quantize_fallback, info.n_quantize_kept,
+                     (double)info.quantized_bytes / (1 << 20), info.quantize_seconds);
+    }
     const vt_tokenizer *tok = nullptr;
     if (failed(vt_model_tokenizer(model.get(), &tok), "no tokenizer")) return 1;
     st.n_vocab = vt_tokenizer_n_vocab(tok);

@@ -22,15 +22,62 @@ typedef struct vt_model vt_model;
  * with VT_ERR_CANCELLED. Called on the loading thread. */
 typedef bool (*vt_progress_callback)(float progress, void *user_data);
 
+/* Weight types a model can be quantized to at load (vt_model_params.quantize);
+ * the names are GGUF's. */
+typedef enum vt_quant_type {
+    VT_QUANT_NONE = 0,  /* keep the file's types (default) */
+    VT_QUANT_Q8_0 = 1,
+    VT_QUANT_Q4_0 = 2,
+    VT_QUANT_Q4_1 = 3,
+    VT_QUANT_Q5_0 = 4,
+    VT_QUANT_Q5_1 = 5,
+    VT_QUANT_Q4_K = 6,
+    VT_QUANT_Q6_K = 7
+} vt_quant_type;
+
 typedef struct vt_model_params {
     uint32_t struct_size;              /* sizeof(vt_model_params) */
     vt_progress_callback progress;     /* optional, default NULL */
     void *progress_user_data;          /* passed to progress */
     bool use_mmap;                     /* default true; false reads into memory */
+    /* Since ABI 1.3 (read only when struct_size covers both: the 1.0 struct
+     * ends in padding where `quantize` now lies). */
+    uint32_t quantize;                 /* a vt_quant_type; default VT_QUANT_NONE. Every
+                                          matmul weight stored as F32, F16 or BF16 (attention,
+                                          FFN and output projections) is quantized at load
+                                          to this type, as llama.cpp's quantizer does without
+                                          an importance matrix (the same bytes), so a bf16
+                                          checkpoint runs at the speed of a GGUF of that type.
+                                          Norms, biases and the token embedding stay as
+                                          stored; with tied embeddings the output projection
+                                          becomes a quantized copy of the embedding. Weights
+                                          already quantized in the file stay as they are.
+                                          A row length that is not a whole number of the
+                                          type's blocks falls back as llama.cpp does: Q4_K to
+                                          Q5_0, Q6_K to Q8_0 (256-element blocks to 32); a
+                                          row that fits no 32-element block either keeps its
+                                          stored type. The load logs what was quantized (info
+                                          level) and vt_model_get_info counts it. */
+    uint32_t reserved;                 /* must be 0 */
 } vt_model_params;
 
-/* Writes defaults into *params (struct_size included). */
+/* Defaults of the ABI 1.0 fields only (struct_size = their size), as
+ * published in 1.0: a model loaded with them keeps the file's types. */
 VT_API void vt_model_params_init(vt_model_params *params);
+
+/* Defaults of every field that fits in `size` bytes (pass
+ * sizeof(vt_model_params)); struct_size = that size. Since ABI 1.3. */
+VT_API void vt_model_params_init_v2(vt_model_params *params, size_t size);
+
+/* The vt_quant_type of a GGUF type name ("Q4_K", case-insensitive; "none" and
+ * "" give VT_QUANT_NONE). Errors: VT_ERR_INVALID_ARGUMENT (NULL name or out),
+ * VT_ERR_UNSUPPORTED (a name vt cannot quantize to; the message lists the
+ * ones it can). Since ABI 1.3. Thread-safe. */
+VT_API vt_status vt_quant_type_from_name(const char *name, vt_quant_type *out);
+
+/* Static name of a vt_quant_type ("Q4_K", "none"), NULL for an unknown value.
+ * Since ABI 1.3. Thread-safe. */
+VT_API const char *vt_quant_type_name(vt_quant_type type);
 
 /* CONSTRUCTOR. Loads a model: a GGUF file, or a Hugging Face model folder
  * (config.json; model.safetensors, or shards listed by
@@ -43,7 +90,9 @@ VT_API void vt_model_params_init(vt_model_params *params);
  * corrupt or truncated, malformed JSON, a tensor of the wrong shape: the
  * message names it), VT_ERR_UNSUPPORTED (unknown architecture, naming the
  * supported ones, or tensor type), VT_ERR_CANCELLED (progress returned
- * false), VT_ERR_OUT_OF_MEMORY. Thread-safe. */
+ * false), VT_ERR_OUT_OF_MEMORY; VT_ERR_INVALID_ARGUMENT also for a
+ * params->quantize that is no vt_quant_type or a reserved field that is not 0.
+ * Thread-safe. */
 VT_API vt_status vt_model_load(const char *path, const vt_model_params *params,
                                vt_model **out);
 
@@ -54,13 +103,20 @@ VT_API void vt_model_destroy(vt_model *model);
 typedef struct vt_model_info {
     uint32_t struct_size;   /* set by the caller: sizeof(vt_model_info) */
     uint64_t n_params;      /* number of weights (elements of all tensors) */
-    uint64_t size_bytes;    /* bytes of all tensor data */
+    uint64_t size_bytes;    /* bytes of all tensor data, as stored in the file(s) */
     uint32_t n_ctx_train;   /* training context length */
     uint32_t n_vocab;       /* vocabulary size (rows of the logits) */
     uint32_t n_embd;        /* hidden size */
     uint32_t n_layer;       /* transformer blocks */
     uint32_t n_head;        /* query heads */
     uint32_t n_head_kv;     /* key/value heads */
+    /* Since ABI 1.3: quantization at load (vt_model_params.quantize). */
+    uint32_t quantize;             /* the vt_quant_type asked for (VT_QUANT_NONE: none) */
+    uint32_t n_quantized;          /* weights quantized at load (a tied output's copy counts) */
+    uint32_t n_quantize_fallback;  /* of those, weights that took the fallback type */
+    uint32_t n_quantize_kept;      /* float matmul weights kept as stored (rows fit no block) */
+    uint64_t quantized_bytes;      /* bytes the quantized weights take (size_bytes counts the file's) */
+    double quantize_seconds;       /* wall time spent quantizing */
 } vt_model_info;
 
 /* METHOD. Fills *info; info->struct_size must be set by the caller (fields

@@ -1,6 +1,7 @@
 #include "model/model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -9,17 +10,23 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/quant.h"
 #include "core/quant/kernels.h"
 #include "core/quant/repack.h"
 #include "model/hf-folder.h"
 
 namespace vt {
 
-std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const Progress &progress) {
+std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const Progress &progress,
+                                   std::optional<DType> quantize) {
+    if (quantize && !can_quantize_weights(*quantize))
+        fail(VT_ERR_UNSUPPORTED, "cannot quantize weights to %s at load (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K)",
+             dtype_name(*quantize));
     auto report = [&](float p) {
         if (progress && !progress(p)) fail(VT_ERR_CANCELLED, "%s: load cancelled by the progress callback", path.c_str());
     };
     std::unique_ptr<Model> m(new Model());
+    m->quantized_.target = quantize;
     report(0.0f);
     std::vector<int32_t> extra_eos;
     m->from_folder_ = std::filesystem::is_directory(path);
@@ -56,6 +63,10 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
         throw Error(e.status(), path + ": " + e.what());
     }
     report(1.0f);
+    if (const QuantizeStats &q = m->quantized_; q.target)
+        VT_LOG_INFO("quantized %u weights to %s at load (%u took the fallback type, %u kept as stored): "
+                    "%.1f MiB -> %.1f MiB in %.2f s", q.n_quantized, dtype_name(*q.target), q.n_fallback, q.n_kept,
+                    (double)q.bytes_in / (1 << 20), (double)q.bytes_out / (1 << 20), q.seconds);
     if (m->repacked_bytes_)
         VT_LOG_INFO("repacked %.1f MiB of weights into the CPU kernels' layouts", (double)m->repacked_bytes_ / (1 << 20));
     VT_LOG_INFO("loaded %s: %s, %u layers, %llu params, %.1f MiB", path.c_str(), m->arch_name_.c_str(),
@@ -117,7 +128,57 @@ void repack_parallel(DType type, const uint8_t *src, size_t stride, uint8_t *dst
 
 const Tensor *Model::matmul_weight(const std::string &name, std::initializer_list<int64_t> shape, bool required) {
     const Tensor *t = weight(name, shape, required);
-    return t ? repack_if_faster(weights_.back().get(), name) : t;
+    return t ? finish_matmul_weight(weights_.back().get(), name, true) : t;
+}
+
+const Tensor *Model::embedding_weight(const std::string &name, std::initializer_list<int64_t> shape) {
+    weight(name, shape);
+    return repack_if_faster(weights_.back().get(), name);
+}
+
+const Tensor *Model::output_weight(const std::string &embedding, std::initializer_list<int64_t> shape) {
+    if (gguf_->find_tensor("output.weight")) return matmul_weight("output.weight", shape);
+    const GgufTensorInfo *e = gguf_->find_tensor(embedding);
+    if (!quantized_.target || !e || !quantizable_source(e->type)) return nullptr;
+    // A view of the embedding as stored (its pages come back from the file
+    // if its repack released them), quantized into a copy of its own.
+    weight(embedding, shape);
+    return finish_matmul_weight(weights_.back().get(), embedding + " (as the tied output)", false);
+}
+
+const Tensor *Model::finish_matmul_weight(Tensor *t, const std::string &name, bool release) {
+    std::optional<DType> to;
+    if (quantized_.target && quantizable_source(t->type) && t->ne[2] == 1 && t->ne[3] == 1) {
+        to = quantize_type_for_rows(*quantized_.target, t->ne[0]);
+        if (!to) {
+            ++quantized_.n_kept;
+            VT_LOG_DEBUG("'%s': rows of %lld fit no %s block, kept as %s", name.c_str(), (long long)t->ne[0],
+                         dtype_name(*quantized_.target), dtype_name(t->type));
+        }
+    }
+    if (!to) return repack_if_faster(t, name);
+    const auto t0 = std::chrono::steady_clock::now();
+    const size_t in_bytes = t->nbytes(), out_bytes = row_bytes(*to, t->ne[0]) * (size_t)t->ne[1];
+    std::unique_ptr<PageBuffer> buf = PageBuffer::allocate(out_bytes);
+    if (!buf) fail(VT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes to quantize '%s'", out_bytes, name.c_str());
+    quantize_rows_parallel(t->type, static_cast<const uint8_t *>(t->data), t->nb[1], *to, buf->data(), t->ne[0],
+                           t->ne[1]);
+    if (release) gguf_->release(t->data, in_bytes);
+    if (*to != *quantized_.target) {
+        ++quantized_.n_fallback;
+        VT_LOG_DEBUG("'%s': rows of %lld are no whole %s blocks: %s instead", name.c_str(), (long long)t->ne[0],
+                     dtype_name(*quantized_.target), dtype_name(*to));
+    }
+    ++quantized_.n_quantized;
+    quantized_.bytes_in += in_bytes;
+    quantized_.bytes_out += out_bytes;
+    quantized_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    tensor_init(*t, *to, t->ne[0], t->ne[1], 1, 1, buf->data(), t->name);
+    // As if read from a file of that type; the repack copies it into a
+    // buffer of its own where this CPU has a faster layout.
+    const Tensor *r = repack_if_faster(t, name);
+    if (r->data == buf->data()) repacked_.push_back(std::move(buf));  // still read: keep it
+    return r;
 }
 
 const Tensor *Model::matmul_weight_rows(const std::string &name, int64_t ne0, int64_t total_rows, int64_t row0,
@@ -130,7 +191,7 @@ const Tensor *Model::matmul_weight_rows(const std::string &name, int64_t ne0, in
     Tensor *part = weights_.back().get();
     tensor_init(*part, whole->type, ne0, n_rows, 1, 1, static_cast<uint8_t *>(whole->data) + (size_t)row0 * whole->nb[1],
                 whole->name);
-    return repack_if_faster(part, name);
+    return finish_matmul_weight(part, name, true);
 }
 
 const Tensor *Model::repack_if_faster(Tensor *t, const std::string &name) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "core/tensor.h"
 #include "kv/cache-spec.h"
 #include "model/gguf.h"
+#include "model/quantize-load.h"
 #include "tokenizer/tokenizer.h"
 
 namespace vt {
@@ -86,8 +88,11 @@ class Model {
 public:
     using Progress = std::function<bool(float)>;
     // Loads path, a GGUF file or a Hugging Face model folder; progress may
-    // return false to cancel (VT_ERR_CANCELLED).
-    static std::unique_ptr<Model> load(const std::string &path, bool use_mmap, const Progress &progress);
+    // return false to cancel (VT_ERR_CANCELLED). quantize: the type float
+    // matmul weights are quantized to at load (vt_model_params.quantize; one
+    // can_quantize_weights accepts), nullopt to keep the file's types.
+    static std::unique_ptr<Model> load(const std::string &path, bool use_mmap, const Progress &progress,
+                                       std::optional<DType> quantize = std::nullopt);
 
     const GgufFile &gguf() const { return *gguf_; }
     const Tokenizer &tokenizer() const { return *tokenizer_; }
@@ -102,11 +107,22 @@ public:
     // returns nullptr when an optional one is absent.
     const Tensor *weight(const std::string &name, std::initializer_list<int64_t> shape, bool required = true);
 
-    // The same for a weight that is only ever the src0 of MUL_MAT or the
-    // table of GET_ROWS: it may be repacked into a load-time layout that this
-    // CPU's kernels read faster (Q4_0, Q4_1, Q8_0 -> _X16, dtype.h), in memory
-    // the model owns; results are bit-identical either way.
+    // The same for a weight that is only ever the src0 of MUL_MAT: it may be
+    // quantized (quantize at load, when stored as a float type) and repacked
+    // into a load-time layout that this CPU's kernels read faster (Q4_0,
+    // Q4_1, Q8_0 -> _X16, dtype.h), in memory the model owns; repacking
+    // keeps results bit-identical.
     const Tensor *matmul_weight(const std::string &name, std::initializer_list<int64_t> shape, bool required = true);
+    // A table only GET_ROWS reads (the token embedding): repacked like a
+    // matmul weight, never quantized at load (a row lookup per token gains
+    // nothing from it, and the embedding keeps its precision).
+    const Tensor *embedding_weight(const std::string &name, std::initializer_list<int64_t> shape);
+    // The output projection: "output.weight" as a matmul weight when the
+    // file has one. Tied to the embedding (none in the file): nullptr, the
+    // caller uses its embedding, except under quantize at load, which makes
+    // a quantized copy of `embedding` (stored as a float type) for the
+    // output: it is the largest matmul of a decode step.
+    const Tensor *output_weight(const std::string &embedding, std::initializer_list<int64_t> shape);
     // Rows [row0, row0 + n_rows) of a required (ne0, total_rows) matrix as a
     // matmul weight of its own: one part of a fused projection (Phi-3's qkv
     // and gate_up), repacked like matmul_weight.
@@ -119,6 +135,9 @@ public:
     float arch_f32(const char *suffix, float def) const;
     std::string arch_str(const char *suffix) const;  // "" when absent
 
+    // What quantization at load did (target nullopt: not asked for).
+    const QuantizeStats &quantize_stats() const { return quantized_; }
+
     Hparams hparams;
     std::vector<LayerCacheSpec> cache_layers;  // (n_layer), set by Architecture::load
     uint64_t n_params = 0;
@@ -127,6 +146,10 @@ public:
 private:
     Model() = default;
     const Tensor *repack_if_faster(Tensor *t, const std::string &name);
+    // Quantizes t (a float matmul weight) in place when quantize at load
+    // asks for it; then repacks. `release` gives back the float source's
+    // pages (false where it is still read: a tied embedding).
+    const Tensor *finish_matmul_weight(Tensor *t, const std::string &name, bool release);
     std::unique_ptr<GgufFile> gguf_;
     std::unique_ptr<Tokenizer> tokenizer_;
     std::unique_ptr<Architecture> arch_;
@@ -135,6 +158,7 @@ private:
     std::vector<std::unique_ptr<Tensor>> weights_;  // stable addresses
     std::vector<std::unique_ptr<PageBuffer>> repacked_;  // data of repacked weights
     size_t repacked_bytes_ = 0;
+    QuantizeStats quantized_;
 };
 
 } // namespace vt

@@ -17,9 +17,9 @@ void PreNormDecoder::load(Model &m) {
         for (LayerCacheSpec &l : m.cache_layers) l = {CacheKind::sliding_window, window, l.kv_row};
     const Hparams &hp = m.hparams;
     const int64_t E = hp.n_embd, V = hp.n_vocab;
-    tok_embd_ = m.matmul_weight("token_embd.weight", {E, V});
+    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
     output_norm_ = load_norm(m, "output_norm.weight", E);
-    output_ = m.matmul_weight("output.weight", {E, V}, false);
+    output_ = m.output_weight("token_embd.weight", {E, V});  // nullptr: tied, as stored
     if (!output_) output_ = tok_embd_;
     if (traits_.rope_freqs) rope_freqs_ = load_norm(m, "rope_freqs.weight", hp.n_rot / 2, false);
     else if (m.gguf().find_tensor("rope_freqs.weight"))

@@ -80,8 +80,8 @@ void Gemma3::load(Model &m) {
     attn_scale_ = 1.0f / std::sqrt(pre_attn);
 
     const int64_t E = hp.n_embd, V = hp.n_vocab;
-    tok_embd_ = m.matmul_weight("token_embd.weight", {E, V});
-    output_ = m.matmul_weight("output.weight", {E, V}, false);
+    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
+    output_ = m.output_weight("token_embd.weight", {E, V});  // nullptr: tied, as stored
     if (!output_) output_ = tok_embd_;
     output_norm_ = load_norm(m, "output_norm.weight", E);
     layers_.resize(hp.n_layer);

@@ -18,8 +18,8 @@ extern "C" int VT_ABI_CAT_(vt_abi_cxx_, VT_ABI_CXX_TAG)(void);
 
 extern "C" int VT_ABI_CAT_(vt_abi_cxx_, VT_ABI_CXX_TAG)(void) {
     vt_model_params mp;
-    vt_model_params_init(&mp);
-    if (mp.struct_size != sizeof(vt_model_params)) return 1;
+    vt_model_params_init_v2(&mp, sizeof mp);
+    if (mp.struct_size != sizeof(vt_model_params) || mp.quantize != VT_QUANT_NONE) return 1;
     if ((vt_abi_version() >> 16) != VT_ABI_MAJOR) return 2;
     vt_sampler *s = nullptr;
     if (vt_sampler_create(&s) != VT_OK) return 3;
