@@ -35,12 +35,16 @@ vt_model_info info_of(const Model &m) {
     return info;
 }
 
-std::shared_ptr<Model> load(const std::filesystem::path &path, bool use_mmap, py::object progress) {
+std::shared_ptr<Model> load(const std::filesystem::path &path, bool use_mmap, py::object progress,
+                            std::optional<std::string> quantize) {
     auto model = std::make_shared<Model>();
     model->path = path.string();
     vt_model_params mp;
-    vt_model_params_init(&mp);
+    vt_model_params_init_v2(&mp, sizeof mp);  // quantize is ABI 1.3
     mp.use_mmap = use_mmap;
+    vt_quant_type q = VT_QUANT_NONE;
+    if (quantize) check(vt_quant_type_from_name(quantize->c_str(), &q));
+    mp.quantize = q;
     ProgressCall pc{progress, std::nullopt};
     if (!progress.is_none()) {
         mp.progress = on_progress;
@@ -131,14 +135,19 @@ void init_model(py::module_ &m) {
         "    model = vt.Model(\"SmolLM2-135M-Instruct.Q4_1.gguf\")\n"
         "    model.arch, model.n_params, model.meta[\"general.name\"]")
         .def(py::init(&load), py::arg("path"), py::arg("use_mmap") = true, py::arg("progress") = py::none(),
-             "Loads a GGUF model file (the GIL is released while it loads).\n\n"
+             py::arg("quantize") = py::none(),
+             "Loads a GGUF model file or a Hugging Face model folder (the GIL is released while it loads).\n\n"
              "Args:\n"
-             "    path: the .gguf file (str or os.PathLike).\n"
+             "    path: the .gguf file or the folder (str or os.PathLike).\n"
              "    use_mmap: map the file read-only and use the weights in place (default);\n"
              "        False reads them into memory.\n"
              "    progress: optional callable(fraction: float) -> bool | None, called on the\n"
              "        loading thread; returning False cancels the load (VtCancelled). An\n"
-             "        exception it raises cancels the load and propagates.\n\n"
+             "        exception it raises cancels the load and propagates.\n"
+             "    quantize: None (keep the file's types), or a type name (\"Q8_0\", \"Q6_K\",\n"
+             "        \"Q5_0\", \"Q5_1\", \"Q4_K\", \"Q4_0\", \"Q4_1\"): every F32/F16/BF16 matmul\n"
+             "        weight is quantized to it at load, byte for byte as llama.cpp's quantizer\n"
+             "        would (see vt_model_params.quantize); Model.quantization tells what was.\n\n"
              "Raises:\n"
              "    VtIOError: missing or unreadable file, or a directory.\n"
              "    VtFormatError: not GGUF, or corrupt (the message names the byte offset).\n"
@@ -163,6 +172,20 @@ void init_model(py::module_ &m) {
         .def_property_readonly("n_head", [](const Model &self) { return info_of(self).n_head; }, "Query heads.")
         .def_property_readonly("n_head_kv", [](const Model &self) { return info_of(self).n_head_kv; },
                                "Key/value heads.")
+        .def_property_readonly("quantization", [](const Model &self) -> py::object {
+                const vt_model_info info = info_of(self);
+                if (info.quantize == VT_QUANT_NONE) return py::none();
+                py::dict d;
+                d["type"] = vt_quant_type_name((vt_quant_type)info.quantize);
+                d["n_quantized"] = info.n_quantized;
+                d["n_fallback"] = info.n_quantize_fallback;
+                d["n_kept"] = info.n_quantize_kept;
+                d["bytes"] = info.quantized_bytes;
+                d["seconds"] = info.quantize_seconds;
+                return std::move(d);
+            },
+            "What quantization at load did, as a dict (type, n_quantized, n_fallback, n_kept, bytes,\n"
+            "seconds), or None when the model was loaded without it.")
         .def_property_readonly("chat_template", [](const Model &self) -> py::object {
                 bool missing = false;
                 std::string t = read_string(

@@ -236,7 +236,7 @@ class LLM:
                  n_batch: int = 512, backend: Optional[str] = None, use_mmap: bool = True,
                  kv_cache_memory: Union[int, str, None] = None, max_num_seqs: int = 0,
                  max_model_len: Optional[int] = None, block_size: int = 0,
-                 enable_prefix_caching: bool = True) -> None:
+                 enable_prefix_caching: bool = True, quantize: Optional[str] = None) -> None:
         """Loads the model (unless given a vt.Model) and makes its context.
 
         Args:
@@ -262,13 +262,20 @@ class LLM:
             block_size: tokens per KV block; 0 = 16.
             enable_prefix_caching: share the KV blocks of common prompt
                 prefixes between requests.
+            quantize: quantize the F32/F16/BF16 matmul weights at load to this
+                type ("Q8_0", "Q6_K", "Q5_0", "Q5_1", "Q4_K", "Q4_0", "Q4_1"),
+                as llama.cpp's quantizer would; None keeps the file's types.
+                Only when model is a path (a vt.Model is already loaded).
 
         Raises:
             VtIOError, VtFormatError, VtUnsupportedError: the model file.
             VtNotFound: no such backend.
             VtInvalidArgument: a bad size.
         """
-        self.model: _vt.Model = model if isinstance(model, _vt.Model) else _vt.Model(model, use_mmap=use_mmap)
+        if isinstance(model, _vt.Model) and quantize is not None:
+            raise ValueError("quantize applies at load: pass a path, or load vt.Model(path, quantize=...)")
+        self.model: _vt.Model = (model if isinstance(model, _vt.Model)
+                                 else _vt.Model(model, use_mmap=use_mmap, quantize=quantize))
         self.tokenizer: _vt.Tokenizer = self.model.tokenizer
         self.context: _vt.Context = _vt.Context(
             self.model, n_threads=n_threads, backend=backend, n_batch=n_batch,
