@@ -5,7 +5,9 @@
  * of contexts on any threads. Weights the CPU kernels read as stored stay
  * in a read-only memory mapping of the file; the types that have a faster
  * layout of their own (the CPU backend's repacked formats) are copied into it
- * at load, and the mapping's pages of those weights are released.
+ * at load, and the mapping's pages of those weights are released. With
+ * vt_model_params.quantize, float matmul weights are quantized into memory
+ * at load (a bf16 checkpoint then runs as a GGUF of that type would).
  */
 #ifndef VT_MODEL_H
 #define VT_MODEL_H
