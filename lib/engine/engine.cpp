@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -45,36 +46,93 @@ uint64_t default_kv_cache_bytes() {
 Engine::Engine(Context &ctx, const EngineConfig &cfg)
     : ctx_(ctx), model_(ctx.model()), block_size_(cfg.block_size ? cfg.block_size : 16) {
     const Hparams &hp = model_.hparams;
-    const uint64_t per_token = kv_bytes_per_token(model_.cache_layers);
+    const std::vector<CacheGroup> groups = cache_groups(model_.cache_layers);
     const uint32_t max_num_seqs = cfg.max_num_seqs ? cfg.max_num_seqs : 64;
+    const uint32_t max_batched = cfg.max_batched_tokens ? cfg.max_batched_tokens : 512;
     uint32_t max_len = cfg.max_model_len ? cfg.max_model_len : (hp.n_ctx_train ? hp.n_ctx_train : 4096);
-    uint64_t budget = cfg.kv_cache_bytes;
-    if (budget == 0) budget = std::min(default_kv_cache_bytes(), (uint64_t)max_num_seqs * max_len * per_token);
-    const uint32_t num_blocks = kv_blocks_for_budget(budget, per_token, block_size_);
-    if (num_blocks == 0)
-        fail(VT_ERR_INVALID_ARGUMENT, "KV cache of %llu bytes holds no block of %u tokens (%llu bytes each)",
-             (unsigned long long)budget, block_size_, (unsigned long long)(per_token * block_size_));
-    const uint64_t pool_tokens = (uint64_t)num_blocks * block_size_;
-    if (cfg.max_model_len == 0) max_len = (uint32_t)std::min<uint64_t>(max_len, pool_tokens);
-    else if (cfg.max_model_len > pool_tokens)
-        fail(VT_ERR_INVALID_ARGUMENT, "max_model_len %u exceeds the %llu tokens the KV cache holds", cfg.max_model_len,
-             (unsigned long long)pool_tokens);
+    const uint64_t len_blocks = ((uint64_t)max_len + block_size_ - 1) / block_size_;
 
-    kv_pool_ = std::make_unique<PagedKv>(model_, num_blocks, block_size_);
-    kv_cfg_ = KvCacheConfig{block_size_, num_blocks, cfg.prefix_caching};
-    sched_cfg_.max_num_batched_tokens = cfg.max_batched_tokens ? cfg.max_batched_tokens : 512;
+    // One byte budget over the groups (vLLM's hybrid allocator): a sliding
+    // group gets the blocks max_num_seqs sequences touch at once (their
+    // windows and a step each), full attention the rest.
+    uint64_t full_block_bytes = 0, sliding_bytes = 0;
+    std::vector<uint64_t> want(groups.size(), 0);
+    for (size_t g = 0; g < groups.size(); ++g) {
+        const uint64_t block_bytes = groups[g].bytes_per_token * block_size_;
+        if (groups[g].window == 0) {
+            full_block_bytes += block_bytes;
+            continue;
+        }
+        want[g] = (uint64_t)max_num_seqs *
+                  std::min(sliding_blocks_per_step(groups[g].window, max_batched, block_size_), len_blocks);
+        sliding_bytes += want[g] * block_bytes;
+    }
+    uint64_t budget = cfg.kv_cache_bytes;
+    if (budget == 0)
+        budget = std::min(default_kv_cache_bytes(), (uint64_t)max_num_seqs * len_blocks * full_block_bytes + sliding_bytes);
+    std::vector<uint32_t> blocks(groups.size(), 0);
+    if (full_block_bytes == 0) {
+        // Sliding windows only: every group the same count, the whole budget.
+        uint64_t all_block_bytes = 0;
+        for (const CacheGroup &g : groups) all_block_bytes += g.bytes_per_token * block_size_;
+        const uint64_t n = std::min<uint64_t>(budget / all_block_bytes, INT32_MAX - 1);
+        for (uint32_t &b : blocks) b = (uint32_t)n;
+    } else {
+        // Sliding groups at most half the budget, then full attention the rest.
+        const double share = sliding_bytes > budget / 2 ? (double)(budget / 2) / (double)sliding_bytes : 1.0;
+        uint64_t used = 0;
+        for (size_t g = 0; g < groups.size(); ++g) {
+            if (groups[g].window == 0) continue;
+            // Never below one sequence's step: the scheduler could serve no one.
+            const uint64_t floor =
+                std::min(sliding_blocks_per_step(groups[g].window, max_batched, block_size_), len_blocks);
+            blocks[g] = (uint32_t)std::min<uint64_t>(std::max((uint64_t)((double)want[g] * share), floor), INT32_MAX - 1);
+            used += (uint64_t)blocks[g] * groups[g].bytes_per_token * block_size_;
+        }
+        const uint32_t full_blocks =
+            used < budget ? kv_blocks_for_budget(budget - used, full_block_bytes / block_size_, block_size_) : 0;
+        for (size_t g = 0; g < groups.size(); ++g)
+            if (groups[g].window == 0) blocks[g] = full_blocks;
+    }
+    for (size_t g = 0; g < groups.size(); ++g)
+        if (blocks[g] == 0)
+            fail(VT_ERR_INVALID_ARGUMENT, "KV cache of %llu bytes holds no block of %u tokens (%llu bytes each)",
+                 (unsigned long long)budget, block_size_,
+                 (unsigned long long)(groups[g].bytes_per_token * block_size_));
+
+    KvCacheConfig kv_cfg{block_size_, 0, cfg.prefix_caching, {}};
+    for (size_t g = 0; g < groups.size(); ++g) kv_cfg.groups.push_back({blocks[g], groups[g].window});
+    const uint64_t seq_tokens = KvCacheManager(kv_cfg).max_seq_tokens();
+    if (cfg.max_model_len == 0) max_len = (uint32_t)std::min<uint64_t>(max_len, seq_tokens);
+    else if (cfg.max_model_len > seq_tokens)
+        fail(VT_ERR_INVALID_ARGUMENT, "max_model_len %u exceeds the %llu tokens the KV cache holds", cfg.max_model_len,
+             (unsigned long long)seq_tokens);
+
+    kv_pool_ = std::make_unique<PagedKv>(model_, blocks, block_size_);
+    kv_cfg_ = kv_cfg;
+    sched_cfg_.max_num_batched_tokens = max_batched;
     sched_cfg_.max_num_seqs = max_num_seqs;
     sched_cfg_.max_model_len = max_len;
+    max_model_len_ = max_len;
     kv_ = std::make_unique<KvCacheManager>(kv_cfg_);
     sched_ = std::make_unique<Scheduler>(*kv_, sched_cfg_);
+    uint32_t total_blocks = 0;
+    for (uint32_t b : blocks) total_blocks += b;
     stats_.struct_size = sizeof stats_;
     stats_.kv_block_size = block_size_;
-    stats_.kv_blocks_total = num_blocks;
+    stats_.kv_blocks_total = total_blocks;
     stats_.max_model_len = max_len;
     stats_.kv_cache_bytes = kv_pool_->bytes();
-    VT_LOG_INFO("KV cache: %.2f GiB = %u blocks of %u tokens = %llu tokens; up to %u requests of %u tokens%s",
-                (double)kv_pool_->bytes() / (1 << 30), num_blocks, block_size_, (unsigned long long)pool_tokens,
-                max_num_seqs, max_len, cfg.prefix_caching ? ", prefix caching on" : "");
+    std::string layout;
+    for (size_t g = 0; g < groups.size(); ++g) {
+        char part[96];
+        std::snprintf(part, sizeof part, "%s%u blocks for %zu %s layers", g ? ", " : "", blocks[g],
+                      groups[g].layers.size(), groups[g].window ? "sliding-window" : "full-attention");
+        layout += part;
+    }
+    VT_LOG_INFO("KV cache: %.2f GiB of %u-token blocks (%s); up to %u requests of %u tokens%s",
+                (double)kv_pool_->bytes() / (1 << 30), block_size_, layout.c_str(), max_num_seqs, max_len,
+                cfg.prefix_caching ? ", prefix caching on" : "");
 }
 
 Engine::~Engine() = default;
@@ -82,7 +140,7 @@ Engine::~Engine() = default;
 uint64_t Engine::submit(RequestSpec spec) {
     const Tokenizer &tok = model_.tokenizer();
     const uint32_t n_vocab = model_.hparams.n_vocab;
-    const uint32_t max_len = sched_->max_model_len();
+    const uint32_t max_len = max_model_len_;
     if (spec.prompt.empty()) fail(VT_ERR_INVALID_ARGUMENT, "the prompt is empty");
     for (size_t i = 0; i < spec.prompt.size(); ++i)
         if (spec.prompt[i] < 0 || (uint32_t)spec.prompt[i] >= n_vocab)
@@ -118,7 +176,7 @@ void Engine::admit_inbox() {
         incoming.swap(inbox_);
         cancels.swap(inbox_cancels_);
     }
-    const uint32_t max_len = sched_->max_model_len();
+    const uint32_t max_len = max_model_len_;
     for (std::unique_ptr<Request> &r : incoming) {
         const uint64_t id = r->id;
         const uint32_t room = max_len - (uint32_t)r->spec.prompt.size();
@@ -232,11 +290,11 @@ const Tensor *Engine::run_forward(const SchedulerOutput &so) {
         Context::BatchSeq b;
         b.tokens = std::span<const int32_t>(so.tokens.data() + s.offset, s.n_tokens);
         b.start_pos = s.start_pos;
-        b.block_table = s.block_table;
+        b.block_tables = s.block_tables;
         b.logits = s.needs_logits ? Context::Logits::last : Context::Logits::none;
         batch_.push_back(b);
     }
-    return ctx_.forward(*kv_pool_, batch_, sched_->max_model_len());
+    return ctx_.forward(*kv_pool_, batch_, max_model_len_);
 }
 
 void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, size_t n_vocab) {
@@ -316,7 +374,11 @@ void Engine::update_stats(size_t n_tokens) {
         std::lock_guard<std::mutex> lk(inbox_mu_);
         n_inbox = inbox_.size();
     }
-    const BlockPool &pool = kv_->pool();
+    uint32_t blocks_used = 0, blocks_cached = 0;
+    for (uint32_t g = 0; g < kv_->num_groups(); ++g) {
+        blocks_used += kv_->pool(g).num_blocks() - kv_->pool(g).num_free();
+        blocks_cached += kv_->pool(g).num_free_cached();
+    }
     std::lock_guard<std::mutex> lk(stats_mu_);
     const auto now = std::chrono::steady_clock::now();
     if (n_tokens) {
@@ -331,8 +393,8 @@ void Engine::update_stats(size_t n_tokens) {
     stats_.n_running = (uint32_t)sched_->num_running();
     sched_waiting_ = (uint32_t)sched_->num_waiting();
     stats_.n_waiting = (uint32_t)(sched_waiting_ + n_inbox);
-    stats_.kv_blocks_used = pool.num_blocks() - pool.num_free();
-    stats_.kv_blocks_cached = pool.num_free_cached();
+    stats_.kv_blocks_used = blocks_used;
+    stats_.kv_blocks_cached = blocks_cached;
     stats_.prefix_query_tokens = kv_->prefix_query_tokens();
     stats_.prefix_hit_tokens = kv_->prefix_hit_tokens();
 }

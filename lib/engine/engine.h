@@ -86,6 +86,10 @@ private:
     std::unique_ptr<PagedKv> kv_pool_;
     KvCacheConfig kv_cfg_;
     SchedulerConfig sched_cfg_;
+    // Fixed at construction and read by submit() on any thread: fail_all()
+    // replaces kv_ and sched_ on the engine thread, so submit() must not
+    // reach into them.
+    uint32_t max_model_len_ = 0;
     std::unique_ptr<KvCacheManager> kv_;
     std::unique_ptr<Scheduler> sched_;
 

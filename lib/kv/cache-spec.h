@@ -1,11 +1,13 @@
 // What each layer of a model keeps per token, declared by its architecture
 // (lib/models) and read by everything that sizes or lays out caches: the
 // serving engine's paged pool, the single-sequence cache, the graph helpers
-// that pick a layer's attention window. The KV manager serves layers of one
-// spec as one group (vLLM's KVCacheSpec); today every kind keeps all of its
-// blocks, and a sliding window only limits what attention reads.
+// that pick a layer's attention window. The KV manager serves the layers of
+// one spec as one group (vLLM's KVCacheSpec): a group has a block pool and a
+// block table per sequence of its own, and a sliding-window group holds only
+// the blocks its window needs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -27,6 +29,36 @@ inline uint64_t kv_bytes_per_token(const std::vector<LayerCacheSpec> &layers) {
     uint64_t n = 0;
     for (const LayerCacheSpec &l : layers) n += 2ull /* K and V */ * l.kv_row * 2 /* f16 */;
     return n;
+}
+
+// The layers that share a cache spec: full-attention groups first, then
+// sliding ones by window.
+struct CacheGroup {
+    CacheKind kind = CacheKind::full_attention;
+    uint32_t window = 0;
+    std::vector<uint32_t> layers;
+    uint64_t bytes_per_token = 0;  // f16 K and V of its layers
+};
+
+inline std::vector<CacheGroup> cache_groups(const std::vector<LayerCacheSpec> &layers) {
+    std::vector<CacheGroup> groups;
+    for (uint32_t l = 0; l < layers.size(); ++l) {
+        const LayerCacheSpec &s = layers[l];
+        const uint32_t window = s.kind == CacheKind::sliding_window ? s.window : 0;
+        CacheGroup *g = nullptr;
+        for (CacheGroup &c : groups)
+            if (c.kind == s.kind && c.window == window) g = &c;
+        if (!g) {
+            groups.push_back({s.kind, window, {}, 0});
+            g = &groups.back();
+        }
+        g->layers.push_back(l);
+        g->bytes_per_token += 2ull /* K and V */ * s.kv_row * 2 /* f16 */;
+    }
+    std::stable_sort(groups.begin(), groups.end(), [](const CacheGroup &a, const CacheGroup &b) {
+        return a.kind == b.kind ? a.window < b.window : a.kind == CacheKind::full_attention;
+    });
+    return groups;
 }
 
 // The attention window of a layer in positions, 0 for all.

@@ -4,6 +4,14 @@
 // Exposes block ids only: no tensors, no backend (the runner maps token
 // position p of a sequence to slot kv_slot(table, p, block_size)).
 //
+// Cache groups (vLLM's hybrid allocator): the layers of one cache spec share
+// a group, with a pool and a block table per sequence of its own. A
+// sliding-window group holds only the blocks its window still needs: a block
+// wholly before the window of a sequence's next token goes back to the pool
+// (its table entry becomes kNoBlock) and stays in the prefix cache until
+// evicted. A prefix hit must then be a hit in every group: all blocks of a
+// full-attention group, the window's blocks of a sliding one.
+//
 // Prefix caching: block i of a sequence is keyed by
 // hash_block(hash of block i-1, its block_size token ids), with block 0
 // chained to a zero hash, so a hit on block i implies hits on 0..i-1.
@@ -28,15 +36,31 @@ namespace vt {
 
 using SeqId = uint64_t;
 
+// A table entry for a block a sliding window no longer needs.
+constexpr BlockId kNoBlock = -1;
+
+struct KvGroupConfig {
+    uint32_t num_blocks = 0;  // see kv_blocks_for_budget()
+    uint32_t window = 0;      // a sliding window in positions; 0: full attention
+};
+
 struct KvCacheConfig {
-    uint32_t block_size = 16;    // tokens per block
-    uint32_t num_blocks = 0;     // see kv_blocks_for_budget()
+    uint32_t block_size = 16;         // tokens per block, every group
+    uint32_t num_blocks = 0;          // with no groups: one full-attention group of num_blocks
     bool prefix_caching = true;
+    std::vector<KvGroupConfig> groups;
 };
 
 // How many blocks a byte budget holds, where bytes_per_token is what one
 // token's K and V take over all layers (f16: 2 * n_layer * n_embd_kv * 2).
 uint32_t kv_blocks_for_budget(uint64_t budget_bytes, uint64_t bytes_per_token, uint32_t block_size);
+
+// Blocks a sliding-window group must have free for one step of n_tokens of
+// one sequence: the first token's window and the step's tokens, each end in
+// a partial block.
+inline uint64_t sliding_blocks_per_step(uint32_t window, uint32_t n_tokens, uint32_t block_size) {
+    return ((uint64_t)window + n_tokens + block_size - 1) / block_size + 1;
+}
 
 // The cache slot of position pos of a sequence with this block table.
 inline int64_t kv_slot(std::span<const BlockId> table, uint32_t pos, uint32_t block_size) {
@@ -49,9 +73,9 @@ BlockHash hash_block(const BlockHash &parent, std::span<const int32_t> block_tok
 // Cached blocks covering a prefix of a prompt. Valid only until the pool
 // changes (the next allocate or free), so pass it to allocate() at once.
 struct PrefixHit {
-    std::vector<BlockId> blocks;
-    std::vector<BlockHash> hashes;  // hashes[i] is the key of blocks[i]
-    uint32_t num_tokens = 0;        // blocks.size() * block_size
+    std::vector<std::vector<BlockId>> blocks;  // per group: the table's first entries (kNoBlock before a window)
+    std::vector<BlockHash> hashes;  // hashes[i] is the key of block i of every group
+    uint32_t num_tokens = 0;        // hashes.size() * block_size
 };
 
 class KvCacheManager {
@@ -60,34 +84,41 @@ public:
     explicit KvCacheManager(const KvCacheConfig &cfg);
 
     uint32_t block_size() const { return block_size_; }
-    uint32_t num_blocks() const { return pool_.num_blocks(); }
-    uint32_t num_free_blocks() const { return pool_.num_free(); }
-    const BlockPool &pool() const { return pool_; }
+    uint32_t num_groups() const { return (uint32_t)groups_.size(); }
+    uint32_t window(uint32_t g = 0) const { return groups_.at(g).window; }
+    uint32_t num_blocks(uint32_t g = 0) const { return groups_.at(g).pool.num_blocks(); }
+    uint32_t num_free_blocks(uint32_t g = 0) const { return groups_.at(g).pool.num_free(); }
+    const BlockPool &pool(uint32_t g = 0) const { return groups_.at(g).pool; }
+    // The most tokens one sequence can hold: what its full-attention groups'
+    // pools hold (a sliding window needs only its window's blocks).
+    uint64_t max_seq_tokens() const;
 
-    // The longest run of cached full blocks at the start of tokens. At most
-    // tokens.size() - 1 tokens are hit, so that the last one is always
-    // computed: its logits are needed. Takes no reference.
+    // The longest prefix of tokens whose blocks every group has cached (see
+    // above), in whole blocks. At most tokens.size() - 1 tokens are hit, so
+    // that the last one is always computed: its logits are needed. Takes no
+    // reference.
     PrefixHit find_prefix(std::span<const int32_t> tokens) const;
 
-    // Grows seq's table to hold num_computed + num_new tokens: first the hit
+    // Grows seq's tables to hold num_computed + num_new tokens: first the hit
     // blocks (only for a sequence holding no blocks, with num_computed ==
-    // hit.num_tokens), then fresh blocks from the pool, evicting the least
-    // recently freed cached ones. Every block that these tokens fill is then
-    // registered in the prefix cache. tokens are all the sequence's known
-    // tokens (they are hashed); num_computed + num_new <= tokens.size().
-    // Returns false, changing nothing, when the pool has too few free blocks
-    // (the caller preempts someone or waits).
+    // hit.num_tokens), then fresh blocks from each pool, evicting the least
+    // recently freed cached ones; a sliding group first gives back the
+    // blocks before the window of position num_computed. Every block that
+    // these tokens fill is then registered in the prefix cache. tokens are
+    // all the sequence's known tokens (they are hashed); num_computed +
+    // num_new <= tokens.size(). Returns false, adding nothing, when a pool
+    // has too few free blocks (the caller preempts someone or waits).
     // Errors: VT_ERR_INTERNAL on inconsistent counts.
     bool allocate(SeqId seq, std::span<const int32_t> tokens, uint32_t num_computed, uint32_t num_new,
                   const PrefixHit &hit = {});
 
-    // Returns seq's blocks to the pool, last block first, so that a prompt's
+    // Returns seq's blocks to the pools, last block first, so that a prompt's
     // tail is evicted before its (more shareable) head. Unknown seq: no-op.
     void free(SeqId seq);
 
-    // seq's block table (empty when it holds none); valid until the next
-    // allocate() or free().
-    std::span<const BlockId> block_table(SeqId seq) const;
+    // seq's block table in group g (empty when it holds none); valid until
+    // the next allocate() or free().
+    std::span<const BlockId> block_table(SeqId seq, uint32_t g = 0) const;
 
     // Prefix-cache hit rate: known tokens of sequences given their first
     // blocks (admitted or re-admitted after preemption), and of those, the
@@ -100,14 +131,20 @@ public:
     void check() const;
 
 private:
-    struct SeqBlocks {
-        std::vector<BlockId> table;
-        std::vector<BlockHash> hashes;  // keys of table[0 .. hashes.size()), all full
+    struct Group {
+        uint32_t window;
+        BlockPool pool;
     };
+    struct SeqBlocks {
+        std::vector<std::vector<BlockId>> tables;  // per group
+        std::vector<BlockHash> hashes;  // keys of block 0 .. hashes.size() - 1, all full
+    };
+    // Blocks of a sliding group before the window of position pos.
+    uint32_t blocks_before_window(const Group &g, uint64_t pos) const;
 
     uint32_t block_size_;
     bool prefix_caching_;
-    BlockPool pool_;
+    std::vector<Group> groups_;
     std::unordered_map<SeqId, SeqBlocks> seqs_;
     uint64_t query_tokens_ = 0, hit_tokens_ = 0;
 };

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,7 +58,7 @@ struct ForwardArgs {
     int64_t n_tokens;
     std::vector<Tensor> *k_cache;  // per layer (block_size, n_embd_kv, n_blocks) f16, keys transposed per block
     std::vector<Tensor> *v_cache;  // per layer (n_embd_kv, n_slots) f16
-    Tensor *kv_index = nullptr;    // i32 graph input, layout in Op::ATTN_PAGED
+    std::span<Tensor *const> kv_index;  // per layer: its cache group's i32 graph input, layout in Op::ATTN_PAGED
     int64_t n_ctx = 0;             // positions one sequence may reach (vt_seq's n_ctx, the engine's
                                    // max_model_len): Phi-3 picks its rope factors by it, as llama.cpp
 };

@@ -168,7 +168,7 @@ Tensor *LayerBuilder::attention(uint32_t il, Tensor *h, const AttnWeights &aw, c
     k = g_.op<Op::ROPE>(DType::F32, {hd, HK, n_}, {k, a_.positions, factors}, rope);
     const int32_t window = attention_window(m_.cache_layers[il]);
     Tensor *kc = &(*a_.k_cache)[il], *vc = &(*a_.v_cache)[il];
-    Tensor *att = g_.op<Op::ATTN_PAGED>(DType::F32, {hd, H, n_}, {q, k, v, kc, vc, a_.kv_index},
+    Tensor *att = g_.op<Op::ATTN_PAGED>(DType::F32, {hd, H, n_}, {q, k, v, kc, vc, a_.kv_index[il]},
                                         {scale, window, (int32_t)a_.n_ctx});
     return linear(aw.wo, g_.reshape(att, {hd * H, n_}));
 }

@@ -3,16 +3,21 @@
 #include <sys/mman.h>
 
 #include "core/error.h"
-#include "kv/cache-spec.h"
 
 namespace vt {
 
-PagedKv::PagedKv(const Model &model, uint32_t num_blocks, uint32_t block_size)
-    : block_size_(block_size), num_blocks_(num_blocks) {
-    if (num_blocks == 0 || block_size == 0)
-        fail(VT_ERR_INVALID_ARGUMENT, "a KV cache of %u blocks of %u tokens holds nothing", num_blocks, block_size);
-    const uint64_t slots = (uint64_t)num_blocks * block_size;
-    bytes_ = slots * kv_bytes_per_token(model.cache_layers);
+PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_group, uint32_t block_size)
+    : block_size_(block_size), groups_(cache_groups(model.cache_layers)), blocks_(blocks_per_group) {
+    if (blocks_.size() != groups_.size())
+        fail(VT_ERR_INTERNAL, "KV cache: %zu block counts for %zu cache groups", blocks_.size(), groups_.size());
+    if (block_size == 0) fail(VT_ERR_INVALID_ARGUMENT, "a KV cache needs a block size");
+    const size_t n_layer = model.cache_layers.size();
+    layer_group_.assign(n_layer, 0);
+    for (uint32_t g = 0; g < groups_.size(); ++g) {
+        if (blocks_[g] == 0) fail(VT_ERR_INVALID_ARGUMENT, "KV cache group %u has no blocks", g);
+        for (uint32_t l : groups_[g].layers) layer_group_[l] = g;
+        bytes_ += (uint64_t)blocks_[g] * block_size * groups_[g].bytes_per_token;
+    }
     // Straight from mmap, not the heap: pages cost nothing until blocks are
     // first used, however large the budget, and malloc debugging
     // (MALLOC_PERTURB_) does not write the whole pool.
@@ -21,16 +26,15 @@ PagedKv::PagedKv(const Model &model, uint32_t num_blocks, uint32_t block_size)
         mem_ = nullptr;
         fail(VT_ERR_OUT_OF_MEMORY, "cannot map a KV cache of %.2f GiB", (double)bytes_ / (1 << 30));
     }
-    const size_t n_layer = model.cache_layers.size();
     k_.resize(n_layer);
     v_.resize(n_layer);
     uint8_t *p = static_cast<uint8_t *>(mem_);
     for (size_t l = 0; l < n_layer; ++l) {
-        const int64_t kv_row = model.cache_layers[l].kv_row;
-        const size_t layer_bytes = (size_t)slots * row_bytes(DType::F16, kv_row);
-        tensor_init(k_[l], DType::F16, block_size, kv_row, num_blocks, 1, p, "k_pool");
+        const int64_t kv_row = model.cache_layers[l].kv_row, n_blocks = blocks_[layer_group_[l]];
+        const size_t layer_bytes = (size_t)(n_blocks * block_size) * row_bytes(DType::F16, kv_row);
+        tensor_init(k_[l], DType::F16, block_size, kv_row, n_blocks, 1, p, "k_pool");
         p += layer_bytes;
-        tensor_init(v_[l], DType::F16, kv_row, (int64_t)slots, 1, 1, p, "v_pool");
+        tensor_init(v_[l], DType::F16, kv_row, n_blocks * block_size, 1, 1, p, "v_pool");
         p += layer_bytes;
     }
 }

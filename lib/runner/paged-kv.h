@@ -2,40 +2,48 @@
 // n_blocks) f16, each block's keys transposed (one row of block_size per key
 // dimension: the attention kernel's scores then need no horizontal sums),
 // and a V pool (kv_row, n_slots) f16, one row per slot; slot = block *
-// block_size + offset.
+// block_size + offset. The layers of one cache group (kv/cache-spec.h)
+// share block ids: each group has its own number of blocks, and block b of
+// a group is block b of each of its layers' pools.
 // Owned by the runner; the KV manager (lib/kv) hands out block ids only.
 // Both the serving engine (many sequences, blocks from the KV manager) and
-// vt_seq (one sequence, blocks 0..n-1) keep their K/V here, so every forward
-// pass goes through one attention kernel (Op::ATTN_PAGED).
+// vt_seq (one sequence) keep their K/V here, so every forward pass goes
+// through one attention kernel (Op::ATTN_PAGED).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "core/tensor.h"
+#include "kv/cache-spec.h"
 #include "model/model.h"
 
 namespace vt {
 
 class PagedKv {
 public:
-    // Maps num_blocks blocks of block_size tokens for every layer of model.
-    // The pages are untouched (and cost nothing) until first written.
-    // Errors: VT_ERR_INVALID_ARGUMENT (zero blocks or block size),
+    // Maps blocks_per_group[g] blocks of block_size tokens for every layer
+    // of group g of cache_groups(model.cache_layers). The pages are untouched
+    // (and cost nothing) until first written. Errors:
+    // VT_ERR_INVALID_ARGUMENT (a group without blocks, a zero block size),
     // VT_ERR_OUT_OF_MEMORY.
-    PagedKv(const Model &model, uint32_t num_blocks, uint32_t block_size);
+    PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_group, uint32_t block_size);
     ~PagedKv();
     PagedKv(const PagedKv &) = delete;
     PagedKv &operator=(const PagedKv &) = delete;
 
     uint32_t block_size() const { return block_size_; }
-    uint32_t num_blocks() const { return num_blocks_; }
+    const std::vector<CacheGroup> &groups() const { return groups_; }
+    uint32_t num_blocks(uint32_t g) const { return blocks_.at(g); }
+    uint32_t layer_group(uint32_t layer) const { return layer_group_.at(layer); }
     uint64_t bytes() const { return bytes_; }
     std::vector<Tensor> &k() { return k_; }
     std::vector<Tensor> &v() { return v_; }
 
 private:
-    uint32_t block_size_, num_blocks_;
+    uint32_t block_size_;
+    std::vector<CacheGroup> groups_;
+    std::vector<uint32_t> blocks_, layer_group_;
     uint64_t bytes_ = 0;
     void *mem_ = nullptr;
     std::vector<Tensor> k_, v_;

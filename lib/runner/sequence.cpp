@@ -32,14 +32,18 @@ void Context::free_host(void *p) {
     else std::free(p);
 }
 
-const Tensor *Context::build(ForwardArgs &args, int64_t n_out, int64_t n_index) {
+const Tensor *Context::build(ForwardArgs &args, const PagedKv &kv, int64_t n_out, const std::vector<int64_t> &n_index) {
     const int64_t n = args.n_tokens;
     graph_.reset();
     args.graph = &graph_;
     args.tokens = graph_.input(DType::I32, {n}, "tokens");
     args.positions = graph_.input(DType::I32, {n}, "positions");
     args.out_rows = graph_.input(DType::I32, {n_out}, "out_rows");
-    args.kv_index = graph_.input(DType::I32, {n_index}, "kv_index");
+    index_in_.clear();
+    for (int64_t ni : n_index) index_in_.push_back(graph_.input(DType::I32, {ni}, "kv_index"));
+    layer_index_.resize(model_.cache_layers.size());
+    for (uint32_t l = 0; l < layer_index_.size(); ++l) layer_index_[l] = index_in_[kv.layer_group(l)];
+    args.kv_index = layer_index_;
     const Tensor *logits = model_.arch().build(model_, args);
     size_t need = graph_.plan();
     if (need > arena_size_) {
@@ -61,66 +65,98 @@ void Context::compute() {
 }
 
 const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx) {
-    int64_t n_tok = 0, n_out = 0, n_tables = 0;
+    const uint32_t n_groups = (uint32_t)kv.groups().size();
+    int64_t n_tok = 0, n_out = 0;
+    n_index_.assign(n_groups, 0);
     for (const BatchSeq &s : batch) {
+        if (s.block_tables.size() != n_groups)
+            fail(VT_ERR_INTERNAL, "%zu block tables for %u cache groups", s.block_tables.size(), n_groups);
         n_tok += (int64_t)s.tokens.size();
-        n_tables += (int64_t)s.block_table.size();
+        for (uint32_t g = 0; g < n_groups; ++g) n_index_[g] += (int64_t)s.block_tables[g].size();
         n_out += s.logits == Logits::all ? (int64_t)s.tokens.size() : s.logits == Logits::last ? 1 : 0;
     }
     if (n_tok == 0) fail(VT_ERR_INTERNAL, "a forward pass over no tokens");
+    for (int64_t &ni : n_index_) ni += 3 * n_tok;
     ForwardArgs args{};
     args.n_tokens = n_tok;
     args.k_cache = &kv.k();
     args.v_cache = &kv.v();
     args.n_ctx = n_ctx;
-    const Tensor *logits = build(args, n_out ? n_out : 1, 3 * n_tok + n_tables);
+    const Tensor *logits = build(args, kv, n_out ? n_out : 1, n_index_);
 
-    // The index layout is Op::ATTN_PAGED's: per token [slot, positions it
-    // sees, where its block table starts], then the tables.
     int32_t *tok = static_cast<int32_t *>(args.tokens->data);
     int32_t *pos = static_cast<int32_t *>(args.positions->data);
-    int32_t *idx = static_cast<int32_t *>(args.kv_index->data);
     int32_t *rows = static_cast<int32_t *>(args.out_rows->data);
-    const uint32_t bs = kv.block_size();
-    const int64_t n_slots = (int64_t)kv.num_blocks() * bs;
-    int64_t t = 0, r = 0, table_at = 3 * n_tok;
+    int64_t t = 0, r = 0;
     for (const BatchSeq &s : batch) {
-        const size_t n = s.tokens.size();
-        if (((size_t)s.start_pos + n + bs - 1) / bs > s.block_table.size())
-            fail(VT_ERR_INTERNAL, "a block table of %zu blocks for %zu positions", s.block_table.size(),
-                 (size_t)s.start_pos + n);
-        for (size_t b = 0; b < s.block_table.size(); ++b) {
-            if (s.block_table[b] < 0 || (int64_t)s.block_table[b] * bs >= n_slots)
-                fail(VT_ERR_INTERNAL, "block %d outside the KV cache's %u", s.block_table[b], kv.num_blocks());
-            idx[table_at + (int64_t)b] = s.block_table[b];
-        }
-        for (size_t i = 0; i < n; ++i, ++t) {
-            const uint32_t p = s.start_pos + (uint32_t)i;
+        for (size_t i = 0; i < s.tokens.size(); ++i, ++t) {
             tok[t] = s.tokens[i];
-            pos[t] = (int32_t)p;
-            idx[3 * t] = (int32_t)kv_slot(s.block_table, p, bs);
-            idx[3 * t + 1] = (int32_t)(p + 1);
-            idx[3 * t + 2] = (int32_t)table_at;
+            pos[t] = (int32_t)(s.start_pos + i);
             if (s.logits == Logits::all) rows[r++] = (int32_t)t;
         }
         if (s.logits == Logits::last) rows[r++] = (int32_t)(t - 1);
-        table_at += (int64_t)s.block_table.size();
     }
     if (r == 0) rows[0] = 0;
+    // Each group's index in Op::ATTN_PAGED's layout: per token [slot,
+    // positions it sees, where its block table starts], then the tables.
+    const uint32_t bs = kv.block_size();
+    for (uint32_t g = 0; g < n_groups; ++g) {
+        int32_t *idx = static_cast<int32_t *>(index_in_[g]->data);
+        int64_t tt = 0, table_at = 3 * n_tok;
+        for (const BatchSeq &s : batch) {
+            const std::vector<BlockId> &table = s.block_tables[g];
+            const size_t n = s.tokens.size();
+            if (((size_t)s.start_pos + n + bs - 1) / bs > table.size())
+                fail(VT_ERR_INTERNAL, "a block table of %zu blocks for %zu positions", table.size(),
+                     (size_t)s.start_pos + n);
+            for (size_t b = 0; b < table.size(); ++b) {
+                if (table[b] != kNoBlock && (table[b] < 0 || (uint32_t)table[b] >= kv.num_blocks(g)))
+                    fail(VT_ERR_INTERNAL, "block %d outside the KV cache group's %u", table[b], kv.num_blocks(g));
+                idx[table_at + (int64_t)b] = table[b];
+            }
+            for (size_t i = 0; i < n; ++i, ++tt) {
+                const uint32_t p = s.start_pos + (uint32_t)i;
+                if (table[p / bs] == kNoBlock) fail(VT_ERR_INTERNAL, "position %u has no KV block", p);
+                idx[3 * tt] = (int32_t)kv_slot(table, p, bs);
+                idx[3 * tt + 1] = (int32_t)(p + 1);
+                idx[3 * tt + 2] = (int32_t)table_at;
+            }
+            table_at += (int64_t)table.size();
+        }
+    }
     compute();
     return logits;
 }
 
 Sequence::Sequence(Context &ctx, uint32_t n_ctx, bool logits_all) : ctx_(ctx), logits_all_(logits_all) {
-    const Hparams &hp = ctx.model().hparams;
+    const Model &model = ctx.model();
+    const Hparams &hp = model.hparams;
     // The engine's default too: the training context up to 4096, 4096 when the file names none.
     n_ctx_ = n_ctx ? n_ctx : (hp.n_ctx_train && hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
-    const uint32_t n_blocks = (n_ctx_ + kBlockSize - 1) / kBlockSize;
-    kv_ = std::make_unique<PagedKv>(ctx.model(), n_blocks, kBlockSize);
-    block_table_.resize(n_blocks);
-    for (uint32_t b = 0; b < n_blocks; ++b) block_table_[b] = (BlockId)b;
+    // Full attention holds the whole context; a sliding window a ring of the
+    // blocks one step of n_batch tokens can touch.
+    const uint64_t ctx_blocks = (n_ctx_ + kBlockSize - 1) / kBlockSize;
+    std::vector<uint32_t> blocks;
+    for (const CacheGroup &g : cache_groups(model.cache_layers))
+        blocks.push_back((uint32_t)(g.window ? std::min(ctx_blocks, sliding_blocks_per_step(g.window, ctx.n_batch(),
+                                                                                            kBlockSize))
+                                             : ctx_blocks));
+    kv_ = std::make_unique<PagedKv>(model, blocks, kBlockSize);
+    tables_.resize(blocks.size());
+    for (std::vector<BlockId> &t : tables_) t.reserve(ctx_blocks);  // no allocation while decoding
     pending_.reserve(ctx.n_batch());
     logits_.reserve((size_t)hp.n_vocab * (logits_all ? ctx.n_batch() : 1));
+}
+
+void Sequence::fill_tables(uint32_t first, uint32_t n) {
+    const uint32_t n_blocks = (n + kBlockSize - 1) / kBlockSize;
+    for (uint32_t g = 0; g < tables_.size(); ++g) {
+        const uint32_t window = kv_->groups()[g].window, ring = kv_->num_blocks(g);
+        const uint32_t before = window && first + 1 > window ? (first + 1 - window) / kBlockSize : 0;
+        std::vector<BlockId> &t = tables_[g];
+        t.resize(n_blocks);
+        for (uint32_t b = 0; b < n_blocks; ++b) t[b] = b < before ? kNoBlock : (BlockId)(b % ring);
+    }
 }
 
 void Sequence::feed(const int32_t *tokens, size_t n) {
@@ -146,7 +182,8 @@ void Sequence::step() {
         Context::BatchSeq s;
         s.tokens = std::span<const int32_t>(pending_.data() + off, (size_t)n);
         s.start_pos = (uint32_t)n_past_;
-        s.block_table = std::span<const BlockId>(block_table_.data(), (size_t)(n_past_ + n + kBlockSize - 1) / kBlockSize);
+        fill_tables((uint32_t)n_past_, (uint32_t)(n_past_ + n));
+        s.block_tables = tables_;
         s.logits = logits_all_ ? Context::Logits::all : last_chunk ? Context::Logits::last : Context::Logits::none;
         const Tensor *lg = ctx_.forward(*kv_, std::span<const Context::BatchSeq>(&s, 1), n_ctx_);
         n_past_ += n;

@@ -35,12 +35,13 @@ public:
     enum class Logits : uint8_t { none, last, all };
 
     // One sequence's part of a batch: tokens at positions start_pos.. whose
-    // K/V go to (and whose attention reads) the slots of block_table, which
-    // covers start_pos + tokens.size() positions.
+    // K/V go to (and whose attention reads) the slots of its block tables,
+    // one per cache group of the PagedKv, each covering start_pos +
+    // tokens.size() positions (kNoBlock before a sliding window).
     struct BatchSeq {
         std::span<const int32_t> tokens;
         uint32_t start_pos = 0;
-        std::span<const BlockId> block_table;
+        std::span<const std::vector<BlockId>> block_tables;
         Logits logits = Logits::last;
     };
 
@@ -55,8 +56,10 @@ public:
     void free_host(void *p);
 
 private:
-    // Builds the graph, sizes the arena and binds it; the caller fills the inputs, then compute().
-    const Tensor *build(ForwardArgs &args, int64_t n_out, int64_t n_index);
+    // Builds the graph (with one kv_index input per cache group of kv, of
+    // n_index[g] entries), sizes the arena and binds it; the caller fills
+    // the inputs, then compute().
+    const Tensor *build(ForwardArgs &args, const PagedKv &kv, int64_t n_out, const std::vector<int64_t> &n_index);
     void compute();
 
     const Model &model_;
@@ -65,6 +68,9 @@ private:
     Graph graph_;
     uint8_t *arena_ = nullptr;  // grows to the largest plan, then stays
     size_t arena_size_ = 0;
+    std::vector<int64_t> n_index_;     // forward() scratch
+    std::vector<Tensor *> index_in_;     // per cache group
+    std::vector<Tensor *> layer_index_;  // per layer: its group's
 };
 
 // vt_seq: one sequence with a cache of its own for n_ctx positions.
@@ -83,13 +89,18 @@ public:
 private:
     static constexpr uint32_t kBlockSize = 16;  // as the engine's default
 
+    // Group g's table for positions 0 .. n - 1: blocks in order for full
+    // attention; a ring over the group's blocks for a sliding window, with
+    // kNoBlock before the window of position first.
+    void fill_tables(uint32_t first, uint32_t n);
+
     Context &ctx_;
     uint32_t n_ctx_;
     bool logits_all_;
     int64_t n_past_ = 0;
     std::vector<int32_t> pending_;
     std::unique_ptr<PagedKv> kv_;
-    std::vector<BlockId> block_table_;        // 0, 1, ...: the whole pool in order
+    std::vector<std::vector<BlockId>> tables_;  // per cache group
     std::vector<float> logits_;               // (n_vocab, n_rows_of_last_step)
     int64_t n_logit_rows_ = 0;
 };

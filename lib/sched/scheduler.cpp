@@ -9,16 +9,28 @@ namespace vt {
 Scheduler::Scheduler(KvCacheManager &kv, const SchedulerConfig &cfg)
     : kv_(kv), max_batched_tokens_(cfg.max_num_batched_tokens), max_num_seqs_(cfg.max_num_seqs),
       max_model_len_(cfg.max_model_len) {
-    uint64_t capacity = (uint64_t)kv.num_blocks() * kv.block_size();
-    if (max_model_len_ == 0) max_model_len_ = (uint32_t)std::min<uint64_t>(capacity, UINT32_MAX);
+    const uint64_t capacity = std::min<uint64_t>(kv.max_seq_tokens(), UINT32_MAX);
+    if (max_model_len_ == 0) max_model_len_ = (uint32_t)capacity;
     if (max_batched_tokens_ == 0 || max_num_seqs_ == 0)
         fail(VT_ERR_INVALID_ARGUMENT, "scheduler: the token budget and the sequence cap must be positive");
     if (max_model_len_ > capacity)
         fail(VT_ERR_INVALID_ARGUMENT,
-             "scheduler: max_model_len %u needs %u KV blocks of %u tokens but the cache has only %u; "
+             "scheduler: max_model_len %u needs %u KV blocks of %u tokens but the cache has only %llu; "
              "raise the KV memory budget or lower max_model_len",
              max_model_len_, (max_model_len_ + kv.block_size() - 1) / kv.block_size(), kv.block_size(),
-             kv.num_blocks());
+             (unsigned long long)(capacity / kv.block_size()));
+    // One step of one sequence must fit a sliding group: its first token's
+    // window, then up to the token budget, each end in a partial block (or
+    // a whole sequence, when that is less).
+    for (uint32_t g = 0; g < kv.num_groups(); ++g) {
+        if (kv.window(g) == 0) continue;
+        const uint64_t need = std::min<uint64_t>(sliding_blocks_per_step(kv.window(g), max_batched_tokens_, kv.block_size()),
+                                                 ((uint64_t)max_model_len_ + kv.block_size() - 1) / kv.block_size());
+        if (kv.num_blocks(g) < need)
+            fail(VT_ERR_INVALID_ARGUMENT,
+                 "scheduler: a sliding window of %u tokens and steps of %u tokens need %llu KV blocks, the group has %u",
+                 kv.window(g), max_batched_tokens_, (unsigned long long)need, kv.num_blocks(g));
+    }
 }
 
 void Scheduler::add(SeqId id, std::vector<int32_t> prompt, uint32_t max_new_tokens) {
@@ -30,7 +42,7 @@ void Scheduler::add(SeqId id, std::vector<int32_t> prompt, uint32_t max_new_toke
         fail(VT_ERR_CONTEXT_FULL,
              "scheduler: the prompt of %zu tokens can never fit: the limit is %u tokens per sequence "
              "(max_model_len; KV cache of %u blocks of %u tokens)",
-             prompt.size(), max_model_len_, kv_.num_blocks(), kv_.block_size());
+             prompt.size(), max_model_len_, (unsigned)(kv_.max_seq_tokens() / kv_.block_size()), kv_.block_size());
     Seq s;
     s.num_prompt = (uint32_t)prompt.size();
     s.tokens = std::move(prompt);
@@ -87,8 +99,11 @@ void Scheduler::emit(SeqId id, Seq &s, uint32_t n, SchedulerOutput &out) {
     ss.offset = (uint32_t)out.tokens.size();
     ss.n_tokens = n;
     ss.start_pos = s.num_computed;
-    std::span<const BlockId> table = kv_.block_table(id);
-    ss.block_table.assign(table.begin(), table.end());
+    ss.block_tables.resize(kv_.num_groups());
+    for (uint32_t g = 0; g < kv_.num_groups(); ++g) {
+        std::span<const BlockId> table = kv_.block_table(id, g);
+        ss.block_tables[g].assign(table.begin(), table.end());
+    }
     ss.needs_logits = s.num_computed + n == s.tokens.size();
     for (uint32_t i = 0; i < n; ++i) {
         out.tokens.push_back(s.tokens[s.num_computed + i]);
@@ -186,9 +201,10 @@ void Scheduler::check() const {
     for (SeqId id : running_) {
         const Seq &s = seqs_.at(id);
         size_t need = (s.num_computed + bs - 1) / bs;
-        if (kv_.block_table(id).size() != need)
-            fail(VT_ERR_INTERNAL, "scheduler: sequence %llu has %u computed tokens but %zu blocks",
-                 (unsigned long long)id, s.num_computed, kv_.block_table(id).size());
+        for (uint32_t g = 0; g < kv_.num_groups(); ++g)
+            if (kv_.block_table(id, g).size() != need)
+                fail(VT_ERR_INTERNAL, "scheduler: sequence %llu has %u computed tokens but %zu blocks in group %u",
+                     (unsigned long long)id, s.num_computed, kv_.block_table(id, g).size(), g);
     }
 }
 

@@ -44,7 +44,7 @@ struct ScheduledSeq {
     uint32_t offset = 0;    // first of its tokens in SchedulerOutput::tokens / positions
     uint32_t n_tokens = 0;  // tokens computed this step
     uint32_t start_pos = 0; // tokens already in its KV; its positions are start_pos .. start_pos+n_tokens-1
-    std::vector<BlockId> block_table;  // covers start_pos + n_tokens tokens
+    std::vector<std::vector<BlockId>> block_tables;  // per KV cache group; each covers start_pos + n_tokens tokens
     bool needs_logits = false;  // the step reaches its last known token: sample the next one
 };
 

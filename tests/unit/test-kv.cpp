@@ -112,7 +112,7 @@ TEST_CASE("a shared prefix hits cached blocks, live or freed", "[kv]") {
     std::vector<int32_t> b(a.begin(), a.begin() + 8);
     for (int32_t t : {7, 7, 7}) b.push_back(t);
     PrefixHit hit = kv.find_prefix(b);
-    CHECK(hit.blocks == Ids{0, 1});
+    CHECK(hit.blocks[0] == Ids{0, 1});
     CHECK(hit.num_tokens == 8);
     REQUIRE(kv.allocate(2, b, hit.num_tokens, 3, hit));
     CHECK(table_of(kv, 2) == Ids{0, 1, 3});
@@ -128,7 +128,7 @@ TEST_CASE("a shared prefix hits cached blocks, live or freed", "[kv]") {
     kv.free(2);
     CHECK(kv.pool().free_queue() == Ids{4, 5, 6, 7, 2, 3, 1, 0});
     hit = kv.find_prefix(a);
-    CHECK(hit.blocks == Ids{0, 1});
+    CHECK(hit.blocks[0] == Ids{0, 1});
     REQUIRE(kv.allocate(3, a, 8, 2, hit));
     CHECK(table_of(kv, 3) == Ids{0, 1, 4});
     CHECK(kv.pool().free_queue() == Ids{5, 6, 7, 2, 3});
@@ -144,7 +144,7 @@ TEST_CASE("a hit never covers the last token, and the chain needs every parent",
     // The whole prompt is cached, but its last token must be computed for
     // its logits: only the first block hits.
     PrefixHit hit = kv.find_prefix(a);
-    CHECK(hit.blocks == Ids{0});
+    CHECK(hit.blocks[0] == Ids{0});
     CHECK(hit.num_tokens == 4);
     // Recomputing block 1 gives a duplicate of a cached block: it is not
     // shared (tables stay append-only) and not cached.
@@ -155,7 +155,7 @@ TEST_CASE("a hit never covers the last token, and the chain needs every parent",
 
     // Block 1's tokens behind a different block 0: a different key, no hit.
     std::vector<int32_t> c = {50, 51, 52, 53, 4, 5, 6, 7, 9};
-    CHECK(kv.find_prefix(c).blocks.empty());
+    CHECK(kv.find_prefix(c).blocks[0].empty());
     kv.free(1);
     kv.free(2);
     CHECK(kv.num_free_blocks() == 8);
@@ -180,15 +180,15 @@ TEST_CASE("unreferenced cached blocks are evicted least recently freed first", "
     CHECK(kv.pool().num_free_cached() == 3);  // one evicted; c's block is held
     auto a9 = a;
     a9.push_back(-1);
-    CHECK(kv.find_prefix(a9).blocks == Ids{0});  // a's head survives
+    CHECK(kv.find_prefix(a9).blocks[0] == Ids{0});  // a's head survives
 
     auto d = iota_tokens(8, 300);
     REQUIRE(kv.allocate(4, d, 0, 8));
     CHECK(table_of(kv, 4) == Ids{0, 3});
-    CHECK(kv.find_prefix(a9).blocks.empty());
+    CHECK(kv.find_prefix(a9).blocks[0].empty());
     auto b9 = b;
     b9.push_back(-1);
-    CHECK(kv.find_prefix(b9).blocks == Ids{2});
+    CHECK(kv.find_prefix(b9).blocks[0] == Ids{2});
     // The evicted blocks now carry c's and d's prefixes instead.
     CHECK(kv.pool().num_cached() == 4);
     CHECK(kv.pool().num_free_cached() == 1);  // b's head
@@ -209,7 +209,7 @@ TEST_CASE("allocation is all or nothing, and free hits count against the free bl
     auto longer = a;
     for (int32_t t = 0; t < 9; ++t) longer.push_back(1000 + t);
     PrefixHit hit = kv.find_prefix(longer);
-    CHECK(hit.blocks == Ids{0, 1});
+    CHECK(hit.blocks[0] == Ids{0, 1});
     CHECK(!kv.allocate(2, longer, 8, 9, hit));
     CHECK(table_of(kv, 2).empty());
     CHECK(kv.pool().free_queue() == Ids{2, 3, 1, 0});
@@ -239,7 +239,7 @@ TEST_CASE("a hit at the head of the free queue is not evicted by its own allocat
     auto a9 = a;
     a9.push_back(99);
     PrefixHit hit = kv.find_prefix(a9);
-    CHECK(hit.blocks == Ids{0, 1});
+    CHECK(hit.blocks[0] == Ids{0, 1});
     REQUIRE(kv.allocate(3, a9, 8, 1, hit));
     CHECK(table_of(kv, 3) == Ids{0, 1, 2});
     CHECK(kv.pool().num_cached() == 2);  // x's block was evicted
@@ -252,7 +252,7 @@ TEST_CASE("with prefix caching off nothing is cached or hit", "[kv]") {
     auto a = iota_tokens(9, 0);
     REQUIRE(kv.allocate(1, a, 0, 9));
     CHECK(kv.pool().num_cached() == 0);
-    CHECK(kv.find_prefix(a).blocks.empty());
+    CHECK(kv.find_prefix(a).blocks[0].empty());
     kv.free(1);
     CHECK(kv.num_free_blocks() == 4);
 }
@@ -298,5 +298,103 @@ TEST_CASE("random allocate/free keeps the pool consistent", "[kv][stress]") {
     }
     for (SeqId q = 0; q < 8; ++q) kv.free(q);
     CHECK(kv.num_free_blocks() == 32);
+    kv.check();
+}
+
+// ---- cache groups: a full-attention and a sliding-window group ----------------
+
+namespace {
+// Group 0: full attention, 16 blocks; group 1: a window of 6 positions, 6
+// blocks; blocks of 4 tokens.
+KvCacheManager make_hybrid_kv(uint32_t sliding_blocks = 6) {
+    KvCacheConfig cfg;
+    cfg.block_size = 4;
+    cfg.groups = {{16, 0}, {sliding_blocks, 6}};
+    return KvCacheManager(cfg);
+}
+Ids table_of(const KvCacheManager &kv, SeqId s, uint32_t g) {
+    auto t = kv.block_table(s, g);
+    return Ids(t.begin(), t.end());
+}
+} // namespace
+
+TEST_CASE("a sliding-window group gives back the blocks before its window", "[kv]") {
+    KvCacheManager kv = make_hybrid_kv();
+    const std::vector<int32_t> a = iota_tokens(20, 100);
+    // A prompt of 10: both groups hold its 3 blocks (the first token's window starts at 0).
+    REQUIRE(kv.allocate(1, a, 0, 10));
+    CHECK(table_of(kv, 1, 0) == Ids{0, 1, 2});
+    CHECK(table_of(kv, 1, 1) == Ids{0, 1, 2});
+    // Decoding position 10 sees 5..10: block 0 (positions 0-3) is given back.
+    REQUIRE(kv.allocate(1, a, 10, 1));
+    CHECK(table_of(kv, 1, 0) == Ids{0, 1, 2});
+    CHECK(table_of(kv, 1, 1) == Ids{kNoBlock, 1, 2});
+    CHECK(kv.num_free_blocks(1) == 4);
+    CHECK(kv.pool(1).is_cached(0));  // still a prefix-cache entry until evicted
+    // Positions 11 and 12: 11 sees 6..11, so block 1 stays; block 3 is new.
+    REQUIRE(kv.allocate(1, a, 11, 2));
+    CHECK(table_of(kv, 1, 1) == Ids{kNoBlock, 1, 2, 3});
+    CHECK(table_of(kv, 1, 0) == Ids{0, 1, 2, 3});
+    // Position 13 sees 8..13: block 1 goes too.
+    REQUIRE(kv.allocate(1, a, 13, 1));
+    CHECK(table_of(kv, 1, 1) == Ids{kNoBlock, kNoBlock, 2, 3});
+    kv.check();
+    kv.free(1);
+    CHECK(kv.num_free_blocks(0) == 16);
+    CHECK(kv.num_free_blocks(1) == 6);
+    kv.check();
+}
+
+TEST_CASE("a prefix hit needs every full block and the sliding window's blocks", "[kv]") {
+    KvCacheManager kv = make_hybrid_kv();
+    const std::vector<int32_t> a = iota_tokens(20, 100);
+    REQUIRE(kv.allocate(1, a, 0, 12));
+    REQUIRE(kv.allocate(1, a, 12, 1));  // sees 7..12: sliding block 0 back in the pool, still cached
+    kv.free(1);  // the sliding free queue: 4 5 0, then 3 2 1
+    // The same 13 tokens: 3 full blocks hit in both groups (the next
+    // position, 12, sees 7..12, i.e. blocks 1 and 2 of the window).
+    std::vector<int32_t> b(a.begin(), a.begin() + 13);
+    PrefixHit hit = kv.find_prefix(b);
+    CHECK(hit.num_tokens == 12);
+    CHECK(hit.blocks[0] == Ids{0, 1, 2});
+    CHECK(hit.blocks[1] == Ids{kNoBlock, 1, 2});
+    REQUIRE(kv.allocate(2, b, hit.num_tokens, 1, hit));
+    CHECK(table_of(kv, 2, 1) == Ids{kNoBlock, 1, 2, 4});  // the free queue's head
+    kv.check();
+    kv.free(2);
+    // Evict sliding block 2 (fill the sliding pool with another prompt):
+    // position 12's window lost a block, and so did position 8's (5..8
+    // needs block 1 and 2); only 4 tokens hit (position 4 sees 0..4, blocks
+    // 0 and 1, still cached).
+    const std::vector<int32_t> c = iota_tokens(8, 500);
+    REQUIRE(kv.allocate(3, c, 0, 8));
+    for (SeqId s = 4; s < 6; ++s) REQUIRE(kv.allocate(s, std::vector<int32_t>(8, (int32_t)s), 0, 8));
+    kv.free(3);
+    kv.free(4);
+    kv.free(5);
+    hit = kv.find_prefix(b);
+    CHECK(hit.num_tokens < 12);
+    for (uint32_t g = 0; g < 2; ++g) CHECK(hit.blocks[g].size() == hit.num_tokens / 4);
+    for (size_t i = 0; i < hit.blocks[1].size(); ++i)
+        if (hit.blocks[1][i] != kNoBlock) CHECK(kv.pool(1).is_cached(hit.blocks[1][i]));
+    kv.check();
+}
+
+TEST_CASE("allocation across groups is all or nothing", "[kv]") {
+    KvCacheManager kv = make_hybrid_kv(3);  // the sliding group runs out first
+    const std::vector<int32_t> a = iota_tokens(16, 100), b = iota_tokens(12, 300);
+    REQUIRE(kv.allocate(1, a, 0, 8));        // 2 blocks in each group
+    CHECK_FALSE(kv.allocate(2, b, 0, 8));    // the sliding group has 1 free
+    CHECK(table_of(kv, 2, 0).empty());       // nothing taken from the full group either
+    CHECK(kv.num_free_blocks(0) == 14);
+    // Position 8 sees 3..8: block 0 stays, block 2 is the last free one.
+    REQUIRE(kv.allocate(1, a, 8, 1));
+    CHECK(table_of(kv, 1, 1) == Ids{0, 1, 2});
+    CHECK(kv.num_free_blocks(1) == 0);
+    // Positions 9..12 need a fourth block with none free: 9 sees 4..9, so
+    // block 0 goes back first and is taken again.
+    REQUIRE(kv.allocate(1, a, 9, 4));
+    CHECK(table_of(kv, 1, 1) == Ids{kNoBlock, 1, 2, 0});
+    CHECK(kv.max_seq_tokens() == 16 * 4);
     kv.check();
 }

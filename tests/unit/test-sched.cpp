@@ -75,7 +75,7 @@ TEST_CASE("the token budget splits long prompts into chunks beside decodes", "[s
     CHECK(o.seqs[0].id == 1);
     CHECK(o.seqs[0].start_pos == 0);
     CHECK(o.seqs[0].n_tokens == 8);
-    CHECK(o.seqs[0].block_table == Ids{0, 1});
+    CHECK(o.seqs[0].block_tables[0] == Ids{0, 1});
     CHECK(!o.seqs[0].needs_logits);
     CHECK(o.tokens == prompt(8, 0));
     CHECK(o.positions == prompt(8, 0));
@@ -86,7 +86,7 @@ TEST_CASE("the token budget splits long prompts into chunks beside decodes", "[s
     REQUIRE(o.seqs.size() == 1);
     CHECK(o.seqs[0].start_pos == 8);
     CHECK(o.seqs[0].n_tokens == 8);
-    CHECK(o.seqs[0].block_table == Ids{0, 1, 2, 3});
+    CHECK(o.seqs[0].block_tables[0] == Ids{0, 1, 2, 3});
     CHECK(o.positions == prompt(8, 8));
     finish_step(s, o);
 
@@ -94,13 +94,13 @@ TEST_CASE("the token budget splits long prompts into chunks beside decodes", "[s
     REQUIRE(o.seqs.size() == 2);
     CHECK(o.seqs[0].id == 1);
     CHECK(o.seqs[0].n_tokens == 4);
-    CHECK(o.seqs[0].block_table == Ids{0, 1, 2, 3, 4});
+    CHECK(o.seqs[0].block_tables[0] == Ids{0, 1, 2, 3, 4});
     CHECK(o.seqs[0].needs_logits);
     CHECK(o.seqs[1].id == 2);
     CHECK(o.seqs[1].offset == 4);
     CHECK(o.seqs[1].n_tokens == 4);
     CHECK(o.seqs[1].start_pos == 0);
-    CHECK(o.seqs[1].block_table == Ids{5});
+    CHECK(o.seqs[1].block_tables[0] == Ids{5});
     CHECK(!o.seqs[1].needs_logits);
     CHECK(o.tokens == Toks{16, 17, 18, 19, 100, 101, 102, 103});
     CHECK(o.positions == Toks{16, 17, 18, 19, 0, 1, 2, 3});
@@ -111,10 +111,10 @@ TEST_CASE("the token budget splits long prompts into chunks beside decodes", "[s
     REQUIRE(o.seqs.size() == 2);
     CHECK(o.seqs[0].n_tokens == 1);
     CHECK(o.seqs[0].start_pos == 20);
-    CHECK(o.seqs[0].block_table == Ids{0, 1, 2, 3, 4, 6});
+    CHECK(o.seqs[0].block_tables[0] == Ids{0, 1, 2, 3, 4, 6});
     CHECK(o.seqs[1].n_tokens == 2);
     CHECK(o.seqs[1].start_pos == 4);
-    CHECK(o.seqs[1].block_table == Ids{5, 7});
+    CHECK(o.seqs[1].block_tables[0] == Ids{5, 7});
     CHECK(o.seqs[1].needs_logits);
     CHECK(o.tokens == Toks{1001, 104, 105});
     CHECK(o.positions == Toks{20, 4, 5});
@@ -132,15 +132,15 @@ TEST_CASE("sequences finish on a stop token, max_new_tokens or max_model_len", "
 
     SchedulerOutput o = s.schedule();
     REQUIRE(o.seqs.size() == 3);
-    CHECK(o.seqs[0].block_table == Ids{0});
+    CHECK(o.seqs[0].block_tables[0] == Ids{0});
     // Seq 2's prompt is all in its last block, which is never a hit; its
     // block duplicates seq 1's and is not cached.
-    CHECK(o.seqs[1].block_table == Ids{1});
+    CHECK(o.seqs[1].block_tables[0] == Ids{1});
     CHECK(!kv.pool().is_cached(1));
     // Seq 3 hits block 0, which seq 1 fills in this very step.
     CHECK(o.seqs[2].start_pos == 4);
     CHECK(o.seqs[2].n_tokens == 4);
-    CHECK(o.seqs[2].block_table == Ids{0, 2});
+    CHECK(o.seqs[2].block_tables[0] == Ids{0, 2});
     CHECK(kv.prefix_hit_tokens() == 4);
     auto fin = finish_step(s, o, {1});
     REQUIRE(fin.size() == 1);
@@ -151,8 +151,8 @@ TEST_CASE("sequences finish on a stop token, max_new_tokens or max_model_len", "
 
     o = s.schedule();
     REQUIRE(o.seqs.size() == 2);
-    CHECK(o.seqs[0].block_table == Ids{1, 3});
-    CHECK(o.seqs[1].block_table == Ids{0, 2, 4});
+    CHECK(o.seqs[0].block_tables[0] == Ids{1, 3});
+    CHECK(o.seqs[1].block_tables[0] == Ids{0, 2, 4});
     fin = finish_step(s, o);
     REQUIRE(fin.size() == 2);
     CHECK(fin[0].id == 2);
@@ -170,8 +170,8 @@ TEST_CASE("max_num_seqs caps the running set", "[sched]") {
     for (SeqId id = 1; id <= 3; ++id) s.add(id, prompt(3, 0), 2);
     SchedulerOutput o = s.schedule();
     REQUIRE(o.seqs.size() == 2);
-    CHECK(o.seqs[0].block_table == Ids{0});
-    CHECK(o.seqs[1].block_table == Ids{1});
+    CHECK(o.seqs[0].block_tables[0] == Ids{0});
+    CHECK(o.seqs[1].block_tables[0] == Ids{1});
     CHECK(s.num_waiting() == 1);
     finish_step(s, o);
     o = s.schedule();
@@ -180,7 +180,7 @@ TEST_CASE("max_num_seqs caps the running set", "[sched]") {
     o = s.schedule();
     REQUIRE(o.seqs.size() == 1);
     CHECK(o.seqs[0].id == 3);
-    CHECK(o.seqs[0].block_table == Ids{2});
+    CHECK(o.seqs[0].block_tables[0] == Ids{2});
     finish_step(s, o);
     drain(s, kv);
 }
@@ -194,9 +194,9 @@ TEST_CASE("out of blocks, the newest running sequences are preempted and recompu
 
     SchedulerOutput o = s.schedule();
     REQUIRE(o.seqs.size() == 3);
-    CHECK(o.seqs[0].block_table == Ids{0, 1, 2});
-    CHECK(o.seqs[1].block_table == Ids{3});
-    CHECK(o.seqs[2].block_table == Ids{4});
+    CHECK(o.seqs[0].block_tables[0] == Ids{0, 1, 2});
+    CHECK(o.seqs[1].block_tables[0] == Ids{3});
+    CHECK(o.seqs[2].block_tables[0] == Ids{4});
     CHECK(kv.num_free_blocks() == 0);
     finish_step(s, o);
 
@@ -206,7 +206,7 @@ TEST_CASE("out of blocks, the newest running sequences are preempted and recompu
     CHECK(o.preempted == std::vector<SeqId>{3, 2});
     REQUIRE(o.seqs.size() == 1);
     CHECK(o.seqs[0].id == 1);
-    CHECK(o.seqs[0].block_table == Ids{0, 1, 2, 4});
+    CHECK(o.seqs[0].block_tables[0] == Ids{0, 1, 2, 4});
     CHECK(s.running() == std::vector<SeqId>{1});
     CHECK(s.waiting() == std::deque<SeqId>{2, 3});  // the older victim first
     s.check();
@@ -228,12 +228,12 @@ TEST_CASE("out of blocks, the newest running sequences are preempted and recompu
     CHECK(o.seqs[0].id == 2);
     CHECK(o.seqs[0].start_pos == 4);
     CHECK(o.seqs[0].n_tokens == 1);
-    CHECK(o.seqs[0].block_table == Ids{3, 4});
+    CHECK(o.seqs[0].block_tables[0] == Ids{3, 4});
     CHECK(o.seqs[0].needs_logits);
     CHECK(o.seqs[1].id == 3);
     CHECK(o.seqs[1].start_pos == 0);
     CHECK(o.seqs[1].n_tokens == 5);
-    CHECK(o.seqs[1].block_table == Ids{2, 1});
+    CHECK(o.seqs[1].block_tables[0] == Ids{2, 1});
     CHECK(o.tokens == Toks{1002, 200, 201, 202, 203, 1003});
     CHECK(kv.prefix_hit_tokens() == 4);
     s.check();
@@ -270,7 +270,7 @@ TEST_CASE("a request that can never fit is a clear error", "[sched]") {
     finish_step(s, s.schedule());
     SchedulerOutput o = s.schedule();
     REQUIRE(o.seqs.size() == 1);
-    CHECK(o.seqs[0].block_table == Ids{0, 1, 2, 3});
+    CHECK(o.seqs[0].block_tables[0] == Ids{0, 1, 2, 3});
     auto fin = finish_step(s, o);
     REQUIRE(fin.size() == 1);
     CHECK(fin[0].reason == FinishReason::length);
@@ -393,18 +393,18 @@ TEST_CASE("random traffic keeps every invariant and every read slot right", "[sc
         for (const ScheduledSeq &q : o.seqs) {
             const Toks &t = known.at(q.id);
             REQUIRE(*s.tokens(q.id) == t);
-            REQUIRE(q.block_table.size() == (q.start_pos + q.n_tokens + kBlock - 1) / kBlock);
+            REQUIRE(q.block_tables[0].size() == (q.start_pos + q.n_tokens + kBlock - 1) / kBlock);
             REQUIRE(q.needs_logits == (q.start_pos + q.n_tokens == t.size()));
             for (uint32_t i = 0; i < q.n_tokens; ++i) {
                 REQUIRE(o.tokens[q.offset + i] == t[q.start_pos + i]);
                 REQUIRE(o.positions[q.offset + i] == (int32_t)(q.start_pos + i));
-                slots[(size_t)kv_slot(q.block_table, q.start_pos + i, kBlock)] = prefix_print(t, q.start_pos + i);
+                slots[(size_t)kv_slot(q.block_tables[0], q.start_pos + i, kBlock)] = prefix_print(t, q.start_pos + i);
             }
         }
         for (const ScheduledSeq &q : o.seqs) {
             const Toks &t = known.at(q.id);
             for (uint32_t p = 0; p < q.start_pos + q.n_tokens; ++p)
-                REQUIRE(slots[(size_t)kv_slot(q.block_table, p, kBlock)] == prefix_print(t, p));
+                REQUIRE(slots[(size_t)kv_slot(q.block_tables[0], p, kBlock)] == prefix_print(t, p));
         }
 
         std::vector<SampledToken> sampled;
