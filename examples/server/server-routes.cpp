@@ -16,10 +16,9 @@ void log_kv_pool_once(ServerState &st) {
     if (st.pool_logged.load()) return;
     const vt_engine_stats s = st.engine->stats();
     if (s.kv_blocks_total == 0 || st.pool_logged.exchange(true)) return;
-    std::fprintf(stderr,
-                 "vt-server: KV cache: %u blocks x %u tokens = %llu tokens (%.1f MiB), max_model_len %u\n",
-                 s.kv_blocks_total, s.kv_block_size, (unsigned long long)s.kv_blocks_total * s.kv_block_size,
-                 (double)s.kv_cache_bytes / (1024.0 * 1024.0), s.max_model_len);
+    // Blocks summed over the cache groups (sliding-window layers have their own).
+    std::fprintf(stderr, "vt-server: KV cache: %u blocks of %u tokens (%.1f MiB), max_model_len %u\n",
+                 s.kv_blocks_total, s.kv_block_size, (double)s.kv_cache_bytes / (1024.0 * 1024.0), s.max_model_len);
 }
 
 namespace {
