@@ -420,20 +420,18 @@ inline PagedBatch make_paged_batch(const AttnShape &sh, int64_t n_blocks, int64_
 // The pool's K layout (Op::ATTN_PAGED): each block's keys transposed, so
 // element e of slot s is at (s / bs, e, s % bs). The batches keep K as V, a
 // row per slot; these convert.
-inline std::vector<uint16_t> k_blocked(const std::vector<uint16_t> &rows, int64_t kv_row, int64_t bs) {
-    std::vector<uint16_t> out(rows.size());
-    const int64_t n_slots = (int64_t)rows.size() / kv_row;
-    for (int64_t s = 0; s < n_slots; ++s)
-        for (int64_t e = 0; e < kv_row; ++e)
-            out[(size_t)((s / bs) * kv_row * bs + e * bs + s % bs)] = rows[(size_t)(s * kv_row + e)];
-    return out;
+inline size_t k_blocked_at(int64_t s, int64_t e, int64_t kv_row, int64_t bs) {
+    return (size_t)((s / bs) * kv_row * bs + e * bs + s % bs);
 }
-inline std::vector<uint16_t> k_rows(const std::vector<uint16_t> &blocked, int64_t kv_row, int64_t bs) {
-    std::vector<uint16_t> out(blocked.size());
-    const int64_t n_slots = (int64_t)blocked.size() / kv_row;
+// Rows to the blocked layout (to_blocked) or back.
+inline std::vector<uint16_t> k_convert(const std::vector<uint16_t> &from, int64_t kv_row, int64_t bs, bool to_blocked) {
+    std::vector<uint16_t> out(from.size());
+    const int64_t n_slots = (int64_t)from.size() / kv_row;
     for (int64_t s = 0; s < n_slots; ++s)
-        for (int64_t e = 0; e < kv_row; ++e)
-            out[(size_t)(s * kv_row + e)] = blocked[(size_t)((s / bs) * kv_row * bs + e * bs + s % bs)];
+        for (int64_t e = 0; e < kv_row; ++e) {
+            const size_t row = (size_t)(s * kv_row + e), blocked = k_blocked_at(s, e, kv_row, bs);
+            out[to_blocked ? blocked : row] = from[to_blocked ? row : blocked];
+        }
     return out;
 }
 
@@ -450,7 +448,7 @@ inline void pool_tensors(const PagedBatch &b, std::vector<uint16_t> &k, std::vec
 inline std::vector<float> run_paged(const PagedBatch &b, int32_t window, const std::vector<uint16_t> &kp,
                                     const std::vector<uint16_t> &vp) {
     const int64_t kv_row = b.sh.kv_row();
-    const std::vector<uint16_t> kp_blocked = k_blocked(kp, kv_row, b.bs);
+    const std::vector<uint16_t> kp_blocked = k_convert(kp, kv_row, b.bs, true);
     std::vector<uint16_t> kc = kp_blocked, vc = vp;
     Tensor kct, vct;
     pool_tensors(b, kc, vc, kct, vct);
@@ -465,7 +463,7 @@ inline std::vector<float> run_paged(const PagedBatch &b, int32_t window, const s
         std::copy_n(&b.k_full[slot * kv_row], kv_row, &k_exp[slot * kv_row]);
         std::copy_n(&b.v_full[slot * kv_row], kv_row, &v_exp[slot * kv_row]);
     }
-    CHECK(k_rows(kc, kv_row, b.bs) == k_exp);
+    CHECK(k_convert(kc, kv_row, b.bs, false) == k_exp);
     CHECK(vc == v_exp);
     return got;
 }
