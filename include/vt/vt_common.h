@@ -1,6 +1,6 @@
 /* vt_common.h - versions, status codes, errors and logging of the vt C ABI.
  *
- * Conventions of every vt header (see DESIGN.md):
+ * Conventions of every vt header (the project's design notes, summarised here):
  *  - Functions return vt_status; results go to out-params. On failure
  *    vt_last_error() holds a message for the calling thread.
  *  - Params structs begin with uint32_t struct_size and are filled with

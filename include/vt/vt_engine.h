@@ -92,7 +92,8 @@ VT_API void vt_request_params_init(vt_request_params *params);
  * vt_context_cancel. The first submit (or step) allocates the KV pool.
  * Errors: VT_ERR_INVALID_ARGUMENT (empty prompt, ids outside the vocabulary,
  * bad stop strings or top_logprobs > 20); VT_ERR_CONTEXT_FULL when the
- * prompt alone is longer than max_model_len; VT_ERR_OUT_OF_MEMORY for the
+ * prompt leaves no room for one output token (max_model_len tokens or
+ * more); VT_ERR_OUT_OF_MEMORY for the
  * pool. Nothing is queued on error. */
 VT_API vt_status vt_context_submit(vt_context *ctx, const vt_request_params *params,
                                    uint64_t *id);
@@ -135,7 +136,8 @@ typedef struct vt_engine_stats {
     uint64_t steps;                  /* forward passes */
     uint64_t preemptions;
     uint64_t requests_finished;
-    double tokens_per_second;        /* tokens computed per second over the last ~10 s */
+    double tokens_per_second;        /* tokens computed per second over the last ~10 s (over
+                                        the time since the first step, while shorter) */
 } vt_engine_stats;
 
 /* METHOD. A snapshot of the engine's counters. stats->struct_size must be

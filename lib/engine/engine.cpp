@@ -266,6 +266,10 @@ size_t Engine::step(uint32_t wait_ms) {
             r.n_cached = s.start_pos;  // the prefix-cache hit of its first admission
         }
     }
+    if (!stepped_) {
+        stepped_ = true;
+        first_step_ = std::chrono::steady_clock::now();
+    }
     const Tensor *logits = nullptr;
     try {
         logits = run_forward(so);
@@ -389,7 +393,11 @@ void Engine::update_stats(size_t n_tokens) {
         recent_.pop_front();
     size_t window_tokens = 0;
     for (auto &e : recent_) window_tokens += e.second;
-    stats_.tokens_per_second = (double)window_tokens / kRateWindowSeconds;
+    // Over the window, or over the time since the first step while that is
+    // shorter: a young engine's rate is not diluted by seconds it never ran.
+    const double span = stepped_ ? std::min(kRateWindowSeconds, std::chrono::duration<double>(now - first_step_).count())
+                                 : 0.0;
+    stats_.tokens_per_second = span > 0 ? (double)window_tokens / span : 0.0;
     stats_.n_running = (uint32_t)sched_->num_running();
     sched_waiting_ = (uint32_t)sched_->num_waiting();
     stats_.n_waiting = (uint32_t)(sched_waiting_ + n_inbox);

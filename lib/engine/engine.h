@@ -114,6 +114,8 @@ private:
     vt_engine_stats stats_{};
     uint32_t sched_waiting_ = 0;  // the scheduler's waiting queue after the last step
     std::deque<std::pair<std::chrono::steady_clock::time_point, size_t>> recent_;  // (step end, tokens)
+    bool stepped_ = false;                                  // engine thread only
+    std::chrono::steady_clock::time_point first_step_;      // start of the first step with work
 };
 
 // The default pool: a quarter of the memory available now.

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -217,7 +218,9 @@ TEST_CASE("engine: a request's tokens are the same alone and in a batch of 16", 
         alone.push_back(run(c.get(), {r})[0]);
     }
     ContextPtr c = make_context(m.get(), 1 << 20, /*n_batch=*/48);
+    const auto t0 = std::chrono::steady_clock::now();
     std::vector<Result> batch = run(c.get(), reqs);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (size_t i = 0; i < reqs.size(); ++i) {
         INFO("request " << i);
         CHECK(alone[i].reason == VT_FINISH_LENGTH);
@@ -235,6 +238,12 @@ TEST_CASE("engine: a request's tokens are the same alone and in a batch of 16", 
     for (const Request &r : reqs) want_generated += r.max_tokens;
     CHECK(s.generated_tokens == want_generated);
     CHECK(s.steps > 0);
+    // The rate covers the time the engine ran, not a 10 s window it has
+    // not lived yet: at least the tokens computed (every prompt token, and
+    // each sampled one but the last of each request) over the wall time.
+    const double computed = (double)(s.prompt_tokens + s.generated_tokens - s.requests_finished);
+    INFO("tokens_per_second " << s.tokens_per_second << ", " << computed << " tokens in " << seconds << " s");
+    if (seconds < 9.0) CHECK(s.tokens_per_second >= computed / seconds);
 }
 
 TEST_CASE("engine: a burst larger than the KV pool completes through preemption, unchanged", "[tiny]") {
