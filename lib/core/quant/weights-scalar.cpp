@@ -6,9 +6,12 @@
 //
 // Bit-exactness rests on doing the same f32 operations in the same order:
 // every expression below keeps ggml's evaluation order and its int -> float
-// conversions, and must not be contracted into FMAs (vt_core's scalar
-// sources are built without FMA flags). These are load-time code paths, one
-// row at a time on one thread; callers split rows over threads.
+// conversions, and must not be contracted into FMAs: ggml-base is built
+// without FMA flags, and a build of vt with -march=native would otherwise
+// fuse `scale * L + min` (measured: 2 of the golden's Q4_K rows differ), so
+// contraction is switched off for this file below (honoured by GCC, and by
+// Clang unless built with -ffp-contract=fast). These are load-time code
+// paths, one row at a time on one thread; callers split rows over threads.
 //
 // Unlike the activation quantizers (quant-scalar.cpp), which follow
 // llama.cpp's AVX2 code, these follow the _ref functions: Q8_0 takes
@@ -21,6 +24,12 @@
 
 #include "core/quant.h"
 #include "core/quant/blocks.h"
+
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
 
 namespace vt {
 namespace {
