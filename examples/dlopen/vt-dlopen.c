@@ -320,7 +320,7 @@ static int generate(const struct options *o) {
         fprintf(stderr, "vt-dlopen: out of memory\n");
         return 0;
     }
-    api.vt_model_params_init(&mp);
+    (api.vt_model_params_init)(&mp);  /* the 1.0 symbol: this program uses 1.0 fields only */
     if (failed(api.vt_model_load(o->model, &mp, &model))) goto done;
     if (failed(api.vt_model_tokenizer(model, &tok))) goto done;
     if (!tokenize(tok, o->prompt, &prompt, &n_prompt)) goto done;
@@ -329,7 +329,7 @@ static int generate(const struct options *o) {
         goto done;
     }
 
-    api.vt_context_params_init(&cp);
+    (api.vt_context_params_init)(&cp);
     cp.n_threads = (uint32_t)o->threads;
     if (failed(api.vt_context_create(model, &cp, &ctx))) goto done;
     api.vt_seq_params_init(&sp);

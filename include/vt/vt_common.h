@@ -4,12 +4,14 @@
  *  - Functions return vt_status; results go to out-params. On failure
  *    vt_last_error() holds a message for the calling thread.
  *  - Params structs begin with uint32_t struct_size and are filled with
- *    defaults by their vt_<x>_params_init(); new fields only ever go last.
- *    An init function writes exactly the struct of the release that
- *    published it, forever (a program built against that release passes a
- *    buffer of that size). When a struct grows, vt_<x>_params_init_v2(p,
- *    size) fills every field that fits in the caller's `size` bytes: callers
- *    that use later fields call it with sizeof(*p).
+ *    defaults by their vt_<x>_params_init(&p); new fields only ever go last.
+ *    The call a program writes fills exactly the struct it was compiled
+ *    against, so a field set afterwards is never dropped: once a struct has
+ *    grown, vt_<x>_params_init is a macro passing sizeof *p to the sized
+ *    entry point vt_<x>_params_init_v2(p, size), which fills every field
+ *    that fits in `size` bytes. The exported vt_<x>_params_init symbol keeps
+ *    writing the struct of the release that published it, forever, for the
+ *    binaries that linked it (call it as (vt_<x>_params_init)(p)).
  *  - Strings are UTF-8 with explicit lengths. Functions that fill a caller
  *    buffer always report the size they need (without the NUL) in *needed and
  *    return VT_ERR_BUFFER_TOO_SMALL when it does not fit; the buffer then holds

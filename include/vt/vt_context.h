@@ -39,11 +39,17 @@ typedef struct vt_context_params {
 
 /* Defaults of the ABI 1.0 fields only (n_threads .. n_batch; struct_size =
  * their size), as published in 1.0: the serving fields keep their defaults. */
-VT_API void vt_context_params_init(vt_context_params *params);
+VT_API void(vt_context_params_init)(vt_context_params *params);
 
 /* Defaults of every field that fits in `size` bytes (pass
  * sizeof(vt_context_params)); struct_size = that size. Since ABI 1.2. */
 VT_API void vt_context_params_init_v2(vt_context_params *params, size_t size);
+
+/* The call a program writes fills the struct it was compiled against: the
+ * name is this macro, which passes sizeof *params to the sized entry point
+ * (vt_common.h). Binaries built against 1.0 keep the 1.0 symbol, which
+ * (vt_context_params_init)(p) still calls. */
+#define vt_context_params_init(params) vt_context_params_init_v2((params), sizeof *(params))
 
 /* CONSTRUCTOR. params may be NULL for defaults. The model must outlive the
  * context. Errors: VT_ERR_INVALID_ARGUMENT, VT_ERR_NOT_FOUND (no such

@@ -65,11 +65,15 @@ typedef struct vt_model_params {
 
 /* Defaults of the ABI 1.0 fields only (struct_size = their size), as
  * published in 1.0: a model loaded with them keeps the file's types. */
-VT_API void vt_model_params_init(vt_model_params *params);
+VT_API void(vt_model_params_init)(vt_model_params *params);
 
 /* Defaults of every field that fits in `size` bytes (pass
  * sizeof(vt_model_params)); struct_size = that size. Since ABI 1.3. */
 VT_API void vt_model_params_init_v2(vt_model_params *params, size_t size);
+
+/* The call a program writes fills the struct it was compiled against (see
+ * vt_context_params_init): (vt_model_params_init)(p) is the 1.0 symbol. */
+#define vt_model_params_init(params) vt_model_params_init_v2((params), sizeof *(params))
 
 /* The vt_quant_type of a GGUF type name ("Q4_K", case-insensitive; "none" and
  * "" give VT_QUANT_NONE). Errors: VT_ERR_INVALID_ARGUMENT (NULL name or out),

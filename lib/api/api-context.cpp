@@ -27,7 +27,7 @@ VT_API void vt_context_params_init_v2(vt_context_params *params, size_t size) {
     std::memcpy(params, &d, size);
 }
 
-VT_API void vt_context_params_init(vt_context_params *params) {
+VT_API void(vt_context_params_init)(vt_context_params *params) {
     vt_context_params_init_v2(params, kContextParamsV1Size);
 }
 

@@ -68,7 +68,7 @@ VT_API void vt_model_params_init_v2(vt_model_params *params, size_t size) {
     std::memcpy(params, &d, size);
 }
 
-VT_API void vt_model_params_init(vt_model_params *params) { vt_model_params_init_v2(params, kModelParamsV1Size); }
+VT_API void(vt_model_params_init)(vt_model_params *params) { vt_model_params_init_v2(params, kModelParamsV1Size); }
 
 VT_API vt_status vt_quant_type_from_name(const char *name, vt_quant_type *out) {
     if (!name || !out) return fail_arg("vt_quant_type_from_name: name and out must not be NULL");

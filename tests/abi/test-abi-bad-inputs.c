@@ -54,7 +54,8 @@ static void test_null_model(void) {
     char buf[16];
     size_t n = 0;
 
-    vt_model_params_init(NULL);
+    (vt_model_params_init)(NULL);
+    vt_model_params_init_v2(NULL, sizeof(vt_model_params));
     vt_model_destroy(NULL);
     CHECK_STATUS(vt_model_load(NULL, NULL, &m), ARG);
     CHECK(m == NULL);
@@ -95,7 +96,8 @@ static void test_null_context(void) {
     const float *logits = NULL;
     size_t n = 0;
 
-    vt_context_params_init(NULL);
+    (vt_context_params_init)(NULL);
+    vt_context_params_init_v2(NULL, sizeof(vt_context_params));
     vt_seq_params_init(NULL);
     vt_context_destroy(NULL);
     vt_seq_destroy(NULL);

@@ -9,7 +9,9 @@ Used by check-exports.py (what libvt exports) and check-python-symbols.py
 import pathlib
 import re
 
-DECL = re.compile(r"\bVT_API\b([^;{]*?)\b(vt_\w+)\s*\(", re.S)
+# The name may be parenthesised, as `VT_API void(vt_x_params_init)(...)`
+# declares a function that a function-like macro of the same name shadows.
+DECL = re.compile(r"\bVT_API\b([^;{]*?)\(?\b(vt_\w+)\)?\s*\(", re.S)
 
 
 def strip_comments_and_directives(text: str) -> str:

@@ -215,9 +215,10 @@ TEST_CASE("quantize at load: params, errors and what it leaves alone", "[quantiz
     mp.reserved = 1;
     CHECK(vt_model_load(folder.string().c_str(), &mp, &m) == VT_ERR_INVALID_ARGUMENT);
 
-    // A 1.0 caller: struct_size of the 1.0 struct, which ends in the padding
-    // where quantize now lies. Whatever that padding holds is not read.
-    vt_model_params_init(&mp);
+    // A 1.0 caller (the 1.0 symbol): struct_size of the 1.0 struct, which
+    // ends in the padding where quantize now lies. Whatever that padding
+    // holds is not read.
+    (vt_model_params_init)(&mp);
     CHECK(mp.struct_size < sizeof mp);
     mp.quantize = VT_QUANT_Q4_0;
     VT_REQUIRE_OK(vt_model_load(folder.string().c_str(), &mp, &m));
