@@ -24,20 +24,13 @@ struct LayerCacheSpec {
     uint32_t kv_row = 0;   // K (and V) values per token: head_dim * n_head_kv
 };
 
-// f16 K and V of one token over all layers: the one place that sizes KV.
-inline uint64_t kv_bytes_per_token(const std::vector<LayerCacheSpec> &layers) {
-    uint64_t n = 0;
-    for (const LayerCacheSpec &l : layers) n += 2ull /* K and V */ * l.kv_row * 2 /* f16 */;
-    return n;
-}
-
 // The layers that share a cache spec: full-attention groups first, then
 // sliding ones by window.
 struct CacheGroup {
     CacheKind kind = CacheKind::full_attention;
     uint32_t window = 0;
     std::vector<uint32_t> layers;
-    uint64_t bytes_per_token = 0;  // f16 K and V of its layers
+    uint64_t bytes_per_token = 0;  // f16 K and V of its layers: the one place that sizes KV
 };
 
 inline std::vector<CacheGroup> cache_groups(const std::vector<LayerCacheSpec> &layers) {
