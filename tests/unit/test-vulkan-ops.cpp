@@ -1,0 +1,738 @@
+// The Vulkan backend module (backends/vulkan) as a user gets it: dlopen of
+// the built module, vt_backend_init, device 0, its buffer type and a stream.
+// Every op of core/ops.def and every weight type the module takes runs
+// through a vt::Graph (plan, bind to a device buffer, graph_compute) with odd
+// shapes, against references computed here in double from each op's
+// definition (weights dequantized by the scalar references of lib/core).
+// Without a usable Vulkan device the binary exits 77 (meson: skipped).
+//
+// Tolerances are stated at each check, relative to the magnitude of what
+// is summed or multiplied; u = 2^-24 is the f32 unit roundoff.
+// VT_TEST_VERBOSE=1 prints each check's worst error/tolerance ratio.
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend-impl.h"
+#include "common/random-blocks.h"
+#include "core/graph.h"
+#include "core/quant.h"
+
+using namespace vt;
+
+namespace {
+
+constexpr double kU = 0x1p-24;
+using Bytes = std::vector<uint8_t>;
+
+// ---- the module -----------------------------------------------------------------
+
+void host_log(vt_log_level level, const char *text) {
+    if (level >= VT_LOG_LEVEL_WARN || std::getenv("VT_TEST_VERBOSE")) std::fprintf(stderr, "[vulkan] %s\n", text);
+}
+
+struct Vk {
+    vt_backend_reg *reg = nullptr;
+    vt_device *dev = nullptr;
+    vt_buffer_type *buft = nullptr;
+    vt_stream *stream = nullptr;
+};
+
+// Loaded once; exits 77 when the module finds no usable device.
+Vk &vk() {
+    static Vk v = [] {
+        Vk r;
+        const char *path = std::getenv("VT_VULKAN_MODULE");
+        if (!path) path = VT_VULKAN_MODULE_PATH;
+        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            std::fprintf(stderr, "cannot load %s: %s\n", path, dlerror());
+            std::exit(1);
+        }
+        auto init = reinterpret_cast<vt_backend_init_fn>(dlsym(h, VT_BACKEND_INIT_SYMBOL));
+        if (!init) {
+            std::fprintf(stderr, "%s exports no %s\n", path, VT_BACKEND_INIT_SYMBOL);
+            std::exit(1);
+        }
+        static const vt_backend_host host = {VT_BACKEND_API_VERSION, host_log};
+        r.reg = init(&host);
+        if (!r.reg || r.reg->iface->device_count(r.reg) == 0) {
+            std::fprintf(stderr, "no usable Vulkan device: skipped\n");
+            std::exit(77);
+        }
+        r.dev = r.reg->iface->device_get(r.reg, 0);
+        r.buft = r.dev->iface->get_buffer_type(r.dev);
+        vt_stream_params sp{};
+        r.stream = r.dev->iface->stream_create(r.dev, &sp);
+        if (!r.stream) {
+            std::fprintf(stderr, "stream_create failed\n");
+            std::exit(1);
+        }
+        vt_device_props props{};
+        r.dev->iface->get_props(r.dev, &props);
+        std::printf("device 0: %s (%s), type %d, %.0f MiB (%.0f free)\n", props.name, props.description,
+                    (int)props.type, props.memory_total / 1048576.0, props.memory_free / 1048576.0);
+        return r;
+    }();
+    return v;
+}
+
+// A device buffer, freed at scope exit.
+struct DevBuf {
+    explicit DevBuf(size_t size) {
+        b = vk().buft->iface->alloc(vk().buft, size);
+        REQUIRE(b != nullptr);
+    }
+    ~DevBuf() { b->iface->free(b); }
+    DevBuf(const DevBuf &) = delete;
+    DevBuf &operator=(const DevBuf &) = delete;
+    uint8_t *base() const { return static_cast<uint8_t *>(b->iface->get_base(b)); }
+    vt_buffer *b = nullptr;
+};
+
+// A borrowed tensor (weights, KV pools) in a buffer of its own.
+struct DevTensor {
+    DevTensor(DType type, int64_t ne0, int64_t ne1, int64_t ne2, const void *bytes, size_t n) : buf(n) {
+        tensor_init(t, type, ne0, ne1, ne2, 1, nullptr, "borrowed");
+        REQUIRE(t.nbytes() == n);
+        t.data = buf.base();
+        t.buffer = buf.b;
+        REQUIRE(buf.b->iface->set(buf.b, bytes, 0, n) == VT_OK);
+    }
+    Bytes read() const {
+        Bytes out(t.nbytes());
+        REQUIRE(buf.b->iface->get(buf.b, out.data(), 0, out.size()) == VT_OK);
+        return out;
+    }
+    DevBuf buf;
+    Tensor t{};
+};
+
+// A graph planned and bound to one device buffer (its arena).
+struct Bound {
+    explicit Bound(Graph &graph) : g(graph), arena(std::max<size_t>(graph.plan(), 64)) { g.bind(arena.base()); }
+    size_t offset_of(const Tensor *t) const { return (size_t)(static_cast<uint8_t *>(t->data) - arena.base()); }
+    template <class T> void put(Tensor *t, const std::vector<T> &v) {
+        REQUIRE(v.size() * sizeof(T) == t->nbytes());
+        REQUIRE(arena.b->iface->set(arena.b, v.data(), offset_of(t), t->nbytes()) == VT_OK);
+    }
+    std::vector<float> get(const Tensor *t) {
+        std::vector<float> v((size_t)t->nelements());
+        REQUIRE(arena.b->iface->get(arena.b, v.data(), offset_of(t), v.size() * sizeof(float)) == VT_OK);
+        return v;
+    }
+    void compute() {
+        for (const Node &n : g.nodes()) REQUIRE(vk().dev->iface->supports_op(vk().dev, &n));
+        REQUIRE(vk().stream->iface->graph_compute(vk().stream, g.nodes().data(), (int)g.nodes().size()) == VT_OK);
+    }
+    Graph &g;
+    DevBuf arena;
+};
+
+// |got - ref| <= tol elementwise; reports the worst element.
+void check_close(const std::vector<float> &got, const std::vector<double> &ref, const std::vector<double> &tol,
+                 const std::string &what) {
+    REQUIRE(got.size() == ref.size());
+    size_t worst = 0, bad = 0;
+    double worst_ratio = -1;
+    for (size_t i = 0; i < got.size(); ++i) {
+        const double err = std::fabs((double)got[i] - ref[i]);
+        const double ratio = !std::isfinite(err) ? INFINITY : err == 0 ? 0.0 : err / tol[i];
+        if (!(ratio <= 1.0)) ++bad;
+        if (!(ratio <= worst_ratio)) {
+            worst_ratio = ratio;
+            worst = i;
+        }
+    }
+    if (std::getenv("VT_TEST_VERBOSE")) std::printf("%-40s worst err/tol %.3g (n=%zu)\n", what.c_str(), worst_ratio, got.size());
+    INFO(what << ": " << bad << " of " << got.size() << " out of tolerance; worst at " << worst << ": got "
+              << got[worst] << ", expected " << ref[worst] << ", tol " << tol[worst]);
+    CHECK(bad == 0);
+}
+
+std::vector<float> normal(size_t n, std::mt19937 &rng, float sigma = 1.f) {
+    std::normal_distribution<float> nd(0.f, sigma);
+    std::vector<float> v(n);
+    for (auto &x : v) x = nd(rng);
+    return v;
+}
+
+// A (k, rows) weight matrix: floats ~ N(0, 1); blocks random bytes with
+// moderate fp16 scales (tests/common/random-blocks.h).
+Bytes random_weights(DType t, int64_t k, int64_t rows, std::mt19937 &rng) {
+    Bytes b(row_bytes(t, k) * (size_t)rows);
+    if (t == DType::F32 || t == DType::F16 || t == DType::BF16) {
+        const std::vector<float> v = normal((size_t)(k * rows), rng);
+        for (size_t i = 0; i < v.size(); ++i) {
+            if (t == DType::F32) {
+                std::memcpy(&b[4 * i], &v[i], 4);
+            } else {
+                const uint16_t h = t == DType::F16 ? f32_to_fp16(v[i]) : f32_to_bf16(v[i]);
+                std::memcpy(&b[2 * i], &h, 2);
+            }
+        }
+        return b;
+    }
+    test::randomize_blocks(t, b, rng);
+    return b;
+}
+
+std::vector<float> dequant(DType t, const Bytes &w, int64_t k, int64_t rows) {
+    std::vector<float> out((size_t)(k * rows));
+    for (int64_t r = 0; r < rows; ++r)
+        ref::dequantize_row(t, w.data() + (size_t)r * row_bytes(t, k), out.data() + r * k, k);
+    return out;
+}
+
+constexpr DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                                  DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+// A row length of whole blocks, not a multiple of 64 where the type allows.
+int64_t odd_k(DType t) {
+    const int64_t be = dtype_info(t).block_elems;
+    return be == 1 ? 77 : be == 32 ? 32 * 5 : 256 * 3;
+}
+
+} // namespace
+
+// ---- device, buffers -------------------------------------------------------------
+
+TEST_CASE("Vulkan device 0: props, buffer type, set/get/clear", "[vulkan]") {
+    vt_device_props p{};
+    vk().dev->iface->get_props(vk().dev, &p);
+    CHECK(std::string(p.name) == "vulkan0");
+    CHECK(p.description != nullptr);
+    CHECK(p.memory_total > 0);
+    CHECK(p.memory_free <= p.memory_total);
+    vt_buffer_type *bt = vk().buft;
+    CHECK(vk().dev->iface->supports_buft(vk().dev, bt));
+    CHECK_FALSE(bt->iface->is_host(bt));
+    CHECK(bt->iface->get_alignment(bt) >= 16);
+    CHECK(bt->iface->get_max_size(bt) > (64u << 20));
+
+    // Bases: non-null, distinct, aligned; contents round-trip.
+    DevBuf a(1000), b(3 << 20);
+    CHECK(a.base() != nullptr);
+    CHECK(a.base() != b.base());
+    CHECK(((uintptr_t)b.base() & (bt->iface->get_alignment(bt) - 1)) == 0);
+    std::mt19937 rng(7);
+    Bytes src(3 << 20);
+    for (auto &x : src) x = (uint8_t)rng();
+    REQUIRE(b.b->iface->set(b.b, src.data(), 0, src.size()) == VT_OK);
+    Bytes back(src.size());
+    REQUIRE(b.b->iface->get(b.b, back.data(), 0, back.size()) == VT_OK);
+    CHECK(back == src);
+    REQUIRE(b.b->iface->get(b.b, back.data(), 12345, 999) == VT_OK);
+    CHECK(std::memcmp(back.data(), src.data() + 12345, 999) == 0);
+    CHECK(b.b->iface->set(b.b, src.data(), src.size() - 10, 11) != VT_OK);  // past the end: refused
+    REQUIRE(a.b->iface->clear(a.b, 0xab) == VT_OK);
+    Bytes c(1000);
+    REQUIRE(a.b->iface->get(a.b, c.data(), 0, c.size()) == VT_OK);
+    CHECK(std::all_of(c.begin(), c.end(), [](uint8_t x) { return x == 0xab; }));
+}
+
+TEST_CASE("Vulkan supports_op refuses the CPU's _X16 layouts and tensors over one binding", "[vulkan]") {
+    Tensor w, x, y;
+    tensor_init(w, DType::Q4_0_X16, 64, 32);
+    tensor_init(x, DType::F32, 64, 1);
+    tensor_init(y, DType::F32, 32, 1);
+    Node n{};
+    n.op = Op::MUL_MAT;
+    n.src[0] = &w;
+    n.src[1] = &x;
+    n.dst = &y;
+    CHECK_FALSE(vk().dev->iface->supports_op(vk().dev, &n));
+    tensor_init(w, DType::Q4_0, 64, 32);
+    CHECK(vk().dev->iface->supports_op(vk().dev, &n));
+    // 4096 x 65536 f32 weights = 1 GiB: over any maxStorageBufferRange we
+    // bind up to (2^31 bytes, lavapipe 128 MiB), with no split: refused.
+    tensor_init(w, DType::F32, 4096, 65536 * 2);
+    tensor_init(x, DType::F32, 4096, 1);
+    tensor_init(y, DType::F32, 65536 * 2, 1);
+    CHECK_FALSE(vk().dev->iface->supports_op(vk().dev, &n));
+}
+
+// ---- GET_ROWS ---------------------------------------------------------------------
+
+TEST_CASE("Vulkan GET_ROWS: every weight type", "[vulkan]") {
+    std::mt19937 rng(1234);
+    const std::vector<int32_t> ids = {0, 22, 5, 5, 13, 0, 21, 1, 22};
+    const int64_t rows = 23;
+    for (DType t : kWeightTypes) {
+        const int64_t k = odd_k(t);
+        INFO("type " << dtype_name(t) << ", k " << k);
+        Bytes w = random_weights(t, k, rows, rng);
+        DevTensor wt(t, k, rows, 1, w.data(), w.size());
+        Graph g;
+        Tensor *id = g.input(DType::I32, {(int64_t)ids.size()});
+        Tensor *y = g.op<Op::GET_ROWS>(DType::F32, {k, (int64_t)ids.size()}, {&wt.t, id});
+        g.mark_output(y);
+        Bound b(g);
+        b.put(id, ids);
+        b.compute();
+        const std::vector<float> got = b.get(y);
+        const std::vector<float> deq = dequant(t, w, k, rows);
+        std::vector<double> ref(got.size()), tol(got.size());
+        for (size_t r = 0; r < ids.size(); ++r) {
+            double mx = 0;
+            for (int64_t i = 0; i < k; ++i) mx = std::max(mx, std::fabs((double)deq[(size_t)(ids[r] * k + i)]));
+            for (int64_t i = 0; i < k; ++i) {
+                ref[r * k + i] = deq[(size_t)(ids[r] * k + i)];
+                // Floats: exact. Blocks: ggml's order of operations, but the
+                // shader compiler may fuse d*q - m into one FMA (one rounding
+                // less): 2u of the row's largest value.
+                tol[r * k + i] = dtype_info(t).block_elems == 1 ? 1e-300 : 2 * kU * mx + 1e-30;
+            }
+        }
+        check_close(got, ref, tol, std::string("get_rows ") + dtype_name(t));
+    }
+}
+
+// ---- MUL_MAT ----------------------------------------------------------------------
+
+TEST_CASE("Vulkan MUL_MAT: every weight type, mat-vec and tiled", "[vulkan]") {
+    std::mt19937 rng(42);
+    const int64_t ns[] = {1, 3, 17, 70};
+    const int64_t ms[] = {1, 2, 7, 8, 9, 33};
+    for (DType t : kWeightTypes) {
+        const int64_t k = odd_k(t);
+        for (int64_t n : ns) {
+            Bytes w = random_weights(t, k, n, rng);
+            DevTensor wt(t, k, n, 1, w.data(), w.size());
+            const std::vector<float> deq = dequant(t, w, k, n);
+            for (int64_t m : ms) {
+                INFO("type " << dtype_name(t) << ", k " << k << ", n " << n << ", m " << m);
+                const std::vector<float> x = normal((size_t)(k * m), rng);
+                Graph g;
+                Tensor *xt = g.input(DType::F32, {k, m});
+                Tensor *y = g.op<Op::MUL_MAT>(DType::F32, {n, m}, {&wt.t, xt});
+                g.mark_output(y);
+                Bound b(g);
+                b.put(xt, x);
+                b.compute();
+                const std::vector<float> got = b.get(y);
+                std::vector<double> ref((size_t)(n * m)), tol(ref.size());
+                for (int64_t j = 0; j < m; ++j)
+                    for (int64_t r = 0; r < n; ++r) {
+                        double s = 0, sa = 0;
+                        for (int64_t i = 0; i < k; ++i) {
+                            const double p = (double)deq[(size_t)(r * k + i)] * x[(size_t)(j * k + i)];
+                            s += p;
+                            sa += std::fabs(p);
+                        }
+                        ref[(size_t)(j * n + r)] = s;
+                        // An f32 sum of k products in any order is within
+                        // (k + 1) u of the sum of their magnitudes; the weights
+                        // themselves may carry one FMA-fused rounding (2u).
+                        tol[(size_t)(j * n + r)] = (double)(k + 3) * kU * sa + 1e-30;
+                    }
+                check_close(got, ref, tol,
+                            std::string("mul_mat ") + dtype_name(t) + " n" + std::to_string(n) + " m" + std::to_string(m));
+            }
+        }
+    }
+}
+
+// ---- norms and element-wise ops ------------------------------------------------
+
+TEST_CASE("Vulkan RMS_NORM", "[vulkan]") {
+    std::mt19937 rng(99);
+    struct Case {
+        int64_t n, m;
+        float eps;
+    };
+    const Case cases[] = {{4096, 1, 1e-5f}, {1001, 7, 1e-6f}, {37, 33, 1e-5f}, {3, 5, 1e-2f}};
+    for (const Case &c : cases) {
+        INFO("n " << c.n << ", rows " << c.m);
+        std::vector<float> x = normal((size_t)(c.n * c.m), rng, 2.f), w = normal((size_t)c.n, rng);
+        DevTensor wt(DType::F32, c.n, 1, 1, w.data(), w.size() * 4);
+        Graph g;
+        Tensor *xt = g.input(DType::F32, {c.n, c.m});
+        Tensor *y = g.op<Op::RMS_NORM>(DType::F32, {c.n, c.m}, {xt, &wt.t}, {c.eps});
+        g.mark_output(y);
+        Bound b(g);
+        b.put(xt, x);
+        b.compute();
+        const std::vector<float> got = b.get(y);
+        std::vector<double> ref(x.size()), tol(x.size());
+        for (int64_t r = 0; r < c.m; ++r) {
+            double ss = 0;
+            for (int64_t i = 0; i < c.n; ++i) ss += (double)x[r * c.n + i] * x[r * c.n + i];
+            const double s = 1.0 / std::sqrt(ss / (double)c.n + (double)c.eps);
+            for (int64_t i = 0; i < c.n; ++i) {
+                const size_t q = (size_t)(r * c.n + i);
+                ref[q] = (double)x[q] * s * (double)w[(size_t)i];
+                // Sum of squares: a chain of n/256 per thread, then 8 tree
+                // levels; then mean, sqrt, divide, two multiplies: under 40u
+                // relative here; 1e-5 leaves room for sqrt's allowed 3 ulp.
+                tol[q] = 1e-5 * std::fabs(ref[q]) + 1e-30;
+            }
+        }
+        check_close(got, ref, tol, "rms_norm n" + std::to_string(c.n));
+    }
+}
+
+TEST_CASE("Vulkan ADD, MUL, SCALE, SWIGLU, GEGLU", "[vulkan]") {
+    std::mt19937 rng(5);
+    const int64_t ne0 = 333, rows = 7;
+    const std::vector<float> a = normal((size_t)(ne0 * rows), rng, 3.f), bfull = normal(a.size(), rng),
+                             brow = normal((size_t)ne0, rng);
+    auto run2 = [&](auto tag, const std::vector<float> &bv, bool one_row) {
+        constexpr Op O = decltype(tag)::value;
+        Graph g;
+        Tensor *at = g.input(DType::F32, {ne0, rows});
+        Tensor *bt = g.input(DType::F32, {ne0, one_row ? 1 : rows});
+        Tensor *y = g.op<O>(DType::F32, {ne0, rows}, {at, bt});
+        g.mark_output(y);
+        Bound b(g);
+        b.put(at, a);
+        b.put(bt, bv);
+        b.compute();
+        return b.get(y);
+    };
+    std::vector<double> ref(a.size()), tol(a.size());
+    for (bool one_row : {false, true}) {
+        const std::vector<float> &bv = one_row ? brow : bfull;
+        auto bat = [&](size_t i) { return (double)bv[one_row ? i % (size_t)ne0 : i]; };
+        // One correctly rounded f32 operation: exact against the f32 result.
+        std::vector<float> got = run2(std::integral_constant<Op, Op::ADD>{}, bv, one_row);
+        for (size_t i = 0; i < a.size(); ++i) ref[i] = (float)(a[i] + (float)bat(i)), tol[i] = 1e-300;
+        check_close(got, ref, tol, one_row ? "add (row)" : "add");
+        got = run2(std::integral_constant<Op, Op::MUL>{}, bv, one_row);
+        for (size_t i = 0; i < a.size(); ++i) ref[i] = (float)(a[i] * (float)bat(i)), tol[i] = 1e-300;
+        check_close(got, ref, tol, one_row ? "mul (row)" : "mul");
+    }
+    {
+        Graph g;
+        Tensor *at = g.input(DType::F32, {ne0, rows});
+        Tensor *y = g.op<Op::SCALE>(DType::F32, {ne0, rows}, {at}, {0.37f});
+        g.mark_output(y);
+        Bound b(g);
+        b.put(at, a);
+        b.compute();
+        const std::vector<float> got = b.get(y);
+        for (size_t i = 0; i < a.size(); ++i) ref[i] = (float)(a[i] * 0.37f), tol[i] = 1e-300;
+        check_close(got, ref, tol, "scale");
+    }
+    {
+        const std::vector<float> got = run2(std::integral_constant<Op, Op::SWIGLU>{}, bfull, false);
+        for (size_t i = 0; i < a.size(); ++i) {
+            const double g = a[i];
+            ref[i] = g / (1.0 + std::exp(-g)) * bfull[i];
+            // exp is allowed 3 + 2|x| ulp and division 2.5 ulp in Vulkan:
+            // 1e-5 of |g * u| (silu(g) <= |g|) covers |g| up to ~20.
+            tol[i] = 1e-5 * std::fabs(g * bfull[i]) + 1e-30;
+        }
+        check_close(got, ref, tol, "swiglu");
+    }
+    {
+        const std::vector<float> got = run2(std::integral_constant<Op, Op::GEGLU>{}, bfull, false);
+        for (size_t i = 0; i < a.size(); ++i) {
+            const float x = a[i];
+            double y;
+            if (x <= -10.f) y = 0;
+            else if (x >= 10.f) y = x;
+            else {
+                const float h = fp16_to_f32(f32_to_fp16(x));
+                const float ge = 0.5f * h * (1.0f + std::tanh(0.79788456080286535587989211986876f * h * (1.0f + 0.044715f * h * h)));
+                y = fp16_to_f32(f32_to_fp16(ge));  // ggml's f16 table entry
+            }
+            ref[i] = y * bfull[i];
+            // The result is an f16 rounding: a GPU tanh an ulp off, or the
+            // input's rounding to f16, may move it one f16 ulp (2^-10
+            // relative to |x|, gelu's slope being under 1.13).
+            tol[i] = (0x1p-10 * 1.13 * std::max(std::fabs((double)x), std::fabs(y)) + 1e-7) * std::fabs(bfull[i]);
+        }
+        check_close(got, ref, tol, "geglu");
+    }
+}
+
+// ---- ROPE ---------------------------------------------------------------------------
+
+TEST_CASE("Vulkan ROPE: adjacent, neox, partial, frequency factors, YaRN", "[vulkan]") {
+    std::mt19937 rng(77);
+    struct Case {
+        int64_t head_dim;
+        int32_t n_rot, mode;
+        bool factors;
+        float ext_factor, freq_scale;
+    };
+    const Case cases[] = {{64, 64, kRopeAdjacent, false, 0.f, 1.f}, {128, 128, kRopeNeox, false, 0.f, 1.f},
+                          {80, 32, kRopeNeox, false, 0.f, 1.f},     {64, 64, kRopeAdjacent, true, 0.f, 1.f},
+                          {96, 64, kRopeNeox, true, 1.f, 0.25f},    {3, 2, kRopeAdjacent, false, 0.f, 0.5f}};
+    const int64_t n_head = 3, n_tok = 7;
+    const std::vector<int32_t> pos = {0, 1, 17, 300, 1023, 4095, 5000};
+    for (const Case &c : cases) {
+        INFO("head_dim " << c.head_dim << ", n_rot " << c.n_rot << ", mode " << c.mode);
+        RopeParams p{c.n_rot, c.mode, 10000.f, c.freq_scale, c.ext_factor, 1.f, 32.f, 1.f, 4096};
+        const std::vector<float> x = normal((size_t)(c.head_dim * n_head * n_tok), rng);
+        std::vector<float> ff((size_t)c.n_rot / 2);
+        for (auto &f : ff) f = 1.f + 3.f * (float)(rng() % 1000) / 1000.f;
+        DevTensor fft(DType::F32, c.n_rot / 2, 1, 1, ff.data(), ff.size() * 4);
+        Graph g;
+        Tensor *xt = g.input(DType::F32, {c.head_dim, n_head, n_tok});
+        Tensor *pt = g.input(DType::I32, {n_tok});
+        Tensor *y = g.op<Op::ROPE>(DType::F32, {c.head_dim, n_head, n_tok}, {xt, pt, c.factors ? &fft.t : nullptr}, p);
+        g.mark_output(y);
+        Bound b(g);
+        b.put(xt, x);
+        b.put(pt, pos);
+        b.compute();
+        const std::vector<float> got = b.get(y);
+        // Angles as the CPU's rope cache makes them (float, the same order),
+        // then cos/sin and the rotation in double.
+        std::vector<double> ref(x.size()), tol(x.size());
+        const float theta_scale = std::pow(p.freq_base, -2.0f / (float)p.n_rot);
+        float corr0 = 0, corr1 = 0, mscale = p.attn_factor;
+        auto corr_dim = [&](float beta) {
+            return (float)p.n_rot * std::log((float)p.n_ctx_orig / (beta * 2.0f * (float)M_PI)) / (2.0f * std::log(p.freq_base));
+        };
+        if (p.ext_factor != 0.f) {
+            corr0 = std::max(0.0f, std::floor(corr_dim(p.beta_fast)));
+            corr1 = std::min((float)(p.n_rot - 1), std::ceil(corr_dim(p.beta_slow)));
+            mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+        }
+        for (int64_t t = 0; t < n_tok; ++t) {
+            float theta = (float)pos[(size_t)t];
+            std::vector<double> cs((size_t)c.n_rot / 2), sn(cs.size());
+            for (int i = 0; i < c.n_rot / 2; ++i) {
+                const float extrap = c.factors ? theta / ff[(size_t)i] : theta, interp = p.freq_scale * extrap;
+                float th = interp;
+                if (p.ext_factor != 0.f) {
+                    const float yv = ((float)i - corr0) / std::max(0.001f, corr1 - corr0);
+                    const float ramp = (1.0f - std::min(1.0f, std::max(0.0f, yv))) * p.ext_factor;
+                    th = interp * (1.0f - ramp) + extrap * ramp;
+                }
+                cs[(size_t)i] = std::cos((double)th) * mscale;
+                sn[(size_t)i] = std::sin((double)th) * mscale;
+                theta *= theta_scale;
+            }
+            for (int64_t h = 0; h < n_head; ++h) {
+                const size_t base = (size_t)((t * n_head + h) * c.head_dim);
+                for (int64_t e = 0; e < c.head_dim; ++e) ref[base + e] = x[base + e], tol[base + e] = 1e-300;
+                for (int i = 0; i < c.n_rot / 2; ++i) {
+                    const size_t i0 = base + (c.mode == kRopeNeox ? i : 2 * i);
+                    const size_t i1 = base + (c.mode == kRopeNeox ? i + c.n_rot / 2 : 2 * i + 1);
+                    ref[i0] = x[i0] * cs[(size_t)i] - x[i1] * sn[(size_t)i];
+                    ref[i1] = x[i0] * sn[(size_t)i] + x[i1] * cs[(size_t)i];
+                    // Vulkan lets sin/cos err by 2^-11 absolute, and one
+                    // divide by a factor is 2.5 ulp of an angle up to 5000
+                    // rad: 1e-3 of the pair's magnitude.
+                    tol[i0] = tol[i1] = 1e-3 * mscale * (std::fabs(x[i0]) + std::fabs(x[i1])) + 1e-30;
+                }
+            }
+        }
+        check_close(got, ref, tol, "rope hd" + std::to_string(c.head_dim) + " rot" + std::to_string(c.n_rot));
+    }
+}
+
+// ---- ATTN_PAGED ------------------------------------------------------------------
+
+namespace {
+
+// One sequence of a batch: its block table, the positions it holds already
+// (pool contents) and the new tokens at positions past them.
+struct Seq {
+    std::vector<int32_t> table;
+    int64_t n_past, n_new;
+};
+
+void attn_case(int64_t n_head, int64_t n_head_kv, int64_t head_dim, int64_t bs, int32_t window,
+               const std::vector<Seq> &seqs, std::mt19937 &rng) {
+    const int64_t n_blocks = 24, kv_row = head_dim * n_head_kv, n_slots = n_blocks * bs;
+    int64_t n_tok = 0, max_kv = 0;
+    for (const Seq &s : seqs) n_tok += s.n_new, max_kv = std::max(max_kv, s.n_past + s.n_new);
+    INFO("heads " << n_head << "/" << n_head_kv << ", head_dim " << head_dim << ", block " << bs << ", window "
+                  << window << ", tokens " << n_tok);
+    // The index: per token [slot, visible positions, table offset], then tables.
+    std::vector<int32_t> idx((size_t)(3 * n_tok));
+    std::vector<int64_t> tok_seq;
+    int64_t t = 0;
+    for (size_t si = 0; si < seqs.size(); ++si) {
+        const int32_t table_at = (int32_t)idx.size();
+        for (int64_t j = 0; j < seqs[si].n_new; ++j, ++t) {
+            const int64_t pos = seqs[si].n_past + j;
+            idx[(size_t)(3 * t)] = seqs[si].table[(size_t)(pos / bs)] * (int32_t)bs + (int32_t)(pos % bs);
+            idx[(size_t)(3 * t + 1)] = (int32_t)(pos + 1);
+            idx[(size_t)(3 * t + 2)] = table_at;
+            tok_seq.push_back((int64_t)si);
+        }
+        idx.insert(idx.end(), seqs[si].table.begin(), seqs[si].table.end());
+    }
+    // Pools of random f16 (the cached positions); blocks nobody reads hold NaN.
+    std::vector<uint16_t> kpool((size_t)(bs * kv_row * n_blocks), 0x7e00), vpool((size_t)(kv_row * n_slots), 0x7e00);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (const Seq &s : seqs)
+        for (int32_t blk : s.table) {
+            if (blk < 0) continue;
+            for (int64_t o = 0; o < bs; ++o)
+                for (int64_t d = 0; d < kv_row; ++d) {
+                    kpool[(size_t)((blk * kv_row + d) * bs + o)] = f32_to_fp16(nd(rng));
+                    vpool[(size_t)((blk * bs + o) * kv_row + d)] = f32_to_fp16(nd(rng));
+                }
+        }
+    DevTensor kp(DType::F16, bs, kv_row, n_blocks, kpool.data(), kpool.size() * 2);
+    DevTensor vp(DType::F16, kv_row, n_slots, 1, vpool.data(), vpool.size() * 2);
+    const std::vector<float> q = normal((size_t)(head_dim * n_head * n_tok), rng),
+                             k = normal((size_t)(kv_row * n_tok), rng), v = normal((size_t)(kv_row * n_tok), rng);
+    const float scale = 1.0f / std::sqrt((float)head_dim);
+    Graph g;
+    Tensor *qt = g.input(DType::F32, {head_dim, n_head, n_tok});
+    Tensor *kt = g.input(DType::F32, {head_dim, n_head_kv, n_tok});
+    Tensor *vt = g.input(DType::F32, {head_dim, n_head_kv, n_tok});
+    Tensor *it = g.input(DType::I32, {(int64_t)idx.size()});
+    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {head_dim, n_head, n_tok}, {qt, kt, vt, &kp.t, &vp.t, it},
+                                     {scale, window, (int32_t)max_kv});
+    g.mark_output(y);
+    Bound b(g);
+    b.put(qt, q);
+    b.put(kt, k);
+    b.put(vt, v);
+    b.put(it, idx);
+    b.compute();
+    const std::vector<float> got = b.get(y);
+
+    // The pools now hold the new K/V at their slots, f16-rounded (to nearest;
+    // the GPU's rounding mode may differ by one f16 ulp), the rest untouched.
+    Bytes kb = kp.read(), vb = vp.read();
+    std::vector<uint16_t> kgot(kpool.size()), vgot(vpool.size());
+    std::memcpy(kgot.data(), kb.data(), kb.size());
+    std::memcpy(vgot.data(), vb.data(), vb.size());
+    std::vector<uint16_t> kwant = kpool, vwant = vpool;
+    for (int64_t tt = 0; tt < n_tok; ++tt) {
+        const int64_t slot = idx[(size_t)(3 * tt)];
+        for (int64_t d = 0; d < kv_row; ++d) {
+            kwant[(size_t)(((slot / bs) * kv_row + d) * bs + slot % bs)] = f32_to_fp16(k[(size_t)(tt * kv_row + d)]);
+            vwant[(size_t)(slot * kv_row + d)] = f32_to_fp16(v[(size_t)(tt * kv_row + d)]);
+        }
+    }
+    size_t pool_bad = 0;
+    for (size_t i = 0; i < kwant.size(); ++i) pool_bad += std::abs((int)kgot[i] - (int)kwant[i]) > 1;
+    for (size_t i = 0; i < vwant.size(); ++i) pool_bad += std::abs((int)vgot[i] - (int)vwant[i]) > 1;
+    CHECK(pool_bad == 0);
+
+    // Reference in double over the pools as the GPU wrote them.
+    std::vector<double> ref(got.size()), tol(got.size());
+    const int64_t G = n_head / n_head_kv;
+    for (int64_t tt = 0; tt < n_tok; ++tt) {
+        const int64_t n_kv = idx[(size_t)(3 * tt + 1)];
+        const int32_t *table = idx.data() + idx[(size_t)(3 * tt + 2)];
+        const int64_t lo = window > 0 && n_kv > window ? n_kv - window : 0;
+        for (int64_t h = 0; h < n_head; ++h) {
+            const int64_t hk = h / G;
+            const float *qr = q.data() + (tt * n_head + h) * head_dim;
+            std::vector<double> s((size_t)n_kv, -INFINITY);
+            double mx = -INFINITY;
+            for (int64_t j = lo; j < n_kv; ++j) {
+                const int64_t blk = table[j / bs], o = j % bs;
+                double dot = 0;
+                for (int64_t d = 0; d < head_dim; ++d)
+                    dot += (double)qr[d] * fp16_to_f32(kgot[(size_t)((blk * kv_row + hk * head_dim + d) * bs + o)]);
+                s[(size_t)j] = dot * scale;
+                mx = std::max(mx, s[(size_t)j]);
+            }
+            double sum = 0;
+            for (int64_t j = lo; j < n_kv; ++j) sum += s[(size_t)j] = std::exp(s[(size_t)j] - mx);
+            for (int64_t d = 0; d < head_dim; ++d) {
+                double o = 0, vmax = 0;
+                for (int64_t j = lo; j < n_kv; ++j) {
+                    const int64_t slot = table[j / bs] * bs + j % bs;
+                    const double vv = fp16_to_f32(vgot[(size_t)(slot * kv_row + hk * head_dim + d)]);
+                    o += s[(size_t)j] / sum * vv;
+                    vmax = std::max(vmax, std::fabs(vv));
+                }
+                const size_t at = (size_t)((tt * n_head + h) * head_dim + d);
+                ref[at] = o;
+                // f32 scores (head_dim products) and exp (Vulkan: 3 + 2|x|
+                // ulp), an online softmax over the keys: 1e-4 of the largest
+                // |V| the query sees.
+                tol[at] = 1e-4 * vmax + 1e-30;
+            }
+        }
+    }
+    check_close(got, ref, tol, "attn_paged hd" + std::to_string(head_dim) + " w" + std::to_string(window));
+}
+
+} // namespace
+
+TEST_CASE("Vulkan ATTN_PAGED: GQA, block tables, prefill and decode in one batch", "[vulkan]") {
+    std::mt19937 rng(2024);
+    // A prefill chunk of 5 past 37 cached positions, a decode token, and a
+    // fresh sequence of 3: blocks shuffled across the pool.
+    attn_case(4, 2, 64, 16, 0, {{{3, 7, 1}, 37, 5}, {{2, 5}, 20, 1}, {{11}, 0, 3}}, rng);
+    // Heads of 80 (not a power of two), MHA, blocks of 8.
+    attn_case(3, 3, 80, 8, 0, {{{0, 9, 4, 6}, 25, 2}}, rng);
+    // Gemma-like: 256-wide heads, 8 query heads on 1 KV head, a long context
+    // over several key tiles of the shader.
+    attn_case(8, 1, 256, 16, 0, {{{5, 6, 7, 8, 9, 10, 11, 12, 13, 14}, 150, 2}}, rng);
+}
+
+TEST_CASE("Vulkan ATTN_PAGED: sliding window, blocks before it given back", "[vulkan]") {
+    std::mt19937 rng(7);
+    // Window 8 over blocks of 4: positions 30..33 see 23..33 at most; blocks
+    // 0..4 are gone (kNoBlock = -1 in the table).
+    attn_case(2, 1, 32, 4, 8, {{{-1, -1, -1, -1, -1, 3, 8, 2, 17}, 30, 4}, {{1, 4}, 5, 2}}, rng);
+}
+
+// ---- a graph of several nodes --------------------------------------------------
+
+TEST_CASE("Vulkan: a chain of nodes in one graph (norm, matmuls, swiglu, add)", "[vulkan]") {
+    std::mt19937 rng(3);
+    const int64_t e = 96, f = 160, m = 5;
+    const std::vector<float> x = normal((size_t)(e * m), rng), nw = normal((size_t)e, rng);
+    Bytes wg = random_weights(DType::Q8_0, e, f, rng), wu = random_weights(DType::Q8_0, e, f, rng),
+          wd = random_weights(DType::F16, f, e, rng);
+    DevTensor nwt(DType::F32, e, 1, 1, nw.data(), nw.size() * 4), wgt(DType::Q8_0, e, f, 1, wg.data(), wg.size()),
+        wut(DType::Q8_0, e, f, 1, wu.data(), wu.size()), wdt(DType::F16, f, e, 1, wd.data(), wd.size());
+    Graph g;
+    Tensor *xt = g.input(DType::F32, {e, m});
+    Tensor *h = g.op<Op::RMS_NORM>(DType::F32, {e, m}, {xt, &nwt.t}, {1e-5f});
+    Tensor *gate = g.op<Op::MUL_MAT>(DType::F32, {f, m}, {&wgt.t, h});
+    Tensor *up = g.op<Op::MUL_MAT>(DType::F32, {f, m}, {&wut.t, h});
+    Tensor *act = g.op<Op::SWIGLU>(DType::F32, {f, m}, {gate, up});
+    Tensor *down = g.op<Op::MUL_MAT>(DType::F32, {e, m}, {&wdt.t, act});
+    Tensor *y = g.op<Op::ADD>(DType::F32, {e, m}, {down, xt});
+    g.mark_output(y);
+    Bound b(g);
+    b.put(xt, x);
+    b.compute();
+    const std::vector<float> got = b.get(y);
+    // Reference in double through the same steps.
+    const std::vector<float> dg = dequant(DType::Q8_0, wg, e, f), du = dequant(DType::Q8_0, wu, e, f),
+                             dd = dequant(DType::F16, wd, f, e);
+    std::vector<double> ref(got.size()), tol(got.size());
+    for (int64_t j = 0; j < m; ++j) {
+        double ss = 0;
+        for (int64_t i = 0; i < e; ++i) ss += (double)x[j * e + i] * x[j * e + i];
+        const double sc = 1.0 / std::sqrt(ss / (double)e + 1e-5);
+        std::vector<double> hn((size_t)e), a((size_t)f), amag((size_t)f);
+        for (int64_t i = 0; i < e; ++i) hn[(size_t)i] = x[j * e + i] * sc * nw[(size_t)i];
+        for (int64_t r = 0; r < f; ++r) {
+            double sg = 0, su = 0, mg = 0, mu = 0;
+            for (int64_t i = 0; i < e; ++i) {
+                sg += dg[r * e + i] * hn[(size_t)i], su += du[r * e + i] * hn[(size_t)i];
+                mg += std::fabs(dg[r * e + i] * hn[(size_t)i]), mu += std::fabs(du[r * e + i] * hn[(size_t)i]);
+            }
+            a[(size_t)r] = sg / (1.0 + std::exp(-sg)) * su;
+            amag[(size_t)r] = mg * mu;  // bounds |gate| * |up|
+        }
+        for (int64_t r = 0; r < e; ++r) {
+            double s = 0, mag = 0;
+            for (int64_t i = 0; i < f; ++i) s += dd[r * f + i] * a[(size_t)i], mag += std::fabs(dd[r * f + i]) * amag[(size_t)i];
+            ref[(size_t)(j * e + r)] = s + x[j * e + r];
+            // Each stage's relative bound (norm 1e-5, matmuls (k + 3) u,
+            // swiglu 1e-5) carried through the sums of magnitudes.
+            tol[(size_t)(j * e + r)] = 5e-5 * mag + 2 * kU * std::fabs(x[j * e + r]) + 1e-30;
+        }
+    }
+    check_close(got, ref, tol, "chain");
+}
