@@ -2,6 +2,7 @@
 #include "vk-device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -110,6 +111,9 @@ bool probe(Device &d) {
     const bool shared_memory = d.type == VT_DEVICE_TYPE_IGPU || props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     d.uma = shared_memory && find_memory_type(d, ~0u, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                                           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0) >= 0;
+    // VT_VULKAN_STAGING=1 takes the discrete-GPU path anywhere (tests run it on lavapipe).
+    const char *staging = std::getenv("VT_VULKAN_STAGING");
+    if (staging && std::strcmp(staging, "1") == 0) d.uma = false;
 
     // The mat-vec workgroup: a power of two of at least 64 threads and one subgroup.
     uint32_t wg = 64;

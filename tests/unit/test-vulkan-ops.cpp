@@ -220,12 +220,12 @@ TEST_CASE("Vulkan device 0: props, buffer type, set/get/clear", "[vulkan]") {
     CHECK(bt->iface->get_max_size(bt) > (64u << 20));
 
     // Bases: non-null, distinct, aligned; contents round-trip.
-    DevBuf a(1000), b(3 << 20);
+    DevBuf a(1000), b(40 << 20);  // over two 16 MiB staging chunks
     CHECK(a.base() != nullptr);
     CHECK(a.base() != b.base());
     CHECK(((uintptr_t)b.base() & (bt->iface->get_alignment(bt) - 1)) == 0);
     std::mt19937 rng(7);
-    Bytes src(3 << 20);
+    Bytes src(40 << 20);
     for (auto &x : src) x = (uint8_t)rng();
     REQUIRE(b.b->iface->set(b.b, src.data(), 0, src.size()) == VT_OK);
     Bytes back(src.size());
