@@ -41,6 +41,7 @@ void tensor_init(Tensor &t, DType type, int64_t ne0, int64_t ne1, int64_t ne2, i
     t.nb[3] = t.nb[2] * (size_t)ne2;
     t.data = data;
     t.name = name;
+    t.buffer = nullptr;
 }
 
 } // namespace vt

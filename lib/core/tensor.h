@@ -8,6 +8,10 @@
 #include "core/dtype.h"
 #include "core/op-params.h"
 
+// Backend memory (lib/backend/backend-impl.h); a tensor names the buffer
+// holding it.
+extern "C" typedef struct vt_buffer vt_buffer;
+
 namespace vt {
 
 enum class Op : int32_t {
@@ -31,6 +35,9 @@ struct Tensor {
     size_t nb[kMaxDims];
     void *data;
     const char *name;  // static or owned by the model; may be nullptr
+    // The backend buffer holding data (data = its base + an offset), or
+    // nullptr for plain host memory no backend allocated (tests, scratch).
+    vt_buffer *buffer;
 
     int64_t nelements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
     int64_t nrows() const { return ne[1] * ne[2] * ne[3]; }

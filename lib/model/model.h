@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/pages.h"
 #include "core/tensor.h"
 #include "kv/cache-spec.h"
@@ -92,8 +93,19 @@ public:
     // return false to cancel (VT_ERR_CANCELLED). quantize: the type float
     // matmul weights are quantized to at load (vt_model_params.quantize; one
     // can_quantize_weights accepts), nullopt to keep the file's types.
+    // device: where the weights are placed (nullptr: the CPU); weights of
+    // another device are uploaded from the mapping once the architecture
+    // has looked them up, each byte moved once.
     static std::unique_ptr<Model> load(const std::string &path, bool use_mmap, const Progress &progress,
-                                       std::optional<DType> quantize = std::nullopt);
+                                       std::optional<DType> quantize = std::nullopt, vt_device *device = nullptr);
+
+    // The device holding the weights; contexts of the model compute there.
+    vt_device *device() const { return device_; }
+    // Weight bytes uploaded to a device that is not host memory, and the
+    // seconds it took (0 on the CPU, whose weights stay in the mapping or
+    // its repacked copies).
+    uint64_t uploaded_bytes() const { return uploaded_bytes_; }
+    double upload_seconds() const { return upload_seconds_; }
 
     const GgufFile &gguf() const { return *gguf_; }
     const Tokenizer &tokenizer() const { return *tokenizer_; }
@@ -159,6 +171,12 @@ private:
     std::vector<std::unique_ptr<Tensor>> weights_;  // stable addresses
     std::vector<std::unique_ptr<PageBuffer>> repacked_;  // data of repacked weights
     size_t repacked_bytes_ = 0;
+    // Copies the weights into buffers of the device (not host memory).
+    void place_weights();
+    vt_device *device_ = nullptr;
+    std::vector<BufferPtr> device_weights_;  // on device_, when it is not the CPU
+    uint64_t uploaded_bytes_ = 0;
+    double upload_seconds_ = 0;
     QuantizeStats quantized_;
 };
 

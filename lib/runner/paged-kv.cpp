@@ -1,7 +1,6 @@
 #include "runner/paged-kv.h"
 
-#include <sys/mman.h>
-
+#include "backend/backend.h"
 #include "core/error.h"
 
 namespace vt {
@@ -18,29 +17,31 @@ PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_gro
         for (uint32_t l : groups_[g].layers) layer_group_[l] = g;
         bytes_ += (uint64_t)blocks_[g] * block_size * groups_[g].bytes_per_token;
     }
-    // Straight from mmap, not the heap: pages cost nothing until blocks are
-    // first used, however large the budget, and malloc debugging
-    // (MALLOC_PERTURB_) does not write the whole pool.
-    mem_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (mem_ == MAP_FAILED) {
-        mem_ = nullptr;
-        fail(VT_ERR_OUT_OF_MEMORY, "cannot map a KV cache of %.2f GiB", (double)bytes_ / (1 << 30));
+    // On the model's device. The CPU's buffers of this size come straight
+    // from mmap: pages cost nothing until blocks are first used.
+    vt_device *dev = model.device();
+    buffer_ = buffer_alloc(dev, bytes_, "KV cache");
+    if (!device_is_host(dev)) {
+        // Device memory starts undefined; attention never reads a slot
+        // before it is written, but a NaN there would survive a zero weight.
+        vt_status st = buffer_->iface->clear(buffer_.get(), 0);
+        if (st != VT_OK) fail(st, "cannot clear the KV cache on %s", device_name(dev).c_str());
     }
     k_.resize(n_layer);
     v_.resize(n_layer);
-    uint8_t *p = static_cast<uint8_t *>(mem_);
+    uint8_t *p = static_cast<uint8_t *>(buffer_->iface->get_base(buffer_.get()));
     for (size_t l = 0; l < n_layer; ++l) {
         const int64_t kv_row = model.cache_layers[l].kv_row, n_blocks = blocks_[layer_group_[l]];
         const size_t layer_bytes = (size_t)(n_blocks * block_size) * row_bytes(DType::F16, kv_row);
         tensor_init(k_[l], DType::F16, block_size, kv_row, n_blocks, 1, p, "k_pool");
+        k_[l].buffer = buffer_.get();
         p += layer_bytes;
         tensor_init(v_[l], DType::F16, kv_row, n_blocks * block_size, 1, 1, p, "v_pool");
+        v_[l].buffer = buffer_.get();
         p += layer_bytes;
     }
 }
 
-PagedKv::~PagedKv() {
-    if (mem_) munmap(mem_, bytes_);
-}
+PagedKv::~PagedKv() = default;
 
 } // namespace vt
