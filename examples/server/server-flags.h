@@ -16,6 +16,7 @@ struct Guards {
 
 struct ServerOptions {
     std::string model;
+    std::string device;               // --device: a vt_device_info name, "" = the CPU
     std::string quantize;             // --quantize: a vt_quant_type name, "" = keep the file's types
     std::string host = "127.0.0.1";
     int port = 8080;

@@ -1,12 +1,13 @@
 /* vt_device.h - compute devices: what this process can run models on.
  *
  * libvt always has the CPU ("cpu"). Backend modules (libvt-backend-<name>.so)
- * add devices when they load: libvt looks for them at first use in each
- * directory of $VT_BACKEND_PATH (':'-separated), then in "vt/" beside
- * libvt itself (where they are installed), then beside libvt under
- * "backends/<name>/" (the build tree). A module that is absent, cannot be
- * loaded (e.g. no libvulkan on the machine), was built for another backend
- * interface, or finds no device is skipped with a log line; the CPU remains.
+ * add devices when they load: at first use libvt loads every such file in
+ * each directory of $VT_BACKEND_PATH (':'-separated), then in "vt/" beside
+ * libvt itself (where they are installed), then the modules of its build
+ * tree ("backends/<name>/" beside libvt); the first module of a backend name
+ * wins. A module that cannot be loaded (e.g. no libvulkan on the machine),
+ * was built for another backend interface, or finds no device is skipped
+ * with a log line; the CPU remains.
  *
  * A model's weights are placed on one device at load (vt_model_params.device)
  * and its contexts compute there; ops a device lacks run on the CPU, with the

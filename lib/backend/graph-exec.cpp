@@ -46,7 +46,7 @@ void GraphExecutor::run_on_cpu(const Node &n) {
     if (!cpu_stream_) cpu_stream_ = stream_create(cpu_device(), n_threads_);
     if (!logged_[(int)n.op]) {
         logged_[(int)n.op] = true;
-        VT_LOG_INFO("%s cannot run %s (%s): it runs on the CPU, with copies", device_name(device_).c_str(),
+        VT_LOG_WARN("%s cannot run %s (%s): it runs on the CPU, with copies", device_name(device_).c_str(),
                     op_name(n.op), dtype_name(n.src[0] ? n.src[0]->type : n.dst->type));
     }
     ++fallback_nodes_;

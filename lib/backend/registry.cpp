@@ -2,7 +2,9 @@
 // disk (vt/vt_device.h gives the search order). Loaded once per process.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -17,7 +19,8 @@ extern "C" vt_backend_reg *vt_backend_cpu_reg(void);
 namespace vt {
 namespace {
 
-// Modules libvt knows how to name. Adding a backend = one entry here, its
+// Modules built in this tree (found at backends/<name>/ beside libvt when
+// run from the build directory). Adding a backend = one entry here, its
 // folder under backends/ and its meson option.
 const char *const kModules[] = {"vulkan"};
 
@@ -34,67 +37,97 @@ std::string library_dir() {
     return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-std::vector<std::string> candidate_paths(const char *module) {
-    const std::string file = std::string("libvt-backend-") + module + ".so";
+bool is_module_name(const std::string &f) {
+    static const std::string prefix = "libvt-backend-", suffix = ".so";
+    return f.size() > prefix.size() + suffix.size() && f.compare(0, prefix.size(), prefix) == 0 &&
+           f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Every module file of a directory, in name order.
+std::vector<std::string> modules_in(const std::string &dir) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto &e : std::filesystem::directory_iterator(dir, ec))
+        if (is_module_name(e.path().filename().string())) out.push_back(e.path().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+// Where modules are looked for (vt/vt_device.h): every module in each
+// $VT_BACKEND_PATH directory and in vt/ beside libvt, then the known
+// modules at their place in the build tree.
+std::vector<std::string> module_paths() {
     std::vector<std::string> paths;
+    auto add = [&](const std::vector<std::string> &more) { paths.insert(paths.end(), more.begin(), more.end()); };
     if (const char *env = std::getenv("VT_BACKEND_PATH")) {
-        std::string dirs = env;
+        const std::string dirs = env;
         size_t at = 0;
         while (at <= dirs.size()) {
             size_t end = dirs.find(':', at);
             if (end == std::string::npos) end = dirs.size();
-            if (end > at) paths.push_back(dirs.substr(at, end - at) + "/" + file);
+            if (end > at) add(modules_in(dirs.substr(at, end - at)));
             at = end + 1;
         }
     }
     const std::string dir = library_dir();
     if (!dir.empty()) {
-        paths.push_back(dir + "/vt/" + file);
-        paths.push_back(dir + "/backends/" + module + "/" + file);
+        add(modules_in(dir + "/vt"));
+        for (const char *m : kModules) {
+            const std::string p = dir + "/backends/" + m + "/libvt-backend-" + m + ".so";
+            if (std::filesystem::exists(p)) paths.push_back(p);
+        }
     }
     return paths;
 }
 
-// Loads the first of module's candidates that opens; its registry or null.
-vt_backend_reg *load_module(const char *module) {
-    for (const std::string &path : candidate_paths(module)) {
-        void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!handle) {
-            // Absent is the common case (no such file); anything else is a
-            // module that exists but cannot load (e.g. no libvulkan).
-            const char *err = dlerror();
-            if (err && !std::strstr(err, "No such file")) VT_LOG_WARN("backend %s: %s", module, err);
-            continue;
-        }
-        auto init = reinterpret_cast<vt_backend_init_fn>(dlsym(handle, VT_BACKEND_INIT_SYMBOL));
-        if (!init) {
-            VT_LOG_WARN("backend %s: %s has no %s", module, path.c_str(), VT_BACKEND_INIT_SYMBOL);
-            dlclose(handle);
-            continue;
-        }
-        vt_backend_reg *reg = init(&kHost);
-        if (!reg) {
-            VT_LOG_INFO("backend %s: no usable device (%s)", module, path.c_str());
-            dlclose(handle);
-            return nullptr;
-        }
-        if (reg->iface->api_version != VT_BACKEND_API_VERSION) {
-            VT_LOG_WARN("backend %s: %s implements backend interface %u, libvt %u: skipped", module, path.c_str(),
-                        reg->iface->api_version, (unsigned)VT_BACKEND_API_VERSION);
-            // Its free may not match our struct layout: leak it, keep the handle.
-            return nullptr;
-        }
-        VT_LOG_INFO("backend %s: loaded %s", module, path.c_str());
-        return reg;  // the handle stays open for the life of the process
+// The registry of the module at path, or null (logged) when it cannot be
+// used. A module that loads stays loaded for the life of the process.
+vt_backend_reg *load_module(const std::string &path) {
+    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        // E.g. the Vulkan module on a machine without libvulkan.
+        const char *err = dlerror();
+        VT_LOG_WARN("backend module %s cannot be loaded: %s", path.c_str(), err ? err : "?");
+        return nullptr;
     }
-    return nullptr;
+    auto init = reinterpret_cast<vt_backend_init_fn>(dlsym(handle, VT_BACKEND_INIT_SYMBOL));
+    if (!init) {
+        VT_LOG_WARN("backend module %s has no %s: skipped", path.c_str(), VT_BACKEND_INIT_SYMBOL);
+        dlclose(handle);
+        return nullptr;
+    }
+    vt_backend_reg *reg = init(&kHost);
+    if (!reg) {
+        VT_LOG_INFO("backend module %s: no usable device", path.c_str());
+        dlclose(handle);
+        return nullptr;
+    }
+    if (reg->iface->api_version != VT_BACKEND_API_VERSION) {
+        // Its other entries may not match our layout: touch nothing more,
+        // and keep it mapped (its objects may still be referenced).
+        VT_LOG_WARN("backend module %s implements backend interface %u, libvt %u: skipped", path.c_str(),
+                    reg->iface->api_version, (unsigned)VT_BACKEND_API_VERSION);
+        return nullptr;
+    }
+    VT_LOG_INFO("backend module %s: loaded", path.c_str());
+    return reg;
 }
 
 std::vector<vt_device *> load_devices() {
     std::vector<vt_device *> out;
     std::vector<vt_backend_reg *> regs{vt_backend_cpu_reg()};
-    for (const char *m : kModules)
-        if (vt_backend_reg *r = load_module(m)) regs.push_back(r);
+    std::vector<std::string> names{"cpu"};
+    for (const std::string &path : module_paths()) {
+        // The first module of a backend wins ($VT_BACKEND_PATH over the
+        // installed one); a second of the same name is not even opened.
+        const std::string file = path.substr(path.rfind('/') + 1);
+        const std::string name = file.substr(14, file.size() - 14 - 3);  // libvt-backend-<name>.so
+        if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+        if (vt_backend_reg *r = load_module(path)) {
+            regs.push_back(r);
+            names.push_back(name);
+        }
+    }
     for (vt_backend_reg *r : regs) {
         const size_t n = r->iface->device_count(r);
         for (size_t i = 0; i < n; ++i)
