@@ -34,6 +34,7 @@ namespace {
 struct Options {
     std::string model;
     std::string device;  // --device: a vt_device_info name, "" = the CPU
+    int n_gpu_layers = -1;  // --n-gpu-layers
     int n_prompt = 512;
     int n_gen = 128;
     int n_depth = 0;
@@ -161,6 +162,7 @@ int run(const Options &o) {
     if (failed(vt_quant_type_from_name(o.quantize.c_str(), &quantize))) return 1;
     mp.quantize = quantize;
     mp.device = o.device.empty() ? nullptr : o.device.c_str();
+    mp.n_gpu_layers = o.n_gpu_layers;
     vt_model *mraw = nullptr;
     if (failed(vt_model_load(o.model.c_str(), &mp, &mraw))) return 1;
     std::unique_ptr<vt_model, ModelDel> model(mraw);
@@ -278,6 +280,9 @@ int main(int argc, char **argv) {
     app.add_option("--quantize", o.quantize,
                    "quantize F32/F16/BF16 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0 or Q4_1");
     app.add_option("--device", o.device, "device for the weights and compute (--list-devices), default cpu");
+    app.add_option("--n-gpu-layers,--ngl", o.n_gpu_layers,
+                   "with --device: layers it holds (the last ones; the rest run on the CPU), -1 = all")
+        ->capture_default_str();
     app.add_flag_callback(
         "--list-devices",
         [] {

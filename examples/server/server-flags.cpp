@@ -95,6 +95,9 @@ std::optional<int> parse_flags(int argc, char **argv, ServerOptions &o) {
     app.add_option("--quantize", o.quantize,
                    "quantize F32/F16/BF16 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0 or Q4_1");
     app.add_option("--device", o.device, "device for the weights and compute (--list-devices), default cpu");
+    app.add_option("--n-gpu-layers,--ngl", o.n_gpu_layers,
+                   "with --device: layers it holds (the last ones; the rest run on the CPU), -1 = all")
+        ->capture_default_str();
     app.add_flag_callback(
         "--list-devices",
         [] {

@@ -119,6 +119,7 @@ int serve(ServerState &st) {
     if (failed(vt_quant_type_from_name(o.quantize.c_str(), &quantize), "--quantize")) return 1;
     mp.quantize = quantize;
     mp.device = o.device.empty() ? nullptr : o.device.c_str();
+    mp.n_gpu_layers = o.n_gpu_layers;
     vt_model *mraw = nullptr;
     if (failed(vt_model_load(o.model.c_str(), &mp, &mraw), "cannot load the model")) return 1;
     std::unique_ptr<vt_model, void (*)(vt_model *)> model(mraw, vt_model_destroy);

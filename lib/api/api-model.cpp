@@ -64,6 +64,7 @@ VT_API void vt_model_params_init_v2(vt_model_params *params, size_t size) {
     std::memset(&d, 0, sizeof d);
     d.use_mmap = true;
     d.quantize = VT_QUANT_NONE;
+    d.n_gpu_layers = -1;
     if (size > sizeof d) size = sizeof d;
     d.struct_size = (uint32_t)size;
     std::memcpy(params, &d, size);
@@ -117,7 +118,7 @@ VT_API vt_status vt_model_load(const char *path, const vt_model_params *params, 
         if (q->type != VT_QUANT_NONE) quantize = q->dtype;
         auto m = std::make_unique<vt_model>();
         vt_device *device = vt::find_device(p.device);
-        m->impl = vt::Model::load(path, p.use_mmap, progress, quantize, device);
+        m->impl = vt::Model::load(path, p.use_mmap, progress, quantize, device, p.n_gpu_layers);
         m->tokenizer.impl = &m->impl->tokenizer();
         *out = m.release();
     });
@@ -151,6 +152,7 @@ VT_API vt_status vt_model_get_info(const vt_model *model, vt_model_info *info) {
     full.device = vt::device_props(m.device()).name;
     full.uploaded_bytes = m.uploaded_bytes();
     full.upload_seconds = m.upload_seconds();
+    full.n_device_layers = m.n_device_layers();
     // Older callers pass a smaller struct: fill only what they know of.
     std::memcpy(info, &full, info->struct_size < sizeof full ? info->struct_size : sizeof full);
     return VT_OK;

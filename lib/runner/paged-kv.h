@@ -24,8 +24,8 @@ namespace vt {
 class PagedKv {
 public:
     // Allocates blocks_per_group[g] blocks of block_size tokens for every
-    // layer of group g of cache_groups(model.cache_layers), on the model's
-    // device. On the CPU the pages are untouched (and cost nothing) until
+    // layer of group g of cache_groups(model.cache_layers), on the layer's
+    // device (Model::layer_device). On the CPU the pages are untouched (and cost nothing) until
     // first written. Errors:
     // VT_ERR_INVALID_ARGUMENT (a group without blocks, a zero block size),
     // VT_ERR_OUT_OF_MEMORY.
@@ -47,7 +47,7 @@ private:
     std::vector<CacheGroup> groups_;
     std::vector<uint32_t> blocks_, layer_group_;
     uint64_t bytes_ = 0;
-    BufferPtr buffer_;  // every layer's K and V, on the model's device
+    std::vector<BufferPtr> buffers_;  // per device: its layers' K and V
     std::vector<Tensor> k_, v_;
 };
 

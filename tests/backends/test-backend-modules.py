@@ -10,7 +10,8 @@ version, and as one without a device. Checks that:
     skipped with a warning or silently, and libvt still runs;
   - a model on fake0 (weights uploaded into its memory, every op run on the
     CPU through the copies of the graph executor) prints exactly the CPU's
-    greedy tokens, and the fallback is logged;
+    greedy tokens, and the fallback is logged; so do layer splits
+    (--n-gpu-layers 0 and 1 of the tiny model's 2);
   - libvt alone in a directory, with no module anywhere beside it, lists
     only the CPU and runs there (a machine without the Vulkan module or
     libvulkan);
@@ -66,7 +67,11 @@ def main():
         check("fallback: fake0 prints the CPU's greedy tokens exactly",
               rc_f == 0 and out_f == out_c, f"cpu {out_c!r}\nfake0 {out_f!r}\n{err_f}")
         check("fallback: the weights were uploaded and the fallback logged",
-              "weights on fake0" in err_f and "runs on the CPU, with copies" in err_f, err_f)
+              "weights on fake0 (2 of 2 layers)" in err_f and "runs on the CPU, with copies" in err_f, err_f)
+        for ngl in ("0", "1"):
+            rc_n, out_n, err_n = run([gen] + greedy + ["--device", "fake0", "--n-gpu-layers", ngl], env)
+            check(f"split: --n-gpu-layers {ngl} prints the CPU's greedy tokens exactly",
+                  rc_n == 0 and out_n == out_c, f"{out_n!r}\n{err_n}")
 
         rc, out, err = run([gen] + greedy + ["--device", "gpu7"], env)
         check("an unknown device fails cleanly and lists the devices",

@@ -36,7 +36,8 @@ vt_model_info info_of(const Model &m) {
 }
 
 std::shared_ptr<Model> load(const std::filesystem::path &path, bool use_mmap, py::object progress,
-                            std::optional<std::string> quantize, std::optional<std::string> device) {
+                            std::optional<std::string> quantize, std::optional<std::string> device,
+                            int32_t n_gpu_layers) {
     auto model = std::make_shared<Model>();
     model->path = path.string();
     vt_model_params mp;
@@ -46,6 +47,7 @@ std::shared_ptr<Model> load(const std::filesystem::path &path, bool use_mmap, py
     if (quantize) check(vt_quant_type_from_name(quantize->c_str(), &q));
     mp.quantize = q;
     mp.device = device ? device->c_str() : nullptr;
+    mp.n_gpu_layers = n_gpu_layers;
     ProgressCall pc{progress, std::nullopt};
     if (!progress.is_none()) {
         mp.progress = on_progress;
@@ -158,7 +160,7 @@ void init_model(py::module_ &m) {
         "    model = vt.Model(\"SmolLM2-135M-Instruct.Q4_1.gguf\")\n"
         "    model.arch, model.n_params, model.meta[\"general.name\"]")
         .def(py::init(&load), py::arg("path"), py::arg("use_mmap") = true, py::arg("progress") = py::none(),
-             py::arg("quantize") = py::none(), py::arg("device") = py::none(),
+             py::arg("quantize") = py::none(), py::arg("device") = py::none(), py::arg("n_gpu_layers") = -1,
              "Loads a GGUF model file or a Hugging Face model folder (the GIL is released while it loads).\n\n"
              "Args:\n"
              "    path: the .gguf file or the folder (str or os.PathLike).\n"
@@ -172,7 +174,10 @@ void init_model(py::module_ &m) {
              "        weight is quantized to it at load, byte for byte as llama.cpp's quantizer\n"
              "        would (see vt_model_params.quantize); Model.quantization tells what was.\n"
              "    device: a name from vt.devices() (\"cpu\", \"vulkan0\"); None = \"cpu\". The\n"
-             "        weights are uploaded to it at load, and contexts of the model compute there.\n\n"
+             "        weights are uploaded to it at load, and contexts of the model compute there.\n"
+             "    n_gpu_layers: with a device other than the CPU, how many layers (the last ones)\n"
+             "        it holds; the rest, and the embedding and output unless all layers are\n"
+             "        there, stay on the CPU. -1 = every layer.\n\n"
              "Raises:\n"
              "    VtIOError: missing or unreadable file, or a directory.\n"
              "    VtFormatError: not GGUF, or corrupt (the message names the byte offset).\n"
@@ -202,6 +207,8 @@ void init_model(py::module_ &m) {
                                "The device holding the weights (\"cpu\", \"vulkan0\").")
         .def_property_readonly("uploaded_bytes", [](const Model &self) { return info_of(self).uploaded_bytes; },
                                "Weight bytes copied into the device's memory at load (0 on the CPU).")
+        .def_property_readonly("n_device_layers", [](const Model &self) { return info_of(self).n_device_layers; },
+                               "Layers whose weights and KV are on Model.device.")
         .def_property_readonly("quantization", [](const Model &self) -> py::object {
                 const vt_model_info info = info_of(self);
                 if (info.quantize == VT_QUANT_NONE) return py::none();
