@@ -8,8 +8,11 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
+# The last line: the Vulkan backend module (built when they are present) and
+# Mesa's lavapipe, a Vulkan device on the CPU that its tests run on.
 packages=(build-essential pkg-config python3-venv catch2 libxxhash-dev libpcre2-dev
-          libutf8proc-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev)
+          libutf8proc-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+          libvulkan-dev glslc mesa-vulkan-drivers)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

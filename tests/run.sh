@@ -36,4 +36,6 @@ fi
 "$root/.venv/bin/python" "$root/tests/tokenizers/make-goldens.py" --fixtures-only ||
     missing "tokenizer fixtures failed" "the parity cases that need them"
 [ -d "$root/../shared/data" ] || missing "no ../shared/data beside the repository" "the data-driven cases"
+[ -f "$root/build/backends/vulkan/libvt-backend-vulkan.so" ] ||
+    missing "the Vulkan backend module was not built (libvulkan-dev, glslc)" "the Vulkan tests"
 exec "$root/.venv/bin/meson" test -C "$root/build" --print-errorlogs "$@"

@@ -1,9 +1,17 @@
-// The CPU backend: runs a graph on a persistent thread pool. One pool job
+// The CPU backend (built into libvt): one device, "cpu", whose buffers are
+// host memory; its stream runs a graph on a persistent thread pool. One pool job
 // covers the whole graph; threads meet at a barrier between nodes (as ggml
 // does), so there is no per-op wake-up.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "backend/backend-impl.h"
 #include "core/error.h"
@@ -62,12 +70,68 @@ bool supports(const Node &n) {
 
 namespace {
 
-const char *cpu_get_name(void *) { return "cpu"; }
+// ---- buffers: host memory ------------------------------------------------
 
-bool cpu_supports_op(void *, const Node *node) { return supports(*node); }
+// Large buffers (the KV pool, big arenas) come straight from mmap: pages
+// cost nothing until first written, however large the budget, and malloc
+// debugging (MALLOC_PERTURB_) does not write them all.
+constexpr size_t kMapAtLeast = (size_t)1 << 20;
 
-vt_status cpu_graph_compute(void *ctx, const Node *nodes, int n_nodes) {
-    auto *be = static_cast<CpuBackend *>(ctx);
+struct HostBuffer {
+    void *ptr;
+    size_t mapped;  // bytes mapped, 0 for the heap or memory the caller owns
+    bool owned;
+};
+
+void buf_free(vt_buffer *b) {
+    auto *h = static_cast<HostBuffer *>(b->context);
+    if (h->owned) {
+        if (h->mapped) munmap(h->ptr, h->mapped);
+        else std::free(h->ptr);
+    }
+    delete h;
+    delete b;
+}
+void *buf_base(vt_buffer *b) { return static_cast<HostBuffer *>(b->context)->ptr; }
+vt_status buf_set(vt_buffer *b, const void *src, size_t offset, size_t n) {
+    std::memcpy(static_cast<uint8_t *>(buf_base(b)) + offset, src, n);
+    return VT_OK;
+}
+vt_status buf_get(vt_buffer *b, void *dst, size_t offset, size_t n) {
+    std::memcpy(dst, static_cast<const uint8_t *>(buf_base(b)) + offset, n);
+    return VT_OK;
+}
+vt_status buf_clear(vt_buffer *b, uint8_t value) {
+    std::memset(buf_base(b), value, b->size);
+    return VT_OK;
+}
+const vt_buffer_i kBufferIface = {buf_free, buf_base, buf_set, buf_get, buf_clear};
+
+vt_buffer_type g_buft{};  // set up with the device below
+
+vt_buffer *wrap(void *ptr, size_t size, size_t mapped, bool owned) {
+    return new vt_buffer{&kBufferIface, &g_buft, new HostBuffer{ptr, mapped, owned}, size};
+}
+
+const char *buft_name(vt_buffer_type *) { return "cpu"; }
+vt_buffer *buft_alloc(vt_buffer_type *, size_t size) {
+    size = (size + 63) & ~(size_t)63;
+    if (size >= kMapAtLeast) {
+        void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        return p == MAP_FAILED ? nullptr : wrap(p, size, size, true);
+    }
+    void *p = std::aligned_alloc(64, size);
+    return p ? wrap(p, size, 0, true) : nullptr;
+}
+size_t buft_alignment(vt_buffer_type *) { return 64; }
+size_t buft_max_size(vt_buffer_type *) { return SIZE_MAX; }
+bool buft_is_host(vt_buffer_type *) { return true; }
+const vt_buffer_type_i kBufferTypeIface = {buft_name, buft_alloc, buft_alignment, buft_max_size, buft_is_host};
+
+// ---- stream: the thread pool -----------------------------------------------
+
+vt_status stream_compute(vt_stream *s, const Node *nodes, int n_nodes) {
+    auto *be = static_cast<CpuBackend *>(s->context);
     int nth = be->pool->size();
     size_t need = 0;
     for (int i = 0; i < n_nodes; ++i) {
@@ -95,27 +159,78 @@ vt_status cpu_graph_compute(void *ctx, const Node *nodes, int n_nodes) {
     return VT_OK;
 }
 
-void *cpu_alloc_host(void *, size_t size) { return std::aligned_alloc(64, (size + 63) & ~(size_t)63); }
-void cpu_free_host(void *, void *ptr) { std::free(ptr); }
-
-void cpu_free(void *ctx) {
-    auto *be = static_cast<CpuBackend *>(ctx);
+void stream_free(vt_stream *s) {
+    auto *be = static_cast<CpuBackend *>(s->context);
     std::free(be->wdata);
     delete be;
+    delete s;
 }
 
-const vt_backend_i kCpuIface = {
-    VT_BACKEND_API_VERSION, cpu_get_name, cpu_supports_op, cpu_graph_compute,
-    cpu_alloc_host,         cpu_free_host, cpu_free,
-};
+const vt_stream_i kStreamIface = {stream_free, stream_compute};
+
+// ---- the device ----------------------------------------------------------------
+
+vt_device g_device{};
+vt_backend_reg g_reg{};
+std::string g_description;
+
+std::string cpu_model_name() {
+    std::FILE *f = std::fopen("/proc/cpuinfo", "r");
+    std::string name = "CPU";
+    if (!f) return name;
+    char line[512];
+    while (std::fgets(line, sizeof line, f)) {
+        if (std::strncmp(line, "model name", 10) != 0) continue;
+        const char *colon = std::strchr(line, ':');
+        if (!colon) break;
+        name = colon + 1;
+        while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.erase(0, 1);
+        while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+        break;
+    }
+    std::fclose(f);
+    return name;
+}
+
+void dev_props(vt_device *, vt_device_props *p) {
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    p->name = "cpu";
+    p->description = g_description.c_str();
+    p->type = VT_DEVICE_TYPE_CPU;
+    p->memory_total = (uint64_t)sysconf(_SC_PHYS_PAGES) * page;
+    p->memory_free = (uint64_t)sysconf(_SC_AVPHYS_PAGES) * page;
+}
+vt_buffer_type *dev_buft(vt_device *) { return &g_buft; }
+bool dev_supports_op(vt_device *, const Node *node) { return supports(*node); }
+bool dev_supports_buft(vt_device *, vt_buffer_type *bt) { return bt->iface->is_host(bt); }
+vt_buffer *dev_from_host_ptr(vt_device *, void *ptr, size_t size) { return wrap(ptr, size, 0, false); }
+vt_stream *dev_stream(vt_device *dev, const vt_stream_params *params) {
+    auto *be = new CpuBackend();
+    int n = params && params->n_threads > 0 ? (int)params->n_threads : default_thread_count();
+    be->pool = std::make_unique<ThreadPool>(n);
+    VT_LOG_INFO("cpu backend: %d threads, kernels %s", n, cpu_kernel_isa());
+    return new vt_stream{&kStreamIface, dev, be};
+}
+const vt_device_i kDeviceIface = {dev_props, dev_buft, dev_supports_op, dev_supports_buft, dev_from_host_ptr,
+                                  dev_stream};
+
+const char *reg_name(vt_backend_reg *) { return "cpu"; }
+size_t reg_count(vt_backend_reg *) { return 1; }
+vt_device *reg_device(vt_backend_reg *, size_t i) { return i == 0 ? &g_device : nullptr; }
+const vt_backend_reg_i kRegIface = {VT_BACKEND_API_VERSION, reg_name, reg_count, reg_device, nullptr};
 
 } // namespace
 } // namespace vt::cpu
 
-extern "C" vt_backend *vt_backend_cpu_create(const vt_backend_params *params) {
-    auto *be = new vt::cpu::CpuBackend();
-    int n = params && params->n_threads > 0 ? (int)params->n_threads : vt::default_thread_count();
-    be->pool = std::make_unique<vt::ThreadPool>(n);
-    VT_LOG_INFO("cpu backend: %d threads, kernels %s", n, vt::cpu_kernel_isa());
-    return new vt_backend{&vt::cpu::kCpuIface, be};
+// The built-in backend's registry (lib/backend/registry.cpp lists it first).
+extern "C" vt_backend_reg *vt_backend_cpu_reg(void) {
+    using namespace vt::cpu;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        g_description = cpu_model_name() + " (kernels: " + vt::cpu_kernel_isa() + ")";
+        g_reg = vt_backend_reg{&kRegIface, nullptr};
+        g_device = vt_device{&kDeviceIface, &g_reg, nullptr};
+        g_buft = vt_buffer_type{&kBufferTypeIface, &g_device, nullptr};
+    });
+    return &g_reg;
 }

@@ -27,18 +27,20 @@
 #include <vector>
 
 #include "vt/vt.h"
+#include "../common/devices.h"
 
 namespace {
 
 struct Options {
     std::string model;
+    std::string device;  // --device: a vt_device_info name, "" = the CPU
+    int n_gpu_layers = -1;  // --n-gpu-layers
     int n_prompt = 512;
     int n_gen = 128;
     int n_depth = 0;
     unsigned threads = 0;
     int reps = 5;
     unsigned n_batch = 512;
-    std::string backend = "cpu";
     std::string quantize;  // --quantize: a vt_quant_type name, "" = keep the file's types
     bool json = false;
 };
@@ -159,9 +161,12 @@ int run(const Options &o) {
     vt_quant_type quantize = VT_QUANT_NONE;
     if (failed(vt_quant_type_from_name(o.quantize.c_str(), &quantize))) return 1;
     mp.quantize = quantize;
+    mp.device = o.device.empty() ? nullptr : o.device.c_str();
+    mp.n_gpu_layers = o.n_gpu_layers;
     vt_model *mraw = nullptr;
     if (failed(vt_model_load(o.model.c_str(), &mp, &mraw))) return 1;
     std::unique_ptr<vt_model, ModelDel> model(mraw);
+    vt_examples::print_placement("vt-bench", model.get());
     vt_model_info info;
     std::memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
@@ -179,7 +184,6 @@ int run(const Options &o) {
     vt_context_params cp;
     vt_context_params_init(&cp);
     cp.n_threads = o.threads;
-    cp.backend = o.backend.c_str();
     cp.n_batch = o.n_batch;
     vt_context *craw = nullptr;
     if (failed(vt_context_create(model.get(), &cp, &craw))) return 1;
@@ -223,14 +227,14 @@ int run(const Options &o) {
     const Stats pps = stats(pp), tgs = stats(tg);
     if (o.json) {
         std::printf("{\"model\": \"%s\", \"arch\": \"%s\", \"size_bytes\": %llu, \"n_params\": %llu, "
-                    "\"backend\": \"%s\", \"threads\": %u, \"n_batch\": %u, \"n_prompt\": %d, "
+                    "\"device\": \"%s\", \"threads\": %u, \"n_batch\": %u, \"n_prompt\": %d, "
                     "\"n_gen\": %d, \"n_depth\": %d, \"reps\": %d, \"quantize\": \"%s\", "
                     "\"quantize_seconds\": %.3f, \"statistic\": \"mean\", "
                     "\"pp_tps\": %.3f, \"pp_stddev\": %.3f, \"tg_tps\": %.3f, \"tg_stddev\": %.3f, "
                     "\"pp_samples\": [%s], \"tg_samples\": [%s]}\n",
                     json_escape(name).c_str(), json_escape(arch(model.get())).c_str(),
                     (unsigned long long)info.size_bytes, (unsigned long long)info.n_params,
-                    json_escape(o.backend).c_str(), o.threads, o.n_batch, o.n_prompt, o.n_gen, o.n_depth, o.reps,
+                    json_escape(info.device ? info.device : "cpu").c_str(), o.threads, o.n_batch, o.n_prompt, o.n_gen, o.n_depth, o.reps,
                     quant_name, info.quantize_seconds, pps.mean, pps.stddev, tgs.mean, tgs.stddev, join(pp).c_str(), join(tg).c_str());
         return 0;
     }
@@ -249,13 +253,13 @@ int run(const Options &o) {
     char threads[16];
     if (o.threads) std::snprintf(threads, sizeof threads, "%u", o.threads);
     else std::snprintf(threads, sizeof threads, "auto");
-    std::printf("| model | size | params | backend | threads | test | t/s |\n");
+    std::printf("| model | size | params | device | threads | test | t/s |\n");
     std::printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
     char at[32] = "";
     if (o.n_depth) std::snprintf(at, sizeof at, " @ d%d", o.n_depth);  // llama-bench's label
     auto row = [&](const char *test, int n, const Stats &s) {
         std::printf("| %s | %s | %s | %s | %s | %s%d%s | %.2f ± %.2f |\n", desc.c_str(), size, params,
-                    o.backend.c_str(), threads, test, n, at, s.mean, s.stddev);
+                    info.device ? info.device : "cpu", threads, test, n, at, s.mean, s.stddev);
     };
     if (!pp.empty()) row("pp", o.n_prompt, pps);
     if (!tg.empty()) row("tg", o.n_gen, tgs);
@@ -275,6 +279,18 @@ int main(int argc, char **argv) {
     app.add_option("-m,--model", o.model, "GGUF model file or Hugging Face model folder")->required();
     app.add_option("--quantize", o.quantize,
                    "quantize F32/F16/BF16 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0 or Q4_1");
+    app.add_option("--device", o.device, "device for the weights and compute (--list-devices), default cpu");
+    app.add_option("--n-gpu-layers,--ngl", o.n_gpu_layers,
+                   "with --device: layers it holds (the last ones; the rest run on the CPU), -1 = all")
+        ->capture_default_str();
+    app.add_flag_callback(
+        "--list-devices",
+        [] {
+            const int rc = vt_examples::print_devices(stdout);
+            if (rc == 0) throw CLI::Success();
+            throw CLI::RuntimeError(rc);
+        },
+        "list the devices (name, backend, type, memory) and exit");
     app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens for pp, 0 = skip")
         ->capture_default_str()
         ->check(CLI::Range(0, 1 << 20));
@@ -291,7 +307,6 @@ int main(int argc, char **argv) {
     app.add_option("-b,--batch", o.n_batch, "context n_batch (most tokens per step)")
         ->capture_default_str()
         ->check(CLI::Range(1u, 1u << 20));
-    app.add_option("--backend", o.backend, "backend name")->capture_default_str();
     app.add_flag("--json", o.json, "print one JSON object instead of the table");
     try {
         app.parse(argc, argv);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "vt/vt.h"
+#include "../common/devices.h"
 
 namespace {
 
@@ -32,6 +33,8 @@ struct Options {
     std::string prompt;
     std::string prompt_file;
     std::string quantize;        // --quantize: a vt_quant_type name, "" = keep the file's types
+    std::string device;          // --device: a vt_device_info name, "" = the CPU
+    int n_gpu_layers = -1;       // --n-gpu-layers
     int n_predict = 128;
     float temp = 0.8f;
     int top_k = 40;
@@ -198,6 +201,8 @@ int run(const Options &o) {
     vt_quant_type quantize = VT_QUANT_NONE;
     if (failed(vt_quant_type_from_name(o.quantize.c_str(), &quantize))) return 1;
     mp.quantize = quantize;
+    mp.device = o.device.empty() ? nullptr : o.device.c_str();
+    mp.n_gpu_layers = o.n_gpu_layers;
     vt_model *mraw = nullptr;
     if (failed(vt_model_load(o.model.c_str(), &mp, &mraw))) {
         if (progress.tty && progress.last >= 0 && progress.last < 100) std::fputc('\n', stderr);
@@ -212,6 +217,7 @@ int run(const Options &o) {
                      info.n_quantized, vt_quant_type_name(quantize), info.n_quantize_fallback, info.n_quantize_kept,
                      (double)info.quantized_bytes / (1 << 20), info.quantize_seconds);
     }
+    vt_examples::print_placement("vt-generate", model.get());
     const vt_tokenizer *tok = nullptr;
     if (failed(vt_model_tokenizer(model.get(), &tok))) return 1;
 
@@ -331,6 +337,19 @@ int main(int argc, char **argv) {
     app.add_option("-m,--model", o.model, "GGUF model file or Hugging Face model folder")->required();
     app.add_option("--quantize", o.quantize,
                    "quantize F32/F16/BF16 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0 or Q4_1");
+    app.add_option("--device", o.device, "device for the weights and compute (--list-devices), default cpu");
+    app.add_option("--n-gpu-layers,--ngl", o.n_gpu_layers,
+                   "with --device: layers it holds (the last ones; the rest run on the CPU), -1 = all")
+        ->capture_default_str();
+    app.add_flag_callback(
+        "--list-devices",
+        [] {
+            const int rc = vt_examples::print_devices(stdout);
+            if (rc == 0) throw CLI::Success();
+            throw CLI::RuntimeError(rc);
+        },
+        "list the devices (name, backend, type, memory) and exit");
+
     auto *p_opt = app.add_option("-p,--prompt", o.prompt, "prompt text");
     auto *f_opt = app.add_option("-f,--file", o.prompt_file, "read the prompt from a file");
     p_opt->excludes(f_opt);

@@ -16,6 +16,8 @@ struct Guards {
 
 struct ServerOptions {
     std::string model;
+    std::string device;               // --device: a vt_device_info name, "" = the CPU
+    int n_gpu_layers = -1;            // --n-gpu-layers
     std::string quantize;             // --quantize: a vt_quant_type name, "" = keep the file's types
     std::string host = "127.0.0.1";
     int port = 8080;

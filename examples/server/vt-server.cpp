@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 
+#include "../common/devices.h"
 #include "server-engine.h"
 #include "server-flags.h"
 #include "server-metrics.h"
@@ -117,9 +118,12 @@ int serve(ServerState &st) {
     vt_quant_type quantize = VT_QUANT_NONE;
     if (failed(vt_quant_type_from_name(o.quantize.c_str(), &quantize), "--quantize")) return 1;
     mp.quantize = quantize;
+    mp.device = o.device.empty() ? nullptr : o.device.c_str();
+    mp.n_gpu_layers = o.n_gpu_layers;
     vt_model *mraw = nullptr;
     if (failed(vt_model_load(o.model.c_str(), &mp, &mraw), "cannot load the model")) return 1;
     std::unique_ptr<vt_model, void (*)(vt_model *)> model(mraw, vt_model_destroy);
+    vt_examples::print_placement("vt-server", model.get());
     if (quantize != VT_QUANT_NONE) {
         vt_model_info info{};
         info.struct_size = sizeof info;

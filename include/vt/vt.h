@@ -10,5 +10,6 @@
 #include "vt_sampler.h"
 #include "vt_chat.h"
 #include "vt_engine.h"
+#include "vt_device.h"
 
 #endif /* VT_H */

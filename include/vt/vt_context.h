@@ -25,7 +25,8 @@ typedef struct vt_seq vt_seq;
 typedef struct vt_context_params {
     uint32_t struct_size;   /* sizeof(vt_context_params) */
     uint32_t n_threads;     /* compute threads; 0 = number of physical cores (default) */
-    const char *backend;    /* backend name; NULL or "cpu" (default) */
+    const char *backend;    /* the device to compute on: NULL (default) = the model's
+                               (vt_model_params.device); a name must be that one */
     uint32_t n_batch;       /* most tokens per forward pass (vt_seq_step chunks, engine steps); default 512 */
     /* Serving (vt_engine.h); read at the first vt_context_submit. */
     uint64_t kv_cache_bytes;      /* KV block pool; 0 = a quarter of the available memory, capped at
@@ -52,8 +53,9 @@ VT_API void vt_context_params_init_v2(vt_context_params *params, size_t size);
 #define vt_context_params_init(params) vt_context_params_init_v2((params), sizeof *(params))
 
 /* CONSTRUCTOR. params may be NULL for defaults. The model must outlive the
- * context. Errors: VT_ERR_INVALID_ARGUMENT, VT_ERR_NOT_FOUND (no such
- * backend), VT_ERR_OUT_OF_MEMORY. */
+ * context. Errors: VT_ERR_INVALID_ARGUMENT (also: params->backend names a
+ * device other than the model's), VT_ERR_NOT_FOUND (no such device),
+ * VT_ERR_OUT_OF_MEMORY. */
 VT_API vt_status vt_context_create(const vt_model *model,
                                    const vt_context_params *params,
                                    vt_context **out);

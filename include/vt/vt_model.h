@@ -61,6 +61,19 @@ typedef struct vt_model_params {
                                           stored type. The load logs what was quantized (info
                                           level) and vt_model_get_info counts it. */
     uint32_t reserved;                 /* must be 0 */
+    /* Since ABI 1.4. */
+    const char *device;                /* the device that holds the weights and computes: a
+                                          name from vt_device_get_info ("cpu", "vulkan0");
+                                          NULL or "" = "cpu". Weights are uploaded to it
+                                          straight from the file mapping; vt_model_get_info
+                                          reports the bytes and seconds. Ops the device lacks
+                                          run on the CPU (vt_device.h). */
+    int32_t n_gpu_layers;              /* with a device other than the CPU: how many layers
+                                          (the last ones, as llama.cpp's -ngl) it holds, weights
+                                          and KV; the others stay on the CPU, as do the token
+                                          embedding and the output unless every layer is on the
+                                          device. < 0 (default) = every layer. For models larger
+                                          than the device's memory. */
 } vt_model_params;
 
 /* Defaults of the ABI 1.0 fields only (struct_size = their size), as
@@ -123,6 +136,12 @@ typedef struct vt_model_info {
     uint32_t n_quantize_kept;      /* float matmul weights kept as stored (rows fit no block) */
     uint64_t quantized_bytes;      /* bytes the quantized weights take (size_bytes counts the file's) */
     double quantize_seconds;       /* wall time spent quantizing */
+    /* Since ABI 1.4: where the weights are (vt_model_params.device). */
+    const char *device;            /* the device's name; valid as long as the process */
+    uint64_t uploaded_bytes;       /* weight bytes copied into the device's memory (0 for
+                                      the CPU, which reads the mapping or its repacked copies) */
+    double upload_seconds;         /* wall time of those copies */
+    uint32_t n_device_layers;      /* layers on that device (n_layer on the CPU) */
 } vt_model_info;
 
 /* METHOD. Fills *info; info->struct_size must be set by the caller (fields

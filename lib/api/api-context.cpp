@@ -43,7 +43,7 @@ VT_API vt_status vt_context_create(const vt_model *model, const vt_context_param
         auto c = std::make_unique<vt_context>();
         c->model = model;
         c->params = p;
-        c->impl = std::make_unique<vt::Context>(*model->impl, p.backend ? p.backend : "cpu", p.n_threads, p.n_batch);
+        c->impl = std::make_unique<vt::Context>(*model->impl, p.backend ? p.backend : "", p.n_threads, p.n_batch);
         *out = c.release();
     });
 }

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "api/api-handles.h"
+#include "backend/backend.h"
 #include "api/api-internal.h"
 
 using vt::api::copy_out;
@@ -63,6 +64,7 @@ VT_API void vt_model_params_init_v2(vt_model_params *params, size_t size) {
     std::memset(&d, 0, sizeof d);
     d.use_mmap = true;
     d.quantize = VT_QUANT_NONE;
+    d.n_gpu_layers = -1;
     if (size > sizeof d) size = sizeof d;
     d.struct_size = (uint32_t)size;
     std::memcpy(params, &d, size);
@@ -115,7 +117,8 @@ VT_API vt_status vt_model_load(const char *path, const vt_model_params *params, 
         std::optional<vt::DType> quantize;
         if (q->type != VT_QUANT_NONE) quantize = q->dtype;
         auto m = std::make_unique<vt_model>();
-        m->impl = vt::Model::load(path, p.use_mmap, progress, quantize);
+        vt_device *device = vt::find_device(p.device);
+        m->impl = vt::Model::load(path, p.use_mmap, progress, quantize, device, p.n_gpu_layers);
         m->tokenizer.impl = &m->impl->tokenizer();
         *out = m.release();
     });
@@ -146,6 +149,10 @@ VT_API vt_status vt_model_get_info(const vt_model *model, vt_model_info *info) {
     full.n_quantize_kept = q.n_kept;
     full.quantized_bytes = q.bytes_out;
     full.quantize_seconds = q.seconds;
+    full.device = vt::device_props(m.device()).name;
+    full.uploaded_bytes = m.uploaded_bytes();
+    full.upload_seconds = m.upload_seconds();
+    full.n_device_layers = m.n_device_layers();
     // Older callers pass a smaller struct: fill only what they know of.
     std::memcpy(info, &full, info->struct_size < sizeof full ? info->struct_size : sizeof full);
     return VT_OK;

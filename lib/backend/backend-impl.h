@@ -23,6 +23,7 @@
 
 #include "core/tensor.h"
 #include "vt/vt_common.h"
+#include "vt/vt_device.h"  // vt_device_type
 
 // Bumped on any change of the structs below; a module built for another
 // version is refused at load.
@@ -104,17 +105,11 @@ struct vt_stream {
 
 // ---- device ----------------------------------------------------------------
 
-typedef enum vt_device_type {
-    VT_DEVICE_TYPE_CPU = 0,
-    VT_DEVICE_TYPE_GPU = 1,   // discrete GPU
-    VT_DEVICE_TYPE_IGPU = 2,  // integrated GPU (shares host memory)
-    VT_DEVICE_TYPE_OTHER = 3, // e.g. a software rasteriser such as lavapipe
-} vt_device_type;
 
 typedef struct vt_device_props {
     const char *name;         // unique among all devices: "cpu", "vulkan0"
     const char *description;  // the driver's words: "llvmpipe (LLVM 15.0.6, 256 bits)"
-    vt_device_type type;
+    vt_device_type type;      // vt/vt_device.h
     uint64_t memory_total;    // bytes the device can allocate
     uint64_t memory_free;     // bytes free now (memory_total when not known)
 } vt_device_props;

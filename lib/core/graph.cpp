@@ -192,13 +192,14 @@ size_t Graph::plan() {
     return top;
 }
 
-void Graph::bind(uint8_t *arena) {
+void Graph::bind(uint8_t *arena, vt_buffer *buffer) {
     // Bases come before their views in tensors_, so one pass resolves chains.
     for (size_t i = 0; i < tensors_.size(); ++i) {
         const Owned &o = owned_[i];
         if (o.def == kBorrowedView) continue;
         if (o.view_of >= 0) tensors_[i].data = static_cast<uint8_t *>(tensors_[(size_t)o.view_of].data) + o.offset;
         else tensors_[i].data = arena + o.offset;
+        tensors_[i].buffer = buffer;
     }
 }
 

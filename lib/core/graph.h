@@ -56,8 +56,9 @@ public:
 
     // Assigns arena offsets to owned tensors; returns the arena size needed.
     size_t plan();
-    // Points owned tensors (and views of them) into an arena of at least plan() bytes.
-    void bind(uint8_t *arena);
+    // Points owned tensors (and views of them) into an arena of at least
+    // plan() bytes at base, in buffer (nullptr: plain host memory).
+    void bind(uint8_t *base, vt_buffer *buffer = nullptr);
 
     const std::vector<Node> &nodes() const { return nodes_; }
 

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
 #include <thread>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/quant.h"
@@ -18,7 +20,7 @@
 namespace vt {
 
 std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const Progress &progress,
-                                   std::optional<DType> quantize) {
+                                   std::optional<DType> quantize, vt_device *device, int32_t n_gpu_layers) {
     if (quantize && !can_quantize_weights(*quantize))
         fail(VT_ERR_UNSUPPORTED, "cannot quantize weights to %s at load (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K)",
              dtype_name(*quantize));
@@ -26,6 +28,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
         if (progress && !progress(p)) fail(VT_ERR_CANCELLED, "%s: load cancelled by the progress callback", path.c_str());
     };
     std::unique_ptr<Model> m(new Model());
+    m->device_ = device ? device : cpu_device();
     m->quantized_.target = quantize;
     report(0.0f);
     std::vector<int32_t> extra_eos;
@@ -43,6 +46,16 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
     m->arch_name_ = std::string(*arch);
     try {
         m->arch_ = make_architecture(m->arch_name_);
+        // Which layers the device takes is known before any weight is
+        // looked up: the CPU's are repacked for its kernels, the device's not.
+        const uint32_t n_layer = (uint32_t)m->gguf_->get_uint(m->arch_name_ + ".block_count").value_or(0);
+        if (device_is_host(m->device_)) {
+            m->n_device_layers_ = n_layer;
+            m->outer_on_device_ = true;
+        } else {
+            m->n_device_layers_ = n_gpu_layers < 0 ? n_layer : std::min<uint32_t>((uint32_t)n_gpu_layers, n_layer);
+            m->outer_on_device_ = m->n_device_layers_ == n_layer;
+        }
         m->tokenizer_ = m->from_folder_ ? Tokenizer::from_file(path) : Tokenizer::from_gguf(*m->gguf_);
         if (!extra_eos.empty()) m->tokenizer_ = with_end_of_generation(std::move(m->tokenizer_), extra_eos);
         report(0.6f);
@@ -57,6 +70,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
         if (m->hparams.n_vocab != m->tokenizer_->n_vocab())
             fail(VT_ERR_FORMAT, "the output has %u rows but the vocabulary %u tokens", m->hparams.n_vocab,
                  m->tokenizer_->n_vocab());
+        if (!device_is_host(m->device_)) m->place_weights();
     } catch (const Error &e) {
         // Name the file: the architecture and tokenizer code does not know it.
         if (e.status() == VT_ERR_CANCELLED) throw;
@@ -194,7 +208,20 @@ const Tensor *Model::matmul_weight_rows(const std::string &name, int64_t ne0, in
     return finish_matmul_weight(part, name, true);
 }
 
+vt_device *Model::layer_device(uint32_t il) const {
+    return il + n_device_layers_ >= hparams.n_layer ? device_ : cpu_device();
+}
+
+bool Model::on_device(const char *name) const {
+    if (device_is_host(device_)) return true;
+    unsigned il = 0;
+    int used = 0;
+    if (std::sscanf(name, "blk.%u.%n", &il, &used) == 1 && used > 0) return layer_device(il) == device_;
+    return outer_on_device_;
+}
+
 const Tensor *Model::repack_if_faster(Tensor *t, const std::string &name) {
+    if (!device_is_host(device_) && on_device(t->name)) return t;  // the layouts are the CPU's: a device reads the file's
     const DType x16 = x16_of(t->type);
     if (x16 == DType::F32 || !quant::x16_fits(t->type, t->ne[0], t->ne[1]) || t->ne[2] != 1 || t->ne[3] != 1 ||
         !quant::active_kernels().gemm[(int)x16])
@@ -209,6 +236,51 @@ const Tensor *Model::repack_if_faster(Tensor *t, const std::string &name) {
     tensor_init(*t, x16, t->ne[0], t->ne[1], 1, 1, mem, t->name);
     repacked_bytes_ += bytes;
     return t;
+}
+
+void Model::place_weights() {
+    const auto t0 = std::chrono::steady_clock::now();
+    vt_buffer_type *bt = device_->iface->get_buffer_type(device_);
+    const size_t align = bt->iface->get_alignment(bt), max_size = bt->iface->get_max_size(bt);
+    auto aligned = [&](size_t n) { return (n + align - 1) / align * align; };
+    // Buffers of at most max_size, each weight in one: first the layout,
+    // then one allocation per buffer, then the uploads straight from the
+    // mapping (or the copy quantize at load made).
+    std::vector<size_t> buffer_of(weights_.size()), offset_of(weights_.size());
+    std::vector<size_t> sizes{0};
+    size_t n_placed = 0;
+    for (size_t i = 0; i < weights_.size(); ++i) {
+        if (!on_device(weights_[i]->name)) continue;
+        ++n_placed;
+        const size_t n = aligned(weights_[i]->nbytes());
+        if (n > max_size)
+            fail(VT_ERR_UNSUPPORTED, "weight '%s' of %.1f MiB exceeds the largest buffer of %s (%.1f MiB)",
+                 weights_[i]->name, (double)n / (1 << 20), device_name(device_).c_str(), (double)max_size / (1 << 20));
+        if (sizes.back() + n > max_size) sizes.push_back(0);
+        buffer_of[i] = sizes.size() - 1;
+        offset_of[i] = sizes.back();
+        sizes.back() += n;
+    }
+    for (size_t n : sizes) device_weights_.push_back(buffer_alloc(device_, n, "model weights"));
+    for (size_t i = 0; i < weights_.size(); ++i) {
+        if (!on_device(weights_[i]->name)) continue;
+        Tensor &t = *weights_[i];
+        vt_buffer *b = device_weights_[buffer_of[i]].get();
+        const size_t n = t.nbytes();
+        vt_status st = b->iface->set(b, t.data, offset_of[i], n);
+        if (st != VT_OK) fail(st, "cannot upload weight '%s' to %s", t.name, device_name(device_).c_str());
+        t.data = static_cast<uint8_t *>(b->iface->get_base(b)) + offset_of[i];
+        t.buffer = b;
+        uploaded_bytes_ += n;
+    }
+    if (n_placed == weights_.size()) repacked_.clear();  // host copies (quantized at load) are on the device now
+    upload_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (n_device_layers_ < hparams.n_layer)
+        VT_LOG_INFO("%s holds the last %u of %u layers%s; the rest run on the CPU", device_name(device_).c_str(),
+                    n_device_layers_, hparams.n_layer, outer_on_device_ ? " and the output" : "");
+    VT_LOG_INFO("uploaded %zu weights, %.1f MiB, to %s in %zu buffers in %.2f s (%.2f GiB/s)", n_placed,
+                (double)uploaded_bytes_ / (1 << 20), device_name(device_).c_str(), sizes.size(), upload_seconds_,
+                upload_seconds_ > 0 ? (double)uploaded_bytes_ / (1 << 30) / upload_seconds_ : 0.0);
 }
 
 uint32_t Model::arch_u32(const char *suffix) const {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/pages.h"
 #include "core/tensor.h"
 #include "kv/cache-spec.h"
@@ -92,8 +93,28 @@ public:
     // return false to cancel (VT_ERR_CANCELLED). quantize: the type float
     // matmul weights are quantized to at load (vt_model_params.quantize; one
     // can_quantize_weights accepts), nullopt to keep the file's types.
+    // device: where the weights are placed (nullptr: the CPU); weights of
+    // another device are uploaded from the mapping once the architecture
+    // has looked them up, each byte moved once.
+    // n_gpu_layers (with a device that is not the CPU): the last that many
+    // layers go there, the others stay on the CPU, as do the embedding and
+    // the output unless every layer is on the device; < 0 = every layer.
     static std::unique_ptr<Model> load(const std::string &path, bool use_mmap, const Progress &progress,
-                                       std::optional<DType> quantize = std::nullopt);
+                                       std::optional<DType> quantize = std::nullopt, vt_device *device = nullptr,
+                                       int32_t n_gpu_layers = -1);
+
+    // The device holding the weights; contexts of the model compute there.
+    vt_device *device() const { return device_; }
+    // Weight bytes uploaded to a device that is not host memory, and the
+    // seconds it took (0 on the CPU, whose weights stay in the mapping or
+    // its repacked copies).
+    uint64_t uploaded_bytes() const { return uploaded_bytes_; }
+    double upload_seconds() const { return upload_seconds_; }
+    // The device of layer il's weights and KV: device(), or the CPU for a
+    // layer n_gpu_layers left there.
+    vt_device *layer_device(uint32_t il) const;
+    // Layers whose weights are on device() (n_layer on the CPU).
+    uint32_t n_device_layers() const { return n_device_layers_; }
 
     const GgufFile &gguf() const { return *gguf_; }
     const Tokenizer &tokenizer() const { return *tokenizer_; }
@@ -159,6 +180,16 @@ private:
     std::vector<std::unique_ptr<Tensor>> weights_;  // stable addresses
     std::vector<std::unique_ptr<PageBuffer>> repacked_;  // data of repacked weights
     size_t repacked_bytes_ = 0;
+    // Copies the weights into buffers of the device (not host memory).
+    void place_weights();
+    // Whether the weight of that GGUF name goes to device_ (n_device_layers_).
+    bool on_device(const char *name) const;
+    vt_device *device_ = nullptr;
+    uint32_t n_device_layers_ = 0;
+    bool outer_on_device_ = false;  // embedding, output norm and output
+    std::vector<BufferPtr> device_weights_;  // on device_, when it is not the CPU
+    uint64_t uploaded_bytes_ = 0;
+    double upload_seconds_ = 0;
     QuantizeStats quantized_;
 };
 

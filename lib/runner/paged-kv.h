@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/tensor.h"
 #include "kv/cache-spec.h"
 #include "model/model.h"
@@ -22,9 +23,10 @@ namespace vt {
 
 class PagedKv {
 public:
-    // Maps blocks_per_group[g] blocks of block_size tokens for every layer
-    // of group g of cache_groups(model.cache_layers). The pages are untouched
-    // (and cost nothing) until first written. Errors:
+    // Allocates blocks_per_group[g] blocks of block_size tokens for every
+    // layer of group g of cache_groups(model.cache_layers), on the layer's
+    // device (Model::layer_device). On the CPU the pages are untouched (and cost nothing) until
+    // first written. Errors:
     // VT_ERR_INVALID_ARGUMENT (a group without blocks, a zero block size),
     // VT_ERR_OUT_OF_MEMORY.
     PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_group, uint32_t block_size);
@@ -45,7 +47,7 @@ private:
     std::vector<CacheGroup> groups_;
     std::vector<uint32_t> blocks_, layer_group_;
     uint64_t bytes_ = 0;
-    void *mem_ = nullptr;
+    std::vector<BufferPtr> buffers_;  // per device: its layers' K and V
     std::vector<Tensor> k_, v_;
 };
 

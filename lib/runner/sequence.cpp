@@ -9,28 +9,22 @@
 
 namespace vt {
 
-Context::Context(const Model &model, const std::string &backend, uint32_t n_threads, uint32_t n_batch)
-    : model_(model), n_batch_(n_batch ? n_batch : 512) {
-    vt_backend_params bp{n_threads};
-    backend_ = backend_create(backend.c_str(), bp);
+namespace {
+vt_device *context_device(const Model &model, const std::string &name) {
+    vt_device *dev = model.device();
+    if (!name.empty() && name != device_name(dev)) {
+        find_device(name.c_str());  // an unknown name gets the list of devices
+        fail(VT_ERR_INVALID_ARGUMENT, "the model's weights are on %s, not %s: load it with that device",
+             device_name(dev).c_str(), name.c_str());
+    }
+    return dev;
 }
+} // namespace
 
-Context::~Context() {
-    if (arena_) free_host(arena_);
-    backend_free(backend_);
-}
+Context::Context(const Model &model, const std::string &device, uint32_t n_threads, uint32_t n_batch)
+    : model_(model), exec_(context_device(model, device), n_threads), n_batch_(n_batch ? n_batch : 512) {}
 
-void *Context::alloc_host(size_t size) {
-    void *p = backend_->iface->alloc_host ? backend_->iface->alloc_host(backend_->context, size)
-                                          : std::aligned_alloc(64, (size + 63) & ~(size_t)63);
-    if (!p) fail(VT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", size);
-    return p;
-}
-
-void Context::free_host(void *p) {
-    if (backend_->iface->free_host) backend_->iface->free_host(backend_->context, p);
-    else std::free(p);
-}
+Context::~Context() = default;
 
 const Tensor *Context::build(ForwardArgs &args, const PagedKv &kv, int64_t n_out, const std::vector<int64_t> &n_index) {
     const int64_t n = args.n_tokens;
@@ -46,23 +40,16 @@ const Tensor *Context::build(ForwardArgs &args, const PagedKv &kv, int64_t n_out
     args.kv_index = layer_index_;
     const Tensor *logits = model_.arch().build(model_, args);
     size_t need = graph_.plan();
-    if (need > arena_size_) {
-        if (arena_) free_host(arena_);
-        arena_ = nullptr;
-        arena_size_ = 0;
-        arena_ = static_cast<uint8_t *>(alloc_host(need));
-        arena_size_ = need;
+    if (!arena_ || need > arena_->size) {
+        arena_.reset();
+        arena_ = buffer_alloc(exec_.device(), need, "compute arena");
         VT_LOG_DEBUG("compute arena: %.2f MiB", (double)need / (1 << 20));
     }
-    graph_.bind(arena_);
+    graph_.bind(static_cast<uint8_t *>(arena_->iface->get_base(arena_.get())), arena_.get());
     return logits;
 }
 
-void Context::compute() {
-    const std::vector<Node> &nodes = graph_.nodes();
-    vt_status st = backend_->iface->graph_compute(backend_->context, nodes.data(), (int)nodes.size());
-    if (st != VT_OK) fail(st, "backend %s failed to compute the graph", backend_->iface->get_name(backend_->context));
-}
+void Context::compute() { exec_.compute(graph_.nodes()); }
 
 const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx) {
     const uint32_t n_groups = (uint32_t)kv.groups().size();
@@ -84,9 +71,16 @@ const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int
     args.n_ctx = n_ctx;
     const Tensor *logits = build(args, kv, n_out ? n_out : 1, n_index_);
 
-    int32_t *tok = static_cast<int32_t *>(args.tokens->data);
-    int32_t *pos = static_cast<int32_t *>(args.positions->data);
-    int32_t *rows = static_cast<int32_t *>(args.out_rows->data);
+    // The inputs are packed on the host, then sent to the device's memory
+    // (for the CPU, a copy of a few KB).
+    const int64_t n_rows_in = n_out ? n_out : 1;
+    int64_t n_staged = 2 * n_tok + n_rows_in;
+    for (int64_t ni : n_index_) n_staged += ni;
+    staging_.resize((size_t)n_staged);
+    int32_t *tok = staging_.data();
+    int32_t *pos = tok + n_tok;
+    int32_t *rows = pos + n_tok;
+    int32_t *index_at = rows + n_rows_in;
     int64_t t = 0, r = 0;
     for (const BatchSeq &s : batch) {
         for (size_t i = 0; i < s.tokens.size(); ++i, ++t) {
@@ -101,7 +95,8 @@ const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int
     // positions it sees, where its block table starts], then the tables.
     const uint32_t bs = kv.block_size();
     for (uint32_t g = 0; g < n_groups; ++g) {
-        int32_t *idx = static_cast<int32_t *>(index_in_[g]->data);
+        int32_t *idx = index_at;
+        index_at += n_index_[g];
         int64_t tt = 0, table_at = 3 * n_tok;
         for (const BatchSeq &s : batch) {
             const std::vector<BlockId> &table = s.block_tables[g];
@@ -124,8 +119,22 @@ const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int
             table_at += (int64_t)table.size();
         }
     }
+    tensor_set(*args.tokens, tok, 0, (size_t)n_tok * sizeof(int32_t));
+    tensor_set(*args.positions, pos, 0, (size_t)n_tok * sizeof(int32_t));
+    tensor_set(*args.out_rows, rows, 0, (size_t)n_rows_in * sizeof(int32_t));
+    index_at = rows + n_rows_in;
+    for (uint32_t g = 0; g < n_groups; ++g) {
+        tensor_set(*index_in_[g], index_at, 0, (size_t)n_index_[g] * sizeof(int32_t));
+        index_at += n_index_[g];
+    }
     compute();
-    return logits;
+    if (tensor_is_host(*logits)) return logits;
+    logits_host_.resize((size_t)logits->nelements());
+    tensor_get(*logits, logits_host_.data(), 0, logits_host_.size() * sizeof(float));
+    logits_view_ = *logits;
+    logits_view_.data = logits_host_.data();
+    logits_view_.buffer = nullptr;
+    return &logits_view_;
 }
 
 Sequence::Sequence(Context &ctx, uint32_t n_ctx, bool logits_all) : ctx_(ctx), logits_all_(logits_all) {

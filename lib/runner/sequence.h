@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend-impl.h"
+#include "backend/graph-exec.h"
 #include "core/graph.h"
 #include "kv/block-pool.h"
 #include "model/model.h"
@@ -23,7 +23,9 @@ namespace vt {
 
 class Context {
 public:
-    Context(const Model &model, const std::string &backend, uint32_t n_threads, uint32_t n_batch);
+    // Computes on the model's device (Model::device()); device, when not
+    // empty, must name it. Throws vt::Error.
+    Context(const Model &model, const std::string &device, uint32_t n_threads, uint32_t n_batch);
     ~Context();
     Context(const Context &) = delete;
     Context &operator=(const Context &) = delete;
@@ -49,11 +51,10 @@ public:
     // positions a sequence may reach (vt_seq's n_ctx, the engine's
     // max_model_len). Returns the logits (n_vocab, n_out) of the requested
     // rows in batch order (one unrequested row when none is: a graph needs an
-    // output), valid until the next forward.
+    // output), in host memory, valid until the next forward.
     const Tensor *forward(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx);
 
-    void *alloc_host(size_t size);
-    void free_host(void *p);
+    const GraphExecutor &executor() const { return exec_; }
 
 private:
     // Builds the graph (with one kv_index input per cache group of kv, of
@@ -63,11 +64,13 @@ private:
     void compute();
 
     const Model &model_;
-    vt_backend *backend_ = nullptr;
+    GraphExecutor exec_;
     uint32_t n_batch_;
     Graph graph_;
-    uint8_t *arena_ = nullptr;  // grows to the largest plan, then stays
-    size_t arena_size_ = 0;
+    BufferPtr arena_;  // on the device; grows to the largest plan, then stays
+    std::vector<int32_t> staging_;   // forward(): inputs before they go to the device
+    std::vector<float> logits_host_; // forward(): the logits of a device that is not host memory
+    Tensor logits_view_{};
     std::vector<int64_t> n_index_;     // forward() scratch
     std::vector<Tensor *> index_in_;     // per cache group
     std::vector<Tensor *> layer_index_;  // per layer: its group's

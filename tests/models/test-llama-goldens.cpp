@@ -11,6 +11,7 @@
 //                   the golden names in it. Unset or missing: the test exits
 //                   77, which meson reports as SKIP.
 //   VT_SOURCE_ROOT  repository root (set by meson's test env).
+//   VT_TEST_DEVICE  optional: the device to load the model on ("vulkan0").
 //   VT_TEST_GOLDEN  optional: another golden file of the same format (e.g. the
 //                   exact-arithmetic one from tests/models/numpy-reference.py);
 //                   VT_TEST_MODEL then names the model file.
@@ -151,8 +152,12 @@ Fixture &fixture() {
             return x;
         }
         x.have_model = true;
+        // VT_TEST_DEVICE: the device to load on (meson's per-device tests).
+        vt_model_params params;
+        vt_model_params_init(&params);
+        params.device = std::getenv("VT_TEST_DEVICE");
         vt_model *m = nullptr;
-        vt_status st = vt_model_load(mp.c_str(), nullptr, &m);
+        vt_status st = vt_model_load(mp.c_str(), &params, &m);
         if (st == VT_OK) {
             x.model.reset(m);
             if (vt_model_tokenizer(m, &x.tok) != VT_OK) x.tok = nullptr;

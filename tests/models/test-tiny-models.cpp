@@ -6,7 +6,8 @@
 // Environment: VT_TINY_MODEL names the fixture and VT_TINY_SOURCE how to load
 // it, "gguf" (<name>.gguf) or "folder" (the Hugging Face folder <name>/);
 // meson sets both, one test per architecture and source. VT_SOURCE_ROOT is
-// the repository root.
+// the repository root; VT_TEST_DEVICE, when set, the device to run on, and
+// VT_TEST_N_GPU_LAYERS the layers it holds (vt_model_params.n_gpu_layers).
 //
 // What must hold, for float32 weights:
 // - vt's tokenizer from the GGUF gives the HF tokenizer's ids;
@@ -73,8 +74,13 @@ Fixture &fixture() {
         const char *source = std::getenv("VT_TINY_SOURCE");
         const bool folder = source && std::string(source) == "folder";
         const fs::path path = folder ? dir / x.name : dir / (x.name + ".gguf");
+        // VT_TEST_DEVICE: the device to load on (meson's per-device tests).
+        vt_model_params mp;
+        vt_model_params_init(&mp);
+        mp.device = std::getenv("VT_TEST_DEVICE");
+        if (const char *ngl = std::getenv("VT_TEST_N_GPU_LAYERS")) mp.n_gpu_layers = std::atoi(ngl);
         vt_model *m = nullptr;
-        if (vt_model_load(path.string().c_str(), nullptr, &m) == VT_OK) {
+        if (vt_model_load(path.string().c_str(), &mp, &m) == VT_OK) {
             x.model.reset(m);
             vt_model_tokenizer(m, &x.tok);
         } else {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend-impl.h"
+#include "backend/backend.h"
 #include "core/graph.h"
 #include "core/quant.h"
 #include "core/quant/kernels.h"
@@ -39,47 +39,33 @@ constexpr int kThreads[2] = {1, 3};
 
 // ---- backend and graph plumbing ----------------------------------------------
 
-// One backend per thread count, created at first use, freed at exit.
-inline vt_backend *cpu(int nth) {
-    struct Free {
-        void operator()(vt_backend *b) const { backend_free(b); }
-    };
-    static std::unique_ptr<vt_backend, Free> b[2];
+// One CPU stream per thread count, created at first use, freed at exit.
+inline vt_stream *cpu(int nth) {
+    static StreamPtr s[2];
     const int i = nth == 1 ? 0 : 1;
-    if (!b[i]) {
-        vt_backend_params p{};
-        p.n_threads = (uint32_t)nth;
-        b[i].reset(backend_create("cpu", p));
-    }
-    return b[i].get();
+    if (!s[i]) s[i] = stream_create(cpu_device(), (uint32_t)nth);
+    return s[i].get();
 }
 
-// Plans g and binds it to an arena from the backend's allocator.
+// Plans g and binds it to an arena buffer of the CPU device.
 struct Bound {
     explicit Bound(Graph &g) {
-        const size_t need = g.plan();
-        vt_backend *be = cpu(1);
-        arena = static_cast<uint8_t *>(be->iface->alloc_host(be->context, need + 64));
-        REQUIRE(arena != nullptr);
-        g.bind(arena);
+        buffer = buffer_alloc(cpu_device(), g.plan() + 64, "test arena");
+        arena = static_cast<uint8_t *>(buffer->iface->get_base(buffer.get()));
+        g.bind(arena, buffer.get());
     }
-    ~Bound() {
-        vt_backend *be = cpu(1);
-        be->iface->free_host(be->context, arena);
-    }
-    Bound(const Bound &) = delete;
-    Bound &operator=(const Bound &) = delete;
+    BufferPtr buffer;
     uint8_t *arena = nullptr;
 };
 
 inline vt_status compute(int nth, const Graph &g) {
-    vt_backend *be = cpu(nth);
-    return be->iface->graph_compute(be->context, g.nodes().data(), (int)g.nodes().size());
+    vt_stream *s = cpu(nth);
+    return s->iface->graph_compute(s, g.nodes().data(), (int)g.nodes().size());
 }
 
 inline bool supports(const Node &n) {
-    vt_backend *be = cpu(1);
-    return be->iface->supports_op(be->context, &n);
+    vt_device *d = cpu_device();
+    return d->iface->supports_op(d, &n);
 }
 
 template <class T> void put(Tensor *t, const std::vector<T> &v) {

@@ -118,7 +118,8 @@ void init_context(py::module_ &m) {
              "Args:\n"
              "    model: a vt.Model (kept alive by the context).\n"
              "    n_threads: compute threads; 0 = the number of physical cores.\n"
-             "    backend: backend name; None = \"cpu\".\n"
+             "    backend: the device to compute on; None = the model's (Model.device), and a\n"
+             "        name must be that one.\n"
              "    n_batch: most tokens evaluated per forward pass (longer feeds are chunked;\n"
              "        the engine's token budget per step).\n"
              "  The serving engine (read at the first submit; 0 = libvt's default):\n"
@@ -129,7 +130,8 @@ void init_context(py::module_ &m) {
              "    max_model_len: tokens per request (prompt + output); 0 = the model's\n"
              "        training context, capped by the pool.\n"
              "    prefix_caching: share the KV blocks of common prompt prefixes.\n\n"
-             "Raises VtNotFound (no such backend), VtInvalidArgument, VtOutOfMemory.")
+             "Raises VtNotFound (no such device), VtInvalidArgument (another device than the\n"
+             "model's), VtOutOfMemory.")
         .def_readonly("model", &Context::model, "The vt.Model of this context.")
         .def("sequence", &make_sequence, py::arg("n_ctx") = 0, py::arg("logits_all") = false,
              "A new empty vt.Sequence in this context; see Sequence.__init__.")

@@ -36,7 +36,8 @@ vt_model_info info_of(const Model &m) {
 }
 
 std::shared_ptr<Model> load(const std::filesystem::path &path, bool use_mmap, py::object progress,
-                            std::optional<std::string> quantize) {
+                            std::optional<std::string> quantize, std::optional<std::string> device,
+                            int32_t n_gpu_layers) {
     auto model = std::make_shared<Model>();
     model->path = path.string();
     vt_model_params mp;
@@ -45,6 +46,8 @@ std::shared_ptr<Model> load(const std::filesystem::path &path, bool use_mmap, py
     vt_quant_type q = VT_QUANT_NONE;
     if (quantize) check(vt_quant_type_from_name(quantize->c_str(), &q));
     mp.quantize = q;
+    mp.device = device ? device->c_str() : nullptr;
+    mp.n_gpu_layers = n_gpu_layers;
     ProgressCall pc{progress, std::nullopt};
     if (!progress.is_none()) {
         mp.progress = on_progress;
@@ -89,6 +92,28 @@ struct Meta {
 } // namespace
 
 void init_model(py::module_ &m) {
+    m.def("devices", [] {
+            static const char *const kTypes[] = {"cpu", "gpu", "igpu", "other"};
+            py::list out;
+            const size_t n = vt_device_count();
+            for (size_t i = 0; i < n; ++i) {
+                vt_device_info d{};
+                d.struct_size = sizeof d;
+                check(vt_device_get_info(i, &d));
+                py::dict e;
+                e["name"] = d.name;
+                e["backend"] = d.backend;
+                e["type"] = (unsigned)d.type < 4 ? kTypes[d.type] : "other";
+                e["description"] = utf8_replace(d.description);
+                e["memory_total"] = d.memory_total;
+                e["memory_free"] = d.memory_free;
+                out.append(std::move(e));
+            }
+            return out;
+        },
+        "The devices models can be loaded on, as dicts (name, backend, type, description,\n"
+        "memory_total, memory_free); the first is always \"cpu\". Backend modules (Vulkan)\n"
+        "are looked for at the first call (see vt_device.h for where).");
     py::class_<Meta>(m, "ModelMeta",
         "Read-only mapping of a model's GGUF metadata: key -> value rendered as text\n"
         "(numbers in decimal, booleans as true/false, strings as they are, arrays as a JSON\n"
@@ -135,7 +160,7 @@ void init_model(py::module_ &m) {
         "    model = vt.Model(\"SmolLM2-135M-Instruct.Q4_1.gguf\")\n"
         "    model.arch, model.n_params, model.meta[\"general.name\"]")
         .def(py::init(&load), py::arg("path"), py::arg("use_mmap") = true, py::arg("progress") = py::none(),
-             py::arg("quantize") = py::none(),
+             py::arg("quantize") = py::none(), py::arg("device") = py::none(), py::arg("n_gpu_layers") = -1,
              "Loads a GGUF model file or a Hugging Face model folder (the GIL is released while it loads).\n\n"
              "Args:\n"
              "    path: the .gguf file or the folder (str or os.PathLike).\n"
@@ -147,11 +172,17 @@ void init_model(py::module_ &m) {
              "    quantize: None (keep the file's types), or a type name (\"Q8_0\", \"Q6_K\",\n"
              "        \"Q5_0\", \"Q5_1\", \"Q4_K\", \"Q4_0\", \"Q4_1\"): every F32/F16/BF16 matmul\n"
              "        weight is quantized to it at load, byte for byte as llama.cpp's quantizer\n"
-             "        would (see vt_model_params.quantize); Model.quantization tells what was.\n\n"
+             "        would (see vt_model_params.quantize); Model.quantization tells what was.\n"
+             "    device: a name from vt.devices() (\"cpu\", \"vulkan0\"); None = \"cpu\". The\n"
+             "        weights are uploaded to it at load, and contexts of the model compute there.\n"
+             "    n_gpu_layers: with a device other than the CPU, how many layers (the last ones)\n"
+             "        it holds; the rest, and the embedding and output unless all layers are\n"
+             "        there, stay on the CPU. -1 = every layer.\n\n"
              "Raises:\n"
              "    VtIOError: missing or unreadable file, or a directory.\n"
              "    VtFormatError: not GGUF, or corrupt (the message names the byte offset).\n"
              "    VtUnsupportedError: unknown architecture or tensor type.\n"
+             "    VtNotFound: no device of that name.\n"
              "    VtCancelled, VtOutOfMemory.")
         .def_readonly("path", &Model::path, "The file the model was loaded from.")
         .def_property_readonly("arch", [](const Model &self) {
@@ -172,6 +203,12 @@ void init_model(py::module_ &m) {
         .def_property_readonly("n_head", [](const Model &self) { return info_of(self).n_head; }, "Query heads.")
         .def_property_readonly("n_head_kv", [](const Model &self) { return info_of(self).n_head_kv; },
                                "Key/value heads.")
+        .def_property_readonly("device", [](const Model &self) { return std::string(info_of(self).device); },
+                               "The device holding the weights (\"cpu\", \"vulkan0\").")
+        .def_property_readonly("uploaded_bytes", [](const Model &self) { return info_of(self).uploaded_bytes; },
+                               "Weight bytes copied into the device's memory at load (0 on the CPU).")
+        .def_property_readonly("n_device_layers", [](const Model &self) { return info_of(self).n_device_layers; },
+                               "Layers whose weights and KV are on Model.device.")
         .def_property_readonly("quantization", [](const Model &self) -> py::object {
                 const vt_model_info info = info_of(self);
                 if (info.quantize == VT_QUANT_NONE) return py::none();

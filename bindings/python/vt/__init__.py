@@ -68,6 +68,7 @@ from ._vt import (
     VtOutOfMemory,
     VtUnsupportedError,
     abi_version,
+    devices,
     set_log_level,
     status_str,
     version,
@@ -86,5 +87,5 @@ __all__ = [
     "VtBufferTooSmall", "VtCancelled", "VtContextFull", "VtError", "VtFormatError", "VtInternalError",
     "VtInvalidArgument", "VtInvalidState", "VtInvalidUTF8", "VtIOError", "VtNotFound", "VtOutOfMemory",
     "VtUnsupportedError",
-    "abi_version", "apply_chat_template", "set_log_level", "status_str", "version", "__version__",
+    "abi_version", "apply_chat_template", "devices", "set_log_level", "status_str", "version", "__version__",
 ]

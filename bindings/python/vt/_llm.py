@@ -236,7 +236,8 @@ class LLM:
                  n_batch: int = 512, backend: Optional[str] = None, use_mmap: bool = True,
                  kv_cache_memory: Union[int, str, None] = None, max_num_seqs: int = 0,
                  max_model_len: Optional[int] = None, block_size: int = 0,
-                 enable_prefix_caching: bool = True, quantize: Optional[str] = None) -> None:
+                 enable_prefix_caching: bool = True, quantize: Optional[str] = None,
+                 device: Optional[str] = None, n_gpu_layers: int = -1) -> None:
         """Loads the model (unless given a vt.Model) and makes its context.
 
         Args:
@@ -247,7 +248,8 @@ class LLM:
                 max_model_len is given, generate()'s tokens per request.
             n_batch: most tokens per forward pass (longer prompts are
                 chunked; the engine's token budget per step).
-            backend: backend name; None = "cpu".
+            backend: the context's device; None = the model's (a name must
+                be that one).
             use_mmap: map the weights (default) instead of reading them.
             kv_cache_memory: generate()'s KV block pool, in bytes or as a
                 string such as "2GiB"; None or 0 = libvt's default (a quarter
@@ -266,16 +268,23 @@ class LLM:
                 type ("Q8_0", "Q6_K", "Q5_0", "Q5_1", "Q4_K", "Q4_0", "Q4_1"),
                 as llama.cpp's quantizer would; None keeps the file's types.
                 Only when model is a path (a vt.Model is already loaded).
+            device: where the weights go and compute runs: a name from
+                vt.devices() ("cpu", "vulkan0"); None = "cpu". Only when
+                model is a path.
+            n_gpu_layers: with such a device, how many layers (the last
+                ones) it holds; the rest run on the CPU. -1 = all.
 
         Raises:
             VtIOError, VtFormatError, VtUnsupportedError: the model file.
-            VtNotFound: no such backend.
+            VtNotFound: no such device.
             VtInvalidArgument: a bad size.
         """
-        if isinstance(model, _vt.Model) and quantize is not None:
-            raise ValueError("quantize applies at load: pass a path, or load vt.Model(path, quantize=...)")
+        if isinstance(model, _vt.Model) and (quantize is not None or device is not None or n_gpu_layers != -1):
+            raise ValueError("quantize and device apply at load: pass a path, or load "
+                             "vt.Model(path, quantize=..., device=...)")
         self.model: _vt.Model = (model if isinstance(model, _vt.Model)
-                                 else _vt.Model(model, use_mmap=use_mmap, quantize=quantize))
+                                 else _vt.Model(model, use_mmap=use_mmap, quantize=quantize, device=device,
+                                                n_gpu_layers=n_gpu_layers))
         self.tokenizer: _vt.Tokenizer = self.model.tokenizer
         self.context: _vt.Context = _vt.Context(
             self.model, n_threads=n_threads, backend=backend, n_batch=n_batch,

@@ -1,0 +1,64 @@
+"""vt.devices() and loading on a device: Model(device=), LLM(device=).
+
+The device list is made once per process, so the cases that need the stand-in
+module (tests/backends/fake: device "fake0", which computes nothing, so every
+op runs on the CPU through the executor's copies) run in a child process
+with VT_BACKEND_PATH set.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import vt
+
+
+def test_cpu_is_first():
+    devs = vt.devices()
+    assert devs[0]["name"] == "cpu" and devs[0]["backend"] == "cpu" and devs[0]["type"] == "cpu"
+    assert devs[0]["memory_total"] > 0 and 0 < devs[0]["memory_free"] <= devs[0]["memory_total"]
+    assert len({d["name"] for d in devs}) == len(devs)
+
+
+def test_model_on_cpu(tiny_path):
+    m = vt.Model(tiny_path, device="cpu")
+    assert m.device == "cpu" and m.uploaded_bytes == 0
+
+
+def test_unknown_device(tiny_path):
+    with pytest.raises(vt.VtNotFound, match="no device named 'gpu9'"):
+        vt.Model(tiny_path, device="gpu9")
+
+
+CHILD = r"""
+import sys, vt
+path = sys.argv[1]
+names = [d["name"] for d in vt.devices()]
+assert names[0] == "cpu" and "fake0" in names, names
+cpu = vt.LLM(path, n_threads=1)
+fake = vt.LLM(path, n_threads=1, device="fake0")
+assert fake.model.device == "fake0" and fake.model.uploaded_bytes > 0
+p = vt.SamplingParams(max_tokens=16, temperature=0)
+prompts = ["hello world", "the quick brown fox", "one two"]
+a = [o.token_ids for o in cpu.generate(prompts, p)]
+b = [o.token_ids for o in fake.generate(prompts, p)]
+assert a == b, (a, b)
+try:
+    vt.Context(fake.model, backend="cpu")
+    raise SystemExit("a cpu context over fake0 weights was made")
+except vt.VtInvalidArgument as e:
+    assert "weights are on fake0" in str(e), e
+print("ok")
+"""
+
+
+def test_generate_on_a_fallback_device(tiny_path):
+    fake_dir = os.environ.get("VT_FAKE_BACKEND_DIR")
+    if not fake_dir:
+        pytest.skip("VT_FAKE_BACKEND_DIR is set by meson test")
+    env = dict(os.environ, VT_BACKEND_PATH=fake_dir)
+    p = subprocess.run([sys.executable, "-c", CHILD, str(tiny_path)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stdout + p.stderr
+    assert "fake0 cannot run MUL_MAT" in p.stderr
