@@ -404,7 +404,8 @@ TEST_CASE("llama.cpp goldens: top-1 flips at small margins stay rare", "[model][
     // judges the flips they counted between TOP1_MARGIN and the noise margin.
     if (!ready()) return;
     INFO(g_flips.flips << " of " << g_flips.compared << " compared top-1 ids differ");
-    REQUIRE(g_flips.compared > 1000);
+    // The full golden compares over 1000 (about 70 per prompt).
+    REQUIRE(g_flips.compared > 70 * model_prompts().size());
     CHECK((double)g_flips.flips <= MAX_FLIP_RATE * (double)g_flips.compared);
     WARN("top-1 flips at margins in (" << TOP1_MARGIN << ", " << tolerances().noise_margin << "]: " << g_flips.flips
                                       << " of " << g_flips.compared);
