@@ -162,7 +162,7 @@ vt_status record_mul_mat(Recorder &r, const Node &n) {
         if (m <= kMatVecMaxTokens) {
             const std::string name = (d.caps.subgroup_arith ? "mmv_sg_" : "mmv_") + t;
             st = r.dispatch(name.c_str(), d.matvec_wg, {bw, bx, bd}, &p, sizeof p,
-                            (uint64_t)(rows + kMatVecRows - 1) / kMatVecRows);
+                            (uint64_t)(rows + kMatVecRows - 1) / kMatVecRows, u32(m));
         } else {
             const uint64_t tiles = (uint64_t)((rows + kTile - 1) / kTile) * (uint64_t)((m + kTile - 1) / kTile);
             st = r.dispatch(("mmt_" + t).c_str(), 0, {bw, bx, bd}, &p, sizeof p, tiles);

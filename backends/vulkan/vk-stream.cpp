@@ -62,8 +62,8 @@ struct Stream final : Recorder {
     }
 
     vt_status dispatch(const char *name, uint32_t wg, std::initializer_list<Bind> binds, const void *push,
-                       size_t push_bytes, uint64_t groups) override {
-        const Pipeline *p = pipeline_get(*dev, name, (uint32_t)binds.size(), wg);
+                       size_t push_bytes, uint64_t groups, uint32_t spec1) override {
+        const Pipeline *p = pipeline_get(*dev, name, (uint32_t)binds.size(), wg, spec1);
         if (!p) return VT_ERR_INTERNAL;
         if (groups == 0) return VT_OK;
         const uint64_t gx_max = dev->caps.max_groups[0];
