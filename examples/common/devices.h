@@ -1,8 +1,12 @@
 // What the example tools share about devices, through the public ABI only:
-// --list-devices output and the line saying where a model's weights went.
+// the --device/--n-gpu-layers/--list-devices options, --list-devices output
+// and the line saying where a model's weights went.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
+#include <string>
 
 #include "vt/vt.h"
 
@@ -34,6 +38,23 @@ inline void print_placement(const char *tool, const vt_model *model) {
     if (vt_model_get_info(model, &info) != VT_OK || !info.device || info.uploaded_bytes == 0) return;
     std::fprintf(stderr, "%s: weights on %s (%u of %u layers): %.1f MiB uploaded in %.2f s\n", tool, info.device,
                  info.n_device_layers, info.n_layer, (double)info.uploaded_bytes / (1 << 20), info.upload_seconds);
+}
+
+// --device NAME, --n-gpu-layers N (--ngl) and --list-devices, which prints
+// the devices and exits (before required options are checked).
+inline void add_device_options(CLI::App &app, std::string &device, int &n_gpu_layers) {
+    app.add_option("--device", device, "device for the weights and compute (--list-devices), default cpu");
+    app.add_option("--n-gpu-layers,--ngl", n_gpu_layers,
+                   "with --device: layers it holds (the last ones; the rest run on the CPU), -1 = all")
+        ->capture_default_str();
+    app.add_flag_callback(
+        "--list-devices",
+        [] {
+            const int rc = print_devices(stdout);
+            if (rc == 0) throw CLI::Success();
+            throw CLI::RuntimeError(rc);
+        },
+        "list the devices (name, backend, type, memory) and exit");
 }
 
 } // namespace vt_examples

@@ -94,18 +94,7 @@ std::optional<int> parse_flags(int argc, char **argv, ServerOptions &o) {
     app.add_option("-m,--model", o.model, "GGUF model file or Hugging Face model folder")->required();
     app.add_option("--quantize", o.quantize,
                    "quantize F32/F16/BF16 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0 or Q4_1");
-    app.add_option("--device", o.device, "device for the weights and compute (--list-devices), default cpu");
-    app.add_option("--n-gpu-layers,--ngl", o.n_gpu_layers,
-                   "with --device: layers it holds (the last ones; the rest run on the CPU), -1 = all")
-        ->capture_default_str();
-    app.add_flag_callback(
-        "--list-devices",
-        [] {
-            const int rc = vt_examples::print_devices(stdout);
-            if (rc == 0) throw CLI::Success();
-            throw CLI::RuntimeError(rc);
-        },
-        "list the devices (name, backend, type, memory) and exit");
+    vt_examples::add_device_options(app, o.device, o.n_gpu_layers);
     app.add_option("--host", o.host, "address to listen on")->capture_default_str();
     app.add_option("--port", o.port, "port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
     app.add_option("-t,--threads", o.threads, "compute threads, 0 = physical cores")->capture_default_str();

@@ -12,6 +12,8 @@
 //                   77, which meson reports as SKIP.
 //   VT_SOURCE_ROOT  repository root (set by meson's test env).
 //   VT_TEST_DEVICE  optional: the device to load the model on ("vulkan0").
+//   VT_TEST_MAX_PROMPTS  optional: the model cases run the golden's first N
+//                   prompts only (a slow device's gate; tokenization runs all).
 //   VT_TEST_GOLDEN  optional: another golden file of the same format (e.g. the
 //                   exact-arithmetic one from tests/models/numpy-reference.py);
 //                   VT_TEST_MODEL then names the model file.
@@ -210,6 +212,20 @@ uint32_t base_flags() {
                                                              : VT_TOKENIZE_NONE;
 }
 
+// The golden's prompts the model cases run: all of them, or the first
+// VT_TEST_MAX_PROMPTS (a slow device's short gate).
+const json &model_prompts() {
+    static const json list = [] {
+        const json &all = fixture().golden["prompts"];
+        const char *env = std::getenv("VT_TEST_MAX_PROMPTS");
+        const size_t n = env ? (size_t)std::strtoul(env, nullptr, 10) : all.size();
+        json out = json::array();
+        for (size_t i = 0; i < all.size() && i < n; ++i) out.push_back(all[i]);
+        return out;
+    }();
+    return list;
+}
+
 // The ids the model was run on in the golden (see make-goldens.py).
 std::vector<vt_token> eval_ids(const json &p) {
     return ids_of(p.value("eval_special", false) ? p["ids_special"] : p["ids"]);
@@ -282,12 +298,11 @@ TEST_CASE("llama.cpp goldens: tokenization matches llama.cpp", "[model][tokenize
 
 TEST_CASE("llama.cpp goldens: teacher-forced logits match llama.cpp", "[model][logits]") {
     if (!ready()) return;
-    const json &g = fixture().golden;
     const size_t nv = n_vocab();
     ContextPtr ctx = make_context();
     float max_diff_all = 0.0f;
     std::ostringstream summary;
-    for (const json &p : g["prompts"]) {
+    for (const json &p : model_prompts()) {
         if (!p.contains("tf")) continue;
         const std::string name = p["name"];
         INFO("prompt '" << name << "'");
@@ -353,11 +368,10 @@ TEST_CASE("llama.cpp goldens: argmax along llama.cpp's greedy path", "[model][gr
     // margin exceeds TOP1_MARGIN. Unlike free-running greedy, one near-tie
     // does not end the comparison, so all 64 steps of every prompt count.
     if (!ready()) return;
-    const json &g = fixture().golden;
     const size_t nv = n_vocab();
     ContextPtr ctx = make_context();
     size_t n_checked = 0, n_total = 0;
-    for (const json &p : g["prompts"]) {
+    for (const json &p : model_prompts()) {
         if (!p.contains("greedy")) continue;
         const std::string name = p["name"];
         INFO("prompt '" << name << "'");
@@ -398,11 +412,10 @@ TEST_CASE("llama.cpp goldens: top-1 flips at small margins stay rare", "[model][
 
 TEST_CASE("llama.cpp goldens: greedy continuation matches llama.cpp", "[model][greedy]") {
     if (!ready()) return;
-    const json &g = fixture().golden;
     const size_t nv = n_vocab();
     ContextPtr ctx = make_context();
     std::ostringstream summary;
-    for (const json &p : g["prompts"]) {
+    for (const json &p : model_prompts()) {
         if (!p.contains("greedy")) continue;
         const std::string name = p["name"];
         INFO("prompt '" << name << "'");
