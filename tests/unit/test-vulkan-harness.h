@@ -57,6 +57,7 @@ struct Vk {
 };
 
 // Loaded once; exits 77 when the module finds no usable device.
+// VT_VULKAN_MODULE overrides the module's path.
 inline Vk &vk() {
     static Vk v = [] {
         Vk r;
@@ -78,7 +79,21 @@ inline Vk &vk() {
             std::fprintf(stderr, "no usable Vulkan device: skipped\n");
             std::exit(77);
         }
+        // Device 0, or the one VT_TEST_DEVICE names (tests/device/vulkan-gpu-check.sh).
         r.dev = r.reg->iface->device_get(r.reg, 0);
+        if (const char *want = std::getenv("VT_TEST_DEVICE")) {
+            r.dev = nullptr;
+            for (size_t i = 0; i < r.reg->iface->device_count(r.reg) && !r.dev; ++i) {
+                vt_device *d = r.reg->iface->device_get(r.reg, i);
+                vt_device_props dp{};
+                d->iface->get_props(d, &dp);
+                if (std::strcmp(dp.name, want) == 0) r.dev = d;
+            }
+            if (!r.dev) {
+                std::fprintf(stderr, "VT_TEST_DEVICE=%s: no such Vulkan device\n", want);
+                std::exit(1);
+            }
+        }
         r.buft = r.dev->iface->get_buffer_type(r.dev);
         vt_stream_params sp{};
         r.stream = r.dev->iface->stream_create(r.dev, &sp);
