@@ -310,6 +310,15 @@ bool supports_node(const Device &d, const Node &n) {
     return true;
 }
 
+uint32_t dispatch_count(const Device &d, const Node &n) {
+    if (n.op == Op::ATTN_PAGED) return 2;
+    if (n.op == Op::MUL_MAT || n.op == Op::GET_ROWS) {
+        const int64_t step = rows_per_binding(d, n.src[0]);
+        return (uint32_t)((n.src[0]->ne[1] + step - 1) / step);
+    }
+    return 1;
+}
+
 vt_status record_node(Recorder &r, const Node &n) {
     switch (n.op) {
     case Op::GET_ROWS: return record_get_rows(r, n);

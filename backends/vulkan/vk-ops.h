@@ -43,6 +43,9 @@ public:
 
 bool supports_node(const Device &d, const vt::Node &n);
 vt_status record_node(Recorder &r, const vt::Node &n);
+// The dispatches record_node makes for n (each takes one descriptor set):
+// 2 for ATTN_PAGED, one per row range of a MUL_MAT/GET_ROWS weight, else 1.
+uint32_t dispatch_count(const Device &d, const vt::Node &n);
 
 // The bytes from a tensor's first to past its last byte.
 size_t tensor_span(const vt::Tensor &t);
