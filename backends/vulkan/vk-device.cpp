@@ -111,9 +111,13 @@ bool probe(Device &d) {
     const bool shared_memory = d.type == VT_DEVICE_TYPE_IGPU || props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     d.uma = shared_memory && find_memory_type(d, ~0u, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                                           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0) >= 0;
-    // VT_VULKAN_STAGING=1 takes the discrete-GPU path anywhere (tests run it on lavapipe).
-    const char *staging = std::getenv("VT_VULKAN_STAGING");
+    // Test switches, so that lavapipe runs the paths other devices take:
+    // VT_VULKAN_STAGING=1 the discrete GPU's (device memory, staged copies),
+    // VT_VULKAN_SUBGROUP=0 the shared-memory reductions of devices without
+    // subgroup arithmetic.
+    const char *staging = std::getenv("VT_VULKAN_STAGING"), *subgroup = std::getenv("VT_VULKAN_SUBGROUP");
     if (staging && std::strcmp(staging, "1") == 0) d.uma = false;
+    if (subgroup && std::strcmp(subgroup, "0") == 0) d.caps.subgroup_arith = false;
 
     // The mat-vec workgroup: a power of two of at least 64 threads and one subgroup.
     uint32_t wg = 64;

@@ -127,34 +127,70 @@ struct MatPush {
     uint32_t k, n, m, w_off, w_nb1, x_off, x_row, d_off, d_row;
 };
 
+// Rows of w one binding takes: all of them, or (a weight over one binding:
+// a token embedding or output matrix on lavapipe's 128 MiB) as many as fit,
+// the op then going in several dispatches over row ranges.
+int64_t rows_per_binding(const Device &d, const Tensor *w) {
+    const size_t limit = max_binding_bytes(d) - (size_t)d.caps.storage_align;
+    if (tensor_span(*w) <= limit) return w->ne[1];
+    return (int64_t)(limit / w->nb[1]);
+}
+// Rows [row0, row0 + rows) of w as a tensor of their own.
+Tensor row_range(const Tensor *w, int64_t row0, int64_t rows) {
+    Tensor t = *w;
+    t.ne[1] = rows;
+    t.data = static_cast<uint8_t *>(w->data) + (size_t)row0 * w->nb[1];
+    return t;
+}
+
 vt_status record_mul_mat(Recorder &r, const Node &n) {
     const Tensor *w = n.src[0], *x = n.src[1];
-    Bind bw, bx, bd;
-    if (!r.bind(w, bw) || !r.bind(x, bx) || !r.bind(n.dst, bd)) return VT_ERR_INVALID_ARGUMENT;
-    const int64_t m = x->nrows();
-    const MatPush p{u32(w->ne[0]), u32(w->ne[1]), u32(m), bw.rem, u32(w->nb[1]), bx.rem / 4, u32(x->ne[0]),
-                    bd.rem / 4, u32(n.dst->ne[0])};
+    Bind bx, bd;
+    if (!r.bind(x, bx) || !r.bind(n.dst, bd)) return VT_ERR_INVALID_ARGUMENT;
     Device &d = r.device();
+    const int64_t m = x->nrows(), step = rows_per_binding(d, w);
     const std::string t = weight_suffix(w->type);
-    if (m <= kMatVecMaxTokens) {
-        const std::string name = (d.caps.subgroup_arith ? "mmv_sg_" : "mmv_") + t;
-        return r.dispatch(name.c_str(), d.matvec_wg, {bw, bx, bd}, &p, sizeof p,
-                          (uint64_t)(w->ne[1] + kMatVecRows - 1) / kMatVecRows);
+    // Each range writes its own columns of dst (d_off moves, d_row stays n).
+    for (int64_t row0 = 0; row0 < w->ne[1]; row0 += step) {
+        const int64_t rows = std::min(step, w->ne[1] - row0);
+        const Tensor part = row_range(w, row0, rows);
+        Bind bw;
+        if (!r.bind(&part, bw)) return VT_ERR_INVALID_ARGUMENT;
+        const MatPush p{u32(w->ne[0]), u32(rows), u32(m), bw.rem, u32(w->nb[1]), bx.rem / 4, u32(x->ne[0]),
+                        bd.rem / 4 + u32(row0), u32(n.dst->ne[0])};
+        vt_status st;
+        if (m <= kMatVecMaxTokens) {
+            const std::string name = (d.caps.subgroup_arith ? "mmv_sg_" : "mmv_") + t;
+            st = r.dispatch(name.c_str(), d.matvec_wg, {bw, bx, bd}, &p, sizeof p,
+                            (uint64_t)(rows + kMatVecRows - 1) / kMatVecRows, u32(m));
+        } else {
+            const uint64_t tiles = (uint64_t)((rows + kTile - 1) / kTile) * (uint64_t)((m + kTile - 1) / kTile);
+            st = r.dispatch(("mmt_" + t).c_str(), 0, {bw, bx, bd}, &p, sizeof p, tiles);
+        }
+        if (st != VT_OK) return st;
     }
-    const uint64_t tiles = (uint64_t)((w->ne[1] + kTile - 1) / kTile) * (uint64_t)((m + kTile - 1) / kTile);
-    return r.dispatch(("mmt_" + t).c_str(), 0, {bw, bx, bd}, &p, sizeof p, tiles);
+    return VT_OK;
 }
 
 vt_status record_get_rows(Recorder &r, const Node &n) {
     const Tensor *w = n.src[0], *ids = n.src[1];
-    Bind bw, bi, bd;
-    if (!r.bind(w, bw) || !r.bind(ids, bi) || !r.bind(n.dst, bd)) return VT_ERR_INVALID_ARGUMENT;
-    struct {
-        uint32_t k, n_ids, n_rows, w_off, w_nb1, i_off, d_off, d_row;
-    } p{u32(w->ne[0]), u32(ids->ne[0]), u32(w->ne[1]), bw.rem, u32(w->nb[1]), bi.rem / 4, bd.rem / 4,
-        u32(n.dst->ne[0])};
-    return r.dispatch(("get_rows_" + std::string(weight_suffix(w->type))).c_str(), 0, {bw, bi, bd}, &p, sizeof p,
-                      (uint64_t)ids->ne[0]);
+    Bind bi, bd;
+    if (!r.bind(ids, bi) || !r.bind(n.dst, bd)) return VT_ERR_INVALID_ARGUMENT;
+    const int64_t step = rows_per_binding(r.device(), w);
+    const std::string name = "get_rows_" + std::string(weight_suffix(w->type));
+    for (int64_t row0 = 0; row0 < w->ne[1]; row0 += step) {
+        const int64_t rows = std::min(step, w->ne[1] - row0);
+        const Tensor part = row_range(w, row0, rows);
+        Bind bw;
+        if (!r.bind(&part, bw)) return VT_ERR_INVALID_ARGUMENT;
+        struct {
+            uint32_t k, n_ids, n_rows, row0, total_rows, w_off, w_nb1, i_off, d_off, d_row;
+        } p{u32(w->ne[0]), u32(ids->ne[0]), u32(rows), u32(row0), u32(w->ne[1]), bw.rem, u32(w->nb[1]),
+            bi.rem / 4, bd.rem / 4, u32(n.dst->ne[0])};
+        vt_status st = r.dispatch(name.c_str(), 0, {bw, bi, bd}, &p, sizeof p, (uint64_t)ids->ne[0]);
+        if (st != VT_OK) return st;
+    }
+    return VT_OK;
 }
 
 struct EwPush {
@@ -257,17 +293,30 @@ size_t max_binding_bytes(const Device &d) {
 
 bool supports_node(const Device &d, const Node &n) {
     if ((int)n.op < 0 || (int)n.op >= kOpCount || !n.dst || !supports_op_rules(n)) return false;
-    // Every tensor within one binding (a bigger one would need buffer device
-    // address or a split of the op: not done yet, so the node stays on the CPU).
+    // Every tensor within one binding, but for the weights of MUL_MAT and
+    // GET_ROWS, which go in row ranges (a row must fit). Anything else
+    // bigger would need buffer device address or a split of the op: not
+    // done, so the node stays on the CPU.
     const size_t limit = max_binding_bytes(d) - (size_t)d.caps.storage_align;
     if (tensor_span(*n.dst) > limit) return false;
-    for (int i = 0; i < op_n_src(n.op); ++i)
+    const bool split_rows = n.op == Op::MUL_MAT || n.op == Op::GET_ROWS;
+    if (split_rows && n.src[0]->nb[1] > limit) return false;
+    for (int i = split_rows ? 1 : 0; i < op_n_src(n.op); ++i)
         if (n.src[i] && tensor_span(*n.src[i]) > limit) {
             VK_LOG_DEBUG("%s: %s source %d spans %zu bytes, over one binding (%zu)", d.name.c_str(), op_name(n.op), i,
                          tensor_span(*n.src[i]), limit);
             return false;
         }
     return true;
+}
+
+uint32_t dispatch_count(const Device &d, const Node &n) {
+    if (n.op == Op::ATTN_PAGED) return 2;
+    if (n.op == Op::MUL_MAT || n.op == Op::GET_ROWS) {
+        const int64_t step = rows_per_binding(d, n.src[0]);
+        return (uint32_t)((n.src[0]->ne[1] + step - 1) / step);
+    }
+    return 1;
 }
 
 vt_status record_node(Recorder &r, const Node &n) {

@@ -33,15 +33,19 @@ public:
     virtual bool bind(const vt::Tensor *t, Bind &b) = 0;
     // Records one dispatch of `groups` workgroups (split over two grid
     // dimensions when needed) of pipeline `name`; push holds push_bytes of
-    // push constants. wg sets the workgroup-size specialization constant.
+    // push constants. wg sets the workgroup-size specialization constant,
+    // spec1 (when wg is set) constant 1.
     virtual vt_status dispatch(const char *name, uint32_t wg, std::initializer_list<Bind> binds, const void *push,
-                               size_t push_bytes, uint64_t groups) = 0;
+                               size_t push_bytes, uint64_t groups, uint32_t spec1 = 0) = 0;
     // Makes every shader write so far visible to what follows.
     virtual void barrier() = 0;
 };
 
 bool supports_node(const Device &d, const vt::Node &n);
 vt_status record_node(Recorder &r, const vt::Node &n);
+// The dispatches record_node makes for n (each takes one descriptor set):
+// 2 for ATTN_PAGED, one per row range of a MUL_MAT/GET_ROWS weight, else 1.
+uint32_t dispatch_count(const Device &d, const vt::Node &n);
 
 // The bytes from a tensor's first to past its last byte.
 size_t tensor_span(const vt::Tensor &t);

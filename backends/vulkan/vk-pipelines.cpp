@@ -29,7 +29,7 @@ void destroy(VkDevice dev, Pipeline &p) {
     p = Pipeline{};
 }
 
-bool create(Device &d, const SpirvModule &m, uint32_t n_bindings, uint32_t wg, Pipeline &p) {
+bool create(Device &d, const SpirvModule &m, uint32_t n_bindings, uint32_t wg, uint32_t spec1, Pipeline &p) {
     VkDescriptorSetLayoutBinding b[8];
     if (n_bindings > 8) return false;
     for (uint32_t i = 0; i < n_bindings; ++i) {
@@ -56,8 +56,10 @@ bool create(Device &d, const SpirvModule &m, uint32_t n_bindings, uint32_t wg, P
     sm.pCode = m.code;
     VkShaderModule mod;
     if (vkCreateShaderModule(d.dev, &sm, nullptr, &mod) != VK_SUCCESS) return false;
-    VkSpecializationMapEntry entry{0, 0, sizeof(uint32_t)};
-    VkSpecializationInfo spec{1, &entry, sizeof(uint32_t), &wg};
+    // Constant 1 only where the shader has it (spec1 > 0).
+    const uint32_t values[2] = {wg, spec1};
+    const VkSpecializationMapEntry entries[2] = {{0, 0, sizeof(uint32_t)}, {1, sizeof(uint32_t), sizeof(uint32_t)}};
+    VkSpecializationInfo spec{spec1 > 0 ? 2u : 1u, entries, sizeof values, values};
     VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -78,8 +80,8 @@ bool create(Device &d, const SpirvModule &m, uint32_t n_bindings, uint32_t wg, P
 
 bool pipeline_exists(const char *name) { return find_module(name) != nullptr; }
 
-const Pipeline *pipeline_get(Device &d, const char *name, uint32_t n_bindings, uint32_t wg) {
-    std::string key = std::string(name) + "/" + std::to_string(wg);
+const Pipeline *pipeline_get(Device &d, const char *name, uint32_t n_bindings, uint32_t wg, uint32_t spec1) {
+    std::string key = std::string(name) + "/" + std::to_string(wg) + "/" + std::to_string(spec1);
     std::lock_guard<std::mutex> lock(d.pipelines_mutex);
     auto it = d.pipelines.find(key);
     if (it != d.pipelines.end()) return it->second.get();
@@ -89,7 +91,7 @@ const Pipeline *pipeline_get(Device &d, const char *name, uint32_t n_bindings, u
         return nullptr;
     }
     auto p = std::make_unique<Pipeline>();
-    if (!create(d, *m, n_bindings, wg, *p)) {
+    if (!create(d, *m, n_bindings, wg, spec1, *p)) {
         destroy(d.dev, *p);
         VK_LOG_ERROR("%s: cannot create pipeline %s", d.name.c_str(), name);
         return nullptr;

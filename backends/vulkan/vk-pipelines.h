@@ -21,10 +21,11 @@ struct Pipeline {
     uint32_t n_bindings = 0;
 };
 
-// The pipeline of variant `name`, with local_size_x specialization constant
-// 0 set to wg when wg > 0; nullptr (logged) when the variant is unknown or
-// creation fails. Thread-safe; the result lives as long as the device.
-const Pipeline *pipeline_get(Device &d, const char *name, uint32_t n_bindings, uint32_t wg = 0);
+// The pipeline of variant `name`, with specialization constants 0 (the
+// workgroup size) = wg and 1 = spec1 when wg > 0; nullptr (logged) when the
+// variant is unknown or creation fails. Thread-safe; the result lives as
+// long as the device.
+const Pipeline *pipeline_get(Device &d, const char *name, uint32_t n_bindings, uint32_t wg = 0, uint32_t spec1 = 0);
 // Whether the module has a SPIR-V variant of this name.
 bool pipeline_exists(const char *name);
 void pipelines_destroy(Device &d);

@@ -62,8 +62,8 @@ struct Stream final : Recorder {
     }
 
     vt_status dispatch(const char *name, uint32_t wg, std::initializer_list<Bind> binds, const void *push,
-                       size_t push_bytes, uint64_t groups) override {
-        const Pipeline *p = pipeline_get(*dev, name, (uint32_t)binds.size(), wg);
+                       size_t push_bytes, uint64_t groups, uint32_t spec1) override {
+        const Pipeline *p = pipeline_get(*dev, name, (uint32_t)binds.size(), wg, spec1);
         if (!p) return VT_ERR_INTERNAL;
         if (groups == 0) return VT_OK;
         const uint64_t gx_max = dev->caps.max_groups[0];
@@ -150,14 +150,16 @@ void stream_free(vt_stream *s) {
 vt_status graph_compute(vt_stream *vs, const Node *nodes, int n_nodes) {
     Stream &s = *ctx(vs);
     Device &d = *s.dev;
-    for (int i = 0; i < n_nodes; ++i)
+    uint32_t sets = 0;  // one descriptor set per dispatch
+    for (int i = 0; i < n_nodes; ++i) {
         if (!supports_node(d, nodes[i])) {
             VK_LOG_ERROR("%s: unsupported node %d (%s)", d.name.c_str(), i, op_name(nodes[i].op));
             return VT_ERR_UNSUPPORTED;
         }
+        sets += dispatch_count(d, nodes[i]);
+    }
     if (n_nodes == 0) return VT_OK;
-    // At most two dispatches per node (ATTN_PAGED: write, then attend).
-    if (!s.descriptors_for(2 * (uint32_t)n_nodes)) return VT_ERR_OUT_OF_MEMORY;
+    if (!s.descriptors_for(sets)) return VT_ERR_OUT_OF_MEMORY;
     vkResetCommandBuffer(s.cmd, 0);
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;

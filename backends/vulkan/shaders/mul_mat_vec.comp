@@ -5,7 +5,10 @@
 // and dotted with every token), and the partial sums meet in a reduction:
 // subgroupAdd then shared memory (USE_SUBGROUP, when the device has subgroup
 // arithmetic), else a shared-memory tree. The workgroup size WG is a
-// specialization constant (a power of two, a multiple of the subgroup size).
+// specialization constant (a power of two, a multiple of the subgroup size),
+// and so is the token count MM (1..MMAX): one pipeline per count, whose
+// token loops have constant trip counts (unrolled, accumulators in
+// registers, no per-token guard).
 #include "common.glsl"
 #ifdef USE_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -13,6 +16,7 @@
 #endif
 
 layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint MM = 8;
 layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer Wb { uint16_t w16[]; };
@@ -52,8 +56,7 @@ void main() {
             const uint row = row0 + r;
             if (row >= p.n) break;
             load_chunk(p.w_off + row * p.w_nb1, c, p.k, v);
-            for (uint j = 0u; j < MMAX; ++j) {
-                if (j >= p.m) break;
+            for (uint j = 0u; j < MM; ++j) {
                 const uint xb = p.x_off + j * p.x_row + 32u * c;
                 float s = 0.0;
                 for (uint i = 0u; i < 32u; ++i) {
