@@ -261,6 +261,7 @@ void Model::place_weights() {
         offset_of[i] = sizes.back();
         sizes.back() += n;
     }
+    if (n_placed == 0) return;  // --n-gpu-layers 0: everything stays on the CPU
     for (size_t n : sizes) device_weights_.push_back(buffer_alloc(device_, n, "model weights"));
     for (size_t i = 0; i < weights_.size(); ++i) {
         if (!on_device(weights_[i]->name)) continue;
@@ -269,6 +270,7 @@ void Model::place_weights() {
         const size_t n = t.nbytes();
         vt_status st = b->iface->set(b, t.data, offset_of[i], n);
         if (st != VT_OK) fail(st, "cannot upload weight '%s' to %s", t.name, device_name(device_).c_str());
+        gguf_->release(t.data, n);  // read from the device from now on: its file pages may go
         t.data = static_cast<uint8_t *>(b->iface->get_base(b)) + offset_of[i];
         t.buffer = b;
         uploaded_bytes_ += n;

@@ -1,7 +1,8 @@
 // The runner: the only bridge from model graphs to backends. A Context owns a
-// backend and the reusable buffers of one forward pass (graph, arena), packs
-// the attention metadata of a batch (slots, positions, block tables) into the
-// graph's inputs and hands back the logits. K/V live in a PagedKv: the
+// graph executor on the model's device and the reusable buffers of one
+// forward pass (graph, an arena in device memory), packs the attention
+// metadata of a batch (slots, positions, block tables) into the graph's
+// inputs, sends them to the device and hands back the logits in host memory. K/V live in a PagedKv: the
 // serving engine's pool of blocks shared by many sequences, or a Sequence's
 // own (vt_seq), one sequence over blocks 0..n-1 of the same kind of pool, so
 // both run the same attention kernel and pick the same tokens.
