@@ -16,20 +16,24 @@ model it measures, per engine:
             "llama_context:" line of llama-bench -v, printed when
             llama_model_load_from_file has returned and the context is being
             made. Both thus include process start, Vulkan instance and device
-            set-up, reading the file and uploading the weights, and neither
-            includes a context, shader compilation on first use or an eval.
+            set-up, reading the file and uploading the weights; neither
+            includes a context or an eval (both engines create their compute
+            pipelines on first use, which falls in the untimed warmups).
             (llama.cpp's own "load time" of llama_perf is not used: it is
             re-taken at the end of the first eval, so it includes a warmup
             prefill.) vt's own figure for the upload alone ("uploaded in Y s")
             is given beside it.
-  MiB up    bytes moved to the device at load: vt's uploaded_bytes (the same
+  MiB to device
+            bytes moved to the device at load: vt's uploaded_bytes (the same
             line); llama.cpp's "load_tensors: Vulkan0 model buffer size" lines
             (the weights it places on the device; the CPU_Mapped buffer, the
             token embedding llama.cpp keeps on the host, is not moved and not
             counted; KV cache and compute buffers are allocated, not moved).
   pp t/s    prefill tokens/s of a -p token prompt, and
   tg t/s    decode tokens/s of -n tokens (llama-bench's and vt-bench's own
-            tests, which match: random ids, one warmup, then timed).
+            tests, which match: random token ids, an untimed warmup, then
+            the timed run; vt-bench's tg warmup is all -n steps, llama-bench's
+            one token).
 
 Every repetition is its own invocation of each engine (-r 1), alternating
 vt, llama.cpp, vt, ..., and the table gives the MEDIAN of the repetitions and
@@ -37,8 +41,8 @@ the ratio vt / llama.cpp of the medians, plus "paired": the median of the
 per-round ratios. lavapipe is some 40-70x slower than native CPU code (llama.cpp
 ran SmolLM2-135M Q4_1 at about 9 t/s pp128 and 2 t/s tg32 here), hence the
 small defaults: -p 64 -n 16, 3 repetitions, the random-weight smollm2-135m
-shape (make-random-gguf.py) in Q4_1 and Q8_0; with 2 cores that is a few
-minutes a model. --real adds the real default model (vt_models "smollm2",
+shape (make-random-gguf.py) in Q4_1 and Q8_0: on 2 cores, some 30-60 s per
+invocation and 3-6 minutes a model. --real adds the real default model (vt_models "smollm2",
 SmolLM2-135M-Instruct Q4_1); -m any GGUF instead.
 
 vt's stderr is searched for warnings (an op the device lacks falls back to
@@ -98,9 +102,7 @@ def log(msg: str) -> None:
     print(f"compare-llama-vulkan: {msg}", file=sys.stderr, flush=True)
 
 
-def run(cmd: list, **kw) -> subprocess.CompletedProcess:
-    log("$ " + " ".join(str(c) for c in cmd))
-    return subprocess.run(cmd, **kw)
+cl.log = log  # the helpers' messages (cl.run, cl.random_models) under this script's name
 
 
 # --- llama.cpp with its Vulkan backend ---
@@ -126,7 +128,7 @@ def llama_source(cache: Path) -> Path:
     sdist = top.with_name(top.name + ".tar.gz")
     if not sdist.is_file():
         src_root.mkdir(parents=True, exist_ok=True)
-        if run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+        if cl.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
                 "--disable-pip-version-check", f"llama-cpp-python=={cl.LLAMA_CPP_PYTHON_VERSION}",
                 "-d", str(src_root)]).returncode != 0 or not sdist.is_file():
             sys.exit(f"could not download {sdist.name}")
@@ -166,15 +168,16 @@ def ensure_llama_bench_vulkan(cache: Path, jobs: int, nice: int) -> Path:
         return exe
     for tool in ("cmake", "glslc"):  # and SPIRV-Headers (cmake finds them)
         if shutil.which(tool) is None:
-            sys.exit(f"{tool} is not installed (Debian: apt-get install cmake glslc libvulkan-dev spirv-headers)")
+            sys.exit(f"{tool} is not installed "
+                     "(Debian: apt-get install cmake glslc libvulkan-dev spirv-headers)")
     src = patched_copy(llama_source(cache), cache / "llama.cpp-src-vulkan")
     nice_cmd = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
     cfg = ["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
            "-DGGML_VULKAN=ON", "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
            "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF"]
-    if run(nice_cmd + cfg).returncode != 0:
+    if cl.run(nice_cmd + cfg).returncode != 0:
         sys.exit("cmake configure of llama.cpp (Vulkan) failed")
-    if run(nice_cmd + ["cmake", "--build", str(build), "--target", "llama-bench",
+    if cl.run(nice_cmd + ["cmake", "--build", str(build), "--target", "llama-bench",
                        "-j", str(jobs)]).returncode != 0:
         sys.exit("building llama-bench (Vulkan) failed")
     if not exe.is_file():
@@ -248,6 +251,11 @@ def vt_once(exe: Path, model: Path, device: str, p: int, n: int, t: int, env: di
 LLAMA_DEVICE_BUFFER = re.compile(r"load_tensors:\s+(\S+) model buffer size =\s+([0-9.]+) MiB")
 
 
+def on_host(buffer: str) -> bool:
+    """A ggml buffer type in host memory: CPU, CPU_Mapped, CPU_REPACK, Vulkan_Host."""
+    return buffer.startswith("CPU") or buffer.endswith("_Host")
+
+
 def llama_once(exe: Path, model: Path, p: int, n: int, t: int, env: dict,
                timeout: float | None) -> tuple[dict, list[str]]:
     """One llama-bench -v run (-r 1): its measurements and its stderr lines."""
@@ -259,7 +267,8 @@ def llama_once(exe: Path, model: Path, p: int, n: int, t: int, env: dict,
         kind = "pp" if row.get("n_gen", 0) == 0 else "tg" if row.get("n_prompt", 0) == 0 else None
         if kind:
             res[kind] = float(row["avg_ts"])
-        res["commit"] = f"{row.get('build_commit', '?')} (build {row.get('build_number', '?')})"
+        if row.get("build_commit") not in (None, "unknown"):  # the sdist has no git history
+            res["commit"] = f"{row['build_commit']} (build {row.get('build_number', '?')}) "
         res["backend"] = row.get("backends") or row.get("backend")
         res["gpu_info"] = row.get("gpu_info")
     loaded = False
@@ -268,11 +277,11 @@ def llama_once(exe: Path, model: Path, p: int, n: int, t: int, env: dict,
         if m:
             loaded = True
             res["buffers"][m[1]] = float(m[2])
-            if not m[1].startswith("CPU"):
+            if not on_host(m[1]):
                 res["mib_up"] += float(m[2])
         elif loaded and line.startswith("llama_context:") and "load_s" not in res:
             res["load_s"] = at
-    if not any(not b.startswith("CPU") for b in res["buffers"]):
+    if all(on_host(b) for b in res["buffers"]):
         raise cl.BenchError("llama-bench placed no weights on a Vulkan device: "
                             + ", ".join(res["buffers"]) + " (GGML_VK_VISIBLE_DEVICES?)")
     return res, [line for _, line in err]
@@ -309,7 +318,7 @@ def vt_version() -> str:
 def print_table(row: dict, p: int, n: int, vt_device: str) -> None:
     print(f"### {row['model']}\n\n`{row['file']}`, -t {row['threads']}, "
           f"{len(row['rounds'])} repetitions, medians\n")
-    cols = ["load s", "MiB up"] + ([f"pp{p} t/s"] if p else []) + ([f"tg{n} t/s"] if n else [])
+    cols = ["load s", "MiB to device"] + ([f"pp{p} t/s"] if p else []) + ([f"tg{n} t/s"] if n else [])
     keys = ["load_s", "mib_up"] + (["pp"] if p else []) + (["tg"] if n else [])
     print("| engine | " + " | ".join(cols) + " |")
     print("|---|" + "---:|" * len(cols))
@@ -337,6 +346,12 @@ def print_table(row: dict, p: int, n: int, vt_device: str) -> None:
     bufs = next((r["llama.cpp"].get("buffers") for r in row["rounds"] if r["llama.cpp"].get("buffers")), None)
     if bufs:
         notes.append("llama.cpp model buffers: " + ", ".join(f"{k} {v:.2f} MiB" for k, v in bufs.items()))
+    for e in row["engines"]:
+        for k in ("pp", "tg"):
+            xs = [r[e][k] for r in row["rounds"] if r[e].get(k)]
+            if len(xs) > 1 and max(xs) - min(xs) > 0.15 * statistics.median(xs):
+                notes.append(f"{e} {k} samples spread over 15% of their median (a busy machine?): "
+                             + ", ".join(f"{x:.2f}" for x in xs))
     for w in row["vt_warnings"]:
         notes.append(f"vt-bench stderr: `{w}`")
     for e in ENGINES:
@@ -409,8 +424,9 @@ def main() -> int:
     if not models:
         sys.exit("no models (--types is empty and no --real or -m)")
 
-    engines = [e for e in ENGINES if not (e == "vt" and a.skip_vt) and not (e == "llama.cpp" and a.skip_llama)]
-    load_before, t_start = cl.loadavg(), time.monotonic()
+    engines = [e for e in ENGINES
+               if not (e == "vt" and a.skip_vt) and not (e == "llama.cpp" and a.skip_llama)]
+    load_before, t_start, started = cl.loadavg(), time.monotonic(), time.strftime("%Y-%m-%d %H:%M %Z")
     rows = []
     for label, path in models:
         row = {"model": label, "file": str(path), "threads": a.threads, "engines": engines,
@@ -438,10 +454,11 @@ def main() -> int:
             row[e + "_median"] = {k: median([r[e].get(k) for r in row["rounds"]])
                                   for k in ("load_s", "mib_up", "upload_s", "pp", "tg")}
         rows.append(row)
-    commands = {
-        "vt": f"{vt_exe} -m MODEL --device {a.vt_device} -p {a.n_prompt} -n {a.n_gen} -t {a.threads} -r 1 --json",
-        "llama.cpp": f"{lb} -m MODEL -p {a.n_prompt} -n {a.n_gen} -t {a.threads} -r 1 -o json -v",
-    }
+    env_prefix = f"VK_DRIVER_FILES={a.icd} GGML_VK_VISIBLE_DEVICES=0"
+    commands = {e: f"{env_prefix} {vt_exe} -m MODEL --device {a.vt_device} -p {a.n_prompt} -n {a.n_gen} "
+                   f"-t {a.threads} -r 1 --json" if e == "vt" else
+                   f"{env_prefix} {lb} -m MODEL -p {a.n_prompt} -n {a.n_gen} -t {a.threads} -r 1 -o json -v"
+                for e in engines}
     elapsed = time.monotonic() - t_start
 
     def first(key: str):  # a llama-bench fact, from its first run that had it
@@ -451,15 +468,16 @@ def main() -> int:
     print(f"vt vs llama.cpp, both on Vulkan: median of {a.repetitions} repetitions, each its own "
           f"invocation, the engines alternating; ratio = vt / llama.cpp of the medians, "
           f"paired = median of the per-round ratios; load s = process start to \"model loaded\" "
-          f"(see the script's docstring); MiB up = weights moved to the device at load\n")
+          f"(see the script's docstring); MiB to device = weights moved to the device at load\n")
     print(f"- driver: {vulkan_driver(env)}; VK_DRIVER_FILES={a.icd}, GGML_VK_VISIBLE_DEVICES=0"
           + (f", LP_NUM_THREADS={env['LP_NUM_THREADS']}" if env.get("LP_NUM_THREADS") else ""))
-    print(f"- vt {vt_version()} ({vt_exe}); llama.cpp {first('commit') or '?'} from llama-cpp-python "
-          f"{cl.LLAMA_CPP_PYTHON_VERSION} ({lb}), backend {first('backend') or '?'}")
+    print(f"- vt {vt_version()} ({vt_exe}); llama.cpp {first('commit') or ''}from llama-cpp-python "
+          f"{cl.LLAMA_CPP_PYTHON_VERSION}'s sdist ({lb}), backend {first('backend') or '?'} on "
+          f"{first('gpu_info') or '?'}")
     for e in engines:
         print(f"- {e}: `{commands[e]}`")
     print(f"- load average before {load_before}, after {cl.loadavg()} ({os.cpu_count()} cores); "
-          f"{time.strftime('%Y-%m-%d %H:%M %Z')}; {elapsed / 60:.1f} min\n")
+          f"started {started}, {elapsed / 60:.1f} min\n")
     for row in rows:
         print_table(row, a.n_prompt, a.n_gen, a.vt_device)
     if a.json:
