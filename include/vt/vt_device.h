@@ -3,8 +3,9 @@
  * libvt always has the CPU ("cpu"). Backend modules (libvt-backend-<name>.so)
  * add devices when they load: at first use libvt loads every such file in
  * each directory of $VT_BACKEND_PATH (':'-separated), then in "vt/" beside
- * libvt itself (where they are installed), then the modules of its build
- * tree ("backends/<name>/" beside libvt); the first module of a backend name
+ * libvt itself (where they are installed), then beside libvt (the Python
+ * package), then the modules of its build tree ("backends/<name>/" beside
+ * libvt); the first module of a backend name
  * wins. A module that cannot be loaded (e.g. no libvulkan on the machine),
  * was built for another backend interface, or finds no device is skipped
  * with a log line; the CPU remains.

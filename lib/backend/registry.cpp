@@ -54,8 +54,9 @@ std::vector<std::string> modules_in(const std::string &dir) {
 }
 
 // Where modules are looked for (vt/vt_device.h): every module in each
-// $VT_BACKEND_PATH directory and in vt/ beside libvt, then the known
-// modules at their place in the build tree.
+// $VT_BACKEND_PATH directory, in vt/ beside libvt and beside libvt itself
+// (the Python package's copy of libvt sits with its modules), then the
+// known modules at their place in the build tree.
 std::vector<std::string> module_paths() {
     std::vector<std::string> paths;
     auto add = [&](const std::vector<std::string> &more) { paths.insert(paths.end(), more.begin(), more.end()); };
@@ -72,6 +73,7 @@ std::vector<std::string> module_paths() {
     const std::string dir = library_dir();
     if (!dir.empty()) {
         add(modules_in(dir + "/vt"));
+        add(modules_in(dir));
         for (const char *m : kModules) {
             const std::string p = dir + "/backends/" + m + "/libvt-backend-" + m + ".so";
             if (std::filesystem::exists(p)) paths.push_back(p);

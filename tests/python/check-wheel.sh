@@ -14,7 +14,11 @@ trap 'rm -rf "$work"' EXIT
 "$work/venv/bin/python" -m pip install -q --disable-pip-version-check "$src"
 "$writer" "$work/tiny.gguf"
 cd /
-"$work/venv/bin/python" - "$work/tiny.gguf" <<'PY'
+# The wheel's own configure builds the Vulkan module where libvulkan and
+# glslc are present (lavapipe gives it a device here).
+vulkan=none
+if pkg-config --exists vulkan && command -v glslc >/dev/null; then vulkan=vulkan; fi
+"$work/venv/bin/python" - "$work/tiny.gguf" "$vulkan" <<'PY'
 import sys
 import vt
 path = sys.argv[1]
@@ -24,5 +28,11 @@ ids = tok.encode("the thing")
 assert tok.decode(ids) == "the thing", tok.decode(ids)
 out = vt.LLM(model=path).generate(["the"], vt.SamplingParams(temperature=0, max_tokens=8))[0]
 assert len(out.token_ids) == 8 and out.finish_reason in ("length", "stop"), out
-print("wheel ok:", vt.version(), repr(out.text))
+names = [d["name"] for d in vt.devices()]
+if len(sys.argv) > 2 and sys.argv[2] == "vulkan":
+    # The wheel carries the Vulkan module: a device on it, and a generation there.
+    assert "vulkan0" in names, names
+    out_vk = vt.LLM(model=path, device="vulkan0").generate(["the"], vt.SamplingParams(temperature=0, max_tokens=8))[0]
+    assert out_vk.token_ids == out.token_ids, (out_vk.token_ids, out.token_ids)
+print("wheel ok:", vt.version(), repr(out.text), names)
 PY
