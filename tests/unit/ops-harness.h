@@ -23,9 +23,11 @@
 #include "core/quant.h"
 #include "core/quant/kernels.h"
 #include "core/quant/repack.h"
+#include "common/check-close.h"
 #include "common/random-blocks.h"
 
 using namespace vt;
+using vt::test::check_close;
 
 
 using vt::test::fp16_fields;
@@ -101,28 +103,6 @@ inline std::vector<float> run_both(Graph &g, Tensor *out, const std::function<vo
     return res[0];
 }
 
-// Checks |got - ref| <= tol elementwise; reports the worst element.
-inline void check_close(const std::vector<float> &got, const std::vector<double> &ref, const std::vector<double> &tol,
-                 const std::string &what) {
-    REQUIRE(got.size() == ref.size());
-    REQUIRE(tol.size() == ref.size());
-    size_t worst = 0, bad = 0;
-    double worst_ratio = -1;
-    for (size_t i = 0; i < got.size(); ++i) {
-        const double err = std::fabs((double)got[i] - ref[i]);
-        const double ratio = !std::isfinite(err) ? INFINITY : err == 0 ? 0.0 : err / tol[i];
-        if (!(ratio <= 1.0)) ++bad;
-        if (!(ratio <= worst_ratio)) {
-            worst_ratio = ratio;
-            worst = i;
-        }
-    }
-    if (std::getenv("VT_TEST_OPS_VERBOSE")) std::printf("%-28s worst err/tol %.3g (n=%zu)\n", what.c_str(), worst_ratio, got.size());
-    INFO(what << ": " << bad << " of " << got.size() << " elements out of tolerance; worst at " << worst
-              << ": got " << got[worst] << ", expected " << ref[worst] << ", tol " << tol[worst]
-              << " (err/tol " << worst_ratio << ")");
-    CHECK(bad == 0);
-}
 
 // ---- random data -------------------------------------------------------------
 

@@ -13,7 +13,8 @@
 //
 // Tolerances are stated at each check, relative to the magnitude of what
 // is summed or multiplied; u = 2^-24 is the f32 unit roundoff.
-// VT_TEST_VERBOSE=1 prints each check's worst error/tolerance ratio.
+// VT_TEST_OPS_VERBOSE=1 prints each check's worst error/tolerance ratio
+// (VT_TEST_VERBOSE=1 also the module's info lines).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -30,11 +31,13 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "common/check-close.h"
 #include "common/random-blocks.h"
 #include "core/graph.h"
 #include "core/quant.h"
 
 using namespace vt;
+using vt::test::check_close;
 
 namespace vt::vktest {
 
@@ -216,26 +219,6 @@ inline Results run_both(Graph &g, std::initializer_list<DevTensor *> borrowed, c
     return r;
 }
 
-// |got - ref| <= tol elementwise; reports the worst element.
-inline void check_close(const std::vector<float> &got, const std::vector<double> &ref, const std::vector<double> &tol,
-                 const std::string &what) {
-    REQUIRE(got.size() == ref.size());
-    size_t worst = 0, bad = 0;
-    double worst_ratio = -1;
-    for (size_t i = 0; i < got.size(); ++i) {
-        const double err = std::fabs((double)got[i] - ref[i]);
-        const double ratio = !std::isfinite(err) ? INFINITY : err == 0 ? 0.0 : err / tol[i];
-        if (!(ratio <= 1.0)) ++bad;
-        if (!(ratio <= worst_ratio)) {
-            worst_ratio = ratio;
-            worst = i;
-        }
-    }
-    if (std::getenv("VT_TEST_VERBOSE")) std::printf("%-40s worst err/tol %.3g (n=%zu)\n", what.c_str(), worst_ratio, got.size());
-    INFO(what << ": " << bad << " of " << got.size() << " out of tolerance; worst at " << worst << ": got "
-              << got[worst] << ", expected " << ref[worst] << ", tol " << tol[worst]);
-    CHECK(bad == 0);
-}
 
 // The Vulkan result against the exact reference (tol) and against the CPU
 // backend's result (tol_cpu).
