@@ -109,14 +109,19 @@ void *buf_base(vt_buffer *b) { return reinterpret_cast<void *>(ctx(b)->base); }
 
 bool in_range(const Buffer *vb, size_t offset, size_t n) { return offset <= vb->size && n <= vb->size - offset; }
 
-vt_status buf_set(vt_buffer *b, const void *src, size_t offset, size_t n) {
+// Copies n bytes between host memory and [offset, offset + n) of b, in
+// either direction: a memcpy for mapped memory, else chunks through the
+// device's staging buffer.
+vt_status host_copy(vt_buffer *b, uint8_t *host, size_t offset, size_t n, bool to_device) {
     Buffer *vb = ctx(b);
     if (!in_range(vb, offset, n)) {
-        VK_LOG_ERROR("buffer set: [%zu, +%zu) outside a buffer of %zu bytes", offset, n, vb->size);
+        VK_LOG_ERROR("buffer %s: [%zu, +%zu) outside a buffer of %zu bytes", to_device ? "set" : "get", offset, n,
+                     vb->size);
         return VT_ERR_INVALID_ARGUMENT;
     }
     if (vb->mapped) {
-        std::memcpy(vb->mapped + offset, src, n);
+        if (to_device) std::memcpy(vb->mapped + offset, host, n);
+        else std::memcpy(host, vb->mapped + offset, n);
         return VT_OK;
     }
     Device &d = *vb->dev;
@@ -124,37 +129,23 @@ vt_status buf_set(vt_buffer *b, const void *src, size_t offset, size_t n) {
     if (!staging_ready(d)) return VT_ERR_OUT_OF_MEMORY;
     for (size_t done = 0; done < n;) {
         const size_t c = std::min(n - done, (size_t)d.staging.size);
-        std::memcpy(d.staging.mapped, static_cast<const uint8_t *>(src) + done, c);
-        const VkBufferCopy region{0, offset + done, c};
-        vt_status st = staging_run(d, [&](VkCommandBuffer cmd) { vkCmdCopyBuffer(cmd, d.staging.buf, vb->buf, 1, &region); });
+        if (to_device) std::memcpy(d.staging.mapped, host + done, c);
+        const VkBufferCopy region = to_device ? VkBufferCopy{0, offset + done, c} : VkBufferCopy{offset + done, 0, c};
+        VkBuffer from = to_device ? d.staging.buf : vb->buf, to = to_device ? vb->buf : d.staging.buf;
+        vt_status st = staging_run(d, [&](VkCommandBuffer cmd) { vkCmdCopyBuffer(cmd, from, to, 1, &region); });
         if (st != VT_OK) return st;
+        if (!to_device) std::memcpy(host + done, d.staging.mapped, c);
         done += c;
     }
     return VT_OK;
 }
 
+vt_status buf_set(vt_buffer *b, const void *src, size_t offset, size_t n) {
+    return host_copy(b, static_cast<uint8_t *>(const_cast<void *>(src)), offset, n, true);
+}
+
 vt_status buf_get(vt_buffer *b, void *dst, size_t offset, size_t n) {
-    Buffer *vb = ctx(b);
-    if (!in_range(vb, offset, n)) {
-        VK_LOG_ERROR("buffer get: [%zu, +%zu) outside a buffer of %zu bytes", offset, n, vb->size);
-        return VT_ERR_INVALID_ARGUMENT;
-    }
-    if (vb->mapped) {
-        std::memcpy(dst, vb->mapped + offset, n);
-        return VT_OK;
-    }
-    Device &d = *vb->dev;
-    std::lock_guard<std::mutex> lock(d.staging.mutex);
-    if (!staging_ready(d)) return VT_ERR_OUT_OF_MEMORY;
-    for (size_t done = 0; done < n;) {
-        const size_t c = std::min(n - done, (size_t)d.staging.size);
-        const VkBufferCopy region{offset + done, 0, c};
-        vt_status st = staging_run(d, [&](VkCommandBuffer cmd) { vkCmdCopyBuffer(cmd, vb->buf, d.staging.buf, 1, &region); });
-        if (st != VT_OK) return st;
-        std::memcpy(static_cast<uint8_t *>(dst) + done, d.staging.mapped, c);
-        done += c;
-    }
-    return VT_OK;
+    return host_copy(b, static_cast<uint8_t *>(dst), offset, n, false);
 }
 
 vt_status buf_clear(vt_buffer *b, uint8_t value) {
