@@ -16,10 +16,9 @@
 #include "backend/backend-impl.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/quant.h"
-#include "core/quant/kernels.h"
-#include "core/quant/repack.h"
+#include "cpu/kernels/kernels.h"
 #include "cpu-ops.h"
+#include "cpu-weights.h"
 
 namespace vt::cpu {
 namespace {
@@ -81,6 +80,7 @@ struct HostBuffer {
     void *ptr;
     size_t mapped;  // bytes mapped, 0 for the heap or memory the caller owns
     bool owned;
+    std::unique_ptr<PageBuffer> pages;  // or the memory is these (weights in the CPU's layouts)
 };
 
 void buf_free(vt_buffer *b) {
@@ -110,7 +110,7 @@ const vt_buffer_i kBufferIface = {buf_free, buf_base, buf_set, buf_get, buf_clea
 vt_buffer_type g_buft{};  // set up with the device below
 
 vt_buffer *wrap(void *ptr, size_t size, size_t mapped, bool owned) {
-    return new vt_buffer{&kBufferIface, &g_buft, new HostBuffer{ptr, mapped, owned}, size};
+    return new vt_buffer{&kBufferIface, &g_buft, new HostBuffer{ptr, mapped, owned, nullptr}, size};
 }
 
 const char *buft_name(vt_buffer_type *) { return "cpu"; }
@@ -126,7 +126,8 @@ vt_buffer *buft_alloc(vt_buffer_type *, size_t size) {
 size_t buft_alignment(vt_buffer_type *) { return 64; }
 size_t buft_max_size(vt_buffer_type *) { return SIZE_MAX; }
 bool buft_is_host(vt_buffer_type *) { return true; }
-const vt_buffer_type_i kBufferTypeIface = {buft_name, buft_alloc, buft_alignment, buft_max_size, buft_is_host};
+const vt_buffer_type_i kBufferTypeIface = {buft_name, buft_alloc, buft_alignment, buft_max_size, buft_is_host,
+                                            prepare_weight};
 
 // ---- stream: the thread pool -----------------------------------------------
 
@@ -220,6 +221,12 @@ vt_device *reg_device(vt_backend_reg *, size_t i) { return i == 0 ? &g_device : 
 const vt_backend_reg_i kRegIface = {VT_BACKEND_API_VERSION, reg_name, reg_count, reg_device, nullptr};
 
 } // namespace
+
+vt_buffer *wrap_pages(std::unique_ptr<PageBuffer> pages) {
+    const size_t size = pages->size();
+    return new vt_buffer{&kBufferIface, &g_buft, new HostBuffer{pages->data(), 0, false, std::move(pages)}, size};
+}
+
 } // namespace vt::cpu
 
 // The built-in backend's registry (lib/backend/registry.cpp lists it first).

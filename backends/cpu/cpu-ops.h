@@ -13,6 +13,7 @@
 
 #include "core/tensor.h"
 #include "core/threadpool.h"
+#include "cpu/kernels/x16-layout.h"
 
 namespace vt::cpu {
 
@@ -50,6 +51,10 @@ inline bool broadcast_row_ok(const Node &n) {
            (same_shape(a, b) || (b->ne[0] == a->ne[0] && b->nrows() == 1));
 }
 
+// Whether w is in an _X16 layout (kernels/x16-layout.h).
+inline bool is_x16(const Tensor &w) { return w.layout == quant::kLayoutX16; }
+// The kernel tables' slot for w: its type, or its type's _X16 layout.
+int kernel_slot(const Tensor &w);
 // An _X16 matrix is read in whole groups of 16 rows and whole blocks.
 bool whole_x16_groups(const Tensor &w);
 

@@ -36,7 +36,7 @@
 #include <cstring>
 
 #include "core/quant.h"
-#include "core/quant/kernels.h"
+#include "cpu/kernels/kernels.h"
 #include "cpu-ops.h"
 
 namespace vt::cpu {

@@ -5,8 +5,8 @@
 
 #include "core/quant.h"
 #include "core/quant/blocks.h"
-#include "core/quant/kernels.h"
-#include "core/quant/repack.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/repack.h"
 #include "cpu-ops.h"
 
 namespace vt::cpu {
@@ -17,7 +17,7 @@ namespace {
 void get_row_x16(const Tensor &w, int64_t row, float *out) {
     constexpr int64_t kChunk = 16;
     quant::BlockQ4_K tmp[kChunk]; // the largest base block
-    const DType base = x16_base(w.type);
+    const DType base = w.type;
     const int64_t be = quant::x16_block_elems(base), nb = w.ne[0] / be;
     const uint8_t *group = static_cast<const uint8_t *>(w.data) + (size_t)(row / 16) * 16 * w.nb[1];
     for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
@@ -37,7 +37,7 @@ void op_get_rows(const Node &n, const OpCtx &c) {
     for (int64_t r = b; r < e; ++r) {
         const uint8_t *src = static_cast<const uint8_t *>(w->data) + (size_t)id[r] * w->nb[1];
         float *out = reinterpret_cast<float *>(static_cast<uint8_t *>(dst->data) + (size_t)r * dst->nb[1]);
-        if (is_x16((uint32_t)w->type)) {
+        if (is_x16(*w)) {
             get_row_x16(*w, id[r], out);
             continue;
         }
@@ -46,9 +46,11 @@ void op_get_rows(const Node &n, const OpCtx &c) {
     }
 }
 
+int kernel_slot(const Tensor &w) { return is_x16(w) ? quant::x16_slot(w.type) : (int)w.type; }
+
 // An _X16 matrix is read in whole groups of 16 rows and whole blocks.
 bool whole_x16_groups(const Tensor &w) {
-    return quant::x16_fits(x16_base(w.type), w.ne[0], w.ne[1]) && w.is_contiguous();
+    return quant::x16_slot(w.type) >= 0 && quant::x16_fits(w.type, w.ne[0], w.ne[1]) && w.is_contiguous();
 }
 
 bool supports_get_rows(const Node &n) {
@@ -56,7 +58,7 @@ bool supports_get_rows(const Node &n) {
     const Tensor *w = n.src[0];
     return n.src[1]->type == DType::I32 && is_f32(n.dst) && w->nb[0] == dtype_info(w->type).block_bytes &&
            n.dst->ne[0] == w->ne[0] && n.dst->nrows() == n.src[1]->ne[0] &&
-           (!is_x16((uint32_t)w->type) || whole_x16_groups(*w));
+           (w->layout == 0 || (is_x16(*w) && whole_x16_groups(*w)));
 }
 size_t work_size_get_rows(const Node &, int) { return 0; }
 

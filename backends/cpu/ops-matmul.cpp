@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "core/quant.h"
-#include "core/quant/kernels.h"
+#include "cpu/kernels/kernels.h"
 #include "cpu-ops.h"
 
 namespace vt::cpu {
@@ -23,10 +23,10 @@ constexpr int64_t kGemmMinTokens = 4;
 
 // The activation rows the kernels read: vec_dot_type's, or f32 rounded
 // through it for the gemms that take them so (kernels.h).
-bool f32_acts(DType w) { return quant::active_kernels().gemm_f32_acts[(int)w]; }
-DType act_type(DType w) { return f32_acts(w) ? DType::F32 : vec_dot_type(w); }
+bool f32_acts(const Tensor &w) { return quant::active_kernels().gemm_f32_acts[kernel_slot(w)]; }
+DType act_type(const Tensor &w) { return f32_acts(w) ? DType::F32 : vec_dot_type(w.type); }
 // Whether phase 1 writes them (else the kernels read the f32 input).
-bool converts_acts(DType w) { return vec_dot_type(w) != DType::F32; }
+bool converts_acts(const Tensor &w) { return vec_dot_type(w.type) != DType::F32; }
 
 // x through type t and back (t's own rounding, as the vec_dot would see it).
 void round_through(DType t, const float *x, float *out, int64_t k) {
@@ -41,7 +41,7 @@ void round_through(DType t, const float *x, float *out, int64_t k) {
 } // namespace
 
 size_t work_size_mul_mat(const Node &n, int) {
-    const DType w = n.src[0]->type;
+    const Tensor &w = *n.src[0];
     const size_t act = converts_acts(w) ? row_bytes(act_type(w), n.src[1]->ne[0]) * (size_t)n.src[1]->nrows() : 0;
     return (act + 63) & ~(size_t)63;
 }
@@ -52,8 +52,8 @@ bool supports_mul_mat(const Node &n) {
           n.dst->nrows() == x->nrows()))
         return false;
     if (w->ne[2] != 1 || w->ne[3] != 1) return false;
-    if (is_x16((uint32_t)w->type)) return quant::active_kernels().gemm[(int)w->type] != nullptr && whole_x16_groups(*w);
-    return vec_dot_fn(w->type) != nullptr && w->nb[0] == dtype_info(w->type).block_bytes;
+    if (is_x16(*w)) return quant::active_kernels().gemm[kernel_slot(*w)] != nullptr && whole_x16_groups(*w);
+    return w->layout == 0 && vec_dot_fn(w->type) != nullptr && w->nb[0] == dtype_info(w->type).block_bytes;
 }
 
 void op_mul_mat(const Node &n, const OpCtx &c) {
@@ -62,13 +62,13 @@ void op_mul_mat(const Node &n, const OpCtx &c) {
     const int64_t k = x->ne[0];
     const int64_t m = x->nrows();     // activation rows (tokens)
     const int64_t n_out = w->ne[1];   // weight rows (output features)
-    const DType vdt = act_type(w->type);
-    const bool round = f32_acts(w->type);
-    const quant::GemmFn gemm = quant::active_kernels().gemm[(int)w->type];
+    const DType vdt = act_type(*w);
+    const bool round = f32_acts(*w);
+    const quant::GemmFn gemm = quant::active_kernels().gemm[kernel_slot(*w)];
 
     const uint8_t *act = static_cast<const uint8_t *>(x->data);
     size_t act_stride = x->nb[1];
-    if (converts_acts(w->type)) {
+    if (converts_acts(*w)) {
         act_stride = row_bytes(vdt, k);
         int64_t b, e;
         split(m, c.ith, c.nth, b, e);
@@ -86,7 +86,7 @@ void op_mul_mat(const Node &n, const OpCtx &c) {
     split(n_out, c.ith, c.nth, b, e);
     const uint8_t *wbase = static_cast<const uint8_t *>(w->data);
     float *out = static_cast<float *>(dst->data);
-    if (is_x16((uint32_t)w->type)) {
+    if (is_x16(*w)) {
         // Threads split whole groups of 16 rows.
         split(n_out / 16, c.ith, c.nth, b, e);
         gemm(k, wbase + (size_t)(16 * b) * w->nb[1], w->nb[1], 16 * (e - b), act, act_stride, m, out + 16 * b,

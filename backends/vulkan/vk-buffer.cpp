@@ -230,7 +230,8 @@ vt_buffer *buft_alloc(vt_buffer_type *t, size_t size) {
     return new vt_buffer{&kBufferVtable, t, vb, size};
 }
 
-const vt_buffer_type_i kBufferTypeVtable = {buft_name, buft_alloc, buft_alignment, buft_max_size, buft_is_host};
+const vt_buffer_type_i kBufferTypeVtable = {buft_name, buft_alloc, buft_alignment, buft_max_size, buft_is_host,
+                                             nullptr};  // weights are read in the file's layouts
 } // namespace
 
 void buffer_type_init(Device &d) {

@@ -18,7 +18,7 @@ namespace vt::vk {
 namespace {
 
 // The shader-name suffix of a weight type, or nullptr when no shader reads it
-// (Q2_K, Q3_K, the activation-only Q8_1/Q8_K, the CPU's _X16 layouts).
+// (Q2_K, Q3_K, the activation-only Q8_1/Q8_K).
 const char *weight_suffix(DType t) {
     switch (t) {
     case DType::F32: return "f32";
@@ -104,6 +104,10 @@ bool supports_attn_paged(const Node &n) {
 }
 
 bool supports_op_rules(const Node &n) {
+    // Another backend's private layouts (the CPU's _X16) are not ours to read.
+    if (n.dst->layout != 0) return false;
+    for (const Tensor *t : n.src)
+        if (t && t->layout != 0) return false;
     switch (n.op) {
     case Op::GET_ROWS: return supports_get_rows(n);
     case Op::RMS_NORM: return supports_rms_norm(n);

@@ -318,6 +318,11 @@ int run(const Options &o) {
     std::fprintf(stderr, "vt-generate: generated %d tokens, decode %.2f tokens/s (%.3f s)\n", n_gen,
                  decode_s > 0 ? n_gen / decode_s : 0.0, decode_s);
     std::fprintf(stderr, "vt-generate: peak RSS %.1f MiB, seed %u\n", ru.ru_maxrss / 1024.0, seed);
+    vt_engine_stats st{};
+    st.struct_size = sizeof st;
+    if (vt_context_stats(ctx.get(), &st) == VT_OK && st.fallback_nodes)
+        std::fprintf(stderr, "vt-generate: %llu nodes ran on the CPU for the device, %.1f MiB copied\n",
+                     (unsigned long long)st.fallback_nodes, st.fallback_bytes / 1048576.0);
     return 0;
 }
 

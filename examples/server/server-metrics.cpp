@@ -131,6 +131,10 @@ std::string Metrics::render(const vt_engine_stats &st) const {
            (double)st.requests_finished);
     metric(out, "vt_tokens_per_second", "gauge", "Tokens computed per second over the last ~10 s.",
            st.tokens_per_second);
+    metric(out, "vt_device_fallback_nodes_total", "counter",
+           "Graph nodes the device could not run, computed on the CPU with copies.", (double)st.fallback_nodes);
+    metric(out, "vt_device_fallback_bytes_total", "counter", "Bytes copied between the device and the CPU for them.",
+           (double)st.fallback_bytes);
     return out;
 }
 

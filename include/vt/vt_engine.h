@@ -138,11 +138,18 @@ typedef struct vt_engine_stats {
     uint64_t requests_finished;
     double tokens_per_second;        /* tokens computed per second over the last ~10 s (over
                                         the time since the first step, while shorter) */
+    /* Since ABI 1.5. Graph nodes the context's device could not run, computed on
+     * the CPU with copies in between, and the bytes those copies moved; for
+     * every forward pass of the context (vt_seq's included). 0 on the CPU and
+     * where the device runs every op. */
+    uint64_t fallback_nodes;
+    uint64_t fallback_bytes;
 } vt_engine_stats;
 
 /* METHOD. A snapshot of the engine's counters. stats->struct_size must be
  * set; fields beyond it are not written. Before the first submit the pool
- * fields are 0. Thread-safe. */
+ * fields are 0. Thread-safe. Also works on a context used only through
+ * vt_seq (the engine's fields then stay 0). */
 VT_API vt_status vt_context_stats(vt_context *ctx, vt_engine_stats *stats);
 
 #ifdef __cplusplus

@@ -112,6 +112,8 @@ VT_API vt_status vt_context_stats(vt_context *ctx, vt_engine_stats *stats) {
     return guard([&] {
         vt_engine_stats s{};
         if (vt::Engine *e = ctx->engine.load(std::memory_order_acquire)) e->stats(s);
+        s.fallback_nodes = ctx->impl->executor().fallback_nodes();
+        s.fallback_bytes = ctx->impl->executor().fallback_bytes();
         const uint32_t size = stats->struct_size < sizeof s ? stats->struct_size : (uint32_t)sizeof s;
         s.struct_size = size;
         std::memcpy(stats, &s, size);

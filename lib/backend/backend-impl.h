@@ -27,7 +27,7 @@
 
 // Bumped on any change of the structs below; a module built for another
 // version is refused at load.
-#define VT_BACKEND_API_VERSION 2
+#define VT_BACKEND_API_VERSION 3
 
 extern "C" {
 
@@ -73,6 +73,17 @@ typedef struct vt_buffer_type_i {
     size_t (*get_max_size)(vt_buffer_type *buft);
     // Whether base + offset is host memory the CPU may read and write.
     bool (*is_host)(vt_buffer_type *buft);
+    // (optional) Puts a weight into a layout of the device's own that its
+    // kernels read faster (the CPU's _X16). t is a matrix the loader is
+    // about to use (a MUL_MAT or GET_ROWS weight), in the file's row layout
+    // (t->layout 0) at host memory: the file mapping or a copy the loader
+    // made. Where the device has such a layout for t, writes the converted
+    // copy into a new buffer of this type, points t at it (data, buffer,
+    // layout; type and shape stay) and sets *out to that buffer, which the
+    // caller then owns and frees. Otherwise sets *out to NULL and leaves t
+    // alone. Returns VT_OK, or VT_ERR_OUT_OF_MEMORY when the copy's memory
+    // cannot be had.
+    vt_status (*prepare_weight)(vt_buffer_type *buft, vt::Tensor *t, vt_buffer **out);
 } vt_buffer_type_i;
 
 struct vt_buffer_type {

@@ -49,7 +49,7 @@ void GraphExecutor::run_on_cpu(const Node &n) {
         VT_LOG_WARN("%s cannot run %s (%s): it runs on the CPU, with copies", device_name(device_).c_str(),
                     op_name(n.op), dtype_name(n.src[0] ? n.src[0]->type : n.dst->type));
     }
-    ++fallback_nodes_;
+    fallback_nodes_.fetch_add(1, std::memory_order_relaxed);
     Node h = n;
     Tensor copies[kMaxSrc + 1];
     scratch_.resize(kMaxSrc + 1);
@@ -62,7 +62,7 @@ void GraphExecutor::run_on_cpu(const Node &n) {
         copies[slot].buffer = nullptr;
         if (read) {
             tensor_get(*t, copies[slot].data, 0, bytes);
-            fallback_bytes_ += bytes;
+            fallback_bytes_.fetch_add(bytes, std::memory_order_relaxed);
         }
         return &copies[slot];
     };
@@ -73,7 +73,7 @@ void GraphExecutor::run_on_cpu(const Node &n) {
         if (dev == host) return;
         const size_t bytes = extent(*dev);
         tensor_set(*dev, host->data, 0, bytes);
-        fallback_bytes_ += bytes;
+        fallback_bytes_.fetch_add(bytes, std::memory_order_relaxed);
     };
     back(n.dst, h.dst);
     for (int i = 0; i < kMaxSrc; ++i)

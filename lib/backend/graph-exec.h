@@ -3,9 +3,12 @@
 // read, run on the CPU instead: their device-resident sources are copied
 // to host scratch, the node computes there, and what it wrote is copied
 // back. Each such node is counted, and the first of each op is logged, so a
-// new architecture runs on a GPU before its last op is ported there.
+// new architecture runs on a GPU before its last op is ported there. The
+// layers n_gpu_layers leaves on the CPU run so too: their weights are host
+// memory, but the activations are in the arena on the device.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -23,9 +26,10 @@ public:
     // Computes nodes in order. Throws vt::Error with the backend's status.
     void compute(const std::vector<Node> &nodes);
 
-    // Nodes run on the CPU for the device so far, and the bytes copied for them.
-    uint64_t fallback_nodes() const { return fallback_nodes_; }
-    uint64_t fallback_bytes() const { return fallback_bytes_; }
+    // Fallbacks so far (nodes run on the CPU, with copies, for the device),
+    // and the bytes copied for them. Any thread may read them.
+    uint64_t fallback_nodes() const { return fallback_nodes_.load(std::memory_order_relaxed); }
+    uint64_t fallback_bytes() const { return fallback_bytes_.load(std::memory_order_relaxed); }
 
 private:
     bool runs_on_device(const Node &n) const;
@@ -39,7 +43,7 @@ private:
     StreamPtr cpu_stream_;  // made at the first fallback
     std::vector<std::vector<uint8_t>> scratch_;  // per source of a fallback node, and its dst
     std::vector<bool> logged_;                   // per op: fallback logged
-    uint64_t fallback_nodes_ = 0, fallback_bytes_ = 0;
+    std::atomic<uint64_t> fallback_nodes_{0}, fallback_bytes_{0};
 };
 
 } // namespace vt

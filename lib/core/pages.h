@@ -1,5 +1,5 @@
-// Anonymous memory for the weights the loader writes itself (the repacked
-// _X16 layouts), offered to the kernel's transparent huge pages.
+// Anonymous memory for weights written at load (the CPU backend's _X16
+// copies, quantize at load's output), offered to transparent huge pages.
 #pragma once
 
 #include <cstddef>

@@ -1,12 +1,20 @@
-// Block quantization formats on the CPU: conversion, dequantization,
-// activation quantization and dot products, with run-time SIMD dispatch.
+// Block quantization formats: conversion, dequantization, activation
+// quantization and dot products, as portable scalar references.
 //
-// Layouts are bit-compatible with GGUF/ggml blocks (see dtype.h for sizes).
-// Numerics follow llama.cpp's x86 CPU backend so that results agree with it:
-// activations are quantized once per row to the weight type's vec_dot_type
-// (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for the K quants, F16
-// for F16, BF16 for BF16), rounding to nearest-even as its SIMD paths do, and
-// the dot product is an integer dot per block scaled in f32.
+// Layouts are bit-compatible with GGUF/ggml blocks (see dtype.h for sizes,
+// quant/blocks.h for the fields). Numerics follow llama.cpp's x86 CPU
+// backend so that results agree with it: activations are quantized once per
+// row to the weight type's vec_dot_type (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for
+// Q4_1/Q5_1, Q8_K for the K quants, F16 for F16, BF16 for BF16), rounding to
+// nearest-even as its SIMD paths do, and the dot product is an integer dot
+// per block scaled in f32.
+//
+// These functions are the numeric definition every backend is tested
+// against: the CPU backend's SIMD tables (backends/cpu/kernels) quantize and
+// dequantize to exactly these bytes and floats, and dot products differ from
+// them only by f32 accumulation order. They are also what the loader uses
+// (converting and quantizing weights), so lib/ never needs a backend's
+// kernels.
 #pragma once
 
 #include <cstddef>
@@ -26,13 +34,6 @@ uint16_t f32_to_bf16(float f);
 // Type activations are converted to before a dot with weights of type t.
 DType vec_dot_type(DType t);
 
-// Dequantizes n elements (a multiple of t's block size) of type t.
-void dequantize_row(DType t, const void *src, float *dst, int64_t n);
-
-// Quantizes/converts n f32 values to t, where t is a vec_dot_type
-// (F32, F16, BF16, Q8_0, Q8_1, Q8_K).
-void quantize_row(DType t, const float *src, void *dst, int64_t n);
-
 // Weight quantizers: n f32 weights (whole blocks of t) to t, byte for byte
 // what ggml's quantize_row_<t>_ref writes (llama.cpp's quantizer without an
 // importance matrix), for t in Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K.
@@ -41,27 +42,46 @@ void quantize_row(DType t, const float *src, void *dst, int64_t n);
 bool can_quantize_weights(DType t);
 void quantize_weights(DType t, const float *src, void *dst, int64_t n);
 
-// Dot product of a row w of type t with a row a of vec_dot_type(t), n elements.
-typedef float (*VecDotFn)(int64_t n, const void *w, const void *a);
+// Row kernels of one type: dequantize n elements (whole blocks); quantize n
+// f32 values to an activation type (F32, F16, BF16, Q8_0, Q8_1, Q8_K); dot
+// a weight row w with an activation row a of vec_dot_type, n elements.
+using DequantFn = void (*)(const void *src, float *dst, int64_t n);
+using QuantFn = void (*)(const float *src, void *dst, int64_t n);
+using VecDotFn = float (*)(int64_t n, const void *w, const void *a);
 
-// The fastest kernel for t on this CPU (chosen once, at first use);
-// nullptr if t cannot be a weight type (Q8_1, Q8_K).
-VecDotFn vec_dot_fn(DType t);
-
-inline float vec_dot(DType t, int64_t n, const void *w, const void *a) {
-    return vec_dot_fn(t)(n, w, a);
-}
-
-// Name of the instruction set the dispatcher picked ("avx512vnni", "avx512",
-// "avx2", "scalar"). $VT_CPU_ISA set to one of these names caps the choice
-// (read once, at first use); a name the CPU cannot run falls back lower.
-const char *cpu_kernel_isa();
-
-// Portable scalar references of the same operations, for tests.
+// The scalar references.
 namespace ref {
+
+struct RowKernels {
+    VecDotFn dot = nullptr;         // null where t cannot be a weight type (Q8_1, Q8_K)
+    DequantFn dequant = nullptr;
+    QuantFn quant = nullptr;        // only for the activation types
+};
+// The references for type t (all null for a type vt does not know).
+const RowKernels &row_kernels(DType t);
+
+// The same, throwing std::invalid_argument where t has no such kernel.
 void dequantize_row(DType t, const void *src, float *dst, int64_t n);
 void quantize_row(DType t, const float *src, void *dst, int64_t n);
 float vec_dot(DType t, int64_t n, const void *w, const void *a);
-} // namespace ref
 
+// Attention products, each output one f32 FMA chain in index order (the
+// CPU tables reproduce them lane by lane). Scores: sc[i * scs + j] = sum_d
+// qf[i * hd + d] * f16 kt[d * kts + j] (K transposed), i < nq, j < n_keys.
+// Values: out[i][d] = sum_j pf[i * ps + j] * f16 v[j * vs + d]; with
+// accumulate the chain starts from out[i][d] instead of 0, so a product over
+// keys in consecutive runs (the blocks of a paged cache) gives the bits of
+// one call over all of them.
+void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *kt, size_t kts, int64_t n_keys, float *sc,
+                 size_t scs);
+void attn_values(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const uint16_t *v, size_t vs, int64_t hd,
+                 float *const *out, bool accumulate);
+
+// On expf_poly::exp_ref (quant/expf-poly.h). Softmax of a score row: x[j] =
+// exp(scale * x[j] - max), j < n; returns the sum of the x[j] in double (16
+// lanes, expf_poly::fold16). SwiGLU: d[i] = g[i] / (1 + exp(-g[i])) * u[i].
+double softmax_row(float *x, int64_t n, float scale);
+void swiglu_row(const float *g, const float *u, float *d, int64_t n);
+
+} // namespace ref
 } // namespace vt

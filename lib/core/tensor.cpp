@@ -42,6 +42,7 @@ void tensor_init(Tensor &t, DType type, int64_t ne0, int64_t ne1, int64_t ne2, i
     t.data = data;
     t.name = name;
     t.buffer = nullptr;
+    t.layout = 0;
 }
 
 } // namespace vt

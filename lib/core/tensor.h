@@ -38,6 +38,11 @@ struct Tensor {
     // The backend buffer holding data (data = its base + an offset), or
     // nullptr for plain host memory no backend allocated (tests, scratch).
     vt_buffer *buffer;
+    // 0: the GGUF row layout of type. Any other value is a layout private to
+    // the backend of buffer (the CPU's _X16 weights, backends/cpu/kernels/
+    // x16-layout.h), written by its buffer type's prepare_weight and read
+    // only by its kernels; the bytes are those of the rows of type.
+    uint32_t layout;
 
     int64_t nelements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
     int64_t nrows() const { return ne[1] * ne[2] * ne[3]; }

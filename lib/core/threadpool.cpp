@@ -3,9 +3,11 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -124,6 +126,26 @@ int default_thread_count() {
     int n = cores.empty() ? (int)online : (int)cores.size();
     if (online > 0 && n > online) n = (int)online;
     return n < 1 ? 1 : n;
+}
+
+void run_load_parts(int n_parts, const std::function<void(int)> &part) {
+    std::vector<std::thread> threads;
+    threads.reserve(n_parts > 1 ? (size_t)(n_parts - 1) : 0);
+    for (int i = 1; i < n_parts; ++i) {
+        try {
+            threads.emplace_back(part, i);
+        } catch (const std::system_error &) {
+            part(i);  // no thread to be had: do it here
+        }
+    }
+    part(0);
+    for (auto &t : threads) t.join();
+}
+
+int load_parts_for(size_t work, size_t min_work) {
+    if (work < min_work) return 1;  // a thread costs more than the work
+    const unsigned hw = std::thread::hardware_concurrency();
+    return (int)std::min(hw ? hw : 1u, 8u);
 }
 
 } // namespace vt

@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -55,5 +57,15 @@ private:
 
 // Number of threads to use by default: physical cores (at least 1).
 int default_thread_count();
+
+// Work done once at load (repacking, quantizing weights), outside any pool:
+// part(i) for i < n_parts, part 0 on the caller's thread and the others on
+// threads of their own, or on the caller's where no thread can be had.
+// Returns when all are done; part must not throw.
+void run_load_parts(int n_parts, const std::function<void(int)> &part);
+// Parts worth running for `work` (in the caller's unit: bytes, elements)
+// where a thread pays off from `min_work` on: the hardware threads up to 8,
+// or 1.
+int load_parts_for(size_t work, size_t min_work);
 
 } // namespace vt

@@ -328,7 +328,7 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             if (t.n_dims == 1) {
                 // Norms and biases: small, read as F32 by the graph; Gemma's norms are 1 + w.
                 std::vector<float> v((size_t)t.ne[0]);
-                dequantize_row(t.type, t.data, v.data(), t.ne[0]);
+                ref::dequantize_row(t.type, t.data, v.data(), t.ne[0]);
                 if (arch->norms == HfNorms::gemma && name.find("norm.weight") != std::string::npos)
                     for (float &x : v) x += 1.0f;
                 add_f32(name, std::move(v));

@@ -5,16 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/quant.h"
-#include "core/quant/kernels.h"
-#include "core/quant/repack.h"
 #include "model/hf-folder.h"
 
 namespace vt {
@@ -47,7 +43,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
     try {
         m->arch_ = make_architecture(m->arch_name_);
         // Which layers the device takes is known before any weight is
-        // looked up: the CPU's are repacked for its kernels, the device's not.
+        // looked up: the CPU's are prepared for its kernels, the device's not.
         const uint32_t n_layer = (uint32_t)m->gguf_->get_uint(m->arch_name_ + ".block_count").value_or(0);
         if (device_is_host(m->device_)) {
             m->n_device_layers_ = n_layer;
@@ -81,8 +77,8 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
         VT_LOG_INFO("quantized %u weights to %s at load (%u took the fallback type, %u kept as stored): "
                     "%.1f MiB -> %.1f MiB in %.2f s", q.n_quantized, dtype_name(*q.target), q.n_fallback, q.n_kept,
                     (double)q.bytes_in / (1 << 20), (double)q.bytes_out / (1 << 20), q.seconds);
-    if (m->repacked_bytes_)
-        VT_LOG_INFO("repacked %.1f MiB of weights into the CPU kernels' layouts", (double)m->repacked_bytes_ / (1 << 20));
+    if (m->prepared_bytes_)
+        VT_LOG_INFO("repacked %.1f MiB of weights into the CPU kernels' layouts", (double)m->prepared_bytes_ / (1 << 20));
     VT_LOG_INFO("loaded %s: %s, %u layers, %llu params, %.1f MiB", path.c_str(), m->arch_name_.c_str(),
                 m->hparams.n_layer, (unsigned long long)m->n_params, (double)m->size_bytes / (1 << 20));
     return m;
@@ -110,36 +106,6 @@ const Tensor *Model::weight(const std::string &name, std::initializer_list<int64
     return weights_.back().get();
 }
 
-namespace {
-// Repacking copies every weight once and faults in the copy's pages: a large
-// matrix splits its 16-row groups over a few threads (loading the 1B shape
-// in BF16, alternating builds: 1.3-1.9 s with 2 threads, 3.6-4.7 s with 1).
-void repack_parallel(DType type, const uint8_t *src, size_t stride, uint8_t *dst, int64_t k, int64_t n_rows) {
-    const size_t row = row_bytes(type, k);
-    const int64_t groups = n_rows / 16;
-    const unsigned hw = std::thread::hardware_concurrency();
-    int n = (int)std::min(hw ? hw : 1u, 8u);
-    if ((size_t)n_rows * row < ((size_t)8 << 20)) n = 1;  // a thread costs more than a small matrix
-    auto part = [&](int i) {
-        const int64_t g0 = groups * i / n, g1 = groups * (i + 1) / n;
-        if (g1 > g0)
-            quant::repack_x16(type, src + (size_t)(16 * g0) * stride, stride, dst + (size_t)(16 * g0) * row, k,
-                              16 * (g1 - g0));
-    };
-    std::vector<std::thread> threads;
-    threads.reserve((size_t)n);
-    for (int i = 1; i < n; ++i) {
-        try {
-            threads.emplace_back(part, i);
-        } catch (const std::system_error &) {
-            part(i);  // no thread to be had: do it here
-        }
-    }
-    part(0);
-    for (auto &t : threads) t.join();
-}
-} // namespace
-
 const Tensor *Model::matmul_weight(const std::string &name, std::initializer_list<int64_t> shape, bool required) {
     const Tensor *t = weight(name, shape, required);
     return t ? finish_matmul_weight(weights_.back().get(), name, true) : t;
@@ -147,7 +113,7 @@ const Tensor *Model::matmul_weight(const std::string &name, std::initializer_lis
 
 const Tensor *Model::embedding_weight(const std::string &name, std::initializer_list<int64_t> shape) {
     weight(name, shape);
-    return repack_if_faster(weights_.back().get(), name);
+    return prepare_weight(weights_.back().get(), name);
 }
 
 const Tensor *Model::output_weight(const std::string &embedding, std::initializer_list<int64_t> shape) {
@@ -155,7 +121,7 @@ const Tensor *Model::output_weight(const std::string &embedding, std::initialize
     const GgufTensorInfo *e = gguf_->find_tensor(embedding);
     if (!quantized_.target || !e || !quantizable_source(e->type)) return nullptr;
     // A view of the embedding as stored (its pages come back from the file
-    // if its repack released them), quantized into a copy of its own.
+    // if its preparing released them), quantized into a copy of its own.
     weight(embedding, shape);
     return finish_matmul_weight(weights_.back().get(), embedding + " (as the tied output)", false);
 }
@@ -170,7 +136,7 @@ const Tensor *Model::finish_matmul_weight(Tensor *t, const std::string &name, bo
                          dtype_name(*quantized_.target), dtype_name(t->type));
         }
     }
-    if (!to) return repack_if_faster(t, name);
+    if (!to) return prepare_weight(t, name);
     const auto t0 = std::chrono::steady_clock::now();
     const size_t in_bytes = t->nbytes(), out_bytes = row_bytes(*to, t->ne[0]) * (size_t)t->ne[1];
     std::unique_ptr<PageBuffer> buf = PageBuffer::allocate(out_bytes);
@@ -188,10 +154,10 @@ const Tensor *Model::finish_matmul_weight(Tensor *t, const std::string &name, bo
     quantized_.bytes_out += out_bytes;
     quantized_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     tensor_init(*t, *to, t->ne[0], t->ne[1], 1, 1, buf->data(), t->name);
-    // As if read from a file of that type; the repack copies it into a
-    // buffer of its own where this CPU has a faster layout.
-    const Tensor *r = repack_if_faster(t, name);
-    if (r->data == buf->data()) repacked_.push_back(std::move(buf));  // still read: keep it
+    // As if read from a file of that type; preparing copies it into a
+    // buffer of its own where the device has a faster layout.
+    const Tensor *r = prepare_weight(t, name);
+    if (r->data == buf->data()) quantized_copies_.push_back(std::move(buf));  // still read: keep it
     return r;
 }
 
@@ -220,21 +186,19 @@ bool Model::on_device(const char *name) const {
     return outer_on_device_;
 }
 
-const Tensor *Model::repack_if_faster(Tensor *t, const std::string &name) {
-    if (!device_is_host(device_) && on_device(t->name)) return t;  // the layouts are the CPU's: a device reads the file's
-    const DType x16 = x16_of(t->type);
-    if (x16 == DType::F32 || !quant::x16_fits(t->type, t->ne[0], t->ne[1]) || t->ne[2] != 1 || t->ne[3] != 1 ||
-        !quant::active_kernels().gemm[(int)x16])
-        return t;
-    const size_t bytes = t->nbytes();
-    std::unique_ptr<PageBuffer> buf = PageBuffer::allocate(bytes);
-    if (!buf) fail(VT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes to repack '%s'", bytes, name.c_str());
-    uint8_t *mem = buf->data();
-    repacked_.push_back(std::move(buf));
-    repack_parallel(t->type, static_cast<const uint8_t *>(t->data), t->nb[1], mem, t->ne[0], t->ne[1]);
-    gguf_->release(t->data, bytes);  // the copy replaces it: do not keep both in memory
-    tensor_init(*t, x16, t->ne[0], t->ne[1], 1, 1, mem, t->name);
-    repacked_bytes_ += bytes;
+const Tensor *Model::prepare_weight(Tensor *t, const std::string &name) {
+    vt_device *dev = on_device(t->name) ? device_ : cpu_device();
+    if (!device_is_host(dev)) return t;  // uploaded as stored (place_weights)
+    vt_buffer_type *bt = dev->iface->get_buffer_type(dev);
+    if (!bt->iface->prepare_weight) return t;
+    const void *stored = t->data;
+    vt_buffer *copy = nullptr;
+    const vt_status st = bt->iface->prepare_weight(bt, t, &copy);
+    if (st != VT_OK) fail(st, "cannot prepare '%s' for %s", name.c_str(), device_name(dev).c_str());
+    if (!copy) return t;
+    prepared_.emplace_back(copy);
+    gguf_->release(stored, t->nbytes());  // the copy replaces it: do not keep both in memory
+    prepared_bytes_ += t->nbytes();
     return t;
 }
 
@@ -275,7 +239,7 @@ void Model::place_weights() {
         t.buffer = b;
         uploaded_bytes_ += n;
     }
-    if (n_placed == weights_.size()) repacked_.clear();  // host copies (quantized at load) are on the device now
+    if (n_placed == weights_.size()) quantized_copies_.clear();  // on the device now
     upload_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (n_device_layers_ < hparams.n_layer)
         VT_LOG_INFO("%s holds the last %u of %u layers%s; the rest run on the CPU", device_name(device_).c_str(),

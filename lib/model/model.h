@@ -107,7 +107,7 @@ public:
     vt_device *device() const { return device_; }
     // Weight bytes uploaded to a device that is not host memory, and the
     // seconds it took (0 on the CPU, whose weights stay in the mapping or
-    // its repacked copies).
+    // in copies in its kernels' layouts).
     uint64_t uploaded_bytes() const { return uploaded_bytes_; }
     double upload_seconds() const { return upload_seconds_; }
     // The device of layer il's weights and KV: device(), or the CPU for a
@@ -130,12 +130,12 @@ public:
     const Tensor *weight(const std::string &name, std::initializer_list<int64_t> shape, bool required = true);
 
     // The same for a weight that is only ever the src0 of MUL_MAT: it may be
-    // quantized (quantize at load, when stored as a float type) and repacked
-    // into a load-time layout that this CPU's kernels read faster (Q4_0,
-    // Q4_1, Q8_0 -> _X16, dtype.h), in memory the model owns; repacking
-    // keeps results bit-identical.
+    // quantized (quantize at load, when stored as a float type), and where
+    // it stays in host memory, its buffer type may put it into a layout its
+    // kernels read faster (vt_buffer_type_i::prepare_weight: the CPU's _X16),
+    // in a buffer the model owns; that keeps results bit-identical.
     const Tensor *matmul_weight(const std::string &name, std::initializer_list<int64_t> shape, bool required = true);
-    // A table only GET_ROWS reads (the token embedding): repacked like a
+    // A table only GET_ROWS reads (the token embedding): prepared like a
     // matmul weight, never quantized at load (a row lookup per token gains
     // nothing from it, and the embedding keeps its precision).
     const Tensor *embedding_weight(const std::string &name, std::initializer_list<int64_t> shape);
@@ -147,7 +147,7 @@ public:
     const Tensor *output_weight(const std::string &embedding, std::initializer_list<int64_t> shape);
     // Rows [row0, row0 + n_rows) of a required (ne0, total_rows) matrix as a
     // matmul weight of its own: one part of a fused projection (Phi-3's qkv
-    // and gate_up), repacked like matmul_weight.
+    // and gate_up), prepared like matmul_weight.
     const Tensor *matmul_weight_rows(const std::string &name, int64_t ne0, int64_t total_rows, int64_t row0,
                                      int64_t n_rows);
 
@@ -167,9 +167,11 @@ public:
 
 private:
     Model() = default;
-    const Tensor *repack_if_faster(Tensor *t, const std::string &name);
+    // Hands t to prepare_weight of the buffer type of its device where that
+    // is host memory (a device's weights are uploaded as stored).
+    const Tensor *prepare_weight(Tensor *t, const std::string &name);
     // Quantizes t (a float matmul weight) in place when quantize at load
-    // asks for it; then repacks. `release` gives back the float source's
+    // asks for it; then prepares it. `release` gives back the float source's
     // pages (false where it is still read: a tied embedding).
     const Tensor *finish_matmul_weight(Tensor *t, const std::string &name, bool release);
     std::unique_ptr<GgufFile> gguf_;
@@ -178,8 +180,9 @@ private:
     std::string arch_name_;
     bool from_folder_ = false;
     std::vector<std::unique_ptr<Tensor>> weights_;  // stable addresses
-    std::vector<std::unique_ptr<PageBuffer>> repacked_;  // data of repacked weights
-    size_t repacked_bytes_ = 0;
+    std::vector<std::unique_ptr<PageBuffer>> quantized_copies_;  // weights quantize at load wrote
+    std::vector<BufferPtr> prepared_;  // weights in a buffer type's own layout (prepare_weight)
+    size_t prepared_bytes_ = 0;
     // Copies the weights into buffers of the device (not host memory).
     void place_weights();
     // Whether the weight of that GGUF name goes to device_ (n_device_layers_).

@@ -1,13 +1,11 @@
 #include "model/quantize-load.h"
 
-#include <algorithm>
 #include <cstring>
 #include <stdexcept>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "core/quant.h"
+#include "core/threadpool.h"
 
 namespace vt {
 
@@ -29,31 +27,18 @@ void quantize_rows_parallel(DType from, const uint8_t *src, size_t src_stride, D
     // The K-quant fits cost ~100x a repack per byte (Qwen3-0.6B's 0.44 B
     // matmul weights to Q4_K: measured in the commit that added this), so
     // any matrix past a few rows is worth a thread; 8 at most, as the repack.
-    const unsigned hw = std::thread::hardware_concurrency();
-    int n = (int)std::min(hw ? hw : 1u, 8u);
-    if (n_rows * ne0 < ((int64_t)1 << 16)) n = 1;
-    auto part = [&](int i) {
+    const int n = load_parts_for((size_t)(n_rows * ne0), (size_t)1 << 16);
+    run_load_parts(n, [&](int i) {
         const int64_t r0 = n_rows * i / n, r1 = n_rows * (i + 1) / n;
         std::vector<float> row((size_t)ne0);
         for (int64_t r = r0; r < r1; ++r) {
             const uint8_t *s = src + (size_t)r * src_stride;
             // Copied, not cast: a safetensors tensor need not be 4-byte aligned.
             if (from == DType::F32) std::memcpy(row.data(), s, (size_t)ne0 * sizeof(float));
-            else dequantize_row(from, s, row.data(), ne0);  // exact: F16 and BF16 widen to f32
+            else ref::dequantize_row(from, s, row.data(), ne0);  // exact: F16 and BF16 widen to f32
             quantize_weights(to, row.data(), dst + (size_t)r * out_row, ne0);
         }
-    };
-    std::vector<std::thread> threads;
-    threads.reserve((size_t)n);
-    for (int i = 1; i < n; ++i) {
-        try {
-            threads.emplace_back(part, i);
-        } catch (const std::system_error &) {
-            part(i);  // no thread to be had: do it here
-        }
-    }
-    part(0);
-    for (auto &t : threads) t.join();
+    });
 }
 
 } // namespace vt

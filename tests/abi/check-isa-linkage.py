@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The per-instruction-set kernel archives define no weak or unique symbols.
 
-Each x86 kernel archive (lib/core/quant/meson.build) is compiled with its own
+Each x86 kernel archive (backends/cpu/kernels/meson.build) is compiled with its own
 -m flags and reached only after a CPU check. A weak definition there (an
 inline function, a class member, a template instantiation with external
 linkage) is one the linker may pick for every caller of that symbol in the

@@ -30,6 +30,7 @@
 #include "common/vt-handles.h"
 #include "common/test-env.h"
 #include "vt/vt.h"
+#include "common/skip.h"
 
 namespace {
 
@@ -550,8 +551,7 @@ TEST_CASE("engine: bad requests are refused and queue nothing", "[tiny]") {
 TEST_CASE("engine: SmolLM2 greedy follows the single-sequence path and batches exactly", "[model]") {
     const auto path = vt::test::default_model();
     if (path.empty()) {
-        WARN("SKIP: " << vt::test::default_model_hint());
-        return;
+        VT_SKIP(vt::test::default_model_hint());
     }
     ModelPtr m = load_model(path.string());
     const char *texts[] = {"The capital of France is", "Once upon a time", "def fibonacci(n):",
@@ -628,8 +628,7 @@ TEST_CASE("engine: SmolLM2 greedy, all prompts batched, follows llama.cpp's gree
     const auto path = vt::test::default_model();
     const char *root = std::getenv("VT_SOURCE_ROOT");
     if (path.empty() || !root) {
-        WARN("SKIP: " << vt::test::default_model_hint() << " (and VT_SOURCE_ROOT, set by meson)");
-        return;
+        VT_SKIP(vt::test::default_model_hint() << " (and VT_SOURCE_ROOT, set by meson)");
     }
     std::ifstream f(std::string(root) + "/tests/models/goldens/smollm2-q4_1.json");
     REQUIRE(f.good());

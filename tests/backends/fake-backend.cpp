@@ -63,7 +63,7 @@ size_t buft_align(vt_buffer_type *) { return 256; }
 // Small, so that a model's weights take several buffers.
 size_t buft_max(vt_buffer_type *) { return (size_t)8 << 20; }
 bool buft_is_host(vt_buffer_type *) { return false; }
-const vt_buffer_type_i kBuft = {buft_name, buft_alloc, buft_align, buft_max, buft_is_host};
+const vt_buffer_type_i kBuft = {buft_name, buft_alloc, buft_align, buft_max, buft_is_host, nullptr};
 
 void dev_props(vt_device *, vt_device_props *p) {
     p->name = "fake0";

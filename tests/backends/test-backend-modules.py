@@ -34,6 +34,14 @@ def run(cmd, env=None, timeout=300):
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
+def fallback_count(err):
+    """The nodes vt-generate reports as run on the CPU for the device (0: no such line)."""
+    for line in err.splitlines():
+        if "nodes ran on the CPU for the device" in line:
+            return int(line.split("vt-generate: ", 1)[1].split()[0])
+    return 0
+
+
 def main():
     if len(sys.argv) != 7:
         print(__doc__, file=sys.stderr)
@@ -68,10 +76,17 @@ def main():
               rc_f == 0 and out_f == out_c, f"cpu {out_c!r}\nfake0 {out_f!r}\n{err_f}")
         check("fallback: the weights were uploaded and the fallback logged",
               "weights on fake0 (2 of 2 layers)" in err_f and "runs on the CPU, with copies" in err_f, err_f)
+        # vt_context_stats counts the fallbacks (fake0 runs no op: every node).
+        counted = fallback_count(err_f)
+        check("fallback: counted in vt_context_stats", counted > 0, err_f)
         for ngl in ("0", "1"):
             rc_n, out_n, err_n = run([gen] + greedy + ["--device", "fake0", "--n-gpu-layers", ngl], env)
             check(f"split: --n-gpu-layers {ngl} prints the CPU's greedy tokens exactly",
                   rc_n == 0 and out_n == out_c, f"{out_n!r}\n{err_n}")
+            # The activations stay in the arena on fake0, so the CPU's layers
+            # copy them too: counted as fallbacks, as many as with every layer.
+            n = fallback_count(err_n)
+            check(f"split: --n-gpu-layers {ngl} counts its fallbacks", n == counted, f"{n} of {counted}\n{err_n}")
 
         rc, out, err = run([gen] + greedy + ["--device", "gpu7"], env)
         check("an unknown device fails cleanly and lists the devices",

@@ -21,8 +21,8 @@
 #include "backend/backend.h"
 #include "core/graph.h"
 #include "core/quant.h"
-#include "core/quant/kernels.h"
-#include "core/quant/repack.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/repack.h"
 #include "common/check-close.h"
 #include "common/random-blocks.h"
 

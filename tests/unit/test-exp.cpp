@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/quant/expf-poly.h"
-#include "core/quant/kernels.h"
+#include "cpu/kernels/kernels.h"
 
 using namespace vt;
 using quant::Isa;

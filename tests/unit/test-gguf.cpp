@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "model/gguf.h"
 #include "../common/test-env.h"
+#include "common/skip.h"
 
 namespace fs = std::filesystem;
 using vt::GgufFile;
@@ -522,8 +523,7 @@ TEST_CASE("gguf: open from disk, mapped and read", "[gguf]") {
 TEST_CASE("gguf: llama.cpp vocab files", "[gguf][data]") {
     const fs::path dir = shared_data() / "tokenizers" / "llama.cpp-vocab";
     if (!fs::is_directory(dir)) {
-        WARN("SKIPPED: no vocab directory at " << dir.string() << " (set VT_SHARED_DATA)");
-        return;
+        VT_SKIP("no vocab directory at " << dir.string() << " (set VT_SHARED_DATA)");
     }
     int n = 0;
     for (const auto &e : fs::directory_iterator(dir)) {
@@ -537,14 +537,13 @@ TEST_CASE("gguf: llama.cpp vocab files", "[gguf][data]") {
         CHECK(toks->arr_n > 100);
         ++n;
     }
-    if (n == 0) WARN("SKIPPED: no .gguf files in " << dir.string());
+    if (n == 0) VT_SKIP("no .gguf files in " << dir.string());
 }
 
 TEST_CASE("gguf: SmolLM2 model", "[gguf][data]") {
     const fs::path path = vt::test::default_model();
     if (path.empty()) {
-        WARN("SKIPPED: " << vt::test::default_model_hint());
-        return;
+        VT_SKIP(vt::test::default_model_hint());
     }
     auto g = GgufFile::open(path.string());
     CHECK(g->version() == 3);

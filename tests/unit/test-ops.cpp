@@ -349,10 +349,11 @@ TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit 
     std::mt19937 rng(31);
     for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q6_K,
                        DType::F16, DType::BF16}) {
-        const DType x16 = x16_of(base);
-        INFO(dtype_name(x16));
-        if (!quant::active_kernels().gemm[(int)x16]) {
-            WARN("SKIP: this CPU's kernel table has no " << dtype_name(x16) << " kernel (the loader keeps "
+        INFO(dtype_name(base) << "_X16");
+        const int slot = quant::x16_slot(base);
+        REQUIRE(slot >= 0);
+        if (!quant::active_kernels().gemm[slot]) {
+            WARN("SKIP: this CPU's kernel table has no " << dtype_name(base) << "_X16 kernel (the loader keeps "
                                                          << dtype_name(base) << ")");
             continue;
         }
@@ -364,7 +365,8 @@ TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit 
         quant::repack_x16(base, w.data(), row_bytes(base, k), wx.data(), k, n_out);
         Tensor wt, wtx;
         tensor_init(wt, base, k, n_out, 1, 1, w.data());
-        tensor_init(wtx, x16, k, n_out, 1, 1, wx.data());
+        tensor_init(wtx, base, k, n_out, 1, 1, wx.data());
+        wtx.layout = quant::kLayoutX16;
         for (int64_t m : {1, 2, 3, 4, 9}) { // decode, then tiles with and without edges
             INFO("tokens " << m);
             const std::vector<float> x = normal((size_t)(k * m), rng);
@@ -395,14 +397,16 @@ TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit 
         CHECK(same_bits(rows[0].data(), rows[1].data(), rows[0].size() * sizeof(float)));
         // Row counts that are not whole groups are refused, not misread.
         Tensor odd;
-        tensor_init(odd, x16, k, 24, 1, 1, wx.data());
+        tensor_init(odd, base, k, 24, 1, 1, wx.data());
+        odd.layout = quant::kLayoutX16;
         Graph g;
         Tensor *xt = g.input(DType::F32, {k, 1});
         g.op<Op::MUL_MAT>(DType::F32, {24, 1}, {&odd, xt});
         CHECK_FALSE(supports(g.nodes()[0]));
         if (base == DType::F16 || base == DType::BF16) { // and rows that are not whole 32-element blocks
             Tensor short_rows;
-            tensor_init(short_rows, x16, 48, 16, 1, 1, wx.data());
+            tensor_init(short_rows, base, 48, 16, 1, 1, wx.data());
+            short_rows.layout = quant::kLayoutX16;
             Graph g2;
             Tensor *x2 = g2.input(DType::F32, {48, 1});
             g2.op<Op::MUL_MAT>(DType::F32, {16, 1}, {&short_rows, x2});

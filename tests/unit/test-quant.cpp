@@ -1,4 +1,4 @@
-// Quant kernels (lib/core/quant): every ISA the CPU has against the scalar
+// Quant kernels (backends/cpu/kernels): every ISA the CPU has against the scalar
 // reference, the reference against double-precision math and against
 // hand-built blocks whose values follow from the ggml format spec.
 #include <catch2/catch.hpp>
@@ -13,7 +13,7 @@
 
 #include "core/quant.h"
 #include "common/random-blocks.h"
-#include "core/quant/kernels.h"
+#include "cpu/kernels/kernels.h"
 
 using namespace vt;
 using quant::Isa;

@@ -23,6 +23,7 @@
 #include "tokenizer/convert-internal.h"
 #include "tokenizer/convert.h"
 #include "tokenizer/protobuf-reader.h"
+#include "common/skip.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -36,6 +37,7 @@ std::string read_data(const std::string &rel) {
     const fs::path p = data_dir() / rel;
     std::ifstream f(p, std::ios::binary);
     if (!f) {
+        ::vt::test::note_skip();
         WARN("SKIPPED: " << p.string() << " is missing (set VT_SHARED_DATA)");
         return {};
     }
@@ -372,8 +374,7 @@ struct MetaGguf {
 TEST_CASE("GGUF bert vocabulary (bge)", "[convert][gguf]") {
     const fs::path p = data_dir() / "llama.cpp-vocab" / "ggml-vocab-bert-bge.gguf";
     if (!fs::exists(p)) {
-        WARN("SKIPPED: " << p.string() << " is missing");
-        return;
+        VT_SKIP(p.string() << " is missing");
     }
     const auto g = vt::GgufFile::open(p.string());
     const json j = vt::tok::convert_gguf_vocab(*g);

@@ -143,6 +143,8 @@ py::dict stats(Context &self) {
     d["preemptions"] = s.preemptions;
     d["requests_finished"] = s.requests_finished;
     d["tokens_per_second"] = s.tokens_per_second;
+    d["fallback_nodes"] = s.fallback_nodes;
+    d["fallback_bytes"] = s.fallback_bytes;
     return d;
 }
 
@@ -199,7 +201,9 @@ static void add_engine_methods(py::class_<Context, std::shared_ptr<Context>> cls
              "n_waiting, kv_block_size, kv_blocks_total, kv_blocks_used, kv_blocks_cached,\n"
              "max_model_len, kv_cache_bytes, prefix_query_tokens, prefix_hit_tokens,\n"
              "prompt_tokens, generated_tokens, steps, preemptions, requests_finished,\n"
-             "tokens_per_second. The pool fields are 0 before the first submit. Thread-safe.");
+             "tokens_per_second, fallback_nodes, fallback_bytes (nodes the device could not\n"
+             "run, computed on the CPU, and the bytes copied for them). The pool fields are 0\n"
+             "before the first submit. Thread-safe.");
 }
 
 void init_engine(py::module_ &m) {

@@ -159,7 +159,9 @@ class Context:
         kv_blocks_total, kv_blocks_used, kv_blocks_cached, max_model_len,
         kv_cache_bytes, prefix_query_tokens, prefix_hit_tokens, prompt_tokens,
         generated_tokens, steps, preemptions, requests_finished,
-        tokens_per_second. Thread-safe."""
+        tokens_per_second, fallback_nodes, fallback_bytes (nodes the device
+        could not run, computed on the CPU, and the bytes copied for them).
+        Thread-safe."""
 
 class RequestEvent:
     """One event of a submitted request (Context.poll).

@@ -1,13 +1,11 @@
-// Scalar reference of the attention products (kernels.h): one FMA chain
+// Scalar reference of the attention products (core/quant.h): one FMA chain
 // per output in index order, which the SIMD tables reproduce lane by lane.
 #include <cmath>
 
 #include "core/quant.h"
-#include "core/quant/kernels.h"
 
-namespace vt::quant::scalar {
+namespace vt::ref {
 
-namespace {
 void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *kt, size_t kts, int64_t n_keys, float *sc,
                  size_t scs) {
     for (int64_t i = 0; i < nq; ++i)
@@ -27,11 +25,4 @@ void attn_values(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const u
             out[i][d] = o;
         }
 }
-} // namespace
-
-void fill_attn(Kernels &k) {
-    k.attn_scores = attn_scores;
-    k.attn_values = attn_values;
-}
-
-} // namespace vt::quant::scalar
+} // namespace vt::ref

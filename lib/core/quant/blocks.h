@@ -31,27 +31,6 @@ struct BlockQ5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[QK / 2]; };
 struct BlockQ5_1 { uint16_t d, m; uint8_t qh[4]; uint8_t qs[QK / 2]; };
 // x = d * q.
 struct BlockQ8_0 { uint16_t d; int8_t qs[QK]; };
-// _X16 (vt's load-time layouts, dtype.h): rows 16g..16g+15 of a Q4_0, Q4_1,
-// Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, F16 or BF16 matrix, block column b, take 16
-// times the base block's bytes (F16, BF16: blocks of 32 elements without a header).
-// First the 16 rows' payload (everything but the f16 header: quants, and the
-// K quants' scales; F16/BF16: the elements, a pair per dword; Q6_K: its
-// scales, then per half h and l = 4j the dwords of ql at l and 32 + l and of
-// qh at l, in the order one step of the kernels reads them), 4 bytes at a time
-// (dword u of row r at byte 64u + 4r), then the 16 rows' d (f16), for Q4_1,
-// Q5_1 and Q4_K the 16 rows' m / dmin. Blocks go in pairs, both payloads first,
-// then both d, then both m, which keeps every payload 64-byte aligned. X16At
-// gives the offsets (repack.cpp and the kernels both use it).
-struct X16At {
-    size_t q;     // block b's payload, from the group's start
-    size_t h;     // its first header field (16 x f16)
-    size_t field; // bytes from one header field to the next
-};
-static inline X16At x16_at(size_t block_bytes, size_t payload_bytes, int64_t b, int64_t nb) {
-    const size_t pair = (size_t)(b & ~(int64_t)1) * 16 * block_bytes, odd = (size_t)(b & 1);
-    const size_t n = (b + 1 < nb || odd) ? 2 : 1; // blocks in this pair
-    return {pair + odd * 16 * payload_bytes, pair + n * 16 * payload_bytes + odd * 32, n * 32};
-}
 // x = d * q; s = d * sum(q) (the activation side of Q4_1/Q5_1 dots).
 struct BlockQ8_1 { uint16_t d, s; int8_t qs[QK]; };
 

@@ -1,13 +1,12 @@
-// Scalar reference of the exp-based kernels (kernels.h softmax and swiglu),
-// which the SIMD tables (exp-x86.h) reproduce bit for bit.
+// Scalar reference of the exp-based kernels (core/quant.h softmax and
+// swiglu), which the CPU backend's SIMD tables reproduce bit for bit.
 #include <cmath>
 
+#include "core/quant.h"
 #include "core/quant/expf-poly.h"
-#include "core/quant/kernels.h"
 
-namespace vt::quant::scalar {
+namespace vt::ref {
 
-namespace {
 double softmax_row(float *x, int64_t n, float scale) {
     float mx = -INFINITY;
     for (int64_t j = 0; j < n; ++j) {
@@ -16,20 +15,13 @@ double softmax_row(float *x, int64_t n, float scale) {
     }
     double sums[16] = {};
     for (int64_t j = 0; j < n; ++j) {
-        x[j] = expf_poly::exp_ref(x[j] - mx);
+        x[j] = quant::expf_poly::exp_ref(x[j] - mx);
         sums[j % 16] += (double)x[j];
     }
-    return expf_poly::fold16(sums);
+    return quant::expf_poly::fold16(sums);
 }
 
 void swiglu_row(const float *g, const float *u, float *d, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) d[i] = g[i] / (1.0f + expf_poly::exp_ref(-g[i])) * u[i];
+    for (int64_t i = 0; i < n; ++i) d[i] = g[i] / (1.0f + quant::expf_poly::exp_ref(-g[i])) * u[i];
 }
-} // namespace
-
-void fill_exp(Kernels &k) {
-    k.softmax = softmax_row;
-    k.swiglu = swiglu_row;
-}
-
-} // namespace vt::quant::scalar
+} // namespace vt::ref

@@ -15,7 +15,7 @@
 #include <cstring>
 
 #include "core/quant/blocks.h"
-#include "core/quant/kernels.h"
+#include "core/quant/ref-table.h"
 
 namespace vt::quant::scalar {
 namespace {
@@ -249,18 +249,18 @@ float dot_q6_k(int64_t n, const void *w, const void *act) {
 
 } // namespace
 
-void fill_kquants(Kernels &k) {
-    auto set = [&](DType t, VecDotFn dot, DequantFn dq) {
-        k.dot[(int)t] = dot;
-        k.dequant[(int)t] = dq;
-    };
+} // namespace vt::quant::scalar
+
+namespace vt::ref {
+void fill_kquants(RowKernels *by_type) {
+    using namespace quant;
+    using namespace quant::scalar;
+    auto set = [&](DType t, VecDotFn dot, DequantFn dq) { by_type[(int)t] = {dot, dq, nullptr}; };
     set(DType::Q2_K, dot_q2_k, deq_q2_k);
     set(DType::Q3_K, dot_q3_k, deq_q3_k);
     set(DType::Q4_K, dot_q45_k<BlockQ4_K, unpack_q4_k>, deq_q45_k<BlockQ4_K, unpack_q4_k>);
     set(DType::Q5_K, dot_q45_k<BlockQ5_K, unpack_q5_k>, deq_q45_k<BlockQ5_K, unpack_q5_k>);
     set(DType::Q6_K, dot_q6_k, deq_q6_k);
-    k.dequant[(int)DType::Q8_K] = deq_q8_k;
-    k.quant[(int)DType::Q8_K] = q_q8_k;
+    by_type[(int)DType::Q8_K] = {nullptr, deq_q8_k, q_q8_k};
 }
-
-} // namespace vt::quant::scalar
+} // namespace vt::ref

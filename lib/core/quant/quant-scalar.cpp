@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "core/quant/blocks.h"
-#include "core/quant/kernels.h"
+#include "core/quant/ref-table.h"
 
 namespace vt {
 
@@ -21,22 +21,6 @@ uint16_t f32_to_fp16(float f) { return quant::f2h(f); }
 float bf16_to_f32(uint16_t h) { return quant::b2f(h); }
 uint16_t f32_to_bf16(float f) { return quant::f2b(f); }
 
-namespace quant {
-namespace {
-template <float (*ToF32)(uint16_t)>
-float dot_pairs(int64_t k, const uint16_t *w, const uint16_t *a) {
-    float even = 0.f, odd = 0.f;
-    for (int64_t i = 0; i + 1 < k; i += 2) {
-        even = std::fma(ToF32(w[i]), ToF32(a[i]), even);
-        odd = std::fma(ToF32(w[i + 1]), ToF32(a[i + 1]), odd);
-    }
-    return even + odd;
-}
-} // namespace
-
-float dot_f16_pairs(int64_t k, const uint16_t *w, const uint16_t *a) { return dot_pairs<fp16_to_f32>(k, w, a); }
-float dot_bf16_pairs(int64_t k, const uint16_t *w, const uint16_t *a) { return dot_pairs<bf16_to_f32>(k, w, a); }
-} // namespace quant
 
 namespace quant::scalar {
 namespace {
@@ -259,13 +243,11 @@ float dot_q8_0(int64_t n, const void *w, const void *a) {
 
 } // namespace
 
-void fill_legacy(Kernels &k) {
-    auto set = [&](DType t, VecDotFn dot, DequantFn dq, QuantFn q) {
-        const int id = (int)t;
-        k.dot[id] = dot;
-        k.dequant[id] = dq;
-        k.quant[id] = q;
-    };
+} // namespace quant::scalar
+
+void ref::fill_legacy(RowKernels *by_type) {
+    using namespace quant::scalar;
+    auto set = [&](DType t, VecDotFn dot, DequantFn dq, QuantFn q) { by_type[(int)t] = {dot, dq, q}; };
     set(DType::F32, dot_f32, deq_f32, q_f32);
     set(DType::F16, dot_f16, deq_f16, q_f16);
     set(DType::BF16, dot_bf16, deq_bf16, q_bf16);
@@ -276,6 +258,4 @@ void fill_legacy(Kernels &k) {
     set(DType::Q8_0, dot_q8_0, deq_q8_0, q_q8_0);
     set(DType::Q8_1, nullptr, deq_q8_1, q_q8_1);
 }
-
-} // namespace quant::scalar
 } // namespace vt

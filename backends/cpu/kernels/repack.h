@@ -1,11 +1,11 @@
-// Load-time weight layouts (dtype.h's _X16 types): repacking from the GGUF
+// The _X16 layouts (x16-layout.h): repacking from the GGUF
 // row layout and back. Scalar and exact: unpack(repack(x)) == x bit for bit.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "cpu/kernels/x16-layout.h"
 
 namespace vt::quant {
 
@@ -20,7 +20,7 @@ inline bool x16_fits(DType base, int64_t k, int64_t n_rows) {
 }
 
 // n_rows (a multiple of 16) rows of type base, k elements, src_stride bytes
-// apart, into x16_of(base) at dst (n_rows * row bytes, contiguous).
+// apart, into base's _X16 layout at dst (n_rows * row bytes, contiguous).
 void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64_t k, int64_t n_rows);
 
 // Blocks [b0, b0 + n) of row r (0..15) of the _X16 group at src (rows of k

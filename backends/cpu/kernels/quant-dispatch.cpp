@@ -1,4 +1,4 @@
-// Run-time selection of the quant kernels (core/quant.h).
+// Run-time selection of the CPU kernels (kernels.h).
 //
 // The tables are built once, on first use, by a thread-safe function-local
 // static: scalar first, then each ISA the CPU supports layered on a copy of
@@ -13,17 +13,23 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/quant/kernels.h"
+#include "cpu/kernels/kernels.h"
 
 namespace vt {
 namespace quant {
 
 void fill_scalar(Kernels &k) {
     k.isa = "scalar";
-    scalar::fill_legacy(k);
-    scalar::fill_kquants(k);
-    scalar::fill_attn(k);
-    scalar::fill_exp(k);
+#define VT_DTYPE_SCALAR_(name, id, be, bb)              \
+    k.dot[id] = ref::row_kernels(DType::name).dot;      \
+    k.dequant[id] = ref::row_kernels(DType::name).dequant; \
+    k.quant[id] = ref::row_kernels(DType::name).quant;
+    VT_DTYPE_LIST(VT_DTYPE_SCALAR_)
+#undef VT_DTYPE_SCALAR_
+    k.attn_scores = ref::attn_scores;
+    k.attn_values = ref::attn_values;
+    k.softmax = ref::softmax_row;
+    k.swiglu = ref::swiglu_row;
 }
 
 namespace {
@@ -100,7 +106,7 @@ const Kernels &require(const Kernels &k, DType t, bool ok, const char *what) {
     return k;
 }
 
-inline bool slot_ok(DType t) { return (uint32_t)t < (uint32_t)kTypeSlots; }
+inline bool slot_ok(DType t) { return (uint32_t)t < (uint32_t)kX16Slot0; } // type slots, not layouts
 
 } // namespace
 
@@ -122,23 +128,6 @@ const Kernels &active_kernels() {
 }
 
 } // namespace quant
-
-DType vec_dot_type(DType t) {
-    const DType base = x16_base(t); // a layout dots as its row type
-    switch (base) {
-    case DType::Q4_0:
-    case DType::Q5_0:
-    case DType::Q8_0: return DType::Q8_0;
-    case DType::Q4_1:
-    case DType::Q5_1: return DType::Q8_1;
-    case DType::Q2_K:
-    case DType::Q3_K:
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K: return DType::Q8_K;
-    default: return base; // F32, F16, BF16 (and the activation types themselves)
-    }
-}
 
 static void dequantize_with(const quant::Kernels &k, DType t, const void *src, float *dst, int64_t n) {
     const bool ok = quant::slot_ok(t) && k.dequant[(int)t];
@@ -164,21 +153,4 @@ VecDotFn vec_dot_fn(DType t) {
 
 const char *cpu_kernel_isa() { return quant::active_kernels().isa; }
 
-namespace ref {
-
-void dequantize_row(DType t, const void *src, float *dst, int64_t n) {
-    dequantize_with(*quant::kernels_for(quant::Isa::scalar), t, src, dst, n);
-}
-
-void quantize_row(DType t, const float *src, void *dst, int64_t n) {
-    quantize_with(*quant::kernels_for(quant::Isa::scalar), t, src, dst, n);
-}
-
-float vec_dot(DType t, int64_t n, const void *w, const void *a) {
-    const quant::Kernels &k = *quant::kernels_for(quant::Isa::scalar);
-    const bool ok = quant::slot_ok(t) && k.dot[(int)t];
-    return quant::require(k, t, ok, "vec_dot").dot[(int)t](n, w, a);
-}
-
-} // namespace ref
 } // namespace vt

@@ -15,7 +15,7 @@
 //   sums of all tokens instead.
 #pragma once
 
-#include "core/quant/gemm-lanes-x86.h"
+#include "cpu/kernels/gemm-lanes-x86.h"
 
 namespace vt::quant::x86 {
 namespace {

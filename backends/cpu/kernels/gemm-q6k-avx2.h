@@ -8,8 +8,8 @@
 // sum (no vpmulld, which AVX2 runs at half rate).
 #pragma once
 
-#include "core/quant/gemm-lanes-avx2.h"
-#include "core/quant/gemm-q6k-x86.h"
+#include "cpu/kernels/gemm-lanes-avx2.h"
+#include "cpu/kernels/gemm-q6k-x86.h"
 
 namespace vt::quant::x86 {
 namespace {

@@ -9,12 +9,12 @@
 // K-quant dots stay on the AVX2 kernels (their int16 scale multiply gains
 // nothing from VNNI).
 #include "core/quant/blocks.h"
-#include "core/quant/kernels.h"
-#include "core/quant/simd-x86.h"
-#include "core/quant/float-x86.h"
-#include "core/quant/legacy-x86.h"
-#include "core/quant/attn-x86.h"
-#include "core/quant/exp-x86.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/simd-x86.h"
+#include "cpu/kernels/float-x86.h"
+#include "cpu/kernels/legacy-x86.h"
+#include "cpu/kernels/attn-x86.h"
+#include "cpu/kernels/exp-x86.h"
 
 namespace vt::quant {
 namespace {

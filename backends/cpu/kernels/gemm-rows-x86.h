@@ -14,7 +14,7 @@
 // with the vec_dot's operations in its order.
 #pragma once
 
-#include "core/quant/gemm-lanes-x86.h"
+#include "cpu/kernels/gemm-lanes-x86.h"
 
 namespace vt::quant::x86 {
 namespace {

@@ -12,9 +12,9 @@
 // Bounds: |(q - 32)(y + 128)| <= 32 * 255, and every sum fits in int32.
 #pragma once
 
-#include "core/quant/gemm-lanes-x86.h"
+#include "cpu/kernels/gemm-lanes-x86.h"
 #if defined(__AVX512F__)
-#include "core/quant/gemm-rows-x86.h"
+#include "cpu/kernels/gemm-rows-x86.h"
 #endif
 
 namespace vt::quant::x86 {

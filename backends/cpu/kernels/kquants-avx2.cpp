@@ -9,8 +9,8 @@
 #include <type_traits>
 
 #include "core/quant/blocks.h"
-#include "core/quant/kernels.h"
-#include "core/quant/simd-x86.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/simd-x86.h"
 
 namespace vt::quant {
 namespace {

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/quant/float-x86.h"
+#include "cpu/kernels/float-x86.h"
 
 namespace vt::quant::x86 {
 namespace {

@@ -8,12 +8,12 @@
 // compute the same per-block integer sums; only the f32 accumulation order
 // differs from the scalar reference.
 #include "core/quant/blocks.h"
-#include "core/quant/kernels.h"
-#include "core/quant/simd-x86.h"
-#include "core/quant/float-x86.h"
-#include "core/quant/legacy-x86.h"
-#include "core/quant/attn-x86.h"
-#include "core/quant/exp-x86.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/simd-x86.h"
+#include "cpu/kernels/float-x86.h"
+#include "cpu/kernels/legacy-x86.h"
+#include "cpu/kernels/attn-x86.h"
+#include "cpu/kernels/exp-x86.h"
 
 namespace vt::quant {
 namespace {

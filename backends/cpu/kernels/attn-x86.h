@@ -11,8 +11,8 @@
 
 #include <cmath>
 
-#include "core/quant/kernels.h"
-#include "core/quant/simd-x86.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/simd-x86.h"
 
 namespace vt::quant::x86 {
 namespace {

@@ -4,7 +4,7 @@
 // Include after gemm-q6k-x86.h, in AVX-512 units only.
 #pragma once
 
-#include "core/quant/gemm-q6k-x86.h"
+#include "cpu/kernels/gemm-q6k-x86.h"
 
 namespace vt::quant::x86 {
 namespace {

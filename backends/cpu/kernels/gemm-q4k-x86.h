@@ -8,7 +8,7 @@
 // of each 32-element group with vpdpwssd (min as an int16 pair per lane).
 #pragma once
 
-#include "core/quant/gemm-rows-x86.h"
+#include "cpu/kernels/gemm-rows-x86.h"
 
 namespace vt::quant::x86 {
 namespace {

@@ -7,7 +7,7 @@
 #include <immintrin.h>
 
 #include "core/quant/blocks.h"
-#include "core/quant/kernels.h"
+#include "cpu/kernels/kernels.h"
 
 namespace vt::quant {
 namespace {

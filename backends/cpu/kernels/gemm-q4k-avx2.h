@@ -8,7 +8,7 @@
 // (no vpmulld, which AVX2 runs at half rate).
 #pragma once
 
-#include "core/quant/gemm-lanes-avx2.h"
+#include "cpu/kernels/gemm-lanes-avx2.h"
 
 namespace vt::quant::x86 {
 namespace {

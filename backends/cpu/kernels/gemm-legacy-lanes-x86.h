@@ -16,7 +16,7 @@
 // not multiples of 16).
 #pragma once
 
-#include "core/quant/gemm-rows-x86.h"
+#include "cpu/kernels/gemm-rows-x86.h"
 
 namespace vt::quant::x86 {
 namespace {

@@ -4,16 +4,16 @@
 // F16 mirrors the AVX2 dot the AVX-512 tables keep; the 256-bit tiles still
 // gain from the 32 vector registers of EVEX.
 #include "core/quant/blocks.h"
-#include "core/quant/kernels.h"
-#include "core/quant/simd-x86.h"
-#include "core/quant/legacy-x86.h"
-#include "core/quant/gemm-x86.h"
-#include "core/quant/gemm-rows-x86.h"
-#include "core/quant/gemm-q4k-x86.h"
-#include "core/quant/gemm-q6k-x86.h"
-#include "core/quant/gemm-q6k-x16-avx512.h"
-#include "core/quant/gemm-legacy-lanes-x86.h"
-#include "core/quant/gemm-pairs-x86.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/simd-x86.h"
+#include "cpu/kernels/legacy-x86.h"
+#include "cpu/kernels/gemm-x86.h"
+#include "cpu/kernels/gemm-rows-x86.h"
+#include "cpu/kernels/gemm-q4k-x86.h"
+#include "cpu/kernels/gemm-q6k-x86.h"
+#include "cpu/kernels/gemm-q6k-x16-avx512.h"
+#include "cpu/kernels/gemm-legacy-lanes-x86.h"
+#include "cpu/kernels/gemm-pairs-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -31,15 +31,15 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::Q5_1] = gemm_legacy<OpsQ5_1>;
     k.gemm[(int)DType::Q8_0] = gemm_legacy<OpsQ8_0>;
     // The load-time layouts: every token count, decode included.
-    k.gemm[(int)DType::Q4_0_X16] = gemm_legacy_x16<OpsQ4_0>;
-    k.gemm[(int)DType::Q4_1_X16] = gemm_legacy_x16<OpsQ4_1>;
-    k.gemm[(int)DType::Q8_0_X16] = gemm_legacy_x16<OpsQ8_0>;
-    k.gemm[(int)DType::Q5_0_X16] = gemm_legacy_x16<OpsQ5_0>;
-    k.gemm[(int)DType::Q5_1_X16] = gemm_legacy_x16<OpsQ5_1>;
-    k.gemm[(int)DType::Q4_K_X16] = gemm_x16<Q4KX16>;
-    k.gemm[(int)DType::Q6_K_X16] = gemm_q6k_x16;
-    k.gemm[(int)DType::F16_X16] = gemm_pairs_x16<F16Pairs>;
-    k.gemm_f32_acts[(int)DType::F16_X16] = true;
+    k.gemm[x16_slot(DType::Q4_0)] = gemm_legacy_x16<OpsQ4_0>;
+    k.gemm[x16_slot(DType::Q4_1)] = gemm_legacy_x16<OpsQ4_1>;
+    k.gemm[x16_slot(DType::Q8_0)] = gemm_legacy_x16<OpsQ8_0>;
+    k.gemm[x16_slot(DType::Q5_0)] = gemm_legacy_x16<OpsQ5_0>;
+    k.gemm[x16_slot(DType::Q5_1)] = gemm_legacy_x16<OpsQ5_1>;
+    k.gemm[x16_slot(DType::Q4_K)] = gemm_x16<Q4KX16>;
+    k.gemm[x16_slot(DType::Q6_K)] = gemm_q6k_x16;
+    k.gemm[x16_slot(DType::F16)] = gemm_pairs_x16<F16Pairs>;
+    k.gemm_f32_acts[x16_slot(DType::F16)] = true;
     k.gemm[(int)DType::Q4_K] = gemm_lanes<Q4KLanes>;
     k.gemm[(int)DType::Q6_K] = gemm_lanes<Q6KLanes>;
     k.gemm[(int)DType::F16] = gemm_tiled<FloatTile<F16x8>::T, kRows, kTokens>;

@@ -1,4 +1,4 @@
-#include "core/quant/repack.h"
+#include "cpu/kernels/repack.h"
 
 #include <cstring>
 

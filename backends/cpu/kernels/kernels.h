@@ -1,21 +1,21 @@
-// Internal kernel tables behind core/quant.h. One table per instruction set;
-// each ISA's translation unit (built with its own -m flags, see meson.build)
-// overwrites the entries it implements in a copy of the table below it, so a
-// missing kernel falls back to the next lower ISA, finally to scalar.
+// The CPU backend's kernel tables. One table per instruction set: the
+// scalar one holds core/quant.h's references, and each ISA's translation
+// unit (built with its own -m flags, see meson.build) overwrites the entries
+// it implements in a copy of the table below it, so a missing kernel falls
+// back to the next lower ISA, finally to scalar.
 //
-// Tests reach every ISA the CPU supports through kernels_for(); the engine
-// uses only the functions of core/quant.h.
+// Tests reach every ISA the CPU supports through kernels_for(); the ops use
+// active_kernels() and the row functions at the end.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "core/quant.h"
+#include "cpu/kernels/x16-layout.h"
 
 namespace vt::quant {
 
-using DequantFn = void (*)(const void *src, float *dst, int64_t n);
-using QuantFn = void (*)(const float *src, void *dst, int64_t n);
 // out[t * out_stride + r] = dot(k, w + r * w_stride, a + t * a_stride) for
 // r < nr, t < nt: many (row, token) pairs in register tiles, each output
 // bit-identical to the same table's dot (strides in bytes for w and a, in
@@ -23,7 +23,7 @@ using QuantFn = void (*)(const float *src, void *dst, int64_t n);
 using GemmFn = void (*)(int64_t k, const void *w, size_t w_stride, int64_t nr, const void *a, size_t a_stride,
                         int64_t nt, float *out, size_t out_stride);
 
-// For a load-time layout (dtype.h's _X16 types, which have no row dot) the
+// For a load-time layout (x16-layout.h's _X16, which have no row dot) the
 // gemm takes any nt, 1 included, and whole groups of rows from a group's
 // start: each output bit-identical to the table's dot for the base type,
 // except BF16_X16 and F16_X16, which have their own orders (dot_f16_pairs;
@@ -33,27 +33,16 @@ using GemmFn = void (*)(int64_t k, const void *w, size_t w_stride, int64_t nr, c
 // values (the op rounds them through that type), so its tiles broadcast them
 // without converting each use.
 
-// The attention products (backends/cpu/ops-attention-paged.cpp): each
-// output one f32 FMA chain in index order, so every table's kernels give the
-// scalar reference's bits. Scores: sc[i * scs + j] = sum_d qf[i * hd + d] *
-// f16 kt[d * kts + j] (K transposed), i < nq, j < n_keys. Values:
-// out[i][d] = sum_j pf[i * ps + j] * f16 v[j * vs + d], i < nq, d < hd; with
-// accumulate the chain starts from out[i][d] instead of 0, so a product over
-// keys in consecutive runs (the blocks of a paged cache) gives the bits of
-// one call over all of them.
+// The attention products and the exp-based row kernels: core/quant.h's
+// ref::attn_scores, attn_values, softmax_row and swiglu_row, reproduced bit
+// for bit by every table.
 using AttnScoresFn = void (*)(const float *qf, int64_t nq, int64_t hd, const uint16_t *kt, size_t kts, int64_t n_keys,
                               float *sc, size_t scs);
 using AttnValuesFn = void (*)(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const uint16_t *v, size_t vs,
                               int64_t hd, float *const *out, bool accumulate);
 
-// Built on expf_poly::exp_ref (expf-poly.h), the same bits on every table.
-// Softmax of a score row: x[j] = exp(scale * x[j] - max), j < n; returns
-// the sum of the x[j] in double (16 lanes, expf_poly::fold16). SwiGLU:
-// d[i] = g[i] / (1 + exp(-g[i])) * u[i].
 using SoftmaxFn = double (*)(float *x, int64_t n, float scale);
 using SwigluFn = void (*)(const float *g, const float *u, float *d, int64_t n);
-
-constexpr int kTypeSlots = 43; // GGUF type ids used by vt are < 31; 31..33, 36..38 and 40..42 are vt's layouts
 
 enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
 constexpr int kIsaCount = 4;
@@ -80,7 +69,8 @@ const Kernels *kernels_for(Isa isa);
 // (scalar|avx2|avx512|avx512vnni), read once.
 const Kernels &active_kernels();
 
-// Per-ISA fillers, each defined in its own translation unit.
+// Per-ISA fillers, each defined in its own translation unit (the scalar
+// one in quant-dispatch.cpp, from core/quant.h's references).
 void fill_scalar(Kernels &k);
 #if defined(__x86_64__)
 void fill_avx2(Kernels &k);
@@ -107,13 +97,23 @@ float dot_f16_pairs(int64_t k, const uint16_t *w, const uint16_t *a);
 // vdpbf16ps (gemm-pairs-x86.h's Bf16Pairs8).
 float dot_bf16_pairs(int64_t k, const uint16_t *w, const uint16_t *a);
 
-// Scalar reference kernels (quant-scalar.cpp, kquants-scalar.cpp), also the
-// fallback where no SIMD version exists.
-namespace scalar {
-void fill_legacy(Kernels &k); // F32/F16/BF16 and the 32-element block types
-void fill_kquants(Kernels &k);
-void fill_attn(Kernels &k);
-void fill_exp(Kernels &k);
-} // namespace scalar
-
 } // namespace vt::quant
+
+namespace vt {
+
+// Row functions on the active table (what the ops use).
+// Dequantizes n elements (a multiple of t's block size) of type t.
+void dequantize_row(DType t, const void *src, float *dst, int64_t n);
+// Quantizes/converts n f32 values to an activation type t (F32, F16, BF16,
+// Q8_0, Q8_1, Q8_K).
+void quantize_row(DType t, const float *src, void *dst, int64_t n);
+// The fastest dot for t on this CPU (chosen once, at first use); nullptr if
+// t cannot be a weight type (Q8_1, Q8_K).
+VecDotFn vec_dot_fn(DType t);
+// Name of the instruction set the dispatcher picked ("avx512vnni",
+// "avx512", "avx2", "scalar"). $VT_CPU_ISA set to one of these names caps
+// the choice (read once, at first use); a name the CPU cannot run falls
+// back lower.
+const char *cpu_kernel_isa();
+
+} // namespace vt

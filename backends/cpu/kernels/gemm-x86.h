@@ -19,9 +19,9 @@
 #pragma once
 
 #include "core/quant/blocks.h"
-#include "core/quant/kernels.h"
-#include "core/quant/simd-x86.h"
-#include "core/quant/float-x86.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/simd-x86.h"
+#include "cpu/kernels/float-x86.h"
 
 #include <vector>
 

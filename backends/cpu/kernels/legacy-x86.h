@@ -5,7 +5,7 @@
 #pragma once
 
 #include "core/quant/blocks.h"
-#include "core/quant/simd-x86.h"
+#include "cpu/kernels/simd-x86.h"
 
 namespace vt::quant::x86 {
 namespace {

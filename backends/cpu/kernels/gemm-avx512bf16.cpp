@@ -6,7 +6,7 @@
 // reduction, a scalar tail. Same instruction on the same inputs per (row,
 // token) pair, so the same bits; the weight vector is loaded once per tile.
 //
-// BF16_X16 (repacked at load, dtype.h) keeps one row per 32-bit lane
+// BF16_X16 (repacked at load, x16-layout.h) keeps one row per 32-bit lane
 // (gemm-pairs-x86.h): a register holds one bf16 pair of 16 rows, and each
 // vdpbf16ps multiplies it by one token's pair broadcast to every lane. Its
 // order is its own: per (row, token) one chain of vdpbf16ps steps, pair 0
@@ -18,10 +18,10 @@
 #include <cstring>
 
 #include "core/quant/blocks.h"
-#include "core/quant/kernels.h"
-#include "core/quant/simd-x86.h"
-#include "core/quant/gemm-x86.h"
-#include "core/quant/gemm-pairs-x86.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/simd-x86.h"
+#include "cpu/kernels/gemm-x86.h"
+#include "cpu/kernels/gemm-pairs-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -104,8 +104,8 @@ float dot_bf16_chain(int64_t k, const uint16_t *w, const uint16_t *a) {
 
 void fill_gemm_avx512bf16(Kernels &k) {
     k.gemm[(int)DType::BF16] = gemm_tiled<DpTile, 4, 4>;
-    k.gemm[(int)DType::BF16_X16] = gemm_pairs_x16<Bf16Pairs>; // bf16 pairs as they are
-    k.gemm_f32_acts[(int)DType::BF16_X16] = false;
+    k.gemm[x16_slot(DType::BF16)] = gemm_pairs_x16<Bf16Pairs>; // bf16 pairs as they are
+    k.gemm_f32_acts[x16_slot(DType::BF16)] = false;
     k.bf16_chain = true;
 }
 

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "core/quant/simd-x86.h"
+#include "cpu/kernels/simd-x86.h"
 #include "core/quant/expf-poly.h"
 
 namespace vt::quant::x86 {

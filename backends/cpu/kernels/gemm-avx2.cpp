@@ -7,14 +7,14 @@
 // the loader repack those matrices; decode goes through them too). The
 // AVX-512 tables without vdpbf16ps keep the BF16_X16 tile.
 #include "core/quant/blocks.h"
-#include "core/quant/kernels.h"
-#include "core/quant/simd-x86.h"
-#include "core/quant/gemm-x86.h"
-#include "core/quant/gemm-lanes-avx2.h"
-#include "core/quant/gemm-q4k-avx2.h"
-#include "core/quant/gemm-q6k-avx2.h"
-#include "core/quant/gemm-q6k-x16-avx2.h"
-#include "core/quant/gemm-pairs-x86.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/simd-x86.h"
+#include "cpu/kernels/gemm-x86.h"
+#include "cpu/kernels/gemm-lanes-avx2.h"
+#include "cpu/kernels/gemm-q4k-avx2.h"
+#include "cpu/kernels/gemm-q6k-avx2.h"
+#include "cpu/kernels/gemm-q6k-x16-avx2.h"
+#include "cpu/kernels/gemm-pairs-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -27,19 +27,19 @@ constexpr int kRows = 3, kTokens = 4;
 } // namespace
 
 void fill_gemm_avx2(Kernels &k) {
-    k.gemm[(int)DType::Q4_0_X16] = gemm_legacy_x16_avx2<OpsQ4_0>;
-    k.gemm[(int)DType::Q4_1_X16] = gemm_legacy_x16_avx2<OpsQ4_1>;
-    k.gemm[(int)DType::Q8_0_X16] = gemm_legacy_x16_avx2<OpsQ8_0>;
+    k.gemm[x16_slot(DType::Q4_0)] = gemm_legacy_x16_avx2<OpsQ4_0>;
+    k.gemm[x16_slot(DType::Q4_1)] = gemm_legacy_x16_avx2<OpsQ4_1>;
+    k.gemm[x16_slot(DType::Q8_0)] = gemm_legacy_x16_avx2<OpsQ8_0>;
     k.gemm[(int)DType::Q5_0] = gemm_legacy_avx2<OpsQ5_0>;
     k.gemm[(int)DType::Q5_1] = gemm_legacy_avx2<OpsQ5_1>;
-    k.gemm[(int)DType::Q5_0_X16] = gemm_legacy_q5_x16_avx2<OpsQ5_0>;
-    k.gemm[(int)DType::Q5_1_X16] = gemm_legacy_q5_x16_avx2<OpsQ5_1>;
-    k.gemm[(int)DType::Q4_K_X16] = gemm_x16<Q4KX16Avx2>;
+    k.gemm[x16_slot(DType::Q5_0)] = gemm_legacy_q5_x16_avx2<OpsQ5_0>;
+    k.gemm[x16_slot(DType::Q5_1)] = gemm_legacy_q5_x16_avx2<OpsQ5_1>;
+    k.gemm[x16_slot(DType::Q4_K)] = gemm_x16<Q4KX16Avx2>;
     k.gemm[(int)DType::Q6_K] = gemm_lanes<Q6KLanes8>;
-    k.gemm[(int)DType::Q6_K_X16] = gemm_q6k_x16_avx2;
-    k.gemm[(int)DType::F16_X16] = gemm_pairs_x16<F16Pairs8>;
-    k.gemm[(int)DType::BF16_X16] = gemm_pairs_x16<Bf16Pairs8>;
-    k.gemm_f32_acts[(int)DType::F16_X16] = k.gemm_f32_acts[(int)DType::BF16_X16] = true;
+    k.gemm[x16_slot(DType::Q6_K)] = gemm_q6k_x16_avx2;
+    k.gemm[x16_slot(DType::F16)] = gemm_pairs_x16<F16Pairs8>;
+    k.gemm[x16_slot(DType::BF16)] = gemm_pairs_x16<Bf16Pairs8>;
+    k.gemm_f32_acts[x16_slot(DType::F16)] = k.gemm_f32_acts[x16_slot(DType::BF16)] = true;
     k.gemm[(int)DType::F16] = gemm_tiled<FloatTile<F16x8>::T, kRows, kTokens>;
     k.gemm[(int)DType::BF16] = gemm_tiled<FloatTile<Bf16x8>::T, kRows, kTokens>;
     k.gemm[(int)DType::F32] = gemm_tiled<FloatTile<F32x8>::T, kRows, kTokens>;

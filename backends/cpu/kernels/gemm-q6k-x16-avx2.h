@@ -13,7 +13,7 @@
 // vpmaddwd.
 #pragma once
 
-#include "core/quant/gemm-q6k-avx2.h"
+#include "cpu/kernels/gemm-q6k-avx2.h"
 
 namespace vt::quant::x86 {
 namespace {

@@ -7,7 +7,7 @@
 // layouts (gemm_x16), the activations made ready per call.
 #pragma once
 
-#include "core/quant/gemm-x86.h"
+#include "cpu/kernels/gemm-x86.h"
 
 namespace vt::quant::x86 {
 namespace {

@@ -1,0 +1,63 @@
+// The CPU backend's load-time weight layouts (_X16). Not GGUF types: a
+// weight in one keeps its base type in Tensor::type and says so in
+// Tensor::layout (kLayoutX16), in memory of the CPU buffer type, whose
+// prepare_weight hook writes it (cpu-weights.cpp). Rows of the base type are
+// repacked in groups of 16, block by block (F16, BF16: 32 elements at a
+// time), interleaved 4 bytes at a time (below), so that one 512-bit register
+// holds 16 rows and the kernels keep one row per 32-bit lane (the AVX2 ones
+// 8 rows per register, half a group). A row takes the same bytes as in the
+// base type. Only matmul and embedding weights are stored so: MUL_MAT and
+// GET_ROWS read them, no other op does, and no other backend.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace vt::quant {
+
+constexpr uint32_t kLayoutX16 = 1;  // Tensor::layout of a weight in an _X16 layout
+
+// The kernel tables (kernels.h) have one slot per GGUF type id (all below
+// 31) and, after them, one per _X16 layout.
+constexpr int kX16Slot0 = 31;
+constexpr int x16_slot(DType base) {
+    switch (base) {
+    case DType::Q4_0: return kX16Slot0 + 0;
+    case DType::Q4_1: return kX16Slot0 + 1;
+    case DType::Q8_0: return kX16Slot0 + 2;
+    case DType::Q4_K: return kX16Slot0 + 3;
+    case DType::BF16: return kX16Slot0 + 4;
+    case DType::F16: return kX16Slot0 + 5;
+    case DType::Q6_K: return kX16Slot0 + 6;
+    case DType::Q5_0: return kX16Slot0 + 7;
+    case DType::Q5_1: return kX16Slot0 + 8;
+    default: return -1;  // no _X16 layout
+    }
+}
+constexpr int kTypeSlots = kX16Slot0 + 9;
+
+// The bytes of a group: rows 16g..16g+15 of a Q4_0, Q4_1,
+// Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, F16 or BF16 matrix, block column b, take 16
+// times the base block's bytes (F16, BF16: blocks of 32 elements without a header).
+// First the 16 rows' payload (everything but the f16 header: quants, and the
+// K quants' scales; F16/BF16: the elements, a pair per dword; Q6_K: its
+// scales, then per half h and l = 4j the dwords of ql at l and 32 + l and of
+// qh at l, in the order one step of the kernels reads them), 4 bytes at a time
+// (dword u of row r at byte 64u + 4r), then the 16 rows' d (f16), for Q4_1,
+// Q5_1 and Q4_K the 16 rows' m / dmin. Blocks go in pairs, both payloads first,
+// then both d, then both m, which keeps every payload 64-byte aligned. X16At
+// gives the offsets (repack.cpp and the kernels both use it).
+struct X16At {
+    size_t q;     // block b's payload, from the group's start
+    size_t h;     // its first header field (16 x f16)
+    size_t field; // bytes from one header field to the next
+};
+static inline X16At x16_at(size_t block_bytes, size_t payload_bytes, int64_t b, int64_t nb) {
+    const size_t pair = (size_t)(b & ~(int64_t)1) * 16 * block_bytes, odd = (size_t)(b & 1);
+    const size_t n = (b + 1 < nb || odd) ? 2 : 1; // blocks in this pair
+    return {pair + odd * 16 * payload_bytes, pair + n * 16 * payload_bytes + odd * 32, n * 32};
+}
+
+} // namespace vt::quant

@@ -1,0 +1,14 @@
+// The per-type reference table behind ref::row_kernels (quant-ref.cpp),
+// filled by the scalar translation units of each family.
+#pragma once
+
+#include "core/quant.h"
+
+namespace vt::ref {
+
+constexpr int kTypeIds = 31;  // GGUF type ids vt knows are below this
+
+void fill_legacy(RowKernels *by_type);   // F32/F16/BF16 and the 32-element blocks (quant-scalar.cpp)
+void fill_kquants(RowKernels *by_type);  // the K quants (kquants-scalar.cpp)
+
+} // namespace vt::ref
