@@ -54,7 +54,7 @@ inline bool broadcast_row_ok(const Node &n) {
 // Whether w is in an _X16 layout (kernels/x16-layout.h).
 inline bool is_x16(const Tensor &w) { return w.layout == quant::kLayoutX16; }
 // The kernel tables' slot for w: its type, or its type's _X16 layout.
-int kernel_slot(const Tensor &w);
+inline int kernel_slot(const Tensor &w) { return is_x16(w) ? quant::x16_slot(w.type) : (int)w.type; }
 // An _X16 matrix is read in whole groups of 16 rows and whole blocks.
 bool whole_x16_groups(const Tensor &w);
 

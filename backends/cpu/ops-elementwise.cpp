@@ -46,8 +46,6 @@ void op_get_rows(const Node &n, const OpCtx &c) {
     }
 }
 
-int kernel_slot(const Tensor &w) { return is_x16(w) ? quant::x16_slot(w.type) : (int)w.type; }
-
 // An _X16 matrix is read in whole groups of 16 rows and whole blocks.
 bool whole_x16_groups(const Tensor &w) {
     return quant::x16_slot(w.type) >= 0 && quant::x16_fits(w.type, w.ne[0], w.ne[1]) && w.is_contiguous();

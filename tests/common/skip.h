@@ -11,9 +11,16 @@ namespace vt::test {
 void note_skip();  // catch-main.cpp
 } // namespace vt::test
 
-#define VT_SKIP(msg)                     \
+// Counts a skip and warns without leaving: for a loop that skips one of
+// its items (then `continue`), or a helper that returns "no data".
+#define VT_NOTE_SKIP(msg)                \
     do {                                 \
         ::vt::test::note_skip();         \
         WARN("SKIPPED: " << msg);        \
+    } while (0)
+
+#define VT_SKIP(msg)                     \
+    do {                                 \
+        VT_NOTE_SKIP(msg);               \
         return;                          \
     } while (0)

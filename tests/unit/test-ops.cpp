@@ -8,6 +8,7 @@
 // Tolerances are derived, not tuned; each is stated next to its check.
 // u = 2^-24 is the unit roundoff of f32. VT_TEST_OPS_VERBOSE=1 prints each
 // check's worst error/tolerance ratio (how much margin a bound leaves).
+#include "common/skip.h"
 #include "unit/ops-harness.h"
 
 namespace {
@@ -353,8 +354,8 @@ TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit 
         const int slot = quant::x16_slot(base);
         REQUIRE(slot >= 0);
         if (!quant::active_kernels().gemm[slot]) {
-            WARN("SKIP: this CPU's kernel table has no " << dtype_name(base) << "_X16 kernel (the loader keeps "
-                                                         << dtype_name(base) << ")");
+            VT_NOTE_SKIP("this CPU's kernel table has no " << dtype_name(base) << "_X16 kernel (the loader keeps "
+                                                          << dtype_name(base) << ")");
             continue;
         }
         // 10 blocks (a tail past the 8-block groups; 3 super-blocks, an odd

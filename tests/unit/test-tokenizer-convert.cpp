@@ -32,13 +32,12 @@ namespace {
 
 fs::path data_dir() { return vt::test::shared_data() / "tokenizers"; }
 
-// The file's bytes, or an empty string (and a WARN) when it is absent.
+// The file's bytes, or an empty string (and a counted skip) when it is absent.
 std::string read_data(const std::string &rel) {
     const fs::path p = data_dir() / rel;
     std::ifstream f(p, std::ios::binary);
     if (!f) {
-        ::vt::test::note_skip();
-        WARN("SKIPPED: " << p.string() << " is missing (set VT_SHARED_DATA)");
+        VT_NOTE_SKIP(p.string() << " is missing (set VT_SHARED_DATA)");
         return {};
     }
     std::stringstream s;

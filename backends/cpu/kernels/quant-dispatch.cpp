@@ -129,22 +129,14 @@ const Kernels &active_kernels() {
 
 } // namespace quant
 
-static void dequantize_with(const quant::Kernels &k, DType t, const void *src, float *dst, int64_t n) {
-    const bool ok = quant::slot_ok(t) && k.dequant[(int)t];
-    quant::require(k, t, ok, "dequantizer").dequant[(int)t](src, dst, n);
-}
-
-static void quantize_with(const quant::Kernels &k, DType t, const float *src, void *dst, int64_t n) {
-    const bool ok = quant::slot_ok(t) && k.quant[(int)t];
-    quant::require(k, t, ok, "quantizer").quant[(int)t](src, dst, n);
-}
-
 void dequantize_row(DType t, const void *src, float *dst, int64_t n) {
-    dequantize_with(quant::active_kernels(), t, src, dst, n);
+    const quant::Kernels &k = quant::active_kernels();
+    quant::require(k, t, quant::slot_ok(t) && k.dequant[(int)t], "dequantizer").dequant[(int)t](src, dst, n);
 }
 
 void quantize_row(DType t, const float *src, void *dst, int64_t n) {
-    quantize_with(quant::active_kernels(), t, src, dst, n);
+    const quant::Kernels &k = quant::active_kernels();
+    quant::require(k, t, quant::slot_ok(t) && k.quant[(int)t], "quantizer").quant[(int)t](src, dst, n);
 }
 
 VecDotFn vec_dot_fn(DType t) {
