@@ -14,6 +14,7 @@
 #include "core/quant.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu-ops.h"
+#include "matmul.h"
 
 namespace vt::cpu {
 
@@ -25,8 +26,6 @@ constexpr int64_t kGemmMinTokens = 4;
 // through it for the gemms that take them so (kernels.h).
 bool f32_acts(const Tensor &w) { return quant::active_kernels().gemm_f32_acts[kernel_slot(w)]; }
 DType act_type(const Tensor &w) { return f32_acts(w) ? DType::F32 : vec_dot_type(w.type); }
-// Whether phase 1 writes them (else the kernels read the f32 input).
-bool converts_acts(const Tensor &w) { return vec_dot_type(w.type) != DType::F32; }
 
 // x through type t and back (t's own rounding, as the vec_dot would see it).
 void round_through(DType t, const float *x, float *out, int64_t k) {
@@ -40,10 +39,65 @@ void round_through(DType t, const float *x, float *out, int64_t k) {
 }
 } // namespace
 
+namespace matmul {
+
+bool converts_acts(const Tensor &w) { return vec_dot_type(w.type) != DType::F32; }
+
+size_t act_row_bytes(const Tensor &w, int64_t k) { return row_bytes(act_type(w), k); }
+
+void convert_act_row(const Tensor &w, const float *x, uint8_t *out, int64_t k) {
+    if (f32_acts(w)) round_through(vec_dot_type(w.type), x, reinterpret_cast<float *>(out), k);
+    else quantize_row(act_type(w), x, out, k);
+}
+
+void split_rows(const Tensor &w, int64_t n_rows, int ith, int nth, int64_t &b, int64_t &e) {
+    if (!is_x16(w)) return split(n_rows, ith, nth, b, e);
+    split(n_rows / 16, ith, nth, b, e);
+    b *= 16;
+    e *= 16;
+}
+
+void dot_rows(const Tensor &w, const uint8_t *wbase, const uint8_t *act, size_t act_stride, int64_t m, float *out,
+              size_t ldo, int64_t b, int64_t e) {
+    const int slot = kernel_slot(w);
+    if (e <= b || slot < 0) return;  // slot < 0: an _X16 layout of no type (supports_ refuses it)
+    const int64_t k = w.ne[0];
+    const quant::GemmFn gemm = quant::active_kernels().gemm[slot];
+    // _X16 weights always go through the gemm, decode included; the tiles
+    // do their own cache blocking over these rows.
+    if (is_x16(w) || (gemm && m >= kGemmMinTokens)) {
+        gemm(k, wbase + (size_t)b * w.nb[1], w.nb[1], e - b, act, act_stride, m, out + b, ldo);
+        return;
+    }
+    // Rows in blocks so that a block of weights stays in cache while it is
+    // dotted with every activation row.
+    constexpr int64_t kRowBlock = 16;
+    const VecDotFn dot = vec_dot_fn(w.type);
+    for (int64_t r0 = b; r0 < e; r0 += kRowBlock) {
+        const int64_t r1 = r0 + kRowBlock < e ? r0 + kRowBlock : e;
+        for (int64_t t = 0; t < m; ++t) {
+            const void *a = act + (size_t)t * act_stride;
+            float *o = out + (size_t)t * ldo;
+            for (int64_t r = r0; r < r1; ++r) o[r] = dot(k, wbase + (size_t)r * w.nb[1], a);
+        }
+    }
+}
+
+} // namespace matmul
+
 size_t work_size_mul_mat(const Node &n, int) {
     const Tensor &w = *n.src[0];
-    const size_t act = converts_acts(w) ? row_bytes(act_type(w), n.src[1]->ne[0]) * (size_t)n.src[1]->nrows() : 0;
+    const size_t act = matmul::converts_acts(w) ? matmul::act_row_bytes(w, n.src[1]->ne[0]) * (size_t)n.src[1]->nrows() : 0;
     return (act + 63) & ~(size_t)63;
+}
+
+bool matmul::weight_ok(const Tensor &w) {
+    if (is_x16(w)) {
+        Tensor one = w;
+        one.ne[2] = one.ne[3] = 1;
+        return quant::active_kernels().gemm[kernel_slot(w)] != nullptr && whole_x16_groups(one);
+    }
+    return w.layout == 0 && vec_dot_fn(w.type) != nullptr && w.nb[0] == dtype_info(w.type).block_bytes;
 }
 
 bool supports_mul_mat(const Node &n) {
@@ -51,65 +105,30 @@ bool supports_mul_mat(const Node &n) {
     if (!(is_f32(x) && is_f32(n.dst) && x->ne[0] == w->ne[0] && n.dst->ne[0] == w->ne[1] &&
           n.dst->nrows() == x->nrows()))
         return false;
-    if (w->ne[2] != 1 || w->ne[3] != 1) return false;
-    if (is_x16(*w)) return quant::active_kernels().gemm[kernel_slot(*w)] != nullptr && whole_x16_groups(*w);
-    return w->layout == 0 && vec_dot_fn(w->type) != nullptr && w->nb[0] == dtype_info(w->type).block_bytes;
+    return w->ne[2] == 1 && w->ne[3] == 1 && matmul::weight_ok(*w);
 }
 
 void op_mul_mat(const Node &n, const OpCtx &c) {
     const Tensor *w = n.src[0], *x = n.src[1];
-    Tensor *dst = n.dst;
     const int64_t k = x->ne[0];
     const int64_t m = x->nrows();     // activation rows (tokens)
     const int64_t n_out = w->ne[1];   // weight rows (output features)
-    const DType vdt = act_type(*w);
-    const bool round = f32_acts(*w);
-    const quant::GemmFn gemm = quant::active_kernels().gemm[kernel_slot(*w)];
 
     const uint8_t *act = static_cast<const uint8_t *>(x->data);
     size_t act_stride = x->nb[1];
-    if (converts_acts(*w)) {
-        act_stride = row_bytes(vdt, k);
+    if (matmul::converts_acts(*w)) {
+        act_stride = matmul::act_row_bytes(*w, k);
         int64_t b, e;
         split(m, c.ith, c.nth, b, e);
-        for (int64_t r = b; r < e; ++r) {
-            const float *src = static_cast<const float *>(x->data) + r * k;
-            uint8_t *dst_row = c.wdata + (size_t)r * act_stride;
-            if (round) round_through(vec_dot_type(w->type), src, reinterpret_cast<float *>(dst_row), k);
-            else quantize_row(vdt, src, dst_row, k);
-        }
+        for (int64_t r = b; r < e; ++r)
+            matmul::convert_act_row(*w, static_cast<const float *>(x->data) + r * k, c.wdata + (size_t)r * act_stride, k);
         c.barrier();
         act = c.wdata;
     }
-
     int64_t b, e;
-    split(n_out, c.ith, c.nth, b, e);
-    const uint8_t *wbase = static_cast<const uint8_t *>(w->data);
-    float *out = static_cast<float *>(dst->data);
-    if (is_x16(*w)) {
-        // Threads split whole groups of 16 rows.
-        split(n_out / 16, c.ith, c.nth, b, e);
-        gemm(k, wbase + (size_t)(16 * b) * w->nb[1], w->nb[1], 16 * (e - b), act, act_stride, m, out + 16 * b,
-             (size_t)n_out);
-        return;
-    }
-    if (gemm && m >= kGemmMinTokens) {
-        // The tiles do their own cache blocking over this thread's rows.
-        gemm(k, wbase + (size_t)b * w->nb[1], w->nb[1], e - b, act, act_stride, m, out + b, (size_t)n_out);
-        return;
-    }
-    // Rows in blocks so that a block of weights stays in cache while it is
-    // dotted with every activation row.
-    constexpr int64_t kRowBlock = 16;
-    const VecDotFn dot = vec_dot_fn(w->type);
-    for (int64_t r0 = b; r0 < e; r0 += kRowBlock) {
-        const int64_t r1 = r0 + kRowBlock < e ? r0 + kRowBlock : e;
-        for (int64_t t = 0; t < m; ++t) {
-            const void *a = act + (size_t)t * act_stride;
-            float *o = out + t * n_out;
-            for (int64_t r = r0; r < r1; ++r) o[r] = dot(k, wbase + (size_t)r * w->nb[1], a);
-        }
-    }
+    matmul::split_rows(*w, n_out, c.ith, c.nth, b, e);
+    matmul::dot_rows(*w, static_cast<const uint8_t *>(w->data), act, act_stride, m, static_cast<float *>(n.dst->data),
+                     (size_t)n_out, b, e);
 }
 
 } // namespace vt::cpu

@@ -43,4 +43,23 @@ struct PagedAttnParams {
     int32_t max_kv;   // the most positions a token may see (the context): bounds the kernel's scratch
 };
 
+// Mixture-of-experts routing (Op::MOE_TOPK picks, Op::MOE_WEIGHTS weighs).
+// scores = gating(router logits): softmax over the experts, or an
+// element-wise sigmoid (DeepSeek-V3). Experts are chosen by scores + the
+// optional selection bias; with n_group > 1 only experts of the topk_group
+// groups with the largest sums of their two best choices may be chosen
+// (DeepSeek-V3), the others count as 0 (transformers' masked_fill). A
+// chosen expert's weight is its score (without the bias), divided by the
+// sum of the chosen ones when norm is set, times scale.
+struct MoeRouteParams {
+    int32_t k;           // experts per token
+    int32_t gating;      // kMoeSoftmax or kMoeSigmoid
+    int32_t n_group;     // expert groups (<= 1: none)
+    int32_t topk_group;  // groups a token may choose from
+    int32_t norm;        // nonzero: chosen weights sum to 1 (before scale)
+    float scale;         // routed scaling factor (1: none)
+};
+constexpr int32_t kMoeSoftmax = 0;
+constexpr int32_t kMoeSigmoid = 1;
+
 } // namespace vt

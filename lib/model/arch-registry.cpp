@@ -14,6 +14,8 @@ std::unique_ptr<Architecture> make_qwen2_architecture();
 std::unique_ptr<Architecture> make_qwen3_architecture();
 std::unique_ptr<Architecture> make_gemma3_architecture();
 std::unique_ptr<Architecture> make_phi3_architecture();
+std::unique_ptr<Architecture> make_qwen3moe_architecture();
+std::unique_ptr<Architecture> make_olmoe_architecture();
 
 namespace {
 struct ArchEntry {
@@ -27,6 +29,8 @@ const ArchEntry kArchitectures[] = {
     {"qwen3", make_qwen3_architecture},
     {"gemma3", make_gemma3_architecture},
     {"phi3", make_phi3_architecture},
+    {"qwen3moe", make_qwen3moe_architecture},
+    {"olmoe", make_olmoe_architecture},
 };
 
 struct HfEntry {
@@ -42,6 +46,9 @@ const HfEntry kHfArchitectures[] = {
     {"Gemma3ForCausalLM", {"gemma3", HfNorms::gemma}},
     {"Gemma3ForConditionalGeneration", {"gemma3", HfNorms::gemma}},  // its text model
     {"Phi3ForCausalLM", {"phi3", HfNorms::plain}},
+    {"MixtralForCausalLM", {"llama", HfNorms::plain}},
+    {"Qwen3MoeForCausalLM", {"qwen3moe", HfNorms::plain}},
+    {"OlmoeForCausalLM", {"olmoe", HfNorms::plain}},
 };
 } // namespace
 

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/quant.h"
+#include "model/hf-experts.h"
 #include "model/safetensors.h"
 
 namespace vt {
@@ -55,6 +56,14 @@ public:
         val.type = GgufType::STRING;
         val.str = keep(v);
         put(key, std::move(val));
+    }
+    void boolean(const std::string &k, bool v) {
+        GgufValue val;
+        val.type = GgufType::BOOL;
+        val.u = v;
+        val.i = v;
+        val.f = v;
+        put(arch_ + "." + k, std::move(val));
     }
     void bools(const std::string &k, const std::vector<bool> &v) {
         auto *bytes = &bytes_.emplace_back(v.begin(), v.end());
@@ -107,6 +116,13 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
         {"self_attn.q_norm.weight", "attn_q_norm.weight"}, {"self_attn.k_norm.weight", "attn_k_norm.weight"},
         {"mlp.gate_proj.weight", "ffn_gate.weight"},    {"mlp.up_proj.weight", "ffn_up.weight"},
         {"mlp.down_proj.weight", "ffn_down.weight"},
+        // Mixture of experts: the router, DeepSeek-V3's selection bias and
+        // the shared experts (the experts themselves: hf-experts.h).
+        {"mlp.gate.weight", "ffn_gate_inp.weight"}, {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
+        {"mlp.gate.e_score_correction_bias", "exp_probs_b.bias"},
+        {"mlp.shared_experts.gate_proj.weight", "ffn_gate_shexp.weight"},
+        {"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight"},
+        {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight"},
     };
     static const std::map<std::string, std::string> plain = {
         {"post_attention_layernorm.weight", "ffn_norm.weight"},
@@ -210,6 +226,31 @@ uint64_t need_u(const json &cfg, const char *key, const fs::path &p) {
         fail(VT_ERR_FORMAT, "%s: '%s' is missing or not a positive integer", p.c_str(), key);
     return it->get<uint64_t>();
 }
+
+// The expert keys of a mixture-of-experts config, under llama.cpp's names
+// (read_moe_hparams); nothing for a dense model.
+void add_experts(Meta &meta, const json &cfg, const fs::path &p) {
+    const char *count_key = nullptr;
+    for (const char *k : {"num_experts", "num_local_experts", "n_routed_experts"})
+        if (cfg.contains(k) && !cfg[k].is_null()) count_key = k;
+    if (!count_key) return;
+    meta.u32("expert_count", need_u(cfg, count_key, p));
+    meta.u32("expert_used_count", need_u(cfg, "num_experts_per_tok", p));
+    if (cfg.contains("moe_intermediate_size")) meta.u32("expert_feed_forward_length", need_u(cfg, "moe_intermediate_size", p));
+    if (cfg.contains("norm_topk_prob") && cfg["norm_topk_prob"].is_boolean())
+        meta.boolean("expert_weights_norm", cfg["norm_topk_prob"].get<bool>());
+    if (cfg.contains("n_shared_experts") && cfg["n_shared_experts"].is_number_unsigned())
+        meta.u32("expert_shared_count", cfg["n_shared_experts"].get<uint64_t>());
+    if (cfg.contains("routed_scaling_factor")) meta.f32("expert_weights_scale", num(cfg, "routed_scaling_factor", 1.0));
+    if (cfg.contains("first_k_dense_replace"))
+        meta.u32("leading_dense_block_count", need_u(cfg, "first_k_dense_replace", p));
+    if (cfg.value("scoring_func", std::string("softmax")) == "sigmoid") meta.u32("expert_gating_func", 2);
+    // Qwen3-MoE's dense layers between sparse ones: llama.cpp reads none either.
+    if (num(cfg, "decoder_sparse_step", 1) != 1 ||
+        (cfg.contains("mlp_only_layers") && cfg["mlp_only_layers"].is_array() && !cfg["mlp_only_layers"].empty()))
+        fail(VT_ERR_UNSUPPORTED, "%s: dense layers among sparse ones (mlp_only_layers, decoder_sparse_step) are not supported",
+             p.c_str());
+}
 } // namespace
 
 HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
@@ -242,6 +283,7 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     meta.u32("attention.key_length", head_dim);
     meta.u32("attention.value_length", head_dim);
     meta.f32("attention.layer_norm_rms_epsilon", num(cfg, "rms_norm_eps", 1e-6));
+    add_experts(meta, cfg, cfg_path);
 
     const json global = rope_params(cfg, "full_attention");
     const double base = num(global, "rope_theta", 10000.0);
@@ -258,7 +300,7 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         meta.f32("rope.freq_base_swa", num(rope_params(cfg, "sliding_attention"), "rope_theta", 10000.0));
     }
     if (cfg.contains("sliding_window") && cfg["sliding_window"].is_number_unsigned()) {
-        if (a == "qwen2" || a == "qwen3") {
+        if (a == "qwen2" || a == "qwen3" || a == "qwen3moe") {
             if (cfg.value("use_sliding_window", false))
                 fail(VT_ERR_UNSUPPORTED, "%s: use_sliding_window is not supported for %s", cfg_path.c_str(), a.c_str());
         } else {
@@ -316,10 +358,12 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         tensors.push_back(std::move(ti));
     };
     size_t skipped = 0;
+    HfExperts experts;
     for (const fs::path &f : files) {
         std::shared_ptr<SafetensorsFile> st = SafetensorsFile::open(f.string(), use_mmap);
         keep.push_back(st);
         for (const SafetensorsTensor &t : st->tensors()) {
+            if (experts.take(t)) continue;
             const std::string name = gguf_name(t.name, arch->norms);
             if (name.empty()) {
                 ++skipped;
@@ -344,6 +388,11 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             tensors.push_back(std::move(ti));
         }
     }
+    experts.finish(tensors, dir.string());
+    keep.push_back(experts.storage());
+    if (experts.copied_bytes())
+        VT_LOG_INFO("%s: the experts, %.1f MiB, are stacked into copies (the checkpoint keeps one matrix per expert)",
+                    dir.c_str(), (double)experts.copied_bytes() / (1 << 20));
     if (skipped) VT_LOG_DEBUG("%s: %zu tensors that vt does not read were left out", dir.c_str(), skipped);
     const std::string rtype = rope_type(global);
     if (rtype == "llama3") add_f32("rope_freqs.weight", llama3_rope_factors(global, base, (int64_t)head_dim));

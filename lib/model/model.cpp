@@ -270,6 +270,11 @@ std::string Model::arch_str(const char *suffix) const {
     return v ? std::string(*v) : std::string();
 }
 
+bool Model::arch_bool(const char *suffix, bool def) const {
+    auto v = gguf_->get_bool(arch_name_ + "." + suffix);
+    return v ? *v : def;
+}
+
 float Model::arch_f32(const char *suffix, float def) const {
     auto v = gguf_->get_float(arch_name_ + "." + suffix);
     return v ? (float)*v : def;

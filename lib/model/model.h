@@ -46,6 +46,19 @@ struct Hparams {
     float norm_eps = 1e-5f;
 
     uint32_t n_embd_kv() const { return head_dim * n_head_kv; }
+
+    // Mixture of experts (read by read_moe_hparams; n_expert 0: dense).
+    uint32_t n_expert = 0;
+    uint32_t n_expert_used = 0;      // experts per token
+    uint32_t n_ff_exp = 0;           // an expert's hidden width
+    uint32_t n_expert_shared = 0;    // shared experts (always run, added)
+    uint32_t n_ff_shexp = 0;         // the shared experts' hidden width, all of them together
+    uint32_t n_layer_dense_lead = 0; // the first layers have a dense FFN (DeepSeek)
+    int32_t expert_gating = 0;       // kMoeSoftmax or kMoeSigmoid (core/op-params.h)
+    bool expert_weights_norm = false;
+    float expert_weights_scale = 1.0f;
+    uint32_t expert_groups = 0;      // group-limited routing (DeepSeek-V3); 0 or 1: none
+    uint32_t expert_groups_used = 0;
 };
 
 // What one forward pass computes: tokens of one or many sequences, each at
@@ -122,6 +135,8 @@ public:
     const std::string &arch_name() const { return arch_name_; }
     // Loaded from a Hugging Face folder (model/hf-folder.h), not a GGUF file.
     bool from_folder() const { return from_folder_; }
+    // Reads an optional "<arch>.<suffix>" boolean.
+    bool arch_bool(const char *suffix, bool def) const;
 
     // A weight by GGUF name as a tensor view into the mapping, checked
     // against the expected shape (trailing 1s may be omitted). Throws

@@ -9,6 +9,7 @@ namespace vt {
 
 void PreNormDecoder::load(Model &m) {
     read_decoder_hparams(m, traits_.rope_mode);
+    read_moe_hparams(m, traits_.moe);
     full_attention_cache(m);
     // Mistral v0.1's window applies to every layer (a folder's config.json
     // sliding_window; GGUF conversions of it carry none).
@@ -36,7 +37,7 @@ void PreNormDecoder::load(Model &m) {
         const std::string p = "blk." + std::to_string(i) + ".";
         Layer &l = layers_[i];
         l.attn_norm = load_norm(m, p + "attn_norm.weight", E);
-        l.attn = load_attn_weights(m, i);
+        l.attn = load_attn_weights(m, i, traits_.qk_norm_full);
         const bool has_bias = l.attn.bq && l.attn.bk && l.attn.bv;
         if (traits_.qkv_bias && !has_bias) fail(VT_ERR_FORMAT, "%s: %sattn_{q,k,v}.bias missing", traits_.name, p.c_str());
         if (traits_.qk_norm && !l.attn.q_norm)
@@ -44,7 +45,8 @@ void PreNormDecoder::load(Model &m) {
         if (!traits_.qk_norm && l.attn.q_norm)
             fail(VT_ERR_FORMAT, "%s: %sattn_q_norm.weight is not part of this architecture", traits_.name, p.c_str());
         l.ffn_norm = load_norm(m, p + "ffn_norm.weight", E);
-        l.ffn = load_ffn_weights(m, i);
+        if (is_moe_layer(m, i)) l.moe = load_moe_weights(m, i);
+        else l.ffn = load_ffn_weights(m, i);
     }
 }
 
@@ -57,7 +59,8 @@ Tensor *PreNormDecoder::build(const Model &m, const ForwardArgs &a) const {
     for (uint32_t il = 0; il < m.hparams.n_layer; ++il) {
         const Layer &l = layers_[il];
         x = b.add(x, b.attention(il, b.rms_norm(x, l.attn_norm), l.attn, rope, scale, factors));
-        x = b.add(x, b.ffn(b.rms_norm(x, l.ffn_norm), l.ffn, Activation::silu));
+        Tensor *h = b.rms_norm(x, l.ffn_norm);
+        x = b.add(x, l.moe.router ? b.moe(h, l.moe) : b.ffn(h, l.ffn, Activation::silu));
     }
     return b.logits(x, output_norm_, output_);
 }

@@ -4,7 +4,9 @@
 // differ from it only in what their attention block carries (q/k/v biases,
 // per-head q/k norms, rope layout and frequency factors, fused projections)
 // are a file each that states those differences (llama.cpp, qwen2.cpp,
-// qwen3.cpp, phi3.cpp).
+// qwen3.cpp, phi3.cpp). A file with experts (expert_count > 0) has a
+// mixture-of-experts FFN in its layers instead (Mixtral as `llama`,
+// qwen3moe.cpp, olmoe.cpp).
 #pragma once
 
 #include <memory>
@@ -24,6 +26,9 @@ struct DecoderTraits {
     // context a sequence may reach exceeds the original one (llama.cpp's rule).
     bool long_rope = false;
     bool sliding_window = true;  // attention.sliding_window applies to every layer
+    // attn_{q,k}_norm over the whole projection (OLMoE), not per head.
+    bool qk_norm_full = false;
+    MoeDefaults moe{};           // routing defaults where the file has experts
 };
 
 class PreNormDecoder final : public Architecture {
@@ -36,7 +41,8 @@ private:
     struct Layer {
         const Tensor *attn_norm, *ffn_norm;  // (n_embd)
         AttnWeights attn;
-        FfnWeights ffn;
+        FfnWeights ffn;   // dense layers
+        MoeWeights moe;   // mixture-of-experts layers (router set)
     };
     DecoderTraits traits_;
     const Tensor *tok_embd_ = nullptr;     // (n_embd, n_vocab)

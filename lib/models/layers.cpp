@@ -63,6 +63,60 @@ void full_attention_cache(Model &m) {
     m.cache_layers.assign(m.hparams.n_layer, LayerCacheSpec{CacheKind::full_attention, 0, m.hparams.n_embd_kv()});
 }
 
+void read_moe_hparams(Model &m, const MoeDefaults &d) {
+    Hparams &hp = m.hparams;
+    const char *arch = m.arch_name().c_str();
+    hp.n_expert = m.arch_u32("expert_count", 0);
+    if (hp.n_expert == 0) return;
+    hp.n_expert_used = m.arch_u32("expert_used_count");
+    hp.n_ff_exp = m.arch_u32("expert_feed_forward_length", hp.n_ff);
+    hp.n_expert_shared = m.arch_u32("expert_shared_count", 0);
+    hp.n_ff_shexp = m.arch_u32("expert_shared_feed_forward_length", hp.n_ff_exp * hp.n_expert_shared);
+    hp.n_layer_dense_lead = m.arch_u32("leading_dense_block_count", 0);
+    // llama.cpp's expert_gating_func: 1 softmax, 2 sigmoid (0: the default).
+    const uint32_t gating = m.arch_u32("expert_gating_func", 0);
+    if (gating > 2) fail(VT_ERR_UNSUPPORTED, "%s: expert gating function %u is not supported", arch, gating);
+    hp.expert_gating = gating == 0 ? d.gating : gating == 2 ? kMoeSigmoid : kMoeSoftmax;
+    hp.expert_weights_norm = m.arch_bool("expert_weights_norm", d.norm);
+    hp.expert_weights_scale = m.arch_f32("expert_weights_scale", 1.0f);
+    if (!(hp.expert_weights_scale > 0.0f)) hp.expert_weights_scale = 1.0f;  // converters write 0 for "none"
+    hp.expert_groups = m.arch_u32("expert_group_count", 0);
+    hp.expert_groups_used = m.arch_u32("expert_group_used_count", 0);
+    if (hp.n_expert_used == 0 || hp.n_expert_used > hp.n_expert || hp.n_ff_exp == 0 ||
+        hp.n_layer_dense_lead > hp.n_layer)
+        fail(VT_ERR_FORMAT, "%s: invalid experts: %u of %u per token, width %u, %u dense layers first", arch,
+             hp.n_expert_used, hp.n_expert, hp.n_ff_exp, hp.n_layer_dense_lead);
+    if (hp.expert_groups > 1 &&
+        (hp.n_expert % hp.expert_groups != 0 || hp.n_expert / hp.expert_groups < 2 || hp.expert_groups_used == 0 ||
+         hp.expert_groups_used > hp.expert_groups ||
+         hp.expert_groups_used * (hp.n_expert / hp.expert_groups) < hp.n_expert_used))
+        fail(VT_ERR_FORMAT, "%s: invalid expert groups: %u of %u over %u experts, %u per token", arch,
+             hp.expert_groups_used, hp.expert_groups, hp.n_expert, hp.n_expert_used);
+}
+
+bool is_moe_layer(const Model &m, uint32_t il) {
+    return m.hparams.n_expert > 0 && il >= m.hparams.n_layer_dense_lead;
+}
+
+MoeWeights load_moe_weights(Model &m, uint32_t il) {
+    const Hparams &hp = m.hparams;
+    const std::string p = "blk." + std::to_string(il) + ".";
+    const int64_t E = hp.n_embd, F = hp.n_ff_exp, X = hp.n_expert;
+    MoeWeights w;
+    w.router = m.weight(p + "ffn_gate_inp.weight", {E, X});
+    w.gate = m.matmul_weight(p + "ffn_gate_exps.weight", {E, F, X});
+    w.up = m.matmul_weight(p + "ffn_up_exps.weight", {E, F, X});
+    w.down = m.matmul_weight(p + "ffn_down_exps.weight", {F, E, X});
+    w.probs_bias = load_norm(m, p + "exp_probs_b.bias", X, false);
+    if (hp.n_expert_shared > 0) {
+        const int64_t S = hp.n_ff_shexp;
+        w.shared.gate = m.matmul_weight(p + "ffn_gate_shexp.weight", {E, S});
+        w.shared.up = m.matmul_weight(p + "ffn_up_shexp.weight", {E, S});
+        w.shared.down = m.matmul_weight(p + "ffn_down_shexp.weight", {S, E});
+    }
+    return w;
+}
+
 const Tensor *load_norm(Model &m, const std::string &name, int64_t ne0, bool required) {
     const Tensor *t = m.weight(name, {ne0}, required);
     if (t && t->type != DType::F32)
@@ -70,7 +124,7 @@ const Tensor *load_norm(Model &m, const std::string &name, int64_t ne0, bool req
     return t;
 }
 
-AttnWeights load_attn_weights(Model &m, uint32_t il) {
+AttnWeights load_attn_weights(Model &m, uint32_t il, bool qk_norm_full) {
     const Hparams &hp = m.hparams;
     const std::string p = "blk." + std::to_string(il) + ".";
     const int64_t E = hp.n_embd, Q = (int64_t)hp.n_head * hp.head_dim, KV = hp.n_embd_kv();
@@ -89,8 +143,8 @@ AttnWeights load_attn_weights(Model &m, uint32_t il) {
     w.bq = load_norm(m, p + "attn_q.bias", Q, false);
     w.bk = load_norm(m, p + "attn_k.bias", KV, false);
     w.bv = load_norm(m, p + "attn_v.bias", KV, false);
-    w.q_norm = load_norm(m, p + "attn_q_norm.weight", hp.head_dim, false);
-    w.k_norm = load_norm(m, p + "attn_k_norm.weight", hp.head_dim, false);
+    w.q_norm = load_norm(m, p + "attn_q_norm.weight", qk_norm_full ? Q : hp.head_dim, false);
+    w.k_norm = load_norm(m, p + "attn_k_norm.weight", qk_norm_full ? KV : hp.head_dim, false);
     if (!w.q_norm != !w.k_norm) fail(VT_ERR_FORMAT, "%sattn: a q norm without a k norm or the reverse", p.c_str());
     return w;
 }
@@ -156,10 +210,16 @@ Tensor *LayerBuilder::attention(uint32_t il, Tensor *h, const AttnWeights &aw, c
                                 const Tensor *rope_factors) {
     const Hparams &hp = m_.hparams;
     const int64_t hd = hp.head_dim, H = hp.n_head, HK = hp.n_head_kv;
-    Tensor *q = g_.reshape(linear(aw.wq, h, aw.bq), {hd, H, n_});
-    Tensor *k = g_.reshape(linear(aw.wk, h, aw.bk), {hd, HK, n_});
+    Tensor *q = linear(aw.wq, h, aw.bq), *k = linear(aw.wk, h, aw.bk);
+    const bool full_norm = aw.q_norm && aw.q_norm->ne[0] == q->ne[0] && hd != q->ne[0];
+    if (full_norm) {  // over the whole projection (OLMoE)
+        q = rms_norm(q, aw.q_norm);
+        k = rms_norm(k, aw.k_norm);
+    }
+    q = g_.reshape(q, {hd, H, n_});
+    k = g_.reshape(k, {hd, HK, n_});
     Tensor *v = g_.reshape(linear(aw.wv, h, aw.bv), {hd, HK, n_});
-    if (aw.q_norm) {
+    if (aw.q_norm && !full_norm) {  // per head (Qwen3)
         q = rms_norm(q, aw.q_norm);
         k = rms_norm(k, aw.k_norm);
     }
@@ -180,6 +240,28 @@ Tensor *LayerBuilder::ffn(Tensor *h, const FfnWeights &fw, Activation act) {
     Tensor *a = act == Activation::silu ? g_.op<Op::SWIGLU>(DType::F32, {F, n_}, {gate, up})
                                         : g_.op<Op::GEGLU>(DType::F32, {F, n_}, {gate, up});
     return linear(fw.down, a);
+}
+
+Tensor *LayerBuilder::moe(Tensor *h, const MoeWeights &mw) {
+    const Hparams &hp = m_.hparams;
+    const int64_t E = h->ne[0], k = hp.n_expert_used, F = mw.gate->ne[1];
+    MoeRouteParams route{};
+    route.k = (int32_t)k;
+    route.gating = hp.expert_gating;
+    route.n_group = (int32_t)hp.expert_groups;
+    route.topk_group = (int32_t)hp.expert_groups_used;
+    route.norm = hp.expert_weights_norm;
+    route.scale = hp.expert_weights_scale;
+    Tensor *logits = linear(mw.router, h);  // (n_expert, n)
+    Tensor *ids = g_.op<Op::MOE_TOPK>(DType::I32, {k, n_}, {logits, w(mw.probs_bias)}, route);
+    Tensor *weights = g_.op<Op::MOE_WEIGHTS>(DType::F32, {k, n_}, {logits, ids}, route);
+    Tensor *x = g_.reshape(h, {E, 1, n_});  // every slot reads the token's row
+    Tensor *gate = g_.op<Op::MUL_MAT_ID>(DType::F32, {F, k, n_}, {w(mw.gate), x, ids});
+    Tensor *up = g_.op<Op::MUL_MAT_ID>(DType::F32, {F, k, n_}, {w(mw.up), x, ids});
+    Tensor *act = g_.op<Op::SWIGLU>(DType::F32, {F, k, n_}, {gate, up});
+    Tensor *down = g_.op<Op::MUL_MAT_ID>(DType::F32, {E, k, n_}, {w(mw.down), act, ids});
+    Tensor *out = g_.op<Op::MOE_SUM>(DType::F32, {E, n_}, {down, weights});
+    return mw.shared.gate ? add(out, ffn(h, mw.shared, Activation::silu)) : out;
 }
 
 Tensor *LayerBuilder::logits(Tensor *x, const Tensor *norm, const Tensor *output) {

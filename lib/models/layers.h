@@ -27,13 +27,14 @@ void full_attention_cache(Model &m);
 struct AttnWeights {
     const Tensor *wq = nullptr, *wk = nullptr, *wv = nullptr, *wo = nullptr;
     const Tensor *bq = nullptr, *bk = nullptr, *bv = nullptr;
-    const Tensor *q_norm = nullptr, *k_norm = nullptr;
+    const Tensor *q_norm = nullptr, *k_norm = nullptr;  // (head_dim), or (n_head * head_dim) and (n_embd_kv)
 };
 
 // Loads blk.<il>.attn_{q,k,v,output}.weight (or q, k and v as row ranges of
 // a fused attn_qkv.weight) and, when present, their .bias and
-// attn_{q,k}_norm.weight, checked against hparams.
-AttnWeights load_attn_weights(Model &m, uint32_t il);
+// attn_{q,k}_norm.weight, checked against hparams: per head (head_dim), or
+// with qk_norm_full over the whole q and k projections (OLMoE).
+AttnWeights load_attn_weights(Model &m, uint32_t il, bool qk_norm_full = false);
 
 struct FfnWeights {
     const Tensor *gate = nullptr, *up = nullptr, *down = nullptr;
@@ -41,6 +42,31 @@ struct FfnWeights {
 // blk.<il>.ffn_{gate,up,down}.weight; without ffn_gate, ffn_up is the fused
 // (n_embd, 2 n_ff) gate_up, gate rows first.
 FfnWeights load_ffn_weights(Model &m, uint32_t il);
+
+// A mixture-of-experts FFN: a router over n_expert experts, each a gated
+// FFN, the chosen ones' outputs weighed and added; shared experts (one
+// gated FFN of all of them together) run for every token and are added.
+struct MoeWeights {
+    const Tensor *router = nullptr;      // (n_embd, n_expert), as stored: routing stays exact
+    const Tensor *probs_bias = nullptr;  // (n_expert) or null: the selection bias (DeepSeek-V3)
+    const Tensor *gate = nullptr, *up = nullptr;  // (n_embd, n_ff_exp, n_expert)
+    const Tensor *down = nullptr;                 // (n_ff_exp, n_embd, n_expert)
+    FfnWeights shared;                   // all null without shared experts
+};
+
+// Defaults of what the file may leave out, per architecture (llama.cpp's).
+struct MoeDefaults {
+    int32_t gating = kMoeSoftmax;
+    bool norm = true;  // chosen weights renormalized to sum to 1
+};
+// Reads the "<arch>.expert_*" keys (and leading_dense_block_count) into
+// m.hparams when the file has experts; checks them.
+void read_moe_hparams(Model &m, const MoeDefaults &d);
+// blk.<il>.ffn_gate_inp, ffn_{gate,up,down}_exps, and, when present,
+// exp_probs_b.bias and ffn_{gate,up,down}_shexp.
+MoeWeights load_moe_weights(Model &m, uint32_t il);
+// Whether layer il is a MoE layer of m (else it has a dense FFN).
+bool is_moe_layer(const Model &m, uint32_t il);
 
 // A norm weight (ne0) that must be F32.
 const Tensor *load_norm(Model &m, const std::string &name, int64_t ne0, bool required = true);
@@ -69,6 +95,8 @@ public:
                       const Tensor *rope_factors = nullptr);
 
     Tensor *ffn(Tensor *h, const FfnWeights &w, Activation act);
+    // The mixture-of-experts FFN of h (n_embd, n), with hparams' routing.
+    Tensor *moe(Tensor *h, const MoeWeights &w);
 
     // The rows in out_rows, normed and projected to the vocabulary: the
     // graph's output (n_vocab, n_out).

@@ -1,14 +1,19 @@
 // lib/models/FEATURES.md is generated: for each registered architecture, the
-// formats it loads from, the cache kinds its layers declare (read from its
-// tiny fixture, tests/models/tiny/<arch>.gguf) and the tests that gate it.
+// formats it loads from, the cache kinds its layers declare and whether it has
+// experts (read from its tiny fixtures, tests/models/tiny/<name>.gguf, each
+// counted under the architecture its file names: Mistral and Mixtral load as
+// llama) and the tests that gate it.
 // This test renders it from the registry and the fixtures and fails when the
 // file differs; VT_UPDATE_FEATURES=1 rewrites it instead:
 //     VT_UPDATE_FEATURES=1 meson test -C build features
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -39,20 +44,29 @@ std::string render(const fs::path &root) {
           "(lib/model/arch-registry.cpp) and the tiny fixtures (tests/models/tiny/); the\n"
           "`features` test fails when this file is out of date\n"
           "(`VT_UPDATE_FEATURES=1 meson test -C build features` rewrites it).\n\n"
-          "| architecture | GGUF `general.architecture` | Hugging Face folder (`architectures`) | cache kinds | gates |\n"
+          "| architecture | GGUF `general.architecture` | Hugging Face folder (`architectures`) | cache kinds, experts | gates |\n"
           "|---|---|---|---|---|\n";
+    // Fixture name -> its model, in name order (those of a registered architecture).
+    std::map<std::string, std::unique_ptr<Model>> fixtures;
+    const std::vector<std::string> archs = architecture_names();
+    for (const auto &e : fs::directory_iterator(root / "tests" / "models" / "tiny")) {
+        if (e.path().extension() != ".gguf") continue;
+        const auto file = GgufFile::open(e.path().string());
+        const auto arch = file->get_string("general.architecture");
+        if (arch && std::find(archs.begin(), archs.end(), std::string(*arch)) != archs.end())
+            fixtures[e.path().stem().string()] = Model::load(e.path().string(), true, nullptr);
+    }
     for (const std::string &arch : architecture_names()) {
         std::vector<std::string> gates;
-        std::string kinds = "(no fixture)";
-        const fs::path tiny = root / "tests" / "models" / "tiny" / (arch + ".gguf");
-        if (fs::exists(tiny)) {
-            auto m = Model::load(tiny.string(), true, nullptr);
-            std::set<std::string> k;
+        std::set<std::string> k;
+        for (const auto &[name, m] : fixtures) {
+            if (m->arch_name() != arch) continue;
             for (const LayerCacheSpec &l : m->cache_layers)
                 k.insert(l.kind == CacheKind::sliding_window ? "sliding window" : "full attention");
-            kinds = join(std::vector<std::string>(k.begin(), k.end()), ", ");
-            gates.push_back("`tiny-" + arch + "-gguf`, `tiny-" + arch + "-folder`: vs transformers float32");
+            if (m->hparams.n_expert) k.insert("experts");
+            gates.push_back("`tiny-" + name + "-gguf`, `tiny-" + name + "-folder`: vs transformers float32");
         }
+        const std::string kinds = k.empty() ? "(no fixture)" : join(std::vector<std::string>(k.begin(), k.end()), ", ");
         for (const auto &[a, text] : kRealGates)
             if (arch == a) gates.push_back(text);
         const std::vector<std::string> hf = hf_names_of(arch);
@@ -60,9 +74,8 @@ std::string render(const fs::path &root) {
            << " | " << (gates.empty() ? "none" : join(gates, "; ")) << " |\n";
     }
     // Families that load through another architecture's file.
-    if (fs::exists(root / "tests" / "models" / "tiny" / "mistral.gguf"))
-        md << "\nMistral loads as `llama` (its GGUF conversions say so; a folder's sliding_window\n"
-              "applies to every layer); gated by `tiny-mistral-gguf` and `tiny-mistral-folder`.\n";
+    md << "\nMistral and Mixtral load as `llama` (their GGUF conversions say so; a Mistral\n"
+          "folder's sliding_window applies to every layer; Mixtral is llama with experts).\n";
     return md.str();
 }
 
