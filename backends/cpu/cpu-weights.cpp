@@ -26,17 +26,20 @@ void repack_parallel(DType type, const uint8_t *src, size_t stride, uint8_t *dst
 vt_status prepare_weight(vt_buffer_type *, Tensor *t, vt_buffer **out) {
     *out = nullptr;
     const int slot = quant::x16_slot(t->type);
-    if (t->layout != 0 || slot < 0 || t->ne[2] != 1 || t->ne[3] != 1 ||
+    // A 3-D weight (MUL_MAT_ID's experts, contiguous) is its ne[2] matrices
+    // one after the other: whole groups of 16 rows never cross two of them.
+    if (t->layout != 0 || slot < 0 || t->ne[3] != 1 || !t->is_contiguous() ||
         !quant::x16_fits(t->type, t->ne[0], t->ne[1]) || !quant::active_kernels().gemm[slot])
         return VT_OK;  // no faster layout for it: read as stored
     // Page memory offered to huge pages (core/pages.h): decode streams it.
     std::unique_ptr<PageBuffer> pages = PageBuffer::allocate(t->nbytes());
     if (!pages) return VT_ERR_OUT_OF_MEMORY;
-    repack_parallel(t->type, static_cast<const uint8_t *>(t->data), t->nb[1], pages->data(), t->ne[0], t->ne[1]);
+    repack_parallel(t->type, static_cast<const uint8_t *>(t->data), t->nb[1], pages->data(), t->ne[0],
+                    t->ne[1] * t->ne[2]);
     uint8_t *mem = pages->data();
     vt_buffer *b = wrap_pages(std::move(pages));
     if (!b) return VT_ERR_OUT_OF_MEMORY;
-    tensor_init(*t, t->type, t->ne[0], t->ne[1], 1, 1, mem, t->name);
+    tensor_init(*t, t->type, t->ne[0], t->ne[1], t->ne[2], 1, mem, t->name);
     t->buffer = b;
     t->layout = quant::kLayoutX16;
     *out = b;

@@ -184,7 +184,8 @@ void op_moe_topk(const Node &n, const OpCtx &c) {
         for (int64_t i = 0; i < E; ++i) choice[i] = bias ? scores[i] + bias[i] : scores[i];
         if (p.n_group > 1) {
             // A group's score: the sum of its two best choices. Experts of
-            // groups not among the topk_group best count as 0.
+            // groups not among the topk_group best cannot be chosen
+            // (transformers' DeepseekV3TopkRouter masks them with -inf).
             const int64_t gs = E / p.n_group;
             for (int64_t g = 0; g < p.n_group; ++g) {
                 const float *v = choice + g * gs;
@@ -198,7 +199,7 @@ void op_moe_topk(const Node &n, const OpCtx &c) {
             std::fill(taken, taken + p.n_group, 0);
             for (int32_t i = 0; i < p.topk_group; ++i) taken[best_untaken(group_sum, taken, p.n_group)] = 1;
             for (int64_t g = 0; g < p.n_group; ++g)
-                if (!taken[g]) std::fill(choice + g * gs, choice + (g + 1) * gs, 0.0f);
+                if (!taken[g]) std::fill(choice + g * gs, choice + (g + 1) * gs, -INFINITY);
         }
         std::fill(taken, taken + E, 0);
         int32_t *out = static_cast<int32_t *>(n.dst->data) + t * p.k;

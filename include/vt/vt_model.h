@@ -5,7 +5,8 @@
  * of contexts on any threads. Weights the CPU kernels read as stored stay
  * in a read-only memory mapping of the file; the types that have a faster
  * layout of their own (the CPU backend's repacked formats) are copied into it
- * at load, and the mapping's pages of those weights are released. With
+ * at load, and the mapping's pages of those weights are released; experts
+ * beyond vt_model_params.weights_memory_bytes stay in the mapping. With
  * vt_model_params.quantize, float matmul weights are quantized into memory
  * at load (a bf16 checkpoint then runs as a GGUF of that type would).
  */
@@ -74,6 +75,19 @@ typedef struct vt_model_params {
                                           embedding and the output unless every layer is on the
                                           device. < 0 (default) = every layer. For models larger
                                           than the device's memory. */
+    /* Since ABI 1.6. */
+    uint64_t weights_memory_bytes;     /* the most bytes of weight copies in memory (the CPU
+                                          kernels' repacked layouts, quantized copies, a
+                                          folder's stacked experts); 0 (default) = 3/4 of the
+                                          memory the process can still have at load (MemAvailable,
+                                          or its cgroup's limit less its usage when lower);
+                                          UINT64_MAX = no limit. Mixture-of-experts weights that
+                                          would take the copies past it are read from the file
+                                          mapping instead (the kernels read the stored layout,
+                                          slower per byte), so a model larger than memory runs
+                                          from the page cache: a decode token reads only its
+                                          experts' pages. vt_model_info reports where the bytes
+                                          ended up. */
 } vt_model_params;
 
 /* Defaults of the ABI 1.0 fields only (struct_size = their size), as
@@ -142,6 +156,16 @@ typedef struct vt_model_info {
                                       the CPU, which reads the mapping or its repacked copies) */
     double upload_seconds;         /* wall time of those copies */
     uint32_t n_device_layers;      /* layers on that device (n_layer on the CPU) */
+    /* Since ABI 1.6: where the weights a forward pass reads are, in host memory
+     * (all 0 when the model is on another device), and mixture of experts. */
+    uint64_t resident_weight_bytes;  /* copies in memory: repacked, quantized, stacked */
+    uint64_t mapped_weight_bytes;    /* read from the file mapping (the page cache) */
+    uint64_t weight_bytes_per_token; /* weight bytes one decode token reads: every weight
+                                        but an untied embedding (one row) and the experts
+                                        (n_expert_used of n_expert): the bandwidth roofline */
+    uint32_t n_expert;               /* experts per MoE layer (0: a dense model) */
+    uint32_t n_expert_used;          /* experts each token runs */
+    uint32_t n_expert_tensors_mapped; /* expert tensors left in the mapping (weights_memory_bytes) */
 } vt_model_info;
 
 /* METHOD. Fills *info; info->struct_size must be set by the caller (fields

@@ -118,7 +118,8 @@ VT_API vt_status vt_model_load(const char *path, const vt_model_params *params, 
         if (q->type != VT_QUANT_NONE) quantize = q->dtype;
         auto m = std::make_unique<vt_model>();
         vt_device *device = vt::find_device(p.device);
-        m->impl = vt::Model::load(path, p.use_mmap, progress, quantize, device, p.n_gpu_layers);
+        m->impl = vt::Model::load(path, p.use_mmap, progress, quantize, device, p.n_gpu_layers,
+                                  p.weights_memory_bytes);
         m->tokenizer.impl = &m->impl->tokenizer();
         *out = m.release();
     });
@@ -153,6 +154,13 @@ VT_API vt_status vt_model_get_info(const vt_model *model, vt_model_info *info) {
     full.uploaded_bytes = m.uploaded_bytes();
     full.upload_seconds = m.upload_seconds();
     full.n_device_layers = m.n_device_layers();
+    const vt::Model::WeightBytes &wb = m.weight_bytes();
+    full.resident_weight_bytes = wb.resident;
+    full.mapped_weight_bytes = wb.mapped;
+    full.weight_bytes_per_token = wb.per_token;
+    full.n_expert = m.hparams.n_expert;
+    full.n_expert_used = m.hparams.n_expert_used;
+    full.n_expert_tensors_mapped = wb.experts_mapped;
     // Older callers pass a smaller struct: fill only what they know of.
     std::memcpy(info, &full, info->struct_size < sizeof full ? info->struct_size : sizeof full);
     return VT_OK;

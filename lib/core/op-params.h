@@ -48,7 +48,7 @@ struct PagedAttnParams {
 // element-wise sigmoid (DeepSeek-V3). Experts are chosen by scores + the
 // optional selection bias; with n_group > 1 only experts of the topk_group
 // groups with the largest sums of their two best choices may be chosen
-// (DeepSeek-V3), the others count as 0 (transformers' masked_fill). A
+// (DeepSeek-V3), the others never are (transformers' masked_fill of -inf). A
 // chosen expert's weight is its score (without the bias), divided by the
 // sum of the chosen ones when norm is set, times scale.
 struct MoeRouteParams {

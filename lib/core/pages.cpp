@@ -1,6 +1,10 @@
 #include "core/pages.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <string>
+#include <algorithm>
 #include <cstring>
 
 #include <sys/mman.h>
@@ -41,5 +45,65 @@ std::unique_ptr<PageBuffer> PageBuffer::allocate(size_t bytes) {
 }
 
 PageBuffer::~PageBuffer() { ::munmap(data_, size_); }
+
+namespace {
+// A number from a one-line file ("max" and unreadable: none).
+bool read_number(const std::string &path, uint64_t &out) {
+    std::ifstream in(path);
+    std::string s;
+    if (!(in >> s) || s == "max") return false;
+    char *end = nullptr;
+    const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+    if (!end || *end) return false;
+    out = v;
+    return true;
+}
+
+// Room left under the process's cgroup limit, or UINT64_MAX.
+uint64_t cgroup_room() {
+    uint64_t room = UINT64_MAX;
+    std::ifstream cg("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(cg, line)) {
+        // "0::/path" (v2) or "N:memory:/path" (v1).
+        const size_t a = line.find(':'), b = line.find(':', a + 1);
+        if (a == std::string::npos || b == std::string::npos) continue;
+        const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+        uint64_t limit = 0, usage = 0;
+        if (controllers.empty()) {
+            if (read_number("/sys/fs/cgroup" + path + "/memory.max", limit) &&
+                read_number("/sys/fs/cgroup" + path + "/memory.current", usage))
+                room = std::min(room, limit > usage ? limit - usage : 0);
+        } else if (controllers == "memory") {
+            const std::string dir = "/sys/fs/cgroup/memory" + path;
+            // v1 writes a huge page-rounded number for "no limit".
+            if (read_number(dir + "/memory.limit_in_bytes", limit) && limit < (1ull << 60) &&
+                read_number(dir + "/memory.usage_in_bytes", usage))
+                room = std::min(room, limit > usage ? limit - usage : 0);
+        }
+    }
+    return room;
+}
+} // namespace
+
+uint64_t available_memory_bytes() {
+    uint64_t avail = 0;
+    if (FILE *f = std::fopen("/proc/meminfo", "r")) {
+        char line[256];
+        unsigned long long kb;
+        while (std::fgets(line, sizeof line, f))
+            if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                avail = (uint64_t)kb * 1024;
+                break;
+            }
+        std::fclose(f);
+    }
+    if (avail == 0) {
+        long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0) avail = (uint64_t)pages * (uint64_t)page;
+    }
+    const uint64_t room = cgroup_room();
+    return room < avail || (avail == 0 && room != UINT64_MAX) ? room : avail;
+}
 
 } // namespace vt

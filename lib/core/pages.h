@@ -32,4 +32,10 @@ private:
     size_t size_;  // mapped bytes, a whole number of pages
 };
 
+// Memory this process can still take without swapping or being killed:
+// the kernel's MemAvailable, or less where its cgroup (v2 memory.max, v1
+// memory.limit_in_bytes) leaves less above its current usage. 0 when none
+// of it can be read.
+uint64_t available_memory_bytes();
+
 } // namespace vt

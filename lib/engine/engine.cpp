@@ -1,7 +1,5 @@
 #include "engine/engine.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/pages.h"
 
 namespace vt {
 
@@ -25,21 +24,7 @@ int32_t argmax(const float *row, size_t n) {
 } // namespace
 
 uint64_t default_kv_cache_bytes() {
-    uint64_t avail = 0;
-    if (FILE *f = std::fopen("/proc/meminfo", "r")) {
-        char line[256];
-        unsigned long long kb;
-        while (std::fgets(line, sizeof line, f))
-            if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
-                avail = (uint64_t)kb * 1024;
-                break;
-            }
-        std::fclose(f);
-    }
-    if (avail == 0) {
-        long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-        if (pages > 0 && page > 0) avail = (uint64_t)pages * (uint64_t)page;
-    }
+    const uint64_t avail = available_memory_bytes();  // the cgroup's room too
     return avail ? avail / 4 : (1ull << 30);
 }
 

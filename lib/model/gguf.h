@@ -67,6 +67,7 @@ struct GgufTensorInfo {
     uint64_t offset = 0;           // from the start of the data section
     const void *data = nullptr;    // into the mapping
     size_t nbytes = 0;
+    bool copied = false;           // data is a copy in memory (a folder's converted or stacked tensors)
 };
 
 class GgufFile {

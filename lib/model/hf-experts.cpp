@@ -103,6 +103,7 @@ void HfExperts::finish(std::vector<GgufTensorInfo> &out, const std::string &wher
         ti.type = first.type;
         ti.data = buf.data();
         ti.nbytes = buf.size();
+        ti.copied = true;
         out.push_back(std::move(ti));
     }
 }

@@ -355,6 +355,7 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         ti.type = DType::F32;
         ti.data = owned.data();
         ti.nbytes = owned.size() * sizeof(float);
+        ti.copied = true;
         tensors.push_back(std::move(ti));
     };
     size_t skipped = 0;

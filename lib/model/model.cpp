@@ -16,7 +16,8 @@
 namespace vt {
 
 std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const Progress &progress,
-                                   std::optional<DType> quantize, vt_device *device, int32_t n_gpu_layers) {
+                                   std::optional<DType> quantize, vt_device *device, int32_t n_gpu_layers,
+                                   uint64_t weights_budget) {
     if (quantize && !can_quantize_weights(*quantize))
         fail(VT_ERR_UNSUPPORTED, "cannot quantize weights to %s at load (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K)",
              dtype_name(*quantize));
@@ -26,6 +27,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
     std::unique_ptr<Model> m(new Model());
     m->device_ = device ? device : cpu_device();
     m->quantized_.target = quantize;
+    m->weights_budget_ = weights_budget;
     report(0.0f);
     std::vector<int32_t> extra_eos;
     m->from_folder_ = std::filesystem::is_directory(path);
@@ -66,7 +68,9 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
         if (m->hparams.n_vocab != m->tokenizer_->n_vocab())
             fail(VT_ERR_FORMAT, "the output has %u rows but the vocabulary %u tokens", m->hparams.n_vocab,
                  m->tokenizer_->n_vocab());
+        m->prepare_experts();
         if (!device_is_host(m->device_)) m->place_weights();
+        m->count_weight_bytes();
     } catch (const Error &e) {
         // Name the file: the architecture and tokenizer code does not know it.
         if (e.status() == VT_ERR_CANCELLED) throw;
@@ -81,6 +85,10 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
         VT_LOG_INFO("repacked %.1f MiB of weights into the CPU kernels' layouts", (double)m->prepared_bytes_ / (1 << 20));
     VT_LOG_INFO("loaded %s: %s, %u layers, %llu params, %.1f MiB", path.c_str(), m->arch_name_.c_str(),
                 m->hparams.n_layer, (unsigned long long)m->n_params, (double)m->size_bytes / (1 << 20));
+    if (const WeightBytes &w = m->weight_bytes_; w.experts)
+        VT_LOG_INFO("weights: %.1f MiB resident copies, %.1f MiB read from the file mapping (%u of %u expert "
+                    "tensors); a decode token reads %.1f MiB", (double)w.resident / (1 << 20),
+                    (double)w.mapped / (1 << 20), w.experts_mapped, w.experts, (double)w.per_token / (1 << 20));
     return m;
 }
 
@@ -99,6 +107,7 @@ const Tensor *Model::weight(const std::string &name, std::initializer_list<int64
     }
     for (; d < 4; ++d)
         if (info->ne[d] != 1) fail(VT_ERR_FORMAT, "tensor '%s' has more dimensions than expected", name.c_str());
+    if (info->copied) copied_.push_back(info->data);
     auto t = std::make_unique<Tensor>();
     tensor_init(*t, info->type, info->ne[0], info->ne[1], info->ne[2], info->ne[3],
                 const_cast<void *>(info->data), info->name.c_str());
@@ -113,13 +122,70 @@ const Tensor *Model::matmul_weight(const std::string &name, std::initializer_lis
 
 const Tensor *Model::embedding_weight(const std::string &name, std::initializer_list<int64_t> shape) {
     weight(name, shape);
-    return prepare_weight(weights_.back().get(), name);
+    const Tensor *t = prepare_weight(weights_.back().get(), name);
+    embedding_data_ = t->data;
+    return t;
+}
+
+const Tensor *Model::expert_weight(const std::string &name, std::initializer_list<int64_t> shape) {
+    weight(name, shape);
+    experts_.push_back(weights_.back().get());
+    return experts_.back();
+}
+
+void Model::prepare_experts() {
+    if (experts_.empty()) return;
+    count_weight_bytes();
+    uint64_t resident = weight_bytes_.resident;
+    // No budget given: copies may take 3/4 of what the process can still
+    // have (a cgroup's limit included); the page cache holds the rest.
+    uint64_t budget = weights_budget_;
+    if (budget == 0) budget = resident + available_memory_bytes() / 4 * 3;
+    for (Tensor *t : experts_) {
+        const size_t n = t->nbytes();
+        if (resident + n > budget) continue;  // read from the mapping
+        const void *stored = t->data;
+        prepare_weight(t, t->name);
+        if (t->data != stored) resident += n;
+    }
+}
+
+void Model::count_weight_bytes() {
+    WeightBytes w;
+    if (!device_is_host(device_)) {
+        weight_bytes_ = w;
+        return;
+    }
+    std::vector<const void *> seen;
+    for (const auto &t : weights_) {
+        if (std::find(seen.begin(), seen.end(), t->data) != seen.end()) continue;  // a view looked up twice
+        seen.push_back(t->data);
+        const uint64_t n = t->nbytes();
+        const bool expert = std::find(experts_.begin(), experts_.end(), t.get()) != experts_.end();
+        const bool copy = t->buffer != nullptr ||
+                          std::find(copied_.begin(), copied_.end(), t->data) != copied_.end() ||
+                          std::any_of(quantized_copies_.begin(), quantized_copies_.end(),
+                                      [&](const auto &b) { return b->data() == t->data; });
+        (copy ? w.resident : w.mapped) += n;
+        if (expert) {
+            ++w.experts;
+            w.experts_mapped += !copy;
+            w.per_token += n / std::max<uint32_t>(hparams.n_expert, 1) * hparams.n_expert_used;
+        } else {
+            // The embedding gives one row per token, unless it is the output too.
+            w.per_token += t->data == embedding_data_ && !tied_output_ ? row_bytes(t->type, t->ne[0]) : n;
+        }
+    }
+    weight_bytes_ = w;
 }
 
 const Tensor *Model::output_weight(const std::string &embedding, std::initializer_list<int64_t> shape) {
     if (gguf_->find_tensor("output.weight")) return matmul_weight("output.weight", shape);
     const GgufTensorInfo *e = gguf_->find_tensor(embedding);
-    if (!quantized_.target || !e || !quantizable_source(e->type)) return nullptr;
+    if (!quantized_.target || !e || !quantizable_source(e->type)) {
+        tied_output_ = true;
+        return nullptr;
+    }
     // A view of the embedding as stored (its pages come back from the file
     // if its preparing released them), quantized into a copy of its own.
     weight(embedding, shape);

@@ -112,9 +112,12 @@ public:
     // n_gpu_layers (with a device that is not the CPU): the last that many
     // layers go there, the others stay on the CPU, as do the embedding and
     // the output unless every layer is on the device; < 0 = every layer.
+    // weights_budget: the most bytes of weight copies in memory (repacked
+    // layouts, quantized or stacked copies) before expert weights are read
+    // from the file mapping instead of copied; 0 = no limit.
     static std::unique_ptr<Model> load(const std::string &path, bool use_mmap, const Progress &progress,
                                        std::optional<DType> quantize = std::nullopt, vt_device *device = nullptr,
-                                       int32_t n_gpu_layers = -1);
+                                       int32_t n_gpu_layers = -1, uint64_t weights_budget = 0);
 
     // The device holding the weights; contexts of the model compute there.
     vt_device *device() const { return device_; }
@@ -160,6 +163,11 @@ public:
     // a quantized copy of `embedding` (stored as a float type) for the
     // output: it is the largest matmul of a decode step.
     const Tensor *output_weight(const std::string &embedding, std::initializer_list<int64_t> shape);
+    // A mixture-of-experts weight (ne0, rows, n_expert), only ever the src0
+    // of MUL_MAT_ID. It is prepared like a matmul weight (never quantized at
+    // load) after the architecture's load, while the copies stay within the
+    // weights budget; past it, it is read from the file mapping.
+    const Tensor *expert_weight(const std::string &name, std::initializer_list<int64_t> shape);
     // Rows [row0, row0 + n_rows) of a required (ne0, total_rows) matrix as a
     // matmul weight of its own: one part of a fused projection (Phi-3's qkv
     // and gate_up), prepared like matmul_weight.
@@ -174,6 +182,17 @@ public:
 
     // What quantization at load did (target nullopt: not asked for).
     const QuantizeStats &quantize_stats() const { return quantized_; }
+
+    // Where the weights a forward pass reads are, in host memory (0 on
+    // another device): copies (repacked, quantized, a folder's stacked
+    // experts) and the file mapping; and the bytes one decode token reads:
+    // every weight but the experts whole (an untied embedding one row), of
+    // each expert tensor n_expert_used / n_expert.
+    struct WeightBytes {
+        uint64_t resident = 0, mapped = 0, per_token = 0;
+        uint32_t experts_mapped = 0, experts = 0;  // expert tensors left in the mapping, of all
+    };
+    const WeightBytes &weight_bytes() const { return weight_bytes_; }
 
     Hparams hparams;
     std::vector<LayerCacheSpec> cache_layers;  // (n_layer), set by Architecture::load
@@ -209,6 +228,16 @@ private:
     uint64_t uploaded_bytes_ = 0;
     double upload_seconds_ = 0;
     QuantizeStats quantized_;
+    // Expert weights, prepared after the architecture's load (prepare_experts).
+    std::vector<Tensor *> experts_;
+    uint64_t weights_budget_ = 0;
+    const void *embedding_data_ = nullptr;  // the token embedding as looked up
+    bool tied_output_ = false;              // the output reads the embedding
+    std::vector<const void *> copied_;      // weights a folder holds as copies (GgufTensorInfo::copied)
+    WeightBytes weight_bytes_;
+    void prepare_experts();
+    // Fills weight_bytes_ from the weights looked up so far.
+    void count_weight_bytes();
 };
 
 } // namespace vt

@@ -104,9 +104,9 @@ MoeWeights load_moe_weights(Model &m, uint32_t il) {
     const int64_t E = hp.n_embd, F = hp.n_ff_exp, X = hp.n_expert;
     MoeWeights w;
     w.router = m.weight(p + "ffn_gate_inp.weight", {E, X});
-    w.gate = m.matmul_weight(p + "ffn_gate_exps.weight", {E, F, X});
-    w.up = m.matmul_weight(p + "ffn_up_exps.weight", {E, F, X});
-    w.down = m.matmul_weight(p + "ffn_down_exps.weight", {F, E, X});
+    w.gate = m.expert_weight(p + "ffn_gate_exps.weight", {E, F, X});
+    w.up = m.expert_weight(p + "ffn_up_exps.weight", {E, F, X});
+    w.down = m.expert_weight(p + "ffn_down_exps.weight", {F, E, X});
     w.probs_bias = load_norm(m, p + "exp_probs_b.bias", X, false);
     if (hp.n_expert_shared > 0) {
         const int64_t S = hp.n_ff_shexp;

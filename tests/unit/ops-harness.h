@@ -1,8 +1,8 @@
-// Plumbing shared by the op tests (test-ops.cpp, test-ops-layers.cpp): a CPU
-// backend per thread count, graphs bound to host buffers, runs on 1 and 3
-// threads that must agree bit for bit, tolerance checks, and the attention
-// tests' batches, runs and double reference. Test-only: each test binary
-// includes it once.
+// Plumbing shared by the op tests (test-ops.cpp, test-ops-layers.cpp,
+// test-ops-moe.cpp): a CPU backend per thread count, graphs bound to host
+// buffers, runs on 1 and 3 threads that must agree bit for bit, tolerance
+// checks, MUL_MAT's double reference, and the attention tests' batches, runs
+// and double reference. Test-only: each test binary includes it once.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -41,12 +41,15 @@ constexpr int kThreads[2] = {1, 3};
 
 // ---- backend and graph plumbing ----------------------------------------------
 
-// One CPU stream per thread count, created at first use, freed at exit.
+// One CPU stream per thread count (1 to 4), created at first use, freed at
+// exit: each count its own, so a run asked for on 2 threads does not reuse a
+// 3-thread stream.
 inline vt_stream *cpu(int nth) {
-    static StreamPtr s[2];
-    const int i = nth == 1 ? 0 : 1;
-    if (!s[i]) s[i] = stream_create(cpu_device(), (uint32_t)nth);
-    return s[i].get();
+    static StreamPtr s[4];
+    REQUIRE(nth >= 1);
+    REQUIRE(nth <= 4);
+    if (!s[nth - 1]) s[nth - 1] = stream_create(cpu_device(), (uint32_t)nth);
+    return s[nth - 1].get();
 }
 
 // Plans g and binds it to an arena buffer of the CPU device.
@@ -134,6 +137,143 @@ inline std::vector<float> normal(size_t n, std::mt19937 &rng, float sigma = 1.f)
     std::vector<float> v(n);
     for (auto &x : v) x = nd(rng);
     return v;
+}
+
+// ---- MUL_MAT's reference ---------------------------------------------------------
+//
+// Shared by MUL_MAT (test-ops.cpp) and MUL_MAT_ID (test-ops-moe.cpp), whose
+// experts' products are the same kernels (backends/cpu/matmul.h).
+
+// Every weight type the matmul kernels read in the GGUF row layout.
+constexpr DType kMatmulTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
+                                  DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
+                                  DType::Q4_K, DType::Q5_K, DType::Q6_K};
+// The types with an _X16 layout (x16-layout.h).
+constexpr DType kX16Types[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+                               DType::Q4_K, DType::Q6_K, DType::F16,  DType::BF16};
+
+// A row length for t's tests: odd for plain floats, an odd number of blocks
+// otherwise.
+inline int64_t matmul_k(DType t) {
+    const int64_t be = dtype_info(t).block_elems;
+    return be == 1 ? 301 : be == 32 ? 32 * 13 : 256 * 3;
+}
+
+// Per-element bounds on the activation conversion error (|x_eff - x| where
+// x_eff is what the kernel's integer or f16 dot effectively multiplies):
+// e[i] for the terms multiplied by the weight's scale part, emin[i] for those
+// multiplied by its min part (Q4_1/Q5_1 use the block sum s instead).
+//  F32: 0.   F16: |x| 2^-11.   BF16: |x| 2^-8 (round to nearest).
+//  Q8_0 (per 32-block, amax): d = amax/127, q = round(x/d), stored d16 = fp16(d):
+//    |q d16 - x| <= d/2 + |q| |d16 - d| <= amax/254 + amax 2^-11.
+//  Q8_1: as Q8_0 for the scale part; the min part uses s16 = fp16(d sum q):
+//    |s16 - sum x| <= 2^-11 (sum|x| + 16 d) + 16 d, i.e. per element
+//    d/2 + 2^-11 (|x| + d/2).
+//  Q8_K (per 256-block): d = amax/127 kept in f32, |q| <= 127: amax/254.
+// Each gets a slack of amax 2^-20 for the f32 rounding of x * (1/d) before
+// round-to-nearest (a tie can round either way by one f32 ulp).
+inline void act_error(DType vdt, const std::vector<float> &x, std::vector<double> &e, std::vector<double> &emin) {
+    const size_t n = x.size();
+    e.assign(n, 0.0);
+    emin.assign(n, 0.0);
+    if (vdt == DType::F32) return;
+    if (vdt == DType::F16 || vdt == DType::BF16) {
+        const double r = vdt == DType::F16 ? 0x1p-11 : 0x1p-8;
+        for (size_t i = 0; i < n; ++i) e[i] = emin[i] = std::fabs((double)x[i]) * r;
+        return;
+    }
+    const size_t blk = (size_t)dtype_info(vdt).block_elems;
+    for (size_t b0 = 0; b0 < n; b0 += blk) {
+        double amax = 0;
+        for (size_t i = b0; i < b0 + blk; ++i) amax = std::max(amax, std::fabs((double)x[i]));
+        const double d = amax / 127.0, slack = amax * 0x1p-20;
+        for (size_t i = b0; i < b0 + blk; ++i) {
+            if (vdt == DType::Q8_K) {
+                e[i] = emin[i] = d / 2 + slack;
+            } else {
+                e[i] = d / 2 + amax * 0x1p-11 + slack;
+                emin[i] = vdt == DType::Q8_1 ? d / 2 + 0x1p-11 * (std::fabs((double)x[i]) + d / 2) + slack : e[i];
+            }
+        }
+    }
+}
+
+// The weight row split into its scale part and its min part (zero for types
+// without a min), each dequantized by the portable reference.
+inline void weight_parts(DType t, const uint8_t *row, int64_t k, std::vector<float> &p1, std::vector<float> &p2) {
+    p1.assign((size_t)k, 0.f);
+    p2.assign((size_t)k, 0.f);
+    const vt::test::Fields f = fp16_fields(t);
+    if (f.mins.empty()) {
+        ref::dequantize_row(t, row, p1.data(), k);
+        return;
+    }
+    const size_t rb = row_bytes(t, k), bb = dtype_info(t).block_bytes;
+    Bytes nomin(row, row + rb), nod(row, row + rb);
+    for (size_t off = 0; off < rb; off += bb) {
+        for (int o : f.mins) put_f16(&nomin[off + o], 0.f);
+        for (int o : f.scales) put_f16(&nod[off + o], 0.f);
+    }
+    ref::dequantize_row(t, nomin.data(), p1.data(), k);
+    ref::dequantize_row(t, nod.data(), p2.data(), k);
+}
+
+// One weight row as the reference reads it: dequantized whole (w) and in
+// its scale and min parts (weight_parts).
+struct RefRow {
+    std::vector<float> w, p1, p2;
+};
+inline RefRow ref_row(DType t, const uint8_t *row, int64_t k) {
+    RefRow r;
+    r.w.resize((size_t)k);
+    ref::dequantize_row(t, row, r.w.data(), k);
+    weight_parts(t, row, k, r.p1, r.p2);
+    return r;
+}
+
+struct RefDot {
+    double ref, tol;
+};
+// The double dot of weight row w with the f32 activation row x (k values)
+// and MUL_MAT's bound on the kernels' error, given x's conversion bounds e,
+// emin (act_error of x for the weight's vec_dot_type). Bound: sum_i |p1_i|
+// e_i + |p2_i| emin_i (the activation conversion) plus f32 rounding of the
+// kernel's per-block products and their sums: every implementation rounds a
+// few times per block and adds at most k/8 + 16 partial sums, so <= 2 (k/8 +
+// 64) u M with M = sum |x_i| (|p1_i| + |p2_i|) (the same first-order bound
+// as tests/unit/test-quant.cpp).
+inline RefDot matmul_ref(const RefRow &w, const float *x, const std::vector<double> &e, const std::vector<double> &emin,
+                         int64_t k) {
+    double dot = 0, act = 0, mag = 0;
+    for (size_t i = 0; i < (size_t)k; ++i) {
+        dot += (double)w.w[i] * x[i];
+        act += std::fabs((double)w.p1[i]) * e[i] + std::fabs((double)w.p2[i]) * emin[i];
+        mag += std::fabs((double)x[i]) * (std::fabs(w.p1[i]) + std::fabs(w.p2[i]));
+    }
+    return {dot, act + 2.0 * (double)(k / 8 + 64) * kU * mag + 1e-30};
+}
+
+// MUL_MAT over F16_X16 and BF16_X16 follows their own orders (kernels.h):
+// out[t][r] is dot_f16_pairs / dot_bf16_chain or dot_bf16_pairs (as the
+// active table's Kernels::bf16_chain says) of row r (of the n_out rows at w)
+// and token t, rounded to the weight type as the op does.
+inline std::vector<float> pair_order_matmul(DType base, const uint8_t *w, int64_t k, int64_t n_out,
+                                            const std::vector<float> &x, int64_t m) {
+    std::vector<float> out((size_t)(n_out * m));
+    std::vector<uint16_t> a((size_t)k);
+    for (int64_t t = 0; t < m; ++t) {
+        quantize_row(base, &x[(size_t)(t * k)], a.data(), k);
+        for (int64_t r = 0; r < n_out; ++r) {
+            const uint16_t *row = (const uint16_t *)&w[(size_t)(r * 2 * k)];
+            float &o = out[(size_t)(t * n_out + r)];
+            if (base == DType::F16) o = quant::dot_f16_pairs(k, row, a.data());
+#if defined(__x86_64__)
+            else if (quant::active_kernels().bf16_chain) o = quant::dot_bf16_chain(k, row, a.data());
+#endif
+            else o = quant::dot_bf16_pairs(k, row, a.data());
+        }
+    }
+    return out;
 }
 
 // ---- attention ---------------------------------------------------------------

@@ -87,79 +87,20 @@ TEST_CASE("RMS_NORM: x / sqrt(mean(x^2) + eps) * w", "[ops]") {
 
 // ---- MUL_MAT ---------------------------------------------------------------------
 
-// Per-element bounds on the activation conversion error (|x_eff - x| where
-// x_eff is what the kernel's integer or f16 dot effectively multiplies):
-// e[i] for the terms multiplied by the weight's scale part, emin[i] for those
-// multiplied by its min part (Q4_1/Q5_1 use the block sum s instead).
-//  F32: 0.   F16: |x| 2^-11.   BF16: |x| 2^-8 (round to nearest).
-//  Q8_0 (per 32-block, amax): d = amax/127, q = round(x/d), stored d16 = fp16(d):
-//    |q d16 - x| <= d/2 + |q| |d16 - d| <= amax/254 + amax 2^-11.
-//  Q8_1: as Q8_0 for the scale part; the min part uses s16 = fp16(d sum q):
-//    |s16 - sum x| <= 2^-11 (sum|x| + 16 d) + 16 d, i.e. per element
-//    d/2 + 2^-11 (|x| + d/2).
-//  Q8_K (per 256-block): d = amax/127 kept in f32, |q| <= 127: amax/254.
-// Each gets a slack of amax 2^-20 for the f32 rounding of x * (1/d) before
-// round-to-nearest (a tie can round either way by one f32 ulp).
-void act_error(DType vdt, const std::vector<float> &x, std::vector<double> &e, std::vector<double> &emin) {
-    const size_t n = x.size();
-    e.assign(n, 0.0);
-    emin.assign(n, 0.0);
-    if (vdt == DType::F32) return;
-    if (vdt == DType::F16 || vdt == DType::BF16) {
-        const double r = vdt == DType::F16 ? 0x1p-11 : 0x1p-8;
-        for (size_t i = 0; i < n; ++i) e[i] = emin[i] = std::fabs((double)x[i]) * r;
-        return;
-    }
-    const size_t blk = (size_t)dtype_info(vdt).block_elems;
-    for (size_t b0 = 0; b0 < n; b0 += blk) {
-        double amax = 0;
-        for (size_t i = b0; i < b0 + blk; ++i) amax = std::max(amax, std::fabs((double)x[i]));
-        const double d = amax / 127.0, slack = amax * 0x1p-20;
-        for (size_t i = b0; i < b0 + blk; ++i) {
-            if (vdt == DType::Q8_K) {
-                e[i] = emin[i] = d / 2 + slack;
-            } else {
-                e[i] = d / 2 + amax * 0x1p-11 + slack;
-                emin[i] = vdt == DType::Q8_1 ? d / 2 + 0x1p-11 * (std::fabs((double)x[i]) + d / 2) + slack : e[i];
-            }
-        }
-    }
-}
-
-// The weight row split into its scale part and its min part (zero for types
-// without a min), each dequantized by the portable reference.
-void weight_parts(DType t, const uint8_t *row, int64_t k, std::vector<float> &p1, std::vector<float> &p2) {
-    p1.assign((size_t)k, 0.f);
-    p2.assign((size_t)k, 0.f);
-    const vt::test::Fields f = fp16_fields(t);
-    if (f.mins.empty()) {
-        ref::dequantize_row(t, row, p1.data(), k);
-        return;
-    }
-    const size_t rb = row_bytes(t, k), bb = dtype_info(t).block_bytes;
-    Bytes nomin(row, row + rb), nod(row, row + rb);
-    for (size_t off = 0; off < rb; off += bb) {
-        for (int o : f.mins) put_f16(&nomin[off + o], 0.f);
-        for (int o : f.scales) put_f16(&nod[off + o], 0.f);
-    }
-    ref::dequantize_row(t, nomin.data(), p1.data(), k);
-    ref::dequantize_row(t, nod.data(), p2.data(), k);
-}
+// The reference (act_error, weight_parts, matmul_ref) is in ops-harness.h,
+// shared with MUL_MAT_ID (test-ops-moe.cpp).
 
 TEST_CASE("MUL_MAT for every weight type against double dots", "[ops]") {
     std::mt19937 rng(4242);
-    const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
-                           DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
-                           DType::Q4_K, DType::Q5_K, DType::Q6_K};
     const int64_t n_out = 37;  // odd: uneven thread split and a partial 16-row block
-    for (DType t : types) {
-        const int64_t be = dtype_info(t).block_elems;
-        // k: odd for plain floats, an odd number of blocks otherwise.
-        const int64_t k = be == 1 ? 301 : be == 32 ? 32 * 13 : 256 * 3;
+    for (DType t : kMatmulTypes) {
+        const int64_t k = matmul_k(t);
         Bytes w = random_weights(t, k, n_out, rng);
         Tensor wt;
         tensor_init(wt, t, k, n_out, 1, 1, w.data(), "w");
         const DType vdt = vec_dot_type(t);
+        std::vector<RefRow> rows;
+        for (int64_t r = 0; r < n_out; ++r) rows.push_back(ref_row(t, w.data() + (size_t)r * row_bytes(t, k), k));
         for (int64_t m : {1, 7, 33}) {
             INFO("weight " << dtype_name(t) << " (acts " << dtype_name(vdt) << "), k " << k << ", n " << n_out
                            << ", m " << m);
@@ -175,31 +116,16 @@ TEST_CASE("MUL_MAT for every weight type against double dots", "[ops]") {
             const std::vector<float> got = run_both(g, y, [&] { put(xt, x); });
 
             // Reference: double dot of the dequantized weight row with the f32
-            // activation row. Bound: sum_i |p1_i| e_i + |p2_i| emin_i (the
-            // activation conversion, see act_error) plus f32 rounding of the
-            // kernel's per-block products and their sums: every implementation
-            // rounds a few times per block and adds at most k/8 + 16 partial
-            // sums, so <= 2 (k/8 + 64) u M with M = sum |x_i| (|p1_i| + |p2_i|)
-            // (the same first-order bound as tests/unit/test-quant.cpp).
+            // activation row, within matmul_ref's bound (ops-harness.h).
             std::vector<double> ref((size_t)(n_out * m)), tol(ref.size());
-            std::vector<float> wrow((size_t)k), p1, p2;
             std::vector<double> e, emin;
-            for (int64_t r = 0; r < n_out; ++r) {
-                const uint8_t *row = w.data() + (size_t)r * row_bytes(t, k);
-                ref::dequantize_row(t, row, wrow.data(), k);
-                weight_parts(t, row, k, p1, p2);
-                for (int64_t a = 0; a < m; ++a) {
-                    const std::vector<float> xa(x.begin() + a * k, x.begin() + (a + 1) * k);
-                    act_error(vdt, xa, e, emin);
-                    double dot = 0, act = 0, mag = 0;
-                    for (int64_t i = 0; i < k; ++i) {
-                        dot += (double)wrow[(size_t)i] * xa[(size_t)i];
-                        act += std::fabs((double)p1[(size_t)i]) * e[(size_t)i] +
-                               std::fabs((double)p2[(size_t)i]) * emin[(size_t)i];
-                        mag += std::fabs((double)xa[(size_t)i]) * (std::fabs(p1[(size_t)i]) + std::fabs(p2[(size_t)i]));
-                    }
-                    ref[(size_t)(a * n_out + r)] = dot;
-                    tol[(size_t)(a * n_out + r)] = act + 2.0 * (double)(k / 8 + 64) * kU * mag + 1e-30;
+            for (int64_t a = 0; a < m; ++a) {
+                const std::vector<float> xa(x.begin() + a * k, x.begin() + (a + 1) * k);
+                act_error(vdt, xa, e, emin);
+                for (int64_t r = 0; r < n_out; ++r) {
+                    const RefDot d = matmul_ref(rows[(size_t)r], xa.data(), e, emin, k);
+                    ref[(size_t)(a * n_out + r)] = d.ref;
+                    tol[(size_t)(a * n_out + r)] = d.tol;
                 }
             }
             check_close(got, ref, tol, std::string("MUL_MAT ") + dtype_name(t));
@@ -323,33 +249,10 @@ TEST_CASE("ROPE modes 0 and 2, partial rotation, scattered positions", "[ops]") 
 
 // ---- _X16 (load-time repacked Q4_0, Q4_1, Q8_0, Q4_K, F16, BF16) ----------------------
 
-// MUL_MAT over F16_X16 and BF16_X16 follows their own orders (kernels.h):
-// out[t][r] is dot_f16_pairs / dot_bf16_chain or dot_bf16_pairs (as the
-// active table's Kernels::bf16_chain says) of row r and token t, rounded to
-// the weight type as the op does.
-std::vector<float> pair_order_matmul(DType base, const Bytes &w, int64_t k, int64_t n_out, const std::vector<float> &x,
-                                     int64_t m) {
-    std::vector<float> out((size_t)(n_out * m));
-    std::vector<uint16_t> a((size_t)k);
-    for (int64_t t = 0; t < m; ++t) {
-        quantize_row(base, &x[(size_t)(t * k)], a.data(), k);
-        for (int64_t r = 0; r < n_out; ++r) {
-            const uint16_t *row = (const uint16_t *)&w[(size_t)(r * 2 * k)];
-            float &o = out[(size_t)(t * n_out + r)];
-            if (base == DType::F16) o = quant::dot_f16_pairs(k, row, a.data());
-#if defined(__x86_64__)
-            else if (quant::active_kernels().bf16_chain) o = quant::dot_bf16_chain(k, row, a.data());
-#endif
-            else o = quant::dot_bf16_pairs(k, row, a.data());
-        }
-    }
-    return out;
-}
-
+// F16_X16 and BF16_X16 follow their own orders: pair_order_matmul (ops-harness.h).
 TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit for bit", "[ops]") {
     std::mt19937 rng(31);
-    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q6_K,
-                       DType::F16, DType::BF16}) {
+    for (DType base : kX16Types) {
         INFO(dtype_name(base) << "_X16");
         const int slot = quant::x16_slot(base);
         REQUIRE(slot >= 0);
@@ -381,7 +284,7 @@ TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit 
                 Bound bound(g);
                 res[v] = run_both(g, y, [&] { put(xt, x); });
             }
-            if (base == DType::F16 || base == DType::BF16) res[0] = pair_order_matmul(base, w, k, n_out, x, m);
+            if (base == DType::F16 || base == DType::BF16) res[0] = pair_order_matmul(base, w.data(), k, n_out, x, m);
             CHECK(same_bits(res[0].data(), res[1].data(), res[0].size() * sizeof(float)));
         }
         const std::vector<int32_t> ids = {0, 5, 47, 2, 2, 40, 17};
