@@ -49,7 +49,9 @@ std::string render(const fs::path &root) {
             auto m = Model::load(tiny.string(), true, nullptr);
             std::set<std::string> k;
             for (const LayerCacheSpec &l : m->cache_layers)
-                k.insert(l.kind == CacheKind::sliding_window ? "sliding window" : "full attention");
+                k.insert(l.kind == CacheKind::sliding_window ? "sliding window"
+                         : l.kind == CacheKind::latent       ? "latent"
+                                                             : "full attention");
             kinds = join(std::vector<std::string>(k.begin(), k.end()), ", ");
             gates.push_back("`tiny-" + arch + "-gguf`, `tiny-" + arch + "-folder`: vs transformers float32");
         }
