@@ -48,8 +48,9 @@ namespace vt::cpu {
 
 namespace {
 
-// Value dimensions are dealt to threads in chunks this wide: whole vectors
-// pairs of attn_values on AVX-512 (and AVX2).
+// Value dimensions are dealt to threads in chunks this wide, the pair of
+// vectors one attn_values tile spans on AVX-512 (two on AVX2): a range cut
+// elsewhere gives the same bits, but through the kernel's scalar tail.
 constexpr int64_t kDimChunk = 32;
 
 // tile[j * dw + d] = kt[d * kts + j], j < nj, d < dw: a block's transposed
