@@ -24,6 +24,9 @@
 // attn_scores / attn_values, run block by block; the values chain continues
 // across blocks, so a block boundary changes no bit).
 //
+// Latent mode (src2 and src4 null, DeepSeek MLA: values read from the K
+// pool) is ops-attention-latent.cpp; both share ops-attention-paged.h.
+//
 // Rounding points follow llama.cpp's CPU path without flash attention, so
 // logits agree with it: the query is rounded to f16 before QK^T, the softmax
 // runs in f32 with a double sum, and the probabilities are rounded to f16
@@ -38,64 +41,9 @@
 #include "core/quant.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu-ops.h"
+#include "ops-attention-paged.h"
 
 namespace vt::cpu {
-
-namespace {
-constexpr int64_t kRunTokens = 16;
-
-struct PagedShape {
-    int64_t head_dim, n_head, n_head_kv, group, n_tok, kv_row, block_size, n_blocks, window, max_kv;
-};
-PagedShape paged_shape(const Node &n) {
-    PagedShape s;
-    s.head_dim = n.src[0]->ne[0];
-    s.n_head = n.src[0]->ne[1];
-    s.n_head_kv = n.src[1]->ne[1];
-    s.group = s.n_head / s.n_head_kv;
-    s.n_tok = n.src[0]->ne[2];
-    s.kv_row = s.head_dim * s.n_head_kv;
-    s.block_size = n.src[3]->ne[0];
-    s.n_blocks = n.src[3]->ne[2];
-    s.window = n.params.attn_paged.window;
-    s.max_kv = n.params.attn_paged.max_kv;
-    return s;
-}
-
-inline int64_t window_start(int64_t n_kv, int64_t window) { return window > 0 && n_kv > window ? n_kv - window : 0; }
-
-int64_t queries_per_unit(const PagedShape &s) { return std::min(s.n_tok, kRunTokens) * s.group; }
-// Keys one unit's score row holds: from its first token's window start to
-// its last token, rounded up to whole 16-lane vectors.
-int64_t row_keys(const PagedShape &s) {
-    const int64_t n = s.window > 0 ? std::min(s.max_kv, s.window + kRunTokens - 1) : s.max_kv;
-    return (n + 15) & ~(int64_t)15;
-}
-// Per-thread scratch in floats: a unit's output row pointers, its
-// f16-rounded queries as f32, their probability rows, then one f16 row (a
-// query while rounding queries, probabilities after; a K row in phase 1).
-size_t scratch_floats(const PagedShape &s) {
-    const size_t nq = (size_t)queries_per_unit(s), nk = (size_t)row_keys(s);
-    const size_t row16 = (std::max({nk, (size_t)s.head_dim, (size_t)s.kv_row}) + 1) / 2;
-    return (2 * nq + nq * (size_t)s.head_dim + nq * nk + row16 + 64 + 15) & ~(size_t)15;  // 64-byte units
-}
-
-// The runs of the batch: token t continues t - 1's when both read the same
-// block table at consecutive positions and the run is not full. Calls
-// f(unit, t0, nt) for each in order.
-template <class F>
-void for_each_run(const int32_t *idx, int64_t n_tok, F &&f) {
-    int64_t unit = 0;
-    for (int64_t t0 = 0; t0 < n_tok; ++unit) {
-        int64_t nt = 1;
-        while (t0 + nt < n_tok && nt < kRunTokens && idx[3 * (t0 + nt) + 2] == idx[3 * t0 + 2] &&
-               idx[3 * (t0 + nt) + 1] == idx[3 * t0 + 1] + nt)
-            ++nt;
-        f(unit, t0, nt);
-        t0 += nt;
-    }
-}
-} // namespace
 
 size_t work_size_attn_paged(const Node &n, int nth) {
     return (size_t)nth * scratch_floats(paged_shape(n)) * sizeof(float);
@@ -103,6 +51,9 @@ size_t work_size_attn_paged(const Node &n, int nth) {
 
 bool supports_attn_paged(const Node &n) {
     const Tensor *q = n.src[0], *k = n.src[1], *v = n.src[2], *kp = n.src[3], *vp = n.src[4], *idx = n.src[5];
+    if (!kp || !idx) return false;
+    if (attn_is_latent(n)) return supports_attn_latent(n);
+    if (!v || !vp) return false;  // one of the two: neither mode
     const PagedAttnParams &p = n.params.attn_paged;
     if (!(is_f32(q) && is_f32(k) && is_f32(v) && kp->type == DType::F16 && vp->type == DType::F16 &&
           idx->type == DType::I32 && is_f32(n.dst) && same_shape(q, n.dst) && same_shape(k, v) && p.window >= 0 &&
@@ -117,12 +68,12 @@ bool supports_attn_paged(const Node &n) {
 }
 
 void op_attn_paged(const Node &n, const OpCtx &c) {
+    if (attn_is_latent(n)) return op_attn_latent(n, c);
     const PagedShape s = paged_shape(n);
     const Tensor *kc = n.src[3], *vc = n.src[4];
     const int32_t *idx = static_cast<const int32_t *>(n.src[5]->data);
     const int64_t n_idx = n.src[5]->ne[0], n_slots = s.n_blocks * s.block_size, bs = s.block_size;
     const float scale = n.params.attn_paged.scale;
-    uint8_t *kbase = static_cast<uint8_t *>(kc->data);
     uint8_t *vbase = static_cast<uint8_t *>(vc->data);
     const quant::Kernels &kern = quant::active_kernels();
     float *scratch = reinterpret_cast<float *>(c.wdata) + (size_t)c.ith * scratch_floats(s);
@@ -138,9 +89,7 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
             if (slot < 0 || slot >= n_slots) continue;  // the runner never sends one; never write outside
             const float *kr = static_cast<const float *>(n.src[1]->data) + t * s.kv_row;
             const float *vr = static_cast<const float *>(n.src[2]->data) + t * s.kv_row;
-            quantize_row(DType::F16, kr, k16, s.kv_row);
-            uint8_t *kblk = kbase + (size_t)(slot / bs) * kc->nb[2] + (size_t)(slot % bs) * 2;
-            for (int64_t d = 0; d < s.kv_row; ++d) *reinterpret_cast<uint16_t *>(kblk + (size_t)d * kc->nb[1]) = k16[d];
+            write_k_row(kc, kr, slot, s.kv_row, k16);
             quantize_row(DType::F16, vr, vbase + (size_t)slot * vc->nb[1], s.kv_row);
         }
         c.barrier();
@@ -163,41 +112,22 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
             const int64_t n_kv0 = idx[3 * t0 + 1], n_keys = n_kv0 + nt - 1, table_at = idx[3 * t0 + 2];
             const int64_t key0 = window_start(n_kv0, s.window), b0 = key0 / bs, b1 = (n_keys + bs - 1) / bs;
             const int32_t *table = idx + table_at;
-            bool ok = n_kv0 > 0 && n_keys <= s.max_kv && n_keys - key0 <= ps && table_at >= 3 * s.n_tok &&
-                      table_at + b1 <= n_idx;
-            for (int64_t b = b0; ok && b < b1; ++b) ok = table[b] >= 0 && table[b] < s.n_blocks;
-            if (!ok) {  // a malformed index: no reads outside the pool, zeros out
+            // A malformed index: no reads outside the pool, zeros out.
+            if (!unit_index_ok(s, idx, n_idx, n_kv0, n_keys, key0, table_at, b0, b1)) {
                 for (int64_t i = 0; i < nq; ++i) std::memset(outs[i], 0, (size_t)hd * sizeof(float));
                 continue;
             }
             // Query (t0 + i / G, head hk * G + i % G) is row i: f16-rounded, as f32.
             for (int64_t i = 0; i < nq; ++i) {
                 const float *q = static_cast<const float *>(n.src[0]->data) + ((t0 + i / G) * s.n_head + hk * G + i % G) * hd;
-                quantize_row(DType::F16, q, p16, hd);
-                dequantize_row(DType::F16, p16, qf + i * hd, hd);
+                round_query(q, qf + i * hd, p16, hd);
             }
             // Scores of keys key0 .. n_keys - 1 into pf (row i at i * ps, key j at j - key0).
-            for (int64_t b = b0; b < b1; ++b) {
-                const int64_t j0 = std::max(key0, b * bs), j1 = std::min(n_keys, (b + 1) * bs);
-                const uint16_t *kt = reinterpret_cast<const uint16_t *>(kbase + (size_t)table[b] * kc->nb[2] +
-                                                                        (size_t)(hk * hd) * kc->nb[1]) +
-                                     (j0 - b * bs);
-                kern.attn_scores(qf, nq, hd, kt, (size_t)(kc->nb[1] / 2), j1 - j0, pf + (j0 - key0), (size_t)ps);
-            }
+            block_scores(kern, kc, table, hk, qf, nq, hd, key0, n_keys, b0, b1, pf, ps);
             // Softmax per query over its own window; probabilities rounded to
             // f16 and back, zero outside it.
-            for (int64_t i = 0; i < nq; ++i) {
-                const int64_t n_kv = n_kv0 + i / G, lo = window_start(n_kv, s.window);
-                float *row = pf + i * ps - key0;  // indexed by key
-                std::fill(row + key0, row + lo, 0.0f);
-                float *win = row + lo;
-                const int64_t nw = n_kv - lo;
-                const float inv = (float)(1.0 / kern.softmax(win, nw, scale));
-                for (int64_t j = 0; j < nw; ++j) win[j] *= inv;
-                quantize_row(DType::F16, win, p16, nw);
-                dequantize_row(DType::F16, p16, win, nw);
-                std::fill(row + n_kv, row + n_keys, 0.0f);
-            }
+            for (int64_t i = 0; i < nq; ++i)  // row i indexed by key
+                softmax_probs(kern, pf + i * ps - key0, key0, n_kv0 + i / G, n_keys, s.window, scale, p16);
             for (int64_t b = b0; b < b1; ++b) {
                 const int64_t j0 = std::max(key0, b * bs), j1 = std::min(n_keys, (b + 1) * bs);
                 const uint16_t *v = reinterpret_cast<const uint16_t *>(vbase + (size_t)(table[b] * bs + (j0 - b * bs)) *

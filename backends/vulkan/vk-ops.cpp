@@ -89,6 +89,9 @@ bool supports_rope(const Node &n) {
 }
 bool supports_attn_paged(const Node &n) {
     const Tensor *q = n.src[0], *k = n.src[1], *v = n.src[2], *kp = n.src[3], *vp = n.src[4], *idx = n.src[5];
+    // The latent mode (src2 and src4 null, DeepSeek MLA) has no shader: the
+    // graph executor runs it on the CPU.
+    if (!v || !vp) return false;
     const PagedAttnParams &p = n.params.attn_paged;
     if (!(contiguous_f32(q) && contiguous_f32(k) && contiguous_f32(v) && kp->type == DType::F16 &&
           vp->type == DType::F16 && idx->type == DType::I32 && idx->is_contiguous() && contiguous_f32(n.dst) &&

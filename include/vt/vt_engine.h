@@ -123,8 +123,8 @@ typedef struct vt_engine_stats {
     uint32_t n_running;              /* requests holding KV blocks */
     uint32_t n_waiting;              /* queued, or preempted and waiting to be recomputed */
     uint32_t kv_block_size;          /* tokens per block */
-    uint32_t kv_blocks_total;        /* summed over the cache groups (full-attention and
-                                        sliding-window layers have blocks of their own) */
+    uint32_t kv_blocks_total;        /* summed over the cache groups (full-attention, latent
+                                        and sliding-window layers have blocks of their own) */
     uint32_t kv_blocks_used;         /* held by requests */
     uint32_t kv_blocks_cached;       /* free, still holding a cached prefix */
     uint32_t max_model_len;          /* tokens per request at most */

@@ -39,7 +39,9 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
 
     // One byte budget over the groups (vLLM's hybrid allocator): a sliding
     // group gets the blocks max_num_seqs sequences touch at once (their
-    // windows and a step each), full attention the rest.
+    // windows and a step each), full attention the rest. A latent group
+    // keeps every position too (window 0): it counts as full attention here,
+    // at its own bytes per token.
     uint64_t full_block_bytes = 0, sliding_bytes = 0;
     std::vector<uint64_t> want(groups.size(), 0);
     for (size_t g = 0; g < groups.size(); ++g) {
@@ -112,7 +114,7 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     for (size_t g = 0; g < groups.size(); ++g) {
         char part[96];
         std::snprintf(part, sizeof part, "%s%u blocks for %zu %s layers", g ? ", " : "", blocks[g],
-                      groups[g].layers.size(), groups[g].window ? "sliding-window" : "full-attention");
+                      groups[g].layers.size(), cache_kind_name(groups[g].kind));
         layout += part;
     }
     VT_LOG_INFO("KV cache: %.2f GiB of %u-token blocks (%s); up to %u requests of %u tokens%s",

@@ -4,7 +4,9 @@
 // that pick a layer's attention window. The KV manager serves the layers of
 // one spec as one group (vLLM's KVCacheSpec): a group has a block pool and a
 // block table per sequence of its own, and a sliding-window group holds only
-// the blocks its window needs.
+// the blocks its window needs. A latent group (DeepSeek MLA) keeps every
+// position as full attention does, in one row per token instead of a K and a
+// V row: the KV manager sees a group with no window.
 #pragma once
 
 #include <algorithm>
@@ -16,21 +18,44 @@ namespace vt {
 enum class CacheKind : uint8_t {
     full_attention,  // every past position
     sliding_window,  // the last `window` positions (the query's own included)
+    latent,          // every past position, one row per token that is both key and value:
+                     // MLA's [c_kv (kv_lora_rank), k_pe (rope dims)], read by
+                     // Op::ATTN_PAGED's latent mode; no V cache
 };
 
 struct LayerCacheSpec {
     CacheKind kind = CacheKind::full_attention;
-    uint32_t window = 0;   // sliding_window: positions a query sees
-    uint32_t kv_row = 0;   // K (and V) values per token: head_dim * n_head_kv
+    uint32_t window = 0;   // sliding_window: positions a query sees; 0 for the other kinds
+    uint32_t kv_row = 0;   // K (and V) values per token: head_dim * n_head_kv; latent: the
+                           // cached row, kv_lora_rank + rope dims (times n_head_kv, 1 for MLA)
 };
 
-// The layers that share a cache spec: full-attention groups first, then
-// sliding ones by window.
+// Bytes one token takes in a layer's cache: f16 K and V rows, or a latent
+// layer's one f16 row.
+inline uint64_t layer_bytes_per_token(const LayerCacheSpec &s) {
+    return (s.kind == CacheKind::latent ? 1ull : 2ull /* K and V */) * s.kv_row * 2 /* f16 */;
+}
+
+// Whether a layer has a V cache (a latent layer reads its values from K).
+inline bool has_v_cache(const LayerCacheSpec &s) { return s.kind != CacheKind::latent; }
+
+// For logs: "full-attention", "sliding-window", "latent".
+inline const char *cache_kind_name(CacheKind k) {
+    switch (k) {
+    case CacheKind::full_attention: return "full-attention";
+    case CacheKind::sliding_window: return "sliding-window";
+    case CacheKind::latent: return "latent";
+    }
+    return "?";
+}
+
+// The layers that share a cache spec: full-attention groups first, then a
+// latent one, then sliding ones by window.
 struct CacheGroup {
     CacheKind kind = CacheKind::full_attention;
     uint32_t window = 0;
     std::vector<uint32_t> layers;
-    uint64_t bytes_per_token = 0;  // f16 K and V of its layers: the one place that sizes KV
+    uint64_t bytes_per_token = 0;  // the sum of its layers' layer_bytes_per_token: the one place that sizes KV
 };
 
 inline std::vector<CacheGroup> cache_groups(const std::vector<LayerCacheSpec> &layers) {
@@ -46,10 +71,11 @@ inline std::vector<CacheGroup> cache_groups(const std::vector<LayerCacheSpec> &l
             g = &groups.back();
         }
         g->layers.push_back(l);
-        g->bytes_per_token += 2ull /* K and V */ * s.kv_row * 2 /* f16 */;
+        g->bytes_per_token += layer_bytes_per_token(s);
     }
-    std::stable_sort(groups.begin(), groups.end(), [](const CacheGroup &a, const CacheGroup &b) {
-        return a.kind == b.kind ? a.window < b.window : a.kind == CacheKind::full_attention;
+    auto rank = [](CacheKind k) { return k == CacheKind::full_attention ? 0 : k == CacheKind::latent ? 1 : 2; };
+    std::stable_sort(groups.begin(), groups.end(), [&](const CacheGroup &a, const CacheGroup &b) {
+        return rank(a.kind) != rank(b.kind) ? rank(a.kind) < rank(b.kind) : a.window < b.window;
     });
     return groups;
 }

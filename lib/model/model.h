@@ -70,8 +70,10 @@ struct ForwardArgs {
     Tensor *positions;   // (n_tokens) i32, graph input
     Tensor *out_rows;    // (n_out) i32, graph input: which tokens need logits
     int64_t n_tokens;
-    std::vector<Tensor> *k_cache;  // per layer (block_size, n_embd_kv, n_blocks) f16, keys transposed per block
-    std::vector<Tensor> *v_cache;  // per layer (n_embd_kv, n_slots) f16
+    std::vector<Tensor> *k_cache;  // per layer (block_size, kv_row, n_blocks) f16, keys transposed per block
+                                   // (kv_row: the layer's LayerCacheSpec::kv_row, n_embd_kv for attention)
+    std::vector<Tensor> *v_cache;  // per layer (kv_row, n_slots) f16; a latent layer's has no elements
+                                   // and null data: its ATTN_PAGED takes null for src2 and src4
     std::span<Tensor *const> kv_index;  // per layer: its cache group's i32 graph input, layout in Op::ATTN_PAGED
     int64_t n_ctx = 0;             // positions one sequence may reach (vt_seq's n_ctx, the engine's
                                    // max_model_len): Phi-3 picks its rope factors by it, as llama.cpp

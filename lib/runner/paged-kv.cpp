@@ -36,8 +36,7 @@ PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_gro
             dev_bytes.push_back(0);
         }
         layer_dev[l] = i;
-        const int64_t kv_row = model.cache_layers[l].kv_row, n_blocks = blocks_[layer_group_[l]];
-        dev_bytes[i] += 2 * (size_t)(n_blocks * block_size) * row_bytes(DType::F16, kv_row);
+        dev_bytes[i] += (size_t)blocks_[layer_group_[l]] * block_size * layer_bytes_per_token(model.cache_layers[l]);
     }
     std::vector<uint8_t *> at;
     for (size_t i = 0; i < devs.size(); ++i) {
@@ -53,15 +52,19 @@ PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_gro
     }
     for (size_t l = 0; l < n_layer; ++l) {
         const int64_t kv_row = model.cache_layers[l].kv_row, n_blocks = blocks_[layer_group_[l]];
-        const size_t layer_bytes = (size_t)(n_blocks * block_size) * row_bytes(DType::F16, kv_row);
+        const size_t pool_bytes = (size_t)(n_blocks * block_size) * row_bytes(DType::F16, kv_row);
         vt_buffer *b = buffers_[layer_dev[l]].get();
         uint8_t *&p = at[layer_dev[l]];
         tensor_init(k_[l], DType::F16, block_size, kv_row, n_blocks, 1, p, "k_pool");
         k_[l].buffer = b;
-        p += layer_bytes;
+        p += pool_bytes;
+        if (!has_v_cache(model.cache_layers[l])) {
+            tensor_init(v_[l], DType::F16, 0, 0, 1, 1, nullptr, "v_pool (none: latent)");
+            continue;
+        }
         tensor_init(v_[l], DType::F16, kv_row, n_blocks * block_size, 1, 1, p, "v_pool");
         v_[l].buffer = b;
-        p += layer_bytes;
+        p += pool_bytes;
     }
 }
 

@@ -4,7 +4,10 @@
 // and a V pool (kv_row, n_slots) f16, one row per slot; slot = block *
 // block_size + offset. The layers of one cache group (kv/cache-spec.h)
 // share block ids: each group has its own number of blocks, and block b of
-// a group is block b of each of its layers' pools.
+// a group is block b of each of its layers' pools. A latent layer
+// (CacheKind::latent) has the K pool alone: its V tensor has no elements
+// and no data (ne (0, 0, 1, 1), data and buffer null), and its attention
+// reads values from K (Op::ATTN_PAGED's latent mode).
 // Owned by the runner; the KV manager (lib/kv) hands out block ids only.
 // Both the serving engine (many sequences, blocks from the KV manager) and
 // vt_seq (one sequence) keep their K/V here, so every forward pass goes
@@ -38,16 +41,16 @@ public:
     const std::vector<CacheGroup> &groups() const { return groups_; }
     uint32_t num_blocks(uint32_t g) const { return blocks_.at(g); }
     uint32_t layer_group(uint32_t layer) const { return layer_group_.at(layer); }
-    uint64_t bytes() const { return bytes_; }
-    std::vector<Tensor> &k() { return k_; }
-    std::vector<Tensor> &v() { return v_; }
+    uint64_t bytes() const { return bytes_; }  // every group's blocks * block_size * bytes_per_token
+    std::vector<Tensor> &k() { return k_; }    // per layer
+    std::vector<Tensor> &v() { return v_; }    // per layer; empty for a latent one
 
 private:
     uint32_t block_size_;
     std::vector<CacheGroup> groups_;
     std::vector<uint32_t> blocks_, layer_group_;
     uint64_t bytes_ = 0;
-    std::vector<BufferPtr> buffers_;  // per device: its layers' K and V
+    std::vector<BufferPtr> buffers_;  // per device: its layers' K and V pools
     std::vector<Tensor> k_, v_;
 };
 

@@ -370,11 +370,15 @@ using KvAt = std::function<uint16_t(int64_t t, int64_t j, int64_t e)>;
 // n_kv_of(t) positions, out = sum_j softmax_j(scale q.K_j) V_j over the j of
 // its window (all of them for window 0), with kv head h / (n_head /
 // n_head_kv); q rounded to f16 first if q_f16. tol_of bounds each element.
+// Outputs dv values per head (0: head_dim), V_j's elements hk * head_dim ..
+// hk * head_dim + dv - 1 (the latent mode's values, read through v_at).
 inline AttnRef attention_reference(const AttnInputs &in, int32_t window, bool q_f16,
                                    const std::function<int64_t(int64_t)> &n_kv_of, const KvAt &k_at,
-                                   const KvAt &v_at, const std::function<double(const AttnTerms &)> &tol_of) {
+                                   const KvAt &v_at, const std::function<double(const AttnTerms &)> &tol_of,
+                                   int64_t dv = 0) {
     const int64_t n_head = in.sh.n_head, head_dim = in.sh.head_dim, group = n_head / in.sh.n_head_kv;
-    const size_t n = (size_t)(in.n_tok * n_head * head_dim);
+    if (dv == 0) dv = head_dim;
+    const size_t n = (size_t)(in.n_tok * n_head * dv);
     AttnRef r{std::vector<double>(n), std::vector<double>(n)};
     for (int64_t t = 0; t < in.n_tok; ++t) {
         const int64_t n_kv = n_kv_of(t), lo = window_start(n_kv, window);
@@ -397,7 +401,7 @@ inline AttnRef attention_reference(const AttnInputs &in, int32_t window, bool q_
                 a.mn = std::min(a.mn, s[(size_t)j]);
             }
             const std::vector<double> pr = window_softmax(s, lo);
-            for (int64_t d = 0; d < head_dim; ++d) {
+            for (int64_t d = 0; d < dv; ++d) {
                 double o = 0;
                 a.A = a.vmax = 0;
                 for (int64_t j = lo; j < n_kv; ++j) {
@@ -406,7 +410,7 @@ inline AttnRef attention_reference(const AttnInputs &in, int32_t window, bool q_
                     a.A += pr[(size_t)j] * std::fabs(vj);
                     a.vmax = std::max(a.vmax, std::fabs(vj));
                 }
-                const size_t idx = (size_t)((t * n_head + h) * head_dim + d);
+                const size_t idx = (size_t)((t * n_head + h) * dv + d);
                 r.out[idx] = o;
                 r.tol[idx] = tol_of(a);
             }

@@ -62,7 +62,9 @@ std::string render(const fs::path &root) {
         for (const auto &[name, m] : fixtures) {
             if (m->arch_name() != arch) continue;
             for (const LayerCacheSpec &l : m->cache_layers)
-                k.insert(l.kind == CacheKind::sliding_window ? "sliding window" : "full attention");
+                k.insert(l.kind == CacheKind::sliding_window ? "sliding window"
+                         : l.kind == CacheKind::latent       ? "latent"
+                                                             : "full attention");
             if (m->hparams.n_expert) k.insert("experts");
             gates.push_back("`tiny-" + name + "-gguf`, `tiny-" + name + "-folder`: vs transformers float32");
         }

@@ -7,9 +7,12 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
+#include <vector>
 #include <xxhash.h>
 
 #include "core/error.h"
+#include "kv/cache-spec.h"
 #include "kv/kv-cache-manager.h"
 
 using namespace vt;
@@ -397,4 +400,62 @@ TEST_CASE("allocation across groups is all or nothing", "[kv]") {
     CHECK(table_of(kv, 1, 1) == Ids{kNoBlock, 1, 2, 0});
     CHECK(kv.max_seq_tokens() == 16 * 4);
     kv.check();
+}
+
+// ---- cache specs: which layers share a group, and what a token costs ----------
+
+TEST_CASE("a latent layer caches one row per token, in a group of its own", "[kv]") {
+    // DeepSeek-V2-Lite's MLA: kv_lora_rank 512 + rope 64 = one row of 576
+    // f16 per token, no V: 1152 bytes, where K and V rows would take twice.
+    const LayerCacheSpec mla{CacheKind::latent, 0, 576};
+    CHECK(layer_bytes_per_token(mla) == 576 * 2);
+    CHECK(layer_bytes_per_token({CacheKind::full_attention, 0, 576}) == 2 * 576 * 2);
+    CHECK(layer_bytes_per_token({CacheKind::sliding_window, 8, 576}) == 2 * 576 * 2);
+    CHECK_FALSE(has_v_cache(mla));
+    CHECK(has_v_cache({CacheKind::full_attention, 0, 64}));
+    CHECK(std::string(cache_kind_name(CacheKind::latent)) == "latent");
+
+    const std::vector<CacheGroup> g = cache_groups(std::vector<LayerCacheSpec>(4, mla));
+    REQUIRE(g.size() == 1);
+    CHECK(g[0].kind == CacheKind::latent);
+    CHECK(g[0].window == 0);  // every past position: full attention to the KV manager
+    CHECK(g[0].layers == std::vector<uint32_t>{0, 1, 2, 3});
+    CHECK(g[0].bytes_per_token == 4 * 576 * 2);
+}
+
+TEST_CASE("a model mixing cache kinds: full attention, latent, then sliding windows by size", "[kv]") {
+    // Layer kinds in a scrambled order, rows of different widths; a window
+    // on a latent or full layer means nothing and does not split its group.
+    const std::vector<LayerCacheSpec> layers = {
+        {CacheKind::sliding_window, 1024, 128},  // 0
+        {CacheKind::latent, 0, 576},             // 1
+        {CacheKind::full_attention, 0, 256},     // 2
+        {CacheKind::sliding_window, 512, 128},   // 3
+        {CacheKind::latent, 7, 576},             // 4
+        {CacheKind::full_attention, 0, 64},      // 5
+        {CacheKind::sliding_window, 1024, 64},   // 6
+    };
+    const std::vector<CacheGroup> g = cache_groups(layers);
+    REQUIRE(g.size() == 4);
+    CHECK(g[0].kind == CacheKind::full_attention);
+    CHECK(g[0].layers == std::vector<uint32_t>{2, 5});
+    CHECK(g[0].bytes_per_token == 2 * (256 + 64) * 2);
+    CHECK(g[1].kind == CacheKind::latent);
+    CHECK(g[1].window == 0);
+    CHECK(g[1].layers == std::vector<uint32_t>{1, 4});
+    CHECK(g[1].bytes_per_token == (576 + 576) * 2);
+    CHECK(g[2].kind == CacheKind::sliding_window);
+    CHECK(g[2].window == 512);
+    CHECK(g[2].layers == std::vector<uint32_t>{3});
+    CHECK(g[2].bytes_per_token == 2 * 128 * 2);
+    CHECK(g[3].window == 1024);
+    CHECK(g[3].layers == std::vector<uint32_t>{0, 6});
+    CHECK(g[3].bytes_per_token == 2 * (128 + 64) * 2);
+    // Every layer in exactly one group, and the groups' bytes are the layers'.
+    uint64_t total = 0, want = 0;
+    size_t n = 0;
+    for (const CacheGroup &c : g) total += c.bytes_per_token, n += c.layers.size();
+    for (const LayerCacheSpec &l : layers) want += layer_bytes_per_token(l);
+    CHECK(n == layers.size());
+    CHECK(total == want);
 }

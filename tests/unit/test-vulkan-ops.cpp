@@ -3,6 +3,7 @@
 // chain of nodes), each against a double reference and the CPU backend;
 // tests/unit/test-vulkan-harness.h says how. GET_ROWS and MUL_MAT are in
 // test-vulkan-matmul.cpp.
+#include "backend/graph-exec.h"
 #include "unit/test-vulkan-harness.h"
 
 using namespace vt;
@@ -425,6 +426,57 @@ TEST_CASE("Vulkan ATTN_PAGED: sliding window, blocks before it given back", "[vu
     // Window 8 over blocks of 4: positions 30..33 see 23..33 at most; blocks
     // 0..4 are gone (kNoBlock = -1 in the table).
     attn_case(2, 1, 32, 4, 8, {{{-1, -1, -1, -1, -1, 3, 8, 2, 17}, 30, 4}, {{1, 4}, 5, 2}}, rng);
+}
+
+TEST_CASE("Vulkan ATTN_PAGED latent mode: refused, then run on the CPU by the graph executor", "[vulkan]") {
+    // DeepSeek MLA's latent mode (src2 and src4 null: values from the K
+    // pool) has no shader. The graph executor copies the node's sources to
+    // the host, runs it on the CPU and writes back dst and the K pool: both
+    // must come back as a plain CPU run leaves them.
+    std::mt19937 rng(11);
+    const int64_t dk = 40, dv = 32, n_head = 4, bs = 16, n_blocks = 3, n_tok = 2;
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<uint16_t> pool((size_t)(bs * dk * n_blocks));
+    for (uint16_t &h : pool) h = f32_to_fp16(nd(rng));
+    DevTensor kp(DType::F16, bs, dk, n_blocks, pool.data(), pool.size() * 2);
+    // One sequence at positions 20, 21 (slots 4, 5 of block 0, its second).
+    const std::vector<int32_t> index = {4, 21, 6, 5, 22, 6, 2, 0};
+    const std::vector<float> q = normal((size_t)(dk * n_head * n_tok), rng), k = normal((size_t)(dk * n_tok), rng);
+    Graph g;
+    Tensor *qt = g.input(DType::F32, {dk, n_head, n_tok}), *kt = g.input(DType::F32, {dk, 1, n_tok}),
+           *it = g.input(DType::I32, {(int64_t)index.size()});
+    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {dv, n_head, n_tok}, {qt, kt, nullptr, &kp.t, nullptr, it},
+                                     {0.125f, 0, (int32_t)(bs * n_blocks)});
+    g.mark_output(y);
+    CHECK_FALSE(vk().dev->iface->supports_op(vk().dev, &g.nodes()[0]));
+    std::vector<float> got, want;
+    Bytes pool_vk;
+    {
+        Bound b(g, vk().dev);
+        b.put(qt, q);
+        b.put(kt, k);
+        b.put(it, index);
+        GraphExecutor ex(vk().dev, 2);
+        ex.compute(g.nodes());
+        CHECK(ex.fallback_nodes() == 1);
+        got = b.get(y);
+        pool_vk = kp.read();
+    }
+    kp.on_cpu();
+    {
+        Bound b(g, cpu_device());
+        b.put(qt, q);
+        b.put(kt, k);
+        b.put(it, index);
+        b.compute(cpu_stream());
+        want = b.get(y);
+    }
+    const Bytes pool_cpu = kp.host;
+    kp.on_vulkan();
+    REQUIRE(got.size() == want.size());
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+    CHECK(pool_vk == pool_cpu);
+    CHECK(pool_vk != kp.init);  // the step's keys were written back
 }
 
 // ---- a graph of several nodes --------------------------------------------------

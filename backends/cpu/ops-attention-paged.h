@@ -1,0 +1,154 @@
+// What the two modes of Op::ATTN_PAGED share (ops-attention-paged.cpp: K
+// and V pools; ops-attention-latent.cpp: one latent pool read as both):
+// the shape of a node, the runs of tokens that share each key load, the
+// scratch a unit needs, and the steps whose rounding points both follow (K
+// rows into the pool, queries rounded to f16, the softmax and its f16
+// probabilities). Internal to the CPU backend.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/quant.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu-ops.h"
+
+namespace vt::cpu {
+
+constexpr int64_t kRunTokens = 16;
+
+// Latent mode (DeepSeek MLA): no new V (src2) and no V pool (src4); each
+// position's value is the first dv = dst->ne[0] values of its KV head's
+// cached K row.
+inline bool attn_is_latent(const Node &n) { return !n.src[2] && !n.src[4]; }
+
+struct PagedShape {
+    int64_t head_dim, n_head, n_head_kv, group, n_tok, kv_row, block_size, n_blocks, window, max_kv;
+    int64_t dv;   // values per head in dst: head_dim, or latent mode's dv <= head_dim
+    bool latent;
+};
+inline PagedShape paged_shape(const Node &n) {
+    PagedShape s;
+    s.head_dim = n.src[0]->ne[0];
+    s.n_head = n.src[0]->ne[1];
+    s.n_head_kv = n.src[1]->ne[1];
+    s.group = s.n_head / s.n_head_kv;
+    s.n_tok = n.src[0]->ne[2];
+    s.kv_row = s.head_dim * s.n_head_kv;
+    s.block_size = n.src[3]->ne[0];
+    s.n_blocks = n.src[3]->ne[2];
+    s.window = n.params.attn_paged.window;
+    s.max_kv = n.params.attn_paged.max_kv;
+    s.dv = n.dst->ne[0];
+    s.latent = attn_is_latent(n);
+    return s;
+}
+
+inline int64_t window_start(int64_t n_kv, int64_t window) { return window > 0 && n_kv > window ? n_kv - window : 0; }
+
+inline int64_t queries_per_unit(const PagedShape &s) { return std::min(s.n_tok, kRunTokens) * s.group; }
+// Keys one unit's score row holds: from its first token's window start to
+// its last token, rounded up to whole 16-lane vectors.
+inline int64_t row_keys(const PagedShape &s) {
+    const int64_t n = s.window > 0 ? std::min(s.max_kv, s.window + kRunTokens - 1) : s.max_kv;
+    return (n + 15) & ~(int64_t)15;
+}
+// Per-thread scratch in floats: a unit's output row pointers, its
+// f16-rounded queries as f32, their probability rows, then one f16 row (a
+// query while rounding queries, probabilities after; a K row in phase 1);
+// in latent mode then a block's values as rows (latent_tile_floats).
+inline size_t latent_tile_floats(const PagedShape &s) { return ((size_t)(s.block_size * s.dv) + 1) / 2 + 16; }
+inline size_t scratch_floats(const PagedShape &s) {
+    const size_t nq = (size_t)queries_per_unit(s), nk = (size_t)row_keys(s);
+    const size_t row16 = (std::max({nk, (size_t)s.head_dim, (size_t)s.kv_row}) + 1) / 2;
+    const size_t tile = s.latent ? latent_tile_floats(s) : 0;
+    return (2 * nq + nq * (size_t)s.head_dim + nq * nk + row16 + tile + 64 + 15) & ~(size_t)15;  // 64-byte units
+}
+
+// The runs of the batch: token t continues t - 1's when both read the same
+// block table at consecutive positions and the run is not full. Calls
+// f(unit, t0, nt) for each in order.
+template <class F>
+void for_each_run(const int32_t *idx, int64_t n_tok, F &&f) {
+    int64_t unit = 0;
+    for (int64_t t0 = 0; t0 < n_tok; ++unit) {
+        int64_t nt = 1;
+        while (t0 + nt < n_tok && nt < kRunTokens && idx[3 * (t0 + nt) + 2] == idx[3 * t0 + 2] &&
+               idx[3 * (t0 + nt) + 1] == idx[3 * t0 + 1] + nt)
+            ++nt;
+        f(unit, t0, nt);
+        t0 += nt;
+    }
+}
+
+// Phase 1's K write: the f32 row kr (kv_row values) rounded to f16 into
+// column slot % block_size of every dimension row of its block in the K
+// pool kc (keys transposed). k16: scratch of kv_row f16.
+inline void write_k_row(const Tensor *kc, const float *kr, int64_t slot, int64_t kv_row, uint16_t *k16) {
+    const int64_t bs = kc->ne[0];
+    quantize_row(DType::F16, kr, k16, kv_row);
+    uint8_t *kblk = static_cast<uint8_t *>(kc->data) + (size_t)(slot / bs) * kc->nb[2] + (size_t)(slot % bs) * 2;
+    for (int64_t d = 0; d < kv_row; ++d) *reinterpret_cast<uint16_t *>(kblk + (size_t)d * kc->nb[1]) = k16[d];
+}
+
+// Scores of a unit's nq queries (qf: f16-rounded, hd each) against the keys
+// of KV head hk in blocks b_lo .. b_hi - 1 of its table, clipped to keys
+// key0 .. n_keys - 1, into pf (query i's row at i * ps, key j at j - key0).
+// Each score is its own chain, so any split of the blocks gives the same bits.
+inline void block_scores(const quant::Kernels &kern, const Tensor *kc, const int32_t *table, int64_t hk,
+                         const float *qf, int64_t nq, int64_t hd, int64_t key0, int64_t n_keys, int64_t b_lo,
+                         int64_t b_hi, float *pf, int64_t ps) {
+    const int64_t bs = kc->ne[0];
+    const uint8_t *kbase = static_cast<const uint8_t *>(kc->data);
+    for (int64_t b = b_lo; b < b_hi; ++b) {
+        const int64_t j0 = std::max(key0, b * bs), j1 = std::min(n_keys, (b + 1) * bs);
+        const uint16_t *kt =
+            reinterpret_cast<const uint16_t *>(kbase + (size_t)table[b] * kc->nb[2] + (size_t)(hk * hd) * kc->nb[1]) +
+            (j0 - b * bs);
+        kern.attn_scores(qf, nq, hd, kt, (size_t)(kc->nb[1] / 2), j1 - j0, pf + (j0 - key0), (size_t)ps);
+    }
+}
+
+// A query row rounded to f16 and back (llama.cpp's f16 Q), through p16.
+inline void round_query(const float *q, float *qf, uint16_t *p16, int64_t hd) {
+    quantize_row(DType::F16, q, p16, hd);
+    dequantize_row(DType::F16, p16, qf, hd);
+}
+
+// One query's probabilities in place of its scores: row is indexed by key
+// and holds keys key0 .. n_keys - 1 (its unit's); the query sees n_kv of
+// them (its window from window_start). Softmax in f32 with the kernel's
+// double sum, probabilities rounded to f16 and back (through p16), exact
+// zeros outside the window.
+inline void softmax_probs(const quant::Kernels &kern, float *row, int64_t key0, int64_t n_kv, int64_t n_keys,
+                          int64_t window, float scale, uint16_t *p16) {
+    const int64_t lo = window_start(n_kv, window);
+    std::fill(row + key0, row + lo, 0.0f);
+    float *win = row + lo;
+    const int64_t nw = n_kv - lo;
+    const float inv = (float)(1.0 / kern.softmax(win, nw, scale));
+    for (int64_t j = 0; j < nw; ++j) win[j] *= inv;
+    quantize_row(DType::F16, win, p16, nw);
+    dequantize_row(DType::F16, p16, win, nw);
+    std::fill(row + n_kv, row + n_keys, 0.0f);
+}
+
+// Whether a unit's index entries are sound: it sees at least one position,
+// no more than max_kv, its keys fit the score rows, and its table (tokens'
+// header first, then the tables) lies in the index and names blocks of the
+// pool for b0 .. b1 - 1. A unit that is not gets zeros and reads nothing.
+inline bool unit_index_ok(const PagedShape &s, const int32_t *idx, int64_t n_idx, int64_t n_kv0, int64_t n_keys,
+                          int64_t key0, int64_t table_at, int64_t b0, int64_t b1) {
+    bool ok = n_kv0 > 0 && n_keys <= s.max_kv && n_keys - key0 <= row_keys(s) && table_at >= 3 * s.n_tok &&
+              table_at + b1 <= n_idx;
+    const int32_t *table = idx + table_at;
+    for (int64_t b = b0; ok && b < b1; ++b) ok = table[b] >= 0 && table[b] < s.n_blocks;
+    return ok;
+}
+
+// The latent mode (ops-attention-latent.cpp), which op_attn_paged,
+// supports_attn_paged and work_size_attn_paged hand over to.
+void op_attn_latent(const Node &n, const OpCtx &c);
+bool supports_attn_latent(const Node &n);
+
+} // namespace vt::cpu
