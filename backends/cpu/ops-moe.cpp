@@ -31,13 +31,14 @@ struct IdLayout {
 };
 
 IdLayout id_layout(const Node &n) {
-    const Tensor &w = *n.src[0], &x = *n.src[1], &ids = *n.src[2];
+    const Tensor &w = *n.src[0], &x = *n.src[1], *ids = n.src[2];
     IdLayout l;
     l.k = w.ne[0];
     l.n_out = w.ne[1];
     l.n_expert = w.ne[2];
-    l.n_slot = ids.ne[0];
-    l.m = ids.ne[1];
+    // Without ids, slot j of every token uses matrix j.
+    l.n_slot = ids ? ids->ne[0] : w.ne[2];
+    l.m = ids ? ids->ne[1] : x.ne[2];
     l.rows = l.n_slot * l.m;
     l.broadcast = x.ne[1] == 1;
     l.act_bytes = matmul::converts_acts(w) ? matmul::act_row_bytes(w, l.k) : (size_t)l.k * sizeof(float);
@@ -76,19 +77,22 @@ int64_t best_untaken(const float *v, const uint8_t *taken, int64_t n) {
 
 bool supports_mul_mat_id(const Node &n) {
     const Tensor *w = n.src[0], *x = n.src[1], *ids = n.src[2], *d = n.dst;
-    if (!(is_f32(x) && is_f32(d) && ids && ids->type == DType::I32 && ids->is_contiguous())) return false;
-    const int64_t n_slot = ids->ne[0], m = ids->ne[1];
+    // Activations: f32 rows, any row and token strides.
+    if (!(x->type == DType::F32 && x->nb[0] == sizeof(float) && is_f32(d))) return false;
+    if (ids && !(ids->type == DType::I32 && ids->is_contiguous() && ids->ne[2] == 1 && ids->ne[3] == 1)) return false;
+    const int64_t n_slot = ids ? ids->ne[0] : w->ne[2], m = ids ? ids->ne[1] : x->ne[2];
     return w->ne[3] == 1 && matmul::weight_ok(*w) && x->ne[0] == w->ne[0] &&
-           (x->ne[1] == 1 || x->ne[1] == n_slot) && x->ne[2] == m && x->ne[3] == 1 && ids->ne[2] == 1 &&
-           ids->ne[3] == 1 && d->ne[0] == w->ne[1] && d->ne[1] == n_slot && d->ne[2] == m && d->ne[3] == 1;
+           (x->ne[1] == 1 || x->ne[1] == n_slot) && x->ne[2] == m && x->ne[3] == 1 && d->ne[0] == w->ne[1] &&
+           d->ne[1] == n_slot && d->ne[2] == m && d->ne[3] == 1;
 }
 
 size_t work_size_mul_mat_id(const Node &n, int) { return id_layout(n).total; }
 
 void op_mul_mat_id(const Node &n, const OpCtx &c) {
     const Tensor &w = *n.src[0], &x = *n.src[1];
-    const int32_t *ids = static_cast<const int32_t *>(n.src[2]->data);
+    const int32_t *ids = n.src[2] ? static_cast<const int32_t *>(n.src[2]->data) : nullptr;
     const IdLayout l = id_layout(n);
+    auto id_of = [&](int64_t r) { return ids ? (int64_t)ids[r] : r % l.n_slot; };
     int64_t *offsets = reinterpret_cast<int64_t *>(c.wdata);  // expert e's rows: [offsets[e], offsets[e + 1])
     int64_t *order = reinterpret_cast<int64_t *>(c.wdata + l.off_order);  // grouped row g -> dst row
     uint8_t *acts = c.wdata + l.off_acts;
@@ -100,12 +104,12 @@ void op_mul_mat_id(const Node &n, const OpCtx &c) {
     if (c.ith == 0) {
         std::fill(offsets, offsets + l.n_expert + 1, 0);
         for (int64_t r = 0; r < l.rows; ++r)
-            if (ids[r] >= 0 && ids[r] < l.n_expert) ++offsets[ids[r] + 1];
+            if (id_of(r) >= 0 && id_of(r) < l.n_expert) ++offsets[id_of(r) + 1];
         for (int64_t e = 0; e < l.n_expert; ++e) offsets[e + 1] += offsets[e];
         int64_t *cursor = offsets + l.n_expert + 1;
         std::copy(offsets, offsets + l.n_expert, cursor);
         for (int64_t r = 0; r < l.rows; ++r)
-            if (ids[r] >= 0 && ids[r] < l.n_expert) order[cursor[ids[r]]++] = r;
+            if (id_of(r) >= 0 && id_of(r) < l.n_expert) order[cursor[id_of(r)]++] = r;
     }
     c.barrier();
     const int64_t used = offsets[l.n_expert];
@@ -137,7 +141,7 @@ void op_mul_mat_id(const Node &n, const OpCtx &c) {
     split(l.rows, c.ith, c.nth, b, e);
     if (used < l.rows)  // rows left out: zeros
         for (int64_t r = b; r < e; ++r)
-            if (ids[r] < 0 || ids[r] >= l.n_expert) std::memset(dst + r * l.n_out, 0, (size_t)l.n_out * sizeof(float));
+            if (id_of(r) < 0 || id_of(r) >= l.n_expert) std::memset(dst + r * l.n_out, 0, (size_t)l.n_out * sizeof(float));
     split(used, c.ith, c.nth, b, e);
     for (int64_t g = b; g < e; ++g)
         std::memcpy(dst + order[g] * l.n_out, outs + g * l.n_out, (size_t)l.n_out * sizeof(float));

@@ -16,6 +16,7 @@ std::unique_ptr<Architecture> make_gemma3_architecture();
 std::unique_ptr<Architecture> make_phi3_architecture();
 std::unique_ptr<Architecture> make_qwen3moe_architecture();
 std::unique_ptr<Architecture> make_olmoe_architecture();
+std::unique_ptr<Architecture> make_deepseek2_architecture();
 
 namespace {
 struct ArchEntry {
@@ -31,6 +32,7 @@ const ArchEntry kArchitectures[] = {
     {"phi3", make_phi3_architecture},
     {"qwen3moe", make_qwen3moe_architecture},
     {"olmoe", make_olmoe_architecture},
+    {"deepseek2", make_deepseek2_architecture},
 };
 
 struct HfEntry {
@@ -49,6 +51,8 @@ const HfEntry kHfArchitectures[] = {
     {"MixtralForCausalLM", {"llama", HfNorms::plain}},
     {"Qwen3MoeForCausalLM", {"qwen3moe", HfNorms::plain}},
     {"OlmoeForCausalLM", {"olmoe", HfNorms::plain}},
+    {"DeepseekV2ForCausalLM", {"deepseek2", HfNorms::plain}},
+    {"DeepseekV3ForCausalLM", {"deepseek2", HfNorms::plain}},
 };
 } // namespace
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -114,6 +115,11 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
         {"self_attn.o_proj.weight", "attn_output.weight"},
         {"self_attn.qkv_proj.weight", "attn_qkv.weight"},  {"mlp.gate_up_proj.weight", "ffn_up.weight"},
         {"self_attn.q_norm.weight", "attn_q_norm.weight"}, {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+        // DeepSeek's latent attention (kv_b_proj: split_kv_b).
+        {"self_attn.q_a_proj.weight", "attn_q_a.weight"}, {"self_attn.q_a_layernorm.weight", "attn_q_a_norm.weight"},
+        {"self_attn.q_b_proj.weight", "attn_q_b.weight"},
+        {"self_attn.kv_a_proj_with_mqa.weight", "attn_kv_a_mqa.weight"},
+        {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm.weight"},
         {"mlp.gate_proj.weight", "ffn_gate.weight"},    {"mlp.up_proj.weight", "ffn_up.weight"},
         {"mlp.down_proj.weight", "ffn_down.weight"},
         // Mixture of experts: the router, DeepSeek-V3's selection bias and
@@ -227,6 +233,89 @@ uint64_t need_u(const json &cfg, const char *key, const fs::path &p) {
     return it->get<uint64_t>();
 }
 
+// DeepSeek's latent attention (kv_lora_rank in the config).
+struct MlaShape {
+    uint64_t n_head, kv_lora, q_lora, nope, rope, v;
+};
+std::optional<MlaShape> mla_shape(const json &cfg, uint64_t n_head, const fs::path &p) {
+    if (!cfg.contains("kv_lora_rank") || cfg["kv_lora_rank"].is_null()) return std::nullopt;
+    MlaShape s;
+    s.n_head = n_head;
+    s.kv_lora = need_u(cfg, "kv_lora_rank", p);
+    s.q_lora = cfg.contains("q_lora_rank") && !cfg["q_lora_rank"].is_null() ? need_u(cfg, "q_lora_rank", p) : 0;
+    s.nope = need_u(cfg, "qk_nope_head_dim", p);
+    s.rope = need_u(cfg, "qk_rope_head_dim", p);
+    s.v = need_u(cfg, "v_head_dim", p);
+    return s;
+}
+
+// The keys llama.cpp's converter writes for MLA: the cached row (kv_lora +
+// rope) as the one KV head, the query and value heads as *_mla; YaRN's
+// softmax factor as yarn_log_multiplier (0.1 mscale_all_dim).
+void add_mla(Meta &meta, const MlaShape &s, const json &cfg, const fs::path &p) {
+    meta.u32("attention.head_count_kv", 1);
+    meta.u32("attention.kv_lora_rank", s.kv_lora);
+    if (s.q_lora) meta.u32("attention.q_lora_rank", s.q_lora);
+    meta.u32("attention.key_length", s.kv_lora + s.rope);
+    meta.u32("attention.value_length", s.kv_lora);
+    meta.u32("attention.key_length_mla", s.nope + s.rope);
+    meta.u32("attention.value_length_mla", s.v);
+    meta.u32("rope.dimension_count", s.rope);
+    const json rope = rope_params(cfg, "full_attention");
+    if (rope.contains("mscale_all_dim") && num(rope, "mscale_all_dim", 0) != 0) {
+        // cos and sin keep transformers' mscale / mscale_all_dim factor only
+        // where it is 1 (every release): the architecture leaves them unscaled.
+        if (num(rope, "mscale", 1.0) != num(rope, "mscale_all_dim", 0))
+            fail(VT_ERR_UNSUPPORTED, "%s: rope mscale different from mscale_all_dim is not supported", p.c_str());
+        meta.f32("rope.scaling.yarn_log_multiplier", 0.1 * num(rope, "mscale_all_dim", 0));
+    }
+    const std::string method = cfg.value("topk_method", std::string("greedy"));
+    if (method == "noaux_tc") {
+        meta.u32("expert_group_count", need_u(cfg, "n_group", p));
+        meta.u32("expert_group_used_count", need_u(cfg, "topk_group", p));
+    } else if (method != "greedy") {
+        fail(VT_ERR_UNSUPPORTED, "%s: topk_method '%s' is not supported (greedy, noaux_tc)", p.c_str(), method.c_str());
+    }
+}
+
+// kv_b_proj (n_head * (nope + v), kv_lora) as llama.cpp's attn_k_b (nope,
+// kv_lora, n_head), each head's W_UK transposed, and attn_v_b (kv_lora, v,
+// n_head): copies, kept in `store`.
+void split_kv_b(const SafetensorsTensor &t, const MlaShape &s, const std::string &blk,
+                std::deque<std::vector<uint8_t>> &store, std::vector<GgufTensorInfo> &out) {
+    const DTypeInfo &di = dtype_info(t.type);
+    if (di.block_elems != 1 || t.n_dims != 2 || t.ne[0] != (int64_t)s.kv_lora ||
+        t.ne[1] != (int64_t)(s.n_head * (s.nope + s.v)))
+        fail(VT_ERR_FORMAT, "%s: kv_b_proj is not (%llu, %llu) of a float type", t.name.c_str(),
+             (unsigned long long)(s.n_head * (s.nope + s.v)), (unsigned long long)s.kv_lora);
+    const size_t es = di.block_bytes, L = s.kv_lora;
+    const uint8_t *src = static_cast<const uint8_t *>(t.data);
+    std::vector<uint8_t> &k = store.emplace_back(s.n_head * s.nope * L * es);
+    std::vector<uint8_t> &v = store.emplace_back(s.n_head * s.v * L * es);
+    for (uint64_t h = 0; h < s.n_head; ++h) {
+        const uint8_t *head = src + h * (s.nope + s.v) * L * es;
+        for (uint64_t i = 0; i < s.nope; ++i)
+            for (uint64_t j = 0; j < L; ++j)
+                std::memcpy(&k[((h * L + j) * s.nope + i) * es], head + (i * L + j) * es, es);
+        std::memcpy(&v[h * s.v * L * es], head + s.nope * L * es, s.v * L * es);
+    }
+    auto add = [&](const char *name, std::vector<uint8_t> &b, int64_t ne0, int64_t ne1) {
+        GgufTensorInfo ti;
+        ti.name = blk + name;
+        ti.n_dims = 3;
+        ti.ne[0] = ne0;
+        ti.ne[1] = ne1;
+        ti.ne[2] = (int64_t)s.n_head;
+        ti.type = t.type;
+        ti.data = b.data();
+        ti.nbytes = b.size();
+        ti.copied = true;
+        out.push_back(std::move(ti));
+    };
+    add("attn_k_b.weight", k, (int64_t)s.nope, (int64_t)L);
+    add("attn_v_b.weight", v, (int64_t)L, (int64_t)s.v);
+}
+
 // The expert keys of a mixture-of-experts config, under llama.cpp's names
 // (read_moe_hparams); nothing for a dense model.
 void add_experts(Meta &meta, const json &cfg, const fs::path &p) {
@@ -276,12 +365,18 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     meta.u32("block_count", n_layer);
     meta.u32("feed_forward_length", need_u(cfg, "intermediate_size", cfg_path));
     meta.u32("attention.head_count", n_head);
-    meta.u32("attention.head_count_kv",
-             cfg.contains("num_key_value_heads") ? need_u(cfg, "num_key_value_heads", cfg_path) : n_head);
+    const std::optional<MlaShape> mla = mla_shape(cfg, n_head, cfg_path);
+    if (!mla)  // MLA has one (latent) KV head: add_mla
+        meta.u32("attention.head_count_kv",
+                 cfg.contains("num_key_value_heads") ? need_u(cfg, "num_key_value_heads", cfg_path) : n_head);
     const uint64_t head_dim =
         cfg.contains("head_dim") && !cfg["head_dim"].is_null() ? need_u(cfg, "head_dim", cfg_path) : n_embd / n_head;
-    meta.u32("attention.key_length", head_dim);
-    meta.u32("attention.value_length", head_dim);
+    if (mla) {
+        add_mla(meta, *mla, cfg, cfg_path);
+    } else {
+        meta.u32("attention.key_length", head_dim);
+        meta.u32("attention.value_length", head_dim);
+    }
     meta.f32("attention.layer_norm_rms_epsilon", num(cfg, "rms_norm_eps", 1e-6));
     add_experts(meta, cfg, cfg_path);
 
@@ -360,11 +455,21 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     };
     size_t skipped = 0;
     HfExperts experts;
+    auto mla_copies = std::make_shared<std::deque<std::vector<uint8_t>>>();
+    keep.push_back(mla_copies);
     for (const fs::path &f : files) {
         std::shared_ptr<SafetensorsFile> st = SafetensorsFile::open(f.string(), use_mmap);
         keep.push_back(st);
         for (const SafetensorsTensor &t : st->tensors()) {
             if (experts.take(t)) continue;
+            if (const std::string kvb = ".self_attn.kv_b_proj.weight";
+                mla && t.name.size() > kvb.size() && t.name.compare(t.name.size() - kvb.size(), kvb.size(), kvb) == 0) {
+                const std::string blk = gguf_name(t.name.substr(0, t.name.size() - kvb.size()) + ".input_layernorm.weight",
+                                                  arch->norms);
+                if (blk.empty()) continue;
+                split_kv_b(t, *mla, blk.substr(0, blk.size() - std::strlen("attn_norm.weight")), *mla_copies, tensors);
+                continue;
+            }
             const std::string name = gguf_name(t.name, arch->norms);
             if (name.empty()) {
                 ++skipped;

@@ -18,8 +18,12 @@ void read_decoder_hparams(Model &m, int32_t rope_mode) {
     if (hp.n_head == 0 || hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0 || hp.n_layer == 0 || hp.n_embd == 0)
         fail(VT_ERR_FORMAT, "%s: invalid head counts %u/%u, %u layers or width %u", arch, hp.n_head, hp.n_head_kv,
              hp.n_layer, hp.n_embd);
-    hp.head_dim = m.arch_u32("attention.key_length", hp.n_embd / hp.n_head);
-    if (m.arch_u32("attention.value_length", hp.head_dim) != hp.head_dim)
+    // Latent attention (DeepSeek's MLA) caches one latent row per token: a
+    // query head is qk_nope + rope values (key_length_mla), the cached row
+    // key_length, and the value heads differ; the architecture reads those.
+    const bool mla = m.arch_u32("attention.kv_lora_rank", 0) > 0;
+    hp.head_dim = mla ? m.arch_u32("attention.key_length_mla") : m.arch_u32("attention.key_length", hp.n_embd / hp.n_head);
+    if (!mla && m.arch_u32("attention.value_length", hp.head_dim) != hp.head_dim)
         fail(VT_ERR_UNSUPPORTED, "%s: key and value head sizes differ", arch);
     if (hp.head_dim == 0 || hp.head_dim > 1024 || hp.head_dim % 2 != 0)
         fail(VT_ERR_FORMAT, "%s: invalid head size %u", arch, hp.head_dim);

@@ -80,6 +80,8 @@ public:
 
     Graph &graph() { return g_; }
     int64_t n_tokens() const { return n_; }
+    const ForwardArgs &args() const { return a_; }
+    const Model &model() const { return m_; }
 
     Tensor *embed(const Tensor *tok_embd);                                  // (n_embd, n)
     Tensor *rms_norm(Tensor *x, const Tensor *w);                           // eps from hparams
