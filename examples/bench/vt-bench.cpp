@@ -35,6 +35,7 @@ struct Options {
     std::string model;
     std::string device;  // --device: a vt_device_info name, "" = the CPU
     int n_gpu_layers = -1;  // --n-gpu-layers
+    uint64_t weights_memory = 0;  // --weights-memory
     int n_prompt = 512;
     int n_gen = 128;
     int n_depth = 0;
@@ -163,6 +164,7 @@ int run(const Options &o) {
     mp.quantize = quantize;
     mp.device = o.device.empty() ? nullptr : o.device.c_str();
     mp.n_gpu_layers = o.n_gpu_layers;
+    mp.weights_memory_bytes = o.weights_memory;
     vt_model *mraw = nullptr;
     if (failed(vt_model_load(o.model.c_str(), &mp, &mraw))) return 1;
     std::unique_ptr<vt_model, ModelDel> model(mraw);
@@ -280,6 +282,7 @@ int main(int argc, char **argv) {
     app.add_option("--quantize", o.quantize,
                    "quantize F32/F16/BF16 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0 or Q4_1");
     vt_examples::add_device_options(app, o.device, o.n_gpu_layers);
+    vt_examples::add_weights_memory_option(app, o.weights_memory);
     app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens for pp, 0 = skip")
         ->capture_default_str()
         ->check(CLI::Range(0, 1 << 20));

@@ -35,6 +35,7 @@ struct Options {
     std::string quantize;        // --quantize: a vt_quant_type name, "" = keep the file's types
     std::string device;          // --device: a vt_device_info name, "" = the CPU
     int n_gpu_layers = -1;       // --n-gpu-layers
+    uint64_t weights_memory = 0;  // --weights-memory
     int n_predict = 128;
     float temp = 0.8f;
     int top_k = 40;
@@ -203,6 +204,7 @@ int run(const Options &o) {
     mp.quantize = quantize;
     mp.device = o.device.empty() ? nullptr : o.device.c_str();
     mp.n_gpu_layers = o.n_gpu_layers;
+    mp.weights_memory_bytes = o.weights_memory;
     vt_model *mraw = nullptr;
     if (failed(vt_model_load(o.model.c_str(), &mp, &mraw))) {
         if (progress.tty && progress.last >= 0 && progress.last < 100) std::fputc('\n', stderr);
@@ -343,6 +345,7 @@ int main(int argc, char **argv) {
     app.add_option("--quantize", o.quantize,
                    "quantize F32/F16/BF16 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0 or Q4_1");
     vt_examples::add_device_options(app, o.device, o.n_gpu_layers);
+    vt_examples::add_weights_memory_option(app, o.weights_memory);
 
     auto *p_opt = app.add_option("-p,--prompt", o.prompt, "prompt text");
     auto *f_opt = app.add_option("-f,--file", o.prompt_file, "read the prompt from a file");

@@ -35,9 +35,26 @@ inline int print_devices(std::FILE *out) {
 inline void print_placement(const char *tool, const vt_model *model) {
     vt_model_info info{};
     info.struct_size = sizeof info;
-    if (vt_model_get_info(model, &info) != VT_OK || !info.device || info.uploaded_bytes == 0) return;
+    if (vt_model_get_info(model, &info) != VT_OK) return;
+    // Mixture of experts: where the weights are and what a token reads.
+    if (info.n_expert)
+        std::fprintf(stderr,
+                     "%s: %u experts, %u per token; weights: %.1f MiB resident copies, %.1f MiB read from the file "
+                     "mapping (%u expert tensors); a decode token reads %.1f MiB\n",
+                     tool, info.n_expert, info.n_expert_used, (double)info.resident_weight_bytes / (1 << 20),
+                     (double)info.mapped_weight_bytes / (1 << 20), info.n_expert_tensors_mapped,
+                     (double)info.weight_bytes_per_token / (1 << 20));
+    if (!info.device || info.uploaded_bytes == 0) return;
     std::fprintf(stderr, "%s: weights on %s (%u of %u layers): %.1f MiB uploaded in %.2f s\n", tool, info.device,
                  info.n_device_layers, info.n_layer, (double)info.uploaded_bytes / (1 << 20), info.upload_seconds);
+}
+
+// --weights-memory BYTES: vt_model_params.weights_memory_bytes.
+inline void add_weights_memory_option(CLI::App &app, uint64_t &bytes) {
+    app.add_option("--weights-memory", bytes,
+                   "most bytes of weight copies in memory; experts past it are read from the file mapping "
+                   "(0 = 3/4 of the memory available at load)")
+        ->capture_default_str();
 }
 
 // --device NAME, --n-gpu-layers N (--ngl) and --list-devices, which prints

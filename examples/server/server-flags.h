@@ -18,6 +18,7 @@ struct ServerOptions {
     std::string model;
     std::string device;               // --device: a vt_device_info name, "" = the CPU
     int n_gpu_layers = -1;            // --n-gpu-layers
+    uint64_t weights_memory = 0;      // --weights-memory
     std::string quantize;             // --quantize: a vt_quant_type name, "" = keep the file's types
     std::string host = "127.0.0.1";
     int port = 8080;

@@ -120,6 +120,7 @@ int serve(ServerState &st) {
     mp.quantize = quantize;
     mp.device = o.device.empty() ? nullptr : o.device.c_str();
     mp.n_gpu_layers = o.n_gpu_layers;
+    mp.weights_memory_bytes = o.weights_memory;
     vt_model *mraw = nullptr;
     if (failed(vt_model_load(o.model.c_str(), &mp, &mraw), "cannot load the model")) return 1;
     std::unique_ptr<vt_model, void (*)(vt_model *)> model(mraw, vt_model_destroy);

@@ -37,7 +37,7 @@ vt_model_info info_of(const Model &m) {
 
 std::shared_ptr<Model> load(const std::filesystem::path &path, bool use_mmap, py::object progress,
                             std::optional<std::string> quantize, std::optional<std::string> device,
-                            int32_t n_gpu_layers) {
+                            int32_t n_gpu_layers, uint64_t weights_memory) {
     auto model = std::make_shared<Model>();
     model->path = path.string();
     vt_model_params mp;
@@ -48,6 +48,7 @@ std::shared_ptr<Model> load(const std::filesystem::path &path, bool use_mmap, py
     mp.quantize = q;
     mp.device = device ? device->c_str() : nullptr;
     mp.n_gpu_layers = n_gpu_layers;
+    mp.weights_memory_bytes = weights_memory;
     ProgressCall pc{progress, std::nullopt};
     if (!progress.is_none()) {
         mp.progress = on_progress;
@@ -161,6 +162,7 @@ void init_model(py::module_ &m) {
         "    model.arch, model.n_params, model.meta[\"general.name\"]")
         .def(py::init(&load), py::arg("path"), py::arg("use_mmap") = true, py::arg("progress") = py::none(),
              py::arg("quantize") = py::none(), py::arg("device") = py::none(), py::arg("n_gpu_layers") = -1,
+             py::arg("weights_memory") = 0,
              "Loads a GGUF model file or a Hugging Face model folder (the GIL is released while it loads).\n\n"
              "Args:\n"
              "    path: the .gguf file or the folder (str or os.PathLike).\n"
@@ -177,7 +179,11 @@ void init_model(py::module_ &m) {
              "        weights are uploaded to it at load, and contexts of the model compute there.\n"
              "    n_gpu_layers: with a device other than the CPU, how many layers (the last ones)\n"
              "        it holds; the rest, and the embedding and output unless all layers are\n"
-             "        there, stay on the CPU. -1 = every layer.\n\n"
+             "        there, stay on the CPU. -1 = every layer.\n"
+             "    weights_memory: the most bytes of weight copies in memory (repacked layouts,\n"
+             "        quantized copies); mixture-of-experts weights past it are read from the file\n"
+             "        mapping. 0 = 3/4 of the memory available at load (vt_model_params.\n"
+             "        weights_memory_bytes); Model.weights tells where the bytes are.\n\n"
              "Raises:\n"
              "    VtIOError: missing or unreadable file, or a directory.\n"
              "    VtFormatError: not GGUF, or corrupt (the message names the byte offset).\n"
@@ -209,6 +215,21 @@ void init_model(py::module_ &m) {
                                "Weight bytes copied into the device's memory at load (0 on the CPU).")
         .def_property_readonly("n_device_layers", [](const Model &self) { return info_of(self).n_device_layers; },
                                "Layers whose weights and KV are on Model.device.")
+        .def_property_readonly("weights", [](const Model &self) {
+                const vt_model_info info = info_of(self);
+                py::dict d;
+                d["resident_bytes"] = info.resident_weight_bytes;
+                d["mapped_bytes"] = info.mapped_weight_bytes;
+                d["bytes_per_token"] = info.weight_bytes_per_token;
+                d["n_expert"] = info.n_expert;
+                d["n_expert_used"] = info.n_expert_used;
+                d["n_expert_tensors_mapped"] = info.n_expert_tensors_mapped;
+                return d;
+            },
+            "Where the weights are in host memory, as a dict: resident_bytes (copies),\n"
+            "mapped_bytes (read from the file mapping), bytes_per_token (what one decode\n"
+            "token reads: the bandwidth roofline), n_expert, n_expert_used (0 for a dense\n"
+            "model), n_expert_tensors_mapped.")
         .def_property_readonly("quantization", [](const Model &self) -> py::object {
                 const vt_model_info info = info_of(self);
                 if (info.quantize == VT_QUANT_NONE) return py::none();

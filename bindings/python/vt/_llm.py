@@ -237,7 +237,7 @@ class LLM:
                  kv_cache_memory: Union[int, str, None] = None, max_num_seqs: int = 0,
                  max_model_len: Optional[int] = None, block_size: int = 0,
                  enable_prefix_caching: bool = True, quantize: Optional[str] = None,
-                 device: Optional[str] = None, n_gpu_layers: int = -1) -> None:
+                 device: Optional[str] = None, n_gpu_layers: int = -1, weights_memory: int = 0) -> None:
         """Loads the model (unless given a vt.Model) and makes its context.
 
         Args:
@@ -273,18 +273,23 @@ class LLM:
                 model is a path.
             n_gpu_layers: with such a device, how many layers (the last
                 ones) it holds; the rest run on the CPU. -1 = all.
+            weights_memory: the most bytes of weight copies in memory;
+                mixture-of-experts weights past it are read from the file
+                mapping (0 = 3/4 of the memory available at load). Only
+                when model is a path.
 
         Raises:
             VtIOError, VtFormatError, VtUnsupportedError: the model file.
             VtNotFound: no such device.
             VtInvalidArgument: a bad size.
         """
-        if isinstance(model, _vt.Model) and (quantize is not None or device is not None or n_gpu_layers != -1):
+        if isinstance(model, _vt.Model) and (quantize is not None or device is not None or n_gpu_layers != -1
+                                             or weights_memory != 0):
             raise ValueError("quantize and device apply at load: pass a path, or load "
                              "vt.Model(path, quantize=..., device=...)")
         self.model: _vt.Model = (model if isinstance(model, _vt.Model)
                                  else _vt.Model(model, use_mmap=use_mmap, quantize=quantize, device=device,
-                                                n_gpu_layers=n_gpu_layers))
+                                                n_gpu_layers=n_gpu_layers, weights_memory=weights_memory))
         self.tokenizer: _vt.Tokenizer = self.model.tokenizer
         self.context: _vt.Context = _vt.Context(
             self.model, n_threads=n_threads, backend=backend, n_batch=n_batch,
