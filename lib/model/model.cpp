@@ -143,10 +143,10 @@ void Model::prepare_experts() {
     if (budget == 0) budget = resident + available_memory_bytes() / 4 * 3;
     for (Tensor *t : experts_) {
         const size_t n = t->nbytes();
-        if (resident + n > budget) continue;  // read from the mapping
+        if (resident + n > budget) continue;  // read from the mapping (as stored: never quantized then)
         const void *stored = t->data;
-        prepare_weight(t, t->name);
-        if (t->data != stored) resident += n;
+        finish_matmul_weight(t, t->name, true);
+        if (t->data != stored) resident += t->nbytes();
     }
 }
 
@@ -194,7 +194,9 @@ const Tensor *Model::output_weight(const std::string &embedding, std::initialize
 
 const Tensor *Model::finish_matmul_weight(Tensor *t, const std::string &name, bool release) {
     std::optional<DType> to;
-    if (quantized_.target && quantizable_source(t->type) && t->ne[2] == 1 && t->ne[3] == 1) {
+    // A 3-D weight (experts, per-head products) is its matrices' rows one
+    // after the other: quantized as ne[1] * ne[2] rows.
+    if (quantized_.target && quantizable_source(t->type) && t->ne[3] == 1 && t->is_contiguous()) {
         to = quantize_type_for_rows(*quantized_.target, t->ne[0]);
         if (!to) {
             ++quantized_.n_kept;
@@ -204,11 +206,12 @@ const Tensor *Model::finish_matmul_weight(Tensor *t, const std::string &name, bo
     }
     if (!to) return prepare_weight(t, name);
     const auto t0 = std::chrono::steady_clock::now();
-    const size_t in_bytes = t->nbytes(), out_bytes = row_bytes(*to, t->ne[0]) * (size_t)t->ne[1];
+    const int64_t rows = t->ne[1] * t->ne[2];
+    const size_t in_bytes = t->nbytes(), out_bytes = row_bytes(*to, t->ne[0]) * (size_t)rows;
     std::unique_ptr<PageBuffer> buf = PageBuffer::allocate(out_bytes);
     if (!buf) fail(VT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes to quantize '%s'", out_bytes, name.c_str());
     quantize_rows_parallel(t->type, static_cast<const uint8_t *>(t->data), t->nb[1], *to, buf->data(), t->ne[0],
-                           t->ne[1]);
+                           rows);
     if (release) gguf_->release(t->data, in_bytes);
     if (*to != *quantized_.target) {
         ++quantized_.n_fallback;
@@ -219,7 +222,7 @@ const Tensor *Model::finish_matmul_weight(Tensor *t, const std::string &name, bo
     quantized_.bytes_in += in_bytes;
     quantized_.bytes_out += out_bytes;
     quantized_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    tensor_init(*t, *to, t->ne[0], t->ne[1], 1, 1, buf->data(), t->name);
+    tensor_init(*t, *to, t->ne[0], t->ne[1], t->ne[2], 1, buf->data(), t->name);
     // As if read from a file of that type; preparing copies it into a
     // buffer of its own where the device has a faster layout.
     const Tensor *r = prepare_weight(t, name);

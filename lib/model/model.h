@@ -166,9 +166,9 @@ public:
     // output: it is the largest matmul of a decode step.
     const Tensor *output_weight(const std::string &embedding, std::initializer_list<int64_t> shape);
     // A mixture-of-experts weight (ne0, rows, n_expert), only ever the src0
-    // of MUL_MAT_ID. It is prepared like a matmul weight (never quantized at
-    // load) after the architecture's load, while the copies stay within the
-    // weights budget; past it, it is read from the file mapping.
+    // of MUL_MAT_ID. It is quantized at load and prepared like a matmul
+    // weight after the architecture's load, while the copies stay within the
+    // weights budget; past it, it is read from the file mapping as stored.
     const Tensor *expert_weight(const std::string &name, std::initializer_list<int64_t> shape);
     // Rows [row0, row0 + n_rows) of a required (ne0, total_rows) matrix as a
     // matmul weight of its own: one part of a fused projection (Phi-3's qkv
