@@ -22,7 +22,14 @@ generation_config.json), <name>.gguf (its conversion, float32 weights) and
             greedy_margins: top1 - top2 at each step.
 The configs are chosen to exercise each feature: prompts longer than the
 sliding windows, q/k/v biases, q/k norms, head sizes that are not
-n_embd / n_head, tied and untied outputs, Llama 3 rope scaling.
+n_embd / n_head, tied and untied outputs, Llama 3 rope scaling; mixtures of
+experts (8 routed, 2 used): softmax routers with and without renormalised
+weights (Qwen3-MoE, Mixtral, OLMoE), DeepSeek V2 and V3 multi-head latent
+attention with and without a low-rank q, YaRN with DeepSeek's mscale, a
+dense first layer, shared experts, routed_scaling_factor, and V3's sigmoid
+router with a score correction bias and group-limited selection. For a
+mixture of experts the script prints how many distinct experts each MoE
+layer routed the prompts' tokens to (all 8, or the routing is not tested).
 
 The tokenizer is a byte-level BPE of 384 tokens trained on the first 64 KB of
 ../shared/data/tokenizers/corpus/war-and-peace.txt, so each fixture stays
@@ -47,6 +54,13 @@ CORPUS = REPO.parent / "shared" / "data" / "tokenizers" / "corpus" / "war-and-pe
 VOCAB = 384
 N_GREEDY = 32
 SEED = 1234
+# Seeds for the mixtures of experts, found by trying (most seeds give some
+# greedy step within 0.01 of a tie, and vt's f16 K, V and attention
+# probabilities move logits by up to ~4e-3): every greedy margin above 0.05,
+# 4 to 8 distinct greedy tokens, the routers' top-k gaps above 5e-5 and all
+# 8 experts of every MoE layer chosen by some prompt token.
+SEEDS = {"qwen3_moe": 1590, "mixtral": 1274, "olmoe": 1308, "deepseek_v2": 1399, "deepseek_v2_qlora": 1403,
+         "deepseek_v3": 1508}
 
 PROMPTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -58,6 +72,21 @@ PROMPTS = [
 # sizes differ from n_embd / n_head where the architecture allows it.
 COMMON = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
               max_position_embeddings=512, rms_norm_eps=1e-6)
+# DeepSeek V2: MLA (kv_lora_rank 32, nope 16 + rope 8 per q/k head, v 16), a
+# dense first layer, two shared experts, softmax greedy top-k without
+# renormalising, routed_scaling_factor 1.5, YaRN with DeepSeek's mscale (the
+# softmax scale times mscale(4, 0.707)^2). scoring_func is not a transformers
+# parameter, but the real configs carry it and the converter reads it for
+# the gating function.
+DEEPSEEK = dict(hidden_size=64, intermediate_size=128, moe_intermediate_size=32, num_hidden_layers=3,
+                num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512, rms_norm_eps=1e-6,
+                tie_word_embeddings=False, q_lora_rank=None, kv_lora_rank=32, qk_nope_head_dim=16,
+                qk_rope_head_dim=8, v_head_dim=16, first_k_dense_replace=1, n_routed_experts=8,
+                num_experts_per_tok=2, n_shared_experts=2, topk_method="greedy", n_group=None, topk_group=None,
+                norm_topk_prob=False, routed_scaling_factor=1.5, scoring_func="softmax",
+                rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                 "original_max_position_embeddings": 128, "mscale": 0.707,
+                                 "mscale_all_dim": 0.707, "beta_fast": 32, "beta_slow": 1})
 CONFIGS = {
     "llama": ("LlamaForCausalLM", "LlamaConfig", dict(
         COMMON, num_hidden_layers=2, tie_word_embeddings=False,
@@ -93,6 +122,37 @@ CONFIGS = {
         layer_types=["sliding_attention"] * 5 + ["full_attention"],
         rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})),
+    # Mixtures of experts: 8 routed experts, 2 used per token, expert width 32.
+    "qwen3_moe": ("Qwen3MoeForCausalLM", "Qwen3MoeConfig", dict(
+        COMMON, num_hidden_layers=2, tie_word_embeddings=False, head_dim=32,
+        num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32, norm_topk_prob=True,
+        decoder_sparse_step=1, mlp_only_layers=[],
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})),
+    "mixtral": ("MixtralForCausalLM", "MixtralConfig", dict(
+        COMMON, num_hidden_layers=2, tie_word_embeddings=False, intermediate_size=32, sliding_window=None,
+        num_local_experts=8, num_experts_per_tok=2,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})),
+    # OLMoE: q/k norms over the whole projections, so as many kv heads as
+    # heads (llama.cpp's OLMoE wants k_norm n_embd wide); the converter
+    # writes an rms eps of 1e-5 whatever the config says, hence 1e-5.
+    "olmoe": ("OlmoeForCausalLM", "OlmoeConfig", dict(
+        COMMON, num_hidden_layers=2, num_key_value_heads=4, rms_norm_eps=1e-5, tie_word_embeddings=False,
+        intermediate_size=32, num_experts=8, num_experts_per_tok=2, norm_topk_prob=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
+    # DEEPSEEK, with q as is and through a low-rank q (q_lora_rank 24).
+    "deepseek_v2": ("DeepseekV2ForCausalLM", "DeepseekV2Config", DEEPSEEK),
+    "deepseek_v2_qlora": ("DeepseekV2ForCausalLM", "DeepseekV2Config", dict(DEEPSEEK, q_lora_rank=24)),
+    # DeepSeek V3: sigmoid router with a score correction bias (random, see
+    # make), 4 groups of 2 experts of which the best 2 by top-2 sum stay
+    # eligible, renormalised weights times 2.5, one shared expert, YaRN with
+    # mscale 1, no multi-token-prediction layer.
+    "deepseek_v3": ("DeepseekV3ForCausalLM", "DeepseekV3Config", dict(
+        DEEPSEEK, q_lora_rank=24, n_shared_experts=1, topk_method="noaux_tc", n_group=4, topk_group=2,
+        norm_topk_prob=True, routed_scaling_factor=2.5, scoring_func="sigmoid", rope_interleave=True,
+        num_mtp_layers=0,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                         "original_max_position_embeddings": 128, "mscale": 1.0, "mscale_all_dim": 1.0,
+                         "beta_fast": 32, "beta_slow": 1})),
 }
 
 
@@ -138,7 +198,7 @@ def make(name: str, llama_cpp: Path) -> None:
         tok = train_tokenizer(folder)
         cfg = getattr(transformers, cfg_name)(vocab_size=len(tok), bos_token_id=tok.bos_token_id,
                                               eos_token_id=tok.eos_token_id, pad_token_id=None, **kwargs)
-        torch.manual_seed(SEED)
+        torch.manual_seed(SEEDS.get(name, SEED))
         model = getattr(transformers, cls_name)(cfg).to(torch.float32).eval()
         # Random init gives logits of a few hundredths; widen the spread so
         # that greedy margins are far above float32 noise.
@@ -146,6 +206,11 @@ def make(name: str, llama_cpp: Path) -> None:
             for p in model.parameters():
                 if p.dim() >= 2:
                     p.mul_(4.0)
+            # DeepSeek V3's router bias starts at zero: give it the size of
+            # the sigmoid scores, so that it changes which experts win.
+            for m in model.modules():
+                if getattr(m, "e_score_correction_bias", None) is not None:
+                    m.e_score_correction_bias.copy_(torch.randn_like(m.e_score_correction_bias) * 0.1)
         model.save_pretrained(folder, safe_serialization=True)
         if name == "phi3":
             # The converter reads a BPE vocabulary for Phi only when the
@@ -161,6 +226,11 @@ def make(name: str, llama_cpp: Path) -> None:
         shutil.rmtree(kept, ignore_errors=True)
         shutil.copytree(folder, kept)
 
+        # The experts each MoE router (mlp.gate) picks over the prompts.
+        routed: dict[str, set[int]] = {}
+        hooks = [m.register_forward_hook(lambda m, args, out, n=n: routed.setdefault(n, set()).update(
+                     out[2].flatten().tolist()))
+                 for n, m in model.named_modules() if n.endswith(".mlp.gate")]
         prompts = []
         with torch.no_grad():
             for text in PROMPTS:
@@ -168,6 +238,8 @@ def make(name: str, llama_cpp: Path) -> None:
                 logits = model(torch.tensor([ids])).logits[0].float()
                 prompts.append({"text": text, "ids": ids,
                                 "logits": [[round(float(v), 6) for v in row] for row in logits]})
+            for h in hooks:
+                h.remove()
             seq = list(prompts[-1]["ids"])
             greedy, margins = [], []
             for _ in range(N_GREEDY):
@@ -185,7 +257,9 @@ def make(name: str, llama_cpp: Path) -> None:
         path = OUT / f"{name}.json"
         path.write_text(json.dumps(golden, separators=(",", ":")) + "\n", encoding="utf-8")
         print(f"{name}: {(OUT / f'{name}.gguf').stat().st_size} + {path.stat().st_size} bytes, "
-              f"min greedy margin {min(margins):.4f}", file=sys.stderr)
+              f"min greedy margin {min(margins):.4f}"
+              + (f", experts used per MoE layer {[len(e) for e in routed.values()]}" if routed else ""),
+              file=sys.stderr)
 
 
 def main() -> None:
