@@ -31,9 +31,13 @@ Weight bytes per token = the sum of the GGUF's tensor sizes, which is what a
 decode step streams from memory: every matrix is read once per token, the
 tied token embedding included (it is the output matrix). When the file has a
 separate output.weight, token_embd.weight is left out (decode reads one row of
-it). The KV cache (a few MB at these contexts) is not counted, except with
--d D (both engines' --n-depth: the tests run on a context already D tokens
-deep), where the f16 K and V of the decode steps' average context, D + n/2
+it). In a mixture-of-experts file (<arch>.expert_used_count), a token reads
+only the experts its router picks: of each stacked-experts tensor
+(blk.N.ffn_{gate,up,down}_exps.weight, n_expert in its last dimension) it
+counts n_expert_used / n_expert of the bytes, every other tensor whole.
+The KV cache (a few MB at these contexts) is not counted, except with -d D
+(both engines' --n-depth: the tests run on a context already D tokens deep),
+where the f16 K and V of the decode steps' average context, D + n/2
 positions, are added. "vt %" and "llama %" are each engine's median tg as a
 percentage of that roofline.
 
@@ -52,11 +56,13 @@ Models: by default the real default model (vt_models "smollm2",
 SmolLM2-135M-Instruct Q4_1). --matrix adds the random-weight files of
 make-random-gguf.py (smollm2-135m and llama-3.2-1b shapes x Q4_0 Q4_1 Q8_0
 Q4_K Q6_K F16 BF16), written on first use into <model cache>/random/.
+--moe adds its mixture-of-experts files (qwen3moe-a3b and olmoe-1b-7b shapes x
+Q4_K Q8_0, 3.3-3.8 GB at Q8_0; --no-real leaves out the real model here too).
 
 llama-bench is built from the llama.cpp that llama-cpp-python's sdist vendors
 (pinned version below), outside the repository, and reused once built:
     source: ~/.cache/vt/llama.cpp-src   (pip download --no-deps --no-binary :all:)
-    build:  ~/.cache/vt/llama.cpp-build (cmake, GGML_NATIVE=ON, Release)
+    build:  ~/.cache/vt/llama.cpp-build-noamx (cmake, GGML_NATIVE=ON without AMX, Release)
 
 --isa avx2 compares both engines as on a CPU without AVX-512 (most client
 x86 CPUs): vt-bench runs with VT_CPU_ISA=avx2, llama-bench is a second build
@@ -67,15 +73,18 @@ Usage (from the repository root; vt-bench, vt-membw and vt-flops from a meson bu
     python3 examples/bench/compare-llama-bench.py                  # smollm2, all cores
     python3 examples/bench/compare-llama-bench.py --matrix --threads 1,2 --json
     python3 examples/bench/compare-llama-bench.py --matrix --shapes smollm2-135m --types Q4_0,Q8_0
+    python3 examples/bench/compare-llama-bench.py --moe --no-real -t 2 -r 3
     python3 examples/bench/compare-llama-bench.py -t 2 -r 3 --bin-dir build-lead/examples/bench
     python3 examples/bench/compare-llama-bench.py --build-only --jobs 1
     python3 examples/bench/compare-llama-bench.py --matrix --isa avx2 -t 2
     python3 examples/bench/compare-llama-bench.py -t 2 -p 512 -n 128 -d 4096  # long context
     python3 examples/bench/compare-llama-bench.py --skip-vt         # llama.cpp numbers only
 
-The load average is printed before and after: on a busy machine (load near or
-above the core count) multi-threaded numbers, llama.cpp's especially (its
-OpenMP threads spin; see --omp-passive), are not meaningful.
+The load average is printed before and after the run, and for each row (the
+table's "load": the 1-minute load before and after its runs): on a busy
+machine (load near or above the core count) multi-threaded numbers,
+llama.cpp's especially (its OpenMP threads spin; see --omp-passive), are not
+meaningful.
 """
 from __future__ import annotations
 
@@ -96,6 +105,9 @@ sys.path.insert(0, str(REPO / "examples" / "models"))
 import vt_models  # noqa: E402
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
+# --moe: make-random-gguf.py's mixture-of-experts shapes and the types they are measured in
+MOE_SHAPES = "qwen3moe-a3b,olmoe-1b-7b"
+MOE_TYPES = "Q4_K,Q8_0"
 
 
 def log(msg: str) -> None:
@@ -112,8 +124,12 @@ def llama_bench_binary(build: Path) -> Path:
 
 
 # llama.cpp's CPU feature flags per --isa (with GGML_NATIVE=OFF).
+# Native without AMX: on CPUs with AMX (Sapphire Rapids VMs), llama-bench of
+# this llama.cpp dies with SIGILL in ggml's AMX mul_mat (tilezero on worker
+# threads that never asked for the tile state); vt has no AMX kernels either.
+NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 LLAMA_ISA_FLAGS = {
-    "native": ["-DGGML_NATIVE=ON"],
+    "native": ["-DGGML_NATIVE=ON", f"-DCMAKE_C_FLAGS={NO_AMX}", f"-DCMAKE_CXX_FLAGS={NO_AMX}"],
     "avx2": ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON",
              "-DGGML_F16C=ON", "-DGGML_BMI2=ON", "-DGGML_AVX512=OFF"],
 }
@@ -121,7 +137,7 @@ LLAMA_ISA_FLAGS = {
 
 def ensure_llama_bench(cache: Path, jobs: int, nice: int, isa: str = "native") -> Path:
     src_root = cache / "llama.cpp-src"
-    build = cache / ("llama.cpp-build" if isa == "native" else f"llama.cpp-build-{isa}")
+    build = cache / ("llama.cpp-build-noamx" if isa == "native" else f"llama.cpp-build-{isa}")
     exe = llama_bench_binary(build)
     if exe.is_file() and os.access(exe, os.X_OK):
         return exe
@@ -259,7 +275,7 @@ def run_flops(exe: Path, t: int, isa: str) -> dict | None:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-# --- GGUF tensor sizes (a minimal reader: header, metadata skipped, tensor infos) ---
+# --- GGUF tensor sizes (a minimal reader: header, metadata but arrays, tensor infos) ---
 
 # ggml type id -> (block elements, block bytes)
 GGML_TYPE_SIZE = {
@@ -272,9 +288,11 @@ GGML_TYPE_SIZE = {
 }
 
 
-def gguf_tensors(path: Path) -> list[tuple[str, int, int, tuple[int, ...]]]:
-    """(name, ggml type, bytes, shape) of every tensor in a GGUF file."""
+def gguf_tensors(path: Path) -> tuple[dict, list[tuple[str, int, int, tuple[int, ...]]]]:
+    """The metadata's numbers and strings ({key: value}; arrays skipped) and
+    (name, ggml type, bytes, shape) of every tensor in a GGUF file."""
     scalar = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    scalar_fmt = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
     with open(path, "rb") as f:
         def rd(fmt: str):
             return struct.unpack("<" + fmt, f.read(struct.calcsize("<" + fmt)))
@@ -301,10 +319,16 @@ def gguf_tensors(path: Path) -> list[tuple[str, int, int, tuple[int, ...]]]:
         magic, version, n_tensors, n_kv = rd("4sIQQ")
         if magic != b"GGUF" or version < 2:
             raise ValueError(f"{path} is not a GGUF v2+ file")
+        kv = {}
         for _ in range(n_kv):
-            rd_str()
+            key = rd_str().decode()
             (vtype,) = rd("I")
-            skip(vtype)
+            if vtype in scalar_fmt:
+                (kv[key],) = rd(scalar_fmt[vtype])
+            elif vtype == 8:
+                kv[key] = rd_str().decode(errors="replace")
+            else:
+                skip(vtype)
         out = []
         for _ in range(n_tensors):
             name = rd_str().decode()
@@ -318,16 +342,26 @@ def gguf_tensors(path: Path) -> list[tuple[str, int, int, tuple[int, ...]]]:
             for d in ne:
                 n_el *= d
             out.append((name, ttype, n_el // be * bb, tuple(ne)))
-        return out
+        return kv, out
 
 
-def decode_bytes_per_token(ts: list, kv_tokens: float = 0) -> int:
+def n_expert_used(kv: dict) -> int:
+    """<arch>.expert_used_count of a mixture-of-experts file, else 0. kv: gguf_tensors()'s."""
+    return int(kv.get(f"{kv.get('general.architecture', '')}.expert_used_count", 0) or 0)
+
+
+def decode_bytes_per_token(ts: list, kv_tokens: float = 0, n_used: int = 0) -> int:
     """Bytes one decode step reads: all tensors, token_embd.weight only when it
-    doubles as the output matrix (no output.weight); plus, with kv_tokens
-    (the average context of the decode steps; left out at depth 0), the f16
-    K and V of that many positions in every layer. ts: gguf_tensors()."""
+    doubles as the output matrix (no output.weight), of stacked experts
+    (*_exps, n_expert in the last dimension) n_used / n_expert where n_used
+    (the file's experts per token) is given; plus, with kv_tokens (the
+    average context of the decode steps; left out at depth 0), the f16 K and
+    V of that many positions in every layer. ts: gguf_tensors()'s tensors."""
     names = {t[0] for t in ts}
-    weights = sum(b for name, _, b, _ in ts
+
+    def share(name: str, ne: tuple) -> float:
+        return n_used / ne[-1] if n_used and "_exps." in name and len(ne) == 3 else 1.0
+    weights = sum(b * share(name, ne) for name, _, b, ne in ts
                   if not (name == "token_embd.weight" and "output.weight" in names))
     kv_dims = sum(ne[1] for name, _, _, ne in ts if name.endswith(".attn_k.weight") and len(ne) == 2)
     return int(weights + 2 * 2 * kv_dims * kv_tokens)
@@ -411,7 +445,9 @@ def main() -> int:
                     help="random shapes for --matrix (comma-separated; also qwen3-0.6b, qwen2.5-1.5b)")
     ap.add_argument("--types", default="Q4_0,Q4_1,Q8_0,Q4_K,Q6_K,F16,BF16",
                     help="random types for --matrix (comma-separated)")
-    ap.add_argument("--no-real", action="store_true", help="with --matrix: leave out the real model")
+    ap.add_argument("--moe", action="store_true",
+                    help="also the random mixture-of-experts files (shapes " + MOE_SHAPES + " x " + MOE_TYPES + ")")
+    ap.add_argument("--no-real", action="store_true", help="with --matrix or --moe: leave out the real model")
     ap.add_argument("-t", "--threads", default=str(os.cpu_count() or 1),
                     help="thread counts, comma-separated, e.g. 1,2 (default: all cores)")
     ap.add_argument("-r", "--repetitions", type=int, default=5)
@@ -468,12 +504,14 @@ def main() -> int:
     models: list[tuple[str, Path]] = []
     if a.model:
         models += [(Path(m).name, Path(m)) for m in a.model]
-    elif not (a.matrix and a.no_real):
+    elif not ((a.matrix or a.moe) and a.no_real):
         path = vt_models.model_path(a.model_name)
         models.append((f"{a.model_name} ({path.name})", path))
     if a.matrix:
         models += random_models([s for s in a.shapes.split(",") if s],
                                 [t for t in a.types.split(",") if t])
+    if a.moe:
+        models += random_models(MOE_SHAPES.split(","), MOE_TYPES.split(","))
 
     tests = tests_of(a.n_prompt, a.n_gen)
     tg = f"tg{a.n_gen}" if a.n_gen > 0 else None
@@ -487,11 +525,13 @@ def main() -> int:
     errors = []
     commit = None
     for label, path in models:
-        tensors = gguf_tensors(path)
-        bpt = decode_bytes_per_token(tensors, a.n_depth + a.n_gen / 2 if a.n_depth else 0)
+        kv, tensors = gguf_tensors(path)
+        n_used = n_expert_used(kv)
+        bpt = decode_bytes_per_token(tensors, a.n_depth + a.n_gen / 2 if a.n_depth else 0, n_used)
         fpt = f16_prefill_flops_per_token(tensors, a.n_prompt, a.n_depth) if peaks else None
         for t in threads:
             row = {"model": label, "file": str(path), "threads": t, "bytes_per_token": bpt,
+                   "n_expert_used": n_used, "loadavg": [os.getloadavg()[0]],
                    "vt": {}, "llama.cpp": {}}
             engines = [e for e in ("vt", "llama.cpp")
                        if not (e == "vt" and a.skip_vt) and not (e == "llama.cpp" and a.skip_llama)]
@@ -537,6 +577,7 @@ def main() -> int:
             if fpt and peaks.get(t):
                 row["prefill_flops_per_token"] = fpt
                 row["prefill_roofline_tps"] = peaks[t]["best_gflops"] * 1e9 / fpt
+            row["loadavg"].append(os.getloadavg()[0])
             rows.append(row)
     load_after = loadavg()
     elapsed = time.monotonic() - t_start
@@ -553,14 +594,18 @@ def main() -> int:
           + "; ".join(f"{t} thread{'s' if t > 1 else ''} "
                       f"{min(r['best_gbs'] for r in readings[t]):.1f}-"
                       f"{max(r['best_gbs'] for r in readings[t]):.1f} GB/s" for t in threads))
-    print(f"load average before {load_before}, after {load_after} ({ncpu} cores); "
+    print(f"load average before {load_before}, after {load_after} ({ncpu} cores; \"load\": a row's "
+          f"1-minute load before-after its runs); "
           f"{elapsed / 60:.1f} min")
     if tg:
         print(f"roofline = bandwidth next to the row (GB/s) / "
               f"{'weight + KV cache' if a.n_depth else 'weight'} MB per token; "
               f"vt %, llama % = median {tg} / roofline")
+        if any(row["n_expert_used"] for row in rows):
+            print("mixture-of-experts rows: MB per token counts of each *_exps tensor only the "
+                  "n_expert_used / n_expert share one token reads")
     print()
-    hdr = ["model", "t"]
+    hdr = ["model", "t", "load"]
     for test in tests:
         at = f" @ d{a.n_depth}" if a.n_depth else ""  # llama-bench's label
         hdr += [f"vt {test}{at}", f"llama {test}{at}", "ratio", "paired"]
@@ -570,7 +615,7 @@ def main() -> int:
     print("|" + "|".join(["---"] + ["---:"] * (len(hdr) - 1)) + "|")
     noisy = []
     for row in rows:
-        cells = [row["model"], str(row["threads"])]
+        cells = [row["model"], str(row["threads"]), "-".join(f"{x:.1f}" for x in row["loadavg"])]
         for test in tests:
             for engine in ("vt", "llama.cpp"):
                 r = row[engine]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random-weight GGUFs in real model shapes (Llama, Qwen2, Qwen3), for throughput benchmarks.
+"""Random-weight GGUFs in real model shapes (Llama, Qwen2, Qwen3, Qwen3-MoE, OLMoE), for throughput benchmarks.
 
 Prefill and decode speed depend on the shapes and the weight types, not on the
 values, so these files stand in for models no hub can give us here. They are
@@ -18,10 +18,29 @@ Shapes (hyperparameters of the real models):
     qwen2.5-1.5b  arch qwen2: n_embd 1536, 28 layers, 12 heads / 2 kv heads of
                   128, q/k/v biases, n_ff 8960, vocab 151936, ctx 32768, rope
                   base 1000000, tied output
+    qwen3moe-a3b  arch qwen3moe, Qwen3-30B-A3B's layer with 4 of its 48
+                  layers: n_embd 2048, 32 heads / 4 kv heads of 128, q/k
+                  norms per head, 128 experts of n_ff 768, 8 used (the
+                  router's weights renormalized), feed_forward_length 6144
+                  as the real file, vocab 151936, ctx 40960, rope base
+                  1000000, separate output.weight
+    olmoe-1b-7b   arch olmoe, OLMoE-1B-7B's layer with 8 of its 16 layers:
+                  n_embd 2048, 16 heads of 128 (no GQA), q/k norms over the
+                  whole projection, 64 experts of n_ff 1024, 8 used, vocab
+                  50304, ctx 4096, rope base 10000, separate output.weight
+The MoE shapes keep fewer layers than their models so that a file fits this
+kind of machine's memory (Q8_0: 3.3 and 3.8 GB; Q4_K: 1.8 and 2.0 GB); a
+layer is the real one, so prefill and decode per layer are as in the model,
+but the output matrix weighs more in the total than in the real model. Each
+layer has the router blk.N.ffn_gate_inp.weight (F32, as llama-quantize leaves
+it) and the experts stacked as llama.cpp's converter writes them:
+blk.N.ffn_{gate,up}_exps.weight (n_embd, n_ff, n_expert) and
+blk.N.ffn_down_exps.weight (n_ff, n_embd, n_expert). They are written only
+when named (--shape; compare-llama-bench.py --moe), not by default.
 Types: Q4_0 Q4_1 Q8_0 Q4_K Q6_K F16 BF16 (norm weights are always F32).
 
 Tensor types ("pure", like `llama-quantize --pure`): every matrix, the token
-embedding included, is in the named type, so a file measures that type's
+embedding and the experts included, is in the named type, so a file measures that type's
 kernels. (llama.cpp's default recipe would instead store the tied
 embedding/output as Q6_K, or Q8_0 when its rows are not a multiple of 256;
 the real SmolLM2 Q4_1 file does that, with a Q8_0 token_embd.) The one
@@ -47,6 +66,7 @@ ${VT_MODEL_DIR:-~/.cache/vt/models}); an existing file is kept unless --force.
 Usage (from the repository root, with the project venv that has `gguf`):
     .venv/bin/python examples/bench/make-random-gguf.py                 # all shapes x types
     .venv/bin/python examples/bench/make-random-gguf.py --shape smollm2-135m --type Q4_0
+    .venv/bin/python examples/bench/make-random-gguf.py --shape qwen3moe-a3b --shape olmoe-1b-7b --type Q4_K --type Q8_0
     .venv/bin/python examples/bench/make-random-gguf.py --list           # paths, present or not
     .venv/bin/python examples/bench/make-random-gguf.py --check FILE     # dequantized stats
 
@@ -93,6 +113,11 @@ class Shape:
     head_dim: int = 0        # 0: n_embd / n_head
     qk_norm: bool = False    # attn_{q,k}_norm.weight (Qwen3)
     qkv_bias: bool = False   # attn_{q,k,v}.bias (Qwen2)
+    qk_norm_full: bool = False  # q/k norms over the whole projection (OLMoE), not per head
+    tied: bool = True        # token_embd.weight doubles as the output matrix
+    n_expert: int = 0        # mixture of experts: experts per layer (0: a dense FFN)
+    n_expert_used: int = 0
+    n_ff_exp: int = 0        # an expert's FFN width
 
     @property
     def hd(self) -> int:
@@ -106,7 +131,12 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
           head_dim=128, qk_norm=True),
     Shape("qwen2.5-1.5b", "1.5B", 1536, 28, 12, 2, 8960, 151936, 32768, 1000000.0, 1e-6, arch="qwen2",
           qkv_bias=True),
+    Shape("qwen3moe-a3b", "30B-A3B", 2048, 4, 32, 4, 6144, 151936, 40960, 1000000.0, 1e-6, arch="qwen3moe",
+          head_dim=128, qk_norm=True, tied=False, n_expert=128, n_expert_used=8, n_ff_exp=768),
+    Shape("olmoe-1b-7b", "1B-7B", 2048, 8, 16, 16, 1024, 50304, 4096, 10000.0, 1e-5, arch="olmoe",
+          qk_norm=True, qk_norm_full=True, tied=False, n_expert=64, n_expert_used=8, n_ff_exp=1024),
 )}
+DENSE_SHAPES = [name for name, s in SHAPES.items() if not s.n_expert]
 
 TYPES: dict[str, QT] = {
     "Q4_0": QT.Q4_0, "Q4_1": QT.Q4_1, "Q8_0": QT.Q8_0, "Q4_K": QT.Q4_K,
@@ -199,30 +229,46 @@ def random_float(rng: np.random.Generator, qt: QT, rows: int, ne0: int) -> np.nd
     return (u >> 16).astype(np.uint16).view(np.uint8).reshape(rows, 2 * ne0)
 
 
-def tensor_plan(s: Shape) -> list[tuple[str, int, int, bool]]:
-    """(name, ne0, ne1, is_norm) in llama.cpp's order; ne0 is the row length."""
+def tensor_plan(s: Shape) -> list[tuple[str, tuple[int, ...], bool]]:
+    """(name, ne, is_f32) in llama.cpp's order; ne is ggml's (ne0 = the row
+    length, ...). F32: the 1-D norms and biases, and the MoE router; every
+    other tensor is a matrix (or a stack of experts' matrices) in the file's type."""
     hd = s.hd
     q, kv = s.n_head * hd, s.n_head_kv * hd
-    plan = [("token_embd.weight", s.n_embd, s.n_vocab, False)]
+    plan = [("token_embd.weight", (s.n_embd, s.n_vocab), False)]
     for i in range(s.n_layer):
         p = f"blk.{i}."
-        plan += [(p + "attn_norm.weight", s.n_embd, 1, True)]
+        plan += [(p + "attn_norm.weight", (s.n_embd,), True)]
         if s.qkv_bias:  # 1-D F32 like the norms
-            plan += [(p + "attn_q.bias", q, 1, True), (p + "attn_k.bias", kv, 1, True),
-                     (p + "attn_v.bias", kv, 1, True)]
+            plan += [(p + "attn_q.bias", (q,), True), (p + "attn_k.bias", (kv,), True),
+                     (p + "attn_v.bias", (kv,), True)]
         if s.qk_norm:
-            plan += [(p + "attn_q_norm.weight", hd, 1, True), (p + "attn_k_norm.weight", hd, 1, True)]
+            plan += [(p + "attn_q_norm.weight", (q if s.qk_norm_full else hd,), True),
+                     (p + "attn_k_norm.weight", (kv if s.qk_norm_full else hd,), True)]
         plan += [
-            (p + "attn_q.weight", s.n_embd, q, False),
-            (p + "attn_k.weight", s.n_embd, kv, False),
-            (p + "attn_v.weight", s.n_embd, kv, False),
-            (p + "attn_output.weight", q, s.n_embd, False),
-            (p + "ffn_norm.weight", s.n_embd, 1, True),
-            (p + "ffn_gate.weight", s.n_embd, s.n_ff, False),
-            (p + "ffn_up.weight", s.n_embd, s.n_ff, False),
-            (p + "ffn_down.weight", s.n_ff, s.n_embd, False),
+            (p + "attn_q.weight", (s.n_embd, q), False),
+            (p + "attn_k.weight", (s.n_embd, kv), False),
+            (p + "attn_v.weight", (s.n_embd, kv), False),
+            (p + "attn_output.weight", (q, s.n_embd), False),
+            (p + "ffn_norm.weight", (s.n_embd,), True),
         ]
-    plan.append(("output_norm.weight", s.n_embd, 1, True))
+        if s.n_expert:
+            ff, e = s.n_ff_exp or s.n_ff, s.n_expert
+            plan += [
+                (p + "ffn_gate_inp.weight", (s.n_embd, e), True),
+                (p + "ffn_gate_exps.weight", (s.n_embd, ff, e), False),
+                (p + "ffn_down_exps.weight", (ff, s.n_embd, e), False),
+                (p + "ffn_up_exps.weight", (s.n_embd, ff, e), False),
+            ]
+        else:
+            plan += [
+                (p + "ffn_gate.weight", (s.n_embd, s.n_ff), False),
+                (p + "ffn_up.weight", (s.n_embd, s.n_ff), False),
+                (p + "ffn_down.weight", (s.n_ff, s.n_embd), False),
+            ]
+    plan.append(("output_norm.weight", (s.n_embd,), True))
+    if not s.tied:
+        plan.append(("output.weight", (s.n_embd, s.n_vocab), False))
     return plan
 
 
@@ -289,6 +335,10 @@ def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[s
     if s.head_dim:
         w.add_key_length(s.hd)
         w.add_value_length(s.hd)
+    if s.n_expert:
+        w.add_expert_count(s.n_expert)
+        w.add_expert_used_count(s.n_expert_used)
+        w.add_expert_feed_forward_length(s.n_ff_exp or s.n_ff)
     w.add_vocab_size(s.n_vocab)
     w.add_file_type(FILE_TYPE[type_name])
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
@@ -296,31 +346,36 @@ def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[s
 
     mix: dict[str, int] = {}
     types: list[QT] = []
-    for name, ne0, ne1, is_norm in plan:
-        if is_norm:
+    for name, ne, is_f32 in plan:
+        ne0, rows = ne[0], int(np.prod(ne[1:]))
+        outer = tuple(reversed(ne[1:]))  # numpy order of the rows' dimensions
+        if is_f32:
             t = QT.F32
-            w.add_tensor_info(name, (ne0,), np.dtype(np.float32), ne0 * 4)
+            w.add_tensor_info(name, outer + (ne0,), np.dtype(np.float32), rows * ne0 * 4)
         else:
             t = tensor_type(qt, ne0)
             bs, nb = gguf.GGML_QUANT_SIZES[t]
-            nbytes = ne1 * (ne0 // bs) * nb
+            nbytes = rows * (ne0 // bs) * nb
             if t == QT.F16:
-                w.add_tensor_info(name, (ne1, ne0), np.dtype(np.float16), nbytes)
+                w.add_tensor_info(name, outer + (ne0,), np.dtype(np.float16), nbytes)
             else:
-                w.add_tensor_info(name, (ne1, (ne0 // bs) * nb), np.dtype(np.uint8), nbytes, raw_dtype=t)
+                w.add_tensor_info(name, outer + ((ne0 // bs) * nb,), np.dtype(np.uint8), nbytes, raw_dtype=t)
             mix[t.name] = mix.get(t.name, 0) + nbytes
         types.append(t)
     try:
         w.write_header_to_file()
         w.write_kv_data_to_file()
         w.write_ti_data_to_file()
-        for (name, ne0, ne1, is_norm), t in zip(plan, types):
-            if is_norm:
+        for (name, ne, is_f32), t in zip(plan, types):
+            ne0, rows = ne[0], int(np.prod(ne[1:]))
+            if is_f32 and rows == 1:  # norm weights (and biases) near 1
                 arr = (1.0 + 0.1 * rng.standard_normal(ne0, dtype=np.float32)).astype(np.float32)
+            elif is_f32:  # the router: a random, roughly balanced choice of experts
+                arr = STD * rng.standard_normal((rows, ne0), dtype=np.float32)
             elif t in (QT.F16, QT.BF16):
-                arr = random_float(rng, t, ne1, ne0)
+                arr = random_float(rng, t, rows, ne0)
             else:
-                arr = random_blocks(rng, t, ne1, ne0)
+                arr = random_blocks(rng, t, rows, ne0)
             w.write_tensor_data(arr)
         w.close()
         os.replace(tmp, path)
@@ -352,7 +407,7 @@ def check(path: Path) -> None:
         if key in seen:
             continue
         data = np.asarray(t.data)
-        rows = data[:64] if data.ndim > 1 else data
+        rows = data.reshape(-1, data.shape[-1])[:64] if data.ndim > 1 else data
         x = gguf.quants.dequantize(rows, t.tensor_type).astype(np.float64)
         seen[key] = [x.mean(), x.std(), float(np.abs(x).max())]
         print(f"{path.name}: {t.name} {key}: mean {x.mean():+.4f} std {x.std():.4f} "
@@ -363,7 +418,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", action="append", choices=list(SHAPES),
-                    help="shape to write (repeatable; default all)")
+                    help="shape to write (repeatable; default the dense ones: " + ", ".join(DENSE_SHAPES) + ")")
     ap.add_argument("--type", action="append", choices=list(TYPES),
                     help="type to write (repeatable; default all)")
     ap.add_argument("--force", action="store_true", help="rewrite files that exist")
@@ -373,7 +428,7 @@ def main() -> int:
     if a.check:
         check(Path(a.check))
         return 0
-    for shape in a.shape or list(SHAPES):
+    for shape in a.shape or DENSE_SHAPES:
         for type_name in a.type or list(TYPES):
             if a.list:
                 p = file_path(shape, type_name)
