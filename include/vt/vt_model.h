@@ -156,8 +156,9 @@ typedef struct vt_model_info {
                                       the CPU, which reads the mapping or its repacked copies) */
     double upload_seconds;         /* wall time of those copies */
     uint32_t n_device_layers;      /* layers on that device (n_layer on the CPU) */
-    /* Since ABI 1.6: where the weights a forward pass reads are, in host memory
-     * (all 0 when the model is on another device), and mixture of experts. */
+    /* Since ABI 1.6: where the weights a forward pass reads are in host memory
+     * (those uploaded to another device not counted: with a device, experts
+     * stay in host memory and run on the CPU), and mixture of experts. */
     uint64_t resident_weight_bytes;  /* copies in memory: repacked, quantized, stacked */
     uint64_t mapped_weight_bytes;    /* read from the file mapping (the page cache) */
     uint64_t weight_bytes_per_token; /* weight bytes one decode token reads: every weight

@@ -152,12 +152,9 @@ void Model::prepare_experts() {
 
 void Model::count_weight_bytes() {
     WeightBytes w;
-    if (!device_is_host(device_)) {
-        weight_bytes_ = w;
-        return;
-    }
     std::vector<const void *> seen;
     for (const auto &t : weights_) {
+        if (!device_is_host(device_) && on_device(*t)) continue;  // in the device's memory
         if (std::find(seen.begin(), seen.end(), t->data) != seen.end()) continue;  // a view looked up twice
         seen.push_back(t->data);
         const uint64_t n = t->nbytes();
@@ -247,8 +244,12 @@ vt_device *Model::layer_device(uint32_t il) const {
     return il + n_device_layers_ >= hparams.n_layer ? device_ : cpu_device();
 }
 
-bool Model::on_device(const char *name) const {
+bool Model::on_device(const Tensor &t) const {
     if (device_is_host(device_)) return true;
+    // Experts stay in host memory (llama.cpp's --cpu-moe): no device backend
+    // has MUL_MAT_ID, and a node the device lacks would copy them every step.
+    if (std::find(experts_.begin(), experts_.end(), &t) != experts_.end()) return false;
+    const char *name = t.name;
     unsigned il = 0;
     int used = 0;
     if (std::sscanf(name, "blk.%u.%n", &il, &used) == 1 && used > 0) return layer_device(il) == device_;
@@ -256,7 +257,7 @@ bool Model::on_device(const char *name) const {
 }
 
 const Tensor *Model::prepare_weight(Tensor *t, const std::string &name) {
-    vt_device *dev = on_device(t->name) ? device_ : cpu_device();
+    vt_device *dev = on_device(*t) ? device_ : cpu_device();
     if (!device_is_host(dev)) return t;  // uploaded as stored (place_weights)
     vt_buffer_type *bt = dev->iface->get_buffer_type(dev);
     if (!bt->iface->prepare_weight) return t;
@@ -283,7 +284,7 @@ void Model::place_weights() {
     std::vector<size_t> sizes{0};
     size_t n_placed = 0;
     for (size_t i = 0; i < weights_.size(); ++i) {
-        if (!on_device(weights_[i]->name)) continue;
+        if (!on_device(*weights_[i])) continue;
         ++n_placed;
         const size_t n = aligned(weights_[i]->nbytes());
         if (n > max_size)
@@ -297,7 +298,7 @@ void Model::place_weights() {
     if (n_placed == 0) return;  // --n-gpu-layers 0: everything stays on the CPU
     for (size_t n : sizes) device_weights_.push_back(buffer_alloc(device_, n, "model weights"));
     for (size_t i = 0; i < weights_.size(); ++i) {
-        if (!on_device(weights_[i]->name)) continue;
+        if (!on_device(*weights_[i])) continue;
         Tensor &t = *weights_[i];
         vt_buffer *b = device_weights_[buffer_of[i]].get();
         const size_t n = t.nbytes();

@@ -185,8 +185,8 @@ public:
     // What quantization at load did (target nullopt: not asked for).
     const QuantizeStats &quantize_stats() const { return quantized_; }
 
-    // Where the weights a forward pass reads are, in host memory (0 on
-    // another device): copies (repacked, quantized, a folder's stacked
+    // Where the weights a forward pass reads are, in host memory (weights
+    // on another device are not counted): copies (repacked, quantized, a folder's stacked
     // experts) and the file mapping; and the bytes one decode token reads:
     // every weight but the experts whole (an untied embedding one row), of
     // each expert tensor n_expert_used / n_expert.
@@ -221,8 +221,9 @@ private:
     size_t prepared_bytes_ = 0;
     // Copies the weights into buffers of the device (not host memory).
     void place_weights();
-    // Whether the weight of that GGUF name goes to device_ (n_device_layers_).
-    bool on_device(const char *name) const;
+    // Whether weight t goes to device_ (by its layer: n_device_layers_;
+    // experts never).
+    bool on_device(const Tensor &t) const;
     vt_device *device_ = nullptr;
     uint32_t n_device_layers_ = 0;
     bool outer_on_device_ = false;  // embedding, output norm and output
