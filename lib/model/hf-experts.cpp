@@ -34,6 +34,7 @@ bool HfExperts::take(const SafetensorsTensor &t) {
         if (rest.rfind(prefix, 0) != 0) continue;
         const std::string tail = rest.substr(std::strlen(prefix));
         if (t.n_dims == 3 && (tail == "gate_up_proj" || tail == "down_proj")) {
+            if (t.ne[2] <= 0 || t.ne[1] <= 0) fail(VT_ERR_FORMAT, "%s: an empty expert tensor", t.name.c_str());
             // Fused: one (n_in, n_out, n_expert) tensor per layer.
             if (tail == "down_proj") {
                 parts_[blk + "ffn_down_exps.weight"][-1] = Part{t, 0, t.ne[1]};
