@@ -181,25 +181,12 @@ bool supports_attn_latent(const Node &n) {
 
 void op_attn_latent(const Node &n, const OpCtx &c) {
     const PagedShape s = paged_shape(n);
-    const Tensor *kc = n.src[3];
     const int32_t *idx = static_cast<const int32_t *>(n.src[5]->data);
-    const int64_t n_slots = s.n_blocks * s.block_size;
     const size_t per_thread = scratch_floats(s);
     float *scratch = reinterpret_cast<float *>(c.wdata) + (size_t)c.ith * per_thread;
 
-    // Phase 1: every token's K into its slot, before any thread reads the
-    // pool (a sequence may read blocks another of the batch fills).
-    {
-        int64_t b, e;
-        split(s.n_tok, c.ith, c.nth, b, e);
-        uint16_t *k16 = reinterpret_cast<uint16_t *>(scratch);
-        for (int64_t t = b; t < e; ++t) {
-            const int64_t slot = idx[3 * t];
-            if (slot < 0 || slot >= n_slots) continue;  // the runner never sends one; never write outside
-            write_k_row(kc, static_cast<const float *>(n.src[1]->data) + t * s.kv_row, slot, s.kv_row, k16);
-        }
-        c.barrier();
-    }
+    // Phase 1: every token's K into its slot.
+    write_new_rows(n, c, s, reinterpret_cast<uint16_t *>(scratch));
 
     // Phase 2. Scratch as the normal mode lays it out (ops-attention-paged.h),
     // then the tile.

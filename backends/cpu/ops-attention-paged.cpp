@@ -72,7 +72,7 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
     const PagedShape s = paged_shape(n);
     const Tensor *kc = n.src[3], *vc = n.src[4];
     const int32_t *idx = static_cast<const int32_t *>(n.src[5]->data);
-    const int64_t n_idx = n.src[5]->ne[0], n_slots = s.n_blocks * s.block_size, bs = s.block_size;
+    const int64_t n_idx = n.src[5]->ne[0], bs = s.block_size;
     const float scale = n.params.attn_paged.scale;
     uint8_t *vbase = static_cast<uint8_t *>(vc->data);
     const quant::Kernels &kern = quant::active_kernels();
@@ -80,20 +80,7 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
 
     // Phase 1: every token's K (one f16 per dimension row of its block) and
     // V row into its slot.
-    {
-        int64_t b, e;
-        split(s.n_tok, c.ith, c.nth, b, e);
-        uint16_t *k16 = reinterpret_cast<uint16_t *>(scratch);
-        for (int64_t t = b; t < e; ++t) {
-            const int64_t slot = idx[3 * t];
-            if (slot < 0 || slot >= n_slots) continue;  // the runner never sends one; never write outside
-            const float *kr = static_cast<const float *>(n.src[1]->data) + t * s.kv_row;
-            const float *vr = static_cast<const float *>(n.src[2]->data) + t * s.kv_row;
-            write_k_row(kc, kr, slot, s.kv_row, k16);
-            quantize_row(DType::F16, vr, vbase + (size_t)slot * vc->nb[1], s.kv_row);
-        }
-        c.barrier();
-    }
+    write_new_rows(n, c, s, reinterpret_cast<uint16_t *>(scratch));
 
     // Phase 2.
     const int64_t hd = s.head_dim, G = s.group, nq_max = queries_per_unit(s), ps = row_keys(s);

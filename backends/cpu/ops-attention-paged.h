@@ -91,6 +91,27 @@ inline void write_k_row(const Tensor *kc, const float *kr, int64_t slot, int64_t
     for (int64_t d = 0; d < kv_row; ++d) *reinterpret_cast<uint16_t *>(kblk + (size_t)d * kc->nb[1]) = k16[d];
 }
 
+// Phase 1 of both modes: this thread's share of the step's tokens, each K
+// row (and V row, when the node has a V pool) into its slot, then a barrier:
+// every write lands before any thread reads the pool (a sequence may read
+// blocks another sequence of the batch fills). scratch: kv_row f16.
+inline void write_new_rows(const Node &n, const OpCtx &c, const PagedShape &s, uint16_t *k16) {
+    const Tensor *kc = n.src[3], *vc = n.src[4];
+    const int32_t *idx = static_cast<const int32_t *>(n.src[5]->data);
+    const int64_t n_slots = s.n_blocks * s.block_size;
+    int64_t b, e;
+    split(s.n_tok, c.ith, c.nth, b, e);
+    for (int64_t t = b; t < e; ++t) {
+        const int64_t slot = idx[3 * t];
+        if (slot < 0 || slot >= n_slots) continue;  // the runner never sends one; never write outside
+        write_k_row(kc, static_cast<const float *>(n.src[1]->data) + t * s.kv_row, slot, s.kv_row, k16);
+        if (vc)
+            quantize_row(DType::F16, static_cast<const float *>(n.src[2]->data) + t * s.kv_row,
+                         static_cast<uint8_t *>(vc->data) + (size_t)slot * vc->nb[1], s.kv_row);
+    }
+    c.barrier();
+}
+
 // Scores of a unit's nq queries (qf: f16-rounded, hd each) against the keys
 // of KV head hk in blocks b_lo .. b_hi - 1 of its table, clipped to keys
 // key0 .. n_keys - 1, into pf (query i's row at i * ps, key j at j - key0).

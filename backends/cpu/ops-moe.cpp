@@ -3,8 +3,8 @@
 //
 // MUL_MAT_ID groups the step's (token, slot) rows by expert, as llama.cpp's
 // MUL_MAT_ID and vLLM's fused MoE do: phase 1 sorts the rows by expert
-// (thread 0) and converts each activation row once into a buffer grouped by
-// expert; phase 2 runs, for every expert that some row chose, one product of
+// (thread 0) and converts each activation row once (a row that every slot
+// of a token reads: once per token) into a buffer grouped by expert; phase 2 runs, for every expert that some row chose, one product of
 // its weights with only its rows, each thread taking a slice of the expert's
 // weight rows (so a decode step reads just the chosen experts, each once);
 // phase 3 scatters the grouped results to (slot, token) order. The product is
@@ -26,8 +26,9 @@ size_t align_up(size_t n) { return (n + kAlign - 1) & ~(kAlign - 1); }
 struct IdLayout {
     int64_t k, n_slot, m, n_out, n_expert, rows;  // rows = n_slot * m
     bool broadcast;                               // src1 is (k, 1, m): one row per token for every slot
+    bool convert_tokens;                          // broadcast rows converted once per token, then copied
     size_t act_bytes;                             // one grouped activation row
-    size_t off_order, off_acts, off_outs, total;  // byte offsets into the scratch
+    size_t off_order, off_tokens, off_acts, off_outs, total;  // byte offsets into the scratch
 };
 
 IdLayout id_layout(const Node &n) {
@@ -41,11 +42,14 @@ IdLayout id_layout(const Node &n) {
     l.m = ids ? ids->ne[1] : x.ne[2];
     l.rows = l.n_slot * l.m;
     l.broadcast = x.ne[1] == 1;
+    l.convert_tokens = l.broadcast && l.n_slot > 1 && matmul::converts_acts(w);
     l.act_bytes = matmul::converts_acts(w) ? matmul::act_row_bytes(w, l.k) : (size_t)l.k * sizeof(float);
     // Scratch: expert offsets (n_expert + 1) and fill cursors (n_expert),
-    // the sorted row order, the grouped activation rows, the grouped outputs.
+    // the sorted row order, each token's converted row (convert_tokens), the
+    // grouped activation rows, the grouped outputs.
     l.off_order = align_up((size_t)(2 * l.n_expert + 1) * sizeof(int64_t));
-    l.off_acts = l.off_order + align_up((size_t)l.rows * sizeof(int64_t));
+    l.off_tokens = l.off_order + align_up((size_t)l.rows * sizeof(int64_t));
+    l.off_acts = l.off_tokens + (l.convert_tokens ? align_up((size_t)l.m * l.act_bytes) : 0);
     l.off_outs = l.off_acts + align_up((size_t)l.rows * l.act_bytes);
     l.total = l.off_outs + align_up((size_t)l.rows * (size_t)l.n_out * sizeof(float));
     return l;
@@ -95,8 +99,13 @@ void op_mul_mat_id(const Node &n, const OpCtx &c) {
     auto id_of = [&](int64_t r) { return ids ? (int64_t)ids[r] : r % l.n_slot; };
     int64_t *offsets = reinterpret_cast<int64_t *>(c.wdata);  // expert e's rows: [offsets[e], offsets[e + 1])
     int64_t *order = reinterpret_cast<int64_t *>(c.wdata + l.off_order);  // grouped row g -> dst row
+    uint8_t *tokens = c.wdata + l.off_tokens;
     uint8_t *acts = c.wdata + l.off_acts;
     float *outs = reinterpret_cast<float *>(c.wdata + l.off_outs);
+    auto x_row = [&](int64_t t, int64_t j) {
+        return reinterpret_cast<const float *>(static_cast<const uint8_t *>(x.data) + (size_t)t * x.nb[2] +
+                                               (size_t)j * x.nb[1]);
+    };
 
     // Phase 1: a counting sort of the rows by expert, stable (token order
     // within an expert). A row with an id outside the experts is left out
@@ -111,17 +120,20 @@ void op_mul_mat_id(const Node &n, const OpCtx &c) {
         for (int64_t r = 0; r < l.rows; ++r)
             if (id_of(r) >= 0 && id_of(r) < l.n_expert) order[cursor[id_of(r)]++] = r;
     }
+    int64_t b, e;
+    if (l.convert_tokens) {  // beside the sort: each token's row once, not once per slot
+        split(l.m, c.ith, c.nth, b, e);
+        for (int64_t t = b; t < e; ++t) matmul::convert_act_row(w, x_row(t, 0), tokens + (size_t)t * l.act_bytes, l.k);
+    }
     c.barrier();
     const int64_t used = offsets[l.n_expert];
-    int64_t b, e;
     split(used, c.ith, c.nth, b, e);
     for (int64_t g = b; g < e; ++g) {
         const int64_t r = order[g], t = r / l.n_slot, j = l.broadcast ? 0 : r % l.n_slot;
-        const float *src = reinterpret_cast<const float *>(static_cast<const uint8_t *>(x.data) + (size_t)t * x.nb[2] +
-                                                           (size_t)j * x.nb[1]);
         uint8_t *dst = acts + (size_t)g * l.act_bytes;
-        if (matmul::converts_acts(w)) matmul::convert_act_row(w, src, dst, l.k);
-        else std::memcpy(dst, src, (size_t)l.k * sizeof(float));
+        if (l.convert_tokens) std::memcpy(dst, tokens + (size_t)t * l.act_bytes, l.act_bytes);
+        else if (matmul::converts_acts(w)) matmul::convert_act_row(w, x_row(t, j), dst, l.k);
+        else std::memcpy(dst, x_row(t, j), (size_t)l.k * sizeof(float));
     }
     c.barrier();
 
@@ -163,8 +175,9 @@ bool route_ok(const Node &n, DType out) {
         return false;
     return true;
 }
-// Per-thread scratch of the routing ops: scores, choices, group sums, flags.
-size_t route_scratch(int64_t n_expert) { return align_up((size_t)n_expert * (2 * sizeof(float) + 2 + sizeof(float))); }
+// Per-thread scratch of the routing ops: scores, choices and group sums
+// (n_group <= n_expert) as floats, then a taken flag per expert.
+size_t route_scratch(int64_t n_expert) { return align_up((size_t)n_expert * (3 * sizeof(float) + 1)); }
 } // namespace
 
 bool supports_moe_topk(const Node &n) {
