@@ -3,21 +3,11 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "model/hf-folder.h"
 
 namespace vt {
 
 namespace {
-// "model.layers.<bid>.<rest>" -> bid and rest; false for other names.
-bool split_layer(const std::string &name, std::string &bid, std::string &rest) {
-    const std::string layers = "model.layers.";
-    if (name.rfind(layers, 0) != 0) return false;
-    const size_t dot = name.find('.', layers.size());
-    if (dot == std::string::npos) return false;
-    bid = name.substr(layers.size(), dot - layers.size());
-    rest = name.substr(dot + 1);
-    return !bid.empty() && bid.find_first_not_of("0123456789") == std::string::npos;
-}
-
 const char *exps_name(const std::string &proj) {
     if (proj == "gate_proj" || proj == "w1") return "ffn_gate_exps.weight";
     if (proj == "up_proj" || proj == "w3") return "ffn_up_exps.weight";
@@ -28,7 +18,7 @@ const char *exps_name(const std::string &proj) {
 
 bool HfExperts::take(const SafetensorsTensor &t) {
     std::string bid, rest;
-    if (!split_layer(t.name, bid, rest)) return false;
+    if (!split_hf_layer_name(t.name, bid, rest)) return false;
     const std::string blk = "blk." + bid + ".";
     for (const char *prefix : {"mlp.experts.", "block_sparse_moe.experts."}) {
         if (rest.rfind(prefix, 0) != 0) continue;

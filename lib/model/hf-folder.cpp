@@ -20,6 +20,16 @@
 
 namespace vt {
 
+bool split_hf_layer_name(const std::string &name, std::string &bid, std::string &rest) {
+    const std::string layers = "model.layers.";
+    if (name.rfind(layers, 0) != 0) return false;
+    const size_t dot = name.find('.', layers.size());
+    if (dot == std::string::npos) return false;
+    bid = name.substr(layers.size(), dot - layers.size());
+    rest = name.substr(dot + 1);
+    return !bid.empty() && bid.size() < 10 && bid.find_first_not_of("0123456789") == std::string::npos;
+}
+
 namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -92,21 +102,20 @@ private:
 };
 
 // Llama-style tensor names -> GGUF names ("" for tensors vt does not read).
-std::string gguf_name(const std::string &hf, HfNorms norms) {
-    std::string n = hf;
-    // Multimodal checkpoints nest the text model.
+// The text model's name of a tensor: multimodal checkpoints nest it.
+std::string text_model_name(const std::string &hf) {
     for (const char *prefix : {"model.language_model.", "language_model.model.", "language_model."})
-        if (n.rfind(prefix, 0) == 0) n = "model." + n.substr(std::strlen(prefix));
+        if (hf.rfind(prefix, 0) == 0) return "model." + hf.substr(std::strlen(prefix));
+    return hf;
+}
+
+std::string gguf_name(const std::string &hf, HfNorms norms) {
+    const std::string n = text_model_name(hf);
     if (n == "model.embed_tokens.weight") return "token_embd.weight";
     if (n == "model.norm.weight") return "output_norm.weight";
     if (n == "lm_head.weight") return "output.weight";
-    const std::string layers = "model.layers.";
-    if (n.rfind(layers, 0) != 0) return "";
-    const size_t dot = n.find('.', layers.size());
-    if (dot == std::string::npos) return "";
-    const std::string bid = n.substr(layers.size(), dot - layers.size());
-    if (bid.empty() || bid.find_first_not_of("0123456789") != std::string::npos) return "";
-    const std::string rest = n.substr(dot + 1);
+    std::string bid, rest;
+    if (!split_hf_layer_name(n, bid, rest)) return "";
     static const std::map<std::string, std::string> common = {
         {"input_layernorm.weight", "attn_norm.weight"},
         {"self_attn.q_proj.weight", "attn_q.weight"},   {"self_attn.q_proj.bias", "attn_q.bias"},
@@ -462,12 +471,9 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         keep.push_back(st);
         for (const SafetensorsTensor &t : st->tensors()) {
             if (experts.take(t)) continue;
-            if (const std::string kvb = ".self_attn.kv_b_proj.weight";
-                mla && t.name.size() > kvb.size() && t.name.compare(t.name.size() - kvb.size(), kvb.size(), kvb) == 0) {
-                const std::string blk = gguf_name(t.name.substr(0, t.name.size() - kvb.size()) + ".input_layernorm.weight",
-                                                  arch->norms);
-                if (blk.empty()) continue;
-                split_kv_b(t, *mla, blk.substr(0, blk.size() - std::strlen("attn_norm.weight")), *mla_copies, tensors);
+            if (std::string bid, rest; mla && split_hf_layer_name(text_model_name(t.name), bid, rest) &&
+                                       rest == "self_attn.kv_b_proj.weight") {
+                split_kv_b(t, *mla, "blk." + bid + ".", *mla_copies, tensors);
                 continue;
             }
             const std::string name = gguf_name(t.name, arch->norms);

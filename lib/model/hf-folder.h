@@ -33,6 +33,10 @@ const HfArchitecture *find_hf_architecture(const std::string &hf_name);
 // Every Hugging Face name vt reads, for messages.
 std::string hf_architecture_names();
 
+// "model.layers.<bid>.<rest>" -> bid (decimal digits) and rest; false for
+// any other name.
+bool split_hf_layer_name(const std::string &name, std::string &bid, std::string &rest);
+
 struct HfFolder {
     std::unique_ptr<GgufFile> gguf;     // metadata, tensors, chat template
     std::vector<int32_t> eos_ids;       // generation_config.json's eos_token_id(s)
