@@ -156,8 +156,7 @@ Tensor *DeepSeek2::build(const Model &m, const ForwardArgs &a) const {
     for (uint32_t il = 0; il < m.hparams.n_layer; ++il) {
         const Layer &l = layers_[il];
         x = b.add(x, attention(b, il, b.rms_norm(x, l.attn_norm)));
-        Tensor *h = b.rms_norm(x, l.ffn_norm);
-        x = b.add(x, l.moe.router ? b.moe(h, l.moe) : b.ffn(h, l.ffn, Activation::silu));
+        x = b.add(x, b.ffn_or_moe(b.rms_norm(x, l.ffn_norm), l.ffn, l.moe, Activation::silu));
     }
     return b.logits(x, output_norm_, output_);
 }

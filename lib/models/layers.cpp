@@ -150,6 +150,7 @@ AttnWeights load_attn_weights(Model &m, uint32_t il, bool qk_norm_full) {
     w.q_norm = load_norm(m, p + "attn_q_norm.weight", qk_norm_full ? Q : hp.head_dim, false);
     w.k_norm = load_norm(m, p + "attn_k_norm.weight", qk_norm_full ? KV : hp.head_dim, false);
     if (!w.q_norm != !w.k_norm) fail(VT_ERR_FORMAT, "%sattn: a q norm without a k norm or the reverse", p.c_str());
+    w.qk_norm_full = qk_norm_full && w.q_norm;
     return w;
 }
 
@@ -215,15 +216,14 @@ Tensor *LayerBuilder::attention(uint32_t il, Tensor *h, const AttnWeights &aw, c
     const Hparams &hp = m_.hparams;
     const int64_t hd = hp.head_dim, H = hp.n_head, HK = hp.n_head_kv;
     Tensor *q = linear(aw.wq, h, aw.bq), *k = linear(aw.wk, h, aw.bk);
-    const bool full_norm = aw.q_norm && aw.q_norm->ne[0] == q->ne[0] && hd != q->ne[0];
-    if (full_norm) {  // over the whole projection (OLMoE)
+    if (aw.qk_norm_full) {  // over the whole projection (OLMoE)
         q = rms_norm(q, aw.q_norm);
         k = rms_norm(k, aw.k_norm);
     }
     q = g_.reshape(q, {hd, H, n_});
     k = g_.reshape(k, {hd, HK, n_});
     Tensor *v = g_.reshape(linear(aw.wv, h, aw.bv), {hd, HK, n_});
-    if (aw.q_norm && !full_norm) {  // per head (Qwen3)
+    if (aw.q_norm && !aw.qk_norm_full) {  // per head (Qwen3)
         q = rms_norm(q, aw.q_norm);
         k = rms_norm(k, aw.k_norm);
     }

@@ -28,6 +28,7 @@ struct AttnWeights {
     const Tensor *wq = nullptr, *wk = nullptr, *wv = nullptr, *wo = nullptr;
     const Tensor *bq = nullptr, *bk = nullptr, *bv = nullptr;
     const Tensor *q_norm = nullptr, *k_norm = nullptr;  // (head_dim), or (n_head * head_dim) and (n_embd_kv)
+    bool qk_norm_full = false;                           // the norms span the whole projections (OLMoE)
 };
 
 // Loads blk.<il>.attn_{q,k,v,output}.weight (or q, k and v as row ranges of
@@ -99,6 +100,10 @@ public:
     Tensor *ffn(Tensor *h, const FfnWeights &w, Activation act);
     // The mixture-of-experts FFN of h (n_embd, n), with hparams' routing.
     Tensor *moe(Tensor *h, const MoeWeights &w);
+    // A layer's FFN: its experts where it has them (moe.router), else the dense one.
+    Tensor *ffn_or_moe(Tensor *h, const FfnWeights &ffn, const MoeWeights &moe, Activation act) {
+        return moe.router ? this->moe(h, moe) : this->ffn(h, ffn, act);
+    }
 
     // The rows in out_rows, normed and projected to the vocabulary: the
     // graph's output (n_vocab, n_out).
