@@ -11,5 +11,6 @@
 #include "vt_chat.h"
 #include "vt_engine.h"
 #include "vt_device.h"
+#include "vt_lora.h"
 
 #endif /* VT_H */

@@ -26,6 +26,7 @@
 
 #include "vt_common.h"
 #include "vt_context.h"
+#include "vt_lora.h"
 #include "vt_sampler.h"
 
 #ifdef __cplusplus
@@ -83,6 +84,10 @@ typedef struct vt_request_params {
     uint32_t top_logprobs;           /* 0..20 most likely tokens per event (default 0) */
     vt_request_callback callback;    /* NULL: events queue for vt_context_poll */
     void *user_data;                 /* passed back in every event */
+    /* Since ABI 1.7. */
+    const vt_lora *lora;             /* the adapter the request computes with (vt_lora.h), held until
+                                        it ends; NULL = the base model (default) */
+    float lora_scale;                /* the adapter's scale (default 1) */
 } vt_request_params;
 
 VT_API void vt_request_params_init(vt_request_params *params);
@@ -91,7 +96,8 @@ VT_API void vt_request_params_init(vt_request_params *params);
  * Thread-safe. *id (> 0, never reused by this context) names it for
  * vt_context_cancel. The first submit (or step) allocates the KV pool.
  * Errors: VT_ERR_INVALID_ARGUMENT (empty prompt, ids outside the vocabulary,
- * bad stop strings or top_logprobs > 20); VT_ERR_CONTEXT_FULL when the
+ * bad stop strings, top_logprobs > 20, an adapter of another model or a
+ * lora_scale that is not finite); VT_ERR_CONTEXT_FULL when the
  * prompt leaves no room for one output token (max_model_len tokens or
  * more); VT_ERR_OUT_OF_MEMORY for the
  * pool. Nothing is queued on error. */

@@ -1,4 +1,5 @@
 // vt_context_submit / cancel / step / poll / stats shims (include/vt/vt_engine.h).
+#include <cmath>
 #include <cstring>
 
 #include "api/api-handles.h"
@@ -39,6 +40,7 @@ VT_API void vt_request_params_init(vt_request_params *params) {
     if (!params) return;
     std::memset(params, 0, sizeof *params);
     params->struct_size = sizeof *params;
+    params->lora_scale = 1.0f;
 }
 
 VT_API vt_status vt_context_submit(vt_context *ctx, const vt_request_params *params, uint64_t *id) {
@@ -58,6 +60,9 @@ VT_API vt_status vt_context_submit(vt_context *ctx, const vt_request_params *par
         const size_t n = std::strlen(s);
         if (n > 4096) return fail_arg("vt_context_submit: a stop string is longer than 4096 bytes");
     }
+    if (p.lora && p.lora->model != ctx->model)
+        return fail_arg("vt_context_submit: the LoRA adapter belongs to another model");
+    if (p.lora && !std::isfinite(p.lora_scale)) return fail_arg("vt_context_submit: lora_scale is not finite");
     if (p.sampler && !p.sampler->impl.has_final())
         return vt::api::fail(VT_ERR_INVALID_STATE, "vt_context_submit: the sampler chain has no final stage "
                                                    "(vt_sampler_add_greedy or vt_sampler_add_dist)");
@@ -74,6 +79,10 @@ VT_API vt_status vt_context_submit(vt_context *ctx, const vt_request_params *par
         spec.top_logprobs = p.top_logprobs;
         spec.callback = p.callback;
         spec.user_data = p.user_data;
+        if (p.lora && p.lora_scale != 0.0f) {  // scale 0 is the base model, exactly
+            spec.lora = p.lora->impl;
+            spec.lora_scale = p.lora_scale;
+        }
         // The chain moves into the request; the handle is freed only once
         // the submit can no longer fail.
         if (p.sampler) spec.sampler = std::make_unique<vt::Sampler>(p.sampler->impl);

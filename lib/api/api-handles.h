@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "engine/engine.h"
+#include "model/lora.h"
 #include "model/model.h"
 #include "runner/sequence.h"
 #include "sample/sampler.h"
@@ -36,6 +37,12 @@ struct vt_context {
 struct vt_seq {
     vt_context *ctx;
     std::unique_ptr<vt::Sequence> impl;
+};
+
+// A LoRA adapter; requests and sequences hold their own references.
+struct vt_lora {
+    const vt_model *model;
+    std::shared_ptr<const vt::LoraAdapter> impl;
 };
 
 struct vt_sampler {

@@ -13,6 +13,18 @@
 namespace vt {
 
 namespace {
+// The prefix-cache root of a request: KV computed with an adapter at one
+// scale is shared only with requests of the same adapter and scale.
+BlockHash lora_cache_key(const LoraAdapter *a, float scale) {
+    if (!a) return {};
+    uint32_t bits;
+    std::memcpy(&bits, &scale, sizeof bits);
+    const int32_t key[4] = {-1, (int32_t)(uint32_t)a->id(), (int32_t)(uint32_t)(a->id() >> 32), (int32_t)bits};
+    return hash_block(BlockHash{}, key);
+}
+} // namespace
+
+namespace {
 constexpr double kRateWindowSeconds = 10.0;
 
 int32_t argmax(const float *row, size_t n) {
@@ -169,7 +181,7 @@ void Engine::admit_inbox() {
         const uint32_t room = max_len - (uint32_t)r->spec.prompt.size();
         const uint32_t max_new = r->spec.max_tokens ? std::min(r->spec.max_tokens, room) : room;
         try {
-            sched_->add(id, r->spec.prompt, max_new);
+            sched_->add(id, r->spec.prompt, max_new, lora_cache_key(r->spec.lora.get(), r->spec.lora_scale));
         } catch (const Error &e) {
             // submit() checked what add() checks; should it still refuse,
             // the request ends here with its own error, the others go on.
@@ -283,6 +295,9 @@ const Tensor *Engine::run_forward(const SchedulerOutput &so) {
         b.start_pos = s.start_pos;
         b.block_tables = s.block_tables;
         b.logits = s.needs_logits ? Context::Logits::last : Context::Logits::none;
+        const Request &r = *requests_.at(s.id);
+        b.lora = r.spec.lora.get();
+        b.lora_scale = r.spec.lora_scale;
         batch_.push_back(b);
     }
     return ctx_.forward(*kv_pool_, batch_, max_model_len_);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/lora.h"
 #include "sample/sampler.h"
 #include "tokenizer/detok-stream.h"
 #include "vt/vt_engine.h"
@@ -26,6 +27,8 @@ struct RequestSpec {
     uint32_t top_logprobs = 0;
     vt_request_callback callback = nullptr;
     void *user_data = nullptr;
+    std::shared_ptr<const LoraAdapter> lora;  // null: the base model
+    float lora_scale = 1.0f;
 };
 
 // One event with the storage its pointers point into.

@@ -48,7 +48,7 @@ uint32_t KvCacheManager::blocks_before_window(const Group &g, uint64_t pos) cons
     return (uint32_t)((pos + 1 - g.window) / block_size_);
 }
 
-PrefixHit KvCacheManager::find_prefix(std::span<const int32_t> tokens) const {
+PrefixHit KvCacheManager::find_prefix(std::span<const int32_t> tokens, const BlockHash &root) const {
     PrefixHit hit;
     hit.blocks.resize(groups_.size());
     if (!prefix_caching_ || tokens.empty()) return hit;
@@ -56,7 +56,7 @@ PrefixHit KvCacheManager::find_prefix(std::span<const int32_t> tokens) const {
     // Full-attention groups need every block from the first: the run of
     // blocks all of them hold bounds the hit.
     std::vector<BlockHash> hashes;
-    BlockHash parent;
+    BlockHash parent = root;
     for (size_t i = 0; i < max_blocks; ++i) {
         parent = hash_block(parent, tokens.subspan(i * block_size_, block_size_));
         bool all = true;
@@ -91,7 +91,7 @@ PrefixHit KvCacheManager::find_prefix(std::span<const int32_t> tokens) const {
 }
 
 bool KvCacheManager::allocate(SeqId seq, std::span<const int32_t> tokens, uint32_t num_computed, uint32_t num_new,
-                              const PrefixHit &hit) {
+                              const PrefixHit &hit, const BlockHash &root) {
     auto found = seqs_.find(seq);
     const size_t held = found == seqs_.end() ? 0 : found->second.tables[0].size();
     const size_t n_hit = hit.hashes.size();
@@ -150,7 +150,7 @@ bool KvCacheManager::allocate(SeqId seq, std::span<const int32_t> tokens, uint32
     if (prefix_caching_) {
         const size_t full = (size_t)(total / block_size_);
         for (size_t i = sb.hashes.size(); i < full; ++i) {
-            BlockHash parent = i == 0 ? BlockHash{} : sb.hashes[i - 1];
+            BlockHash parent = i == 0 ? root : sb.hashes[i - 1];
             sb.hashes.push_back(hash_block(parent, tokens.subspan(i * block_size_, block_size_)));
             for (size_t gi = 0; gi < groups_.size(); ++gi)
                 if (sb.tables[gi][i] != kNoBlock) groups_[gi].pool.set_cached(sb.tables[gi][i], sb.hashes[i]);

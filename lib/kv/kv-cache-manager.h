@@ -14,7 +14,8 @@
 //
 // Prefix caching: block i of a sequence is keyed by
 // hash_block(hash of block i-1, its block_size token ids), with block 0
-// chained to a zero hash, so a hit on block i implies hits on 0..i-1.
+// chained to the sequence's root (a zero hash, or its LoRA adapter's key),
+// so a hit on block i implies hits on 0..i-1.
 //
 // NOTE: blocks are registered in the prefix cache when allocate() gives them
 // out, before the step that fills them runs (as vLLM v1 does). Another
@@ -97,7 +98,10 @@ public:
     // above), in whole blocks. At most tokens.size() - 1 tokens are hit, so
     // that the last one is always computed: its logits are needed. Takes no
     // reference.
-    PrefixHit find_prefix(std::span<const int32_t> tokens) const;
+    // root keys block 0 (chained from it): sequences whose KV depends on
+    // more than their tokens (a LoRA adapter) share blocks only with those
+    // of the same root.
+    PrefixHit find_prefix(std::span<const int32_t> tokens, const BlockHash &root = {}) const;
 
     // Grows seq's tables to hold num_computed + num_new tokens: first the hit
     // blocks (only for a sequence holding no blocks, with num_computed ==
@@ -110,7 +114,7 @@ public:
     // has too few free blocks (the caller preempts someone or waits).
     // Errors: VT_ERR_INTERNAL on inconsistent counts.
     bool allocate(SeqId seq, std::span<const int32_t> tokens, uint32_t num_computed, uint32_t num_new,
-                  const PrefixHit &hit = {});
+                  const PrefixHit &hit = {}, const BlockHash &root = {});
 
     // Returns seq's blocks to the pools, last block first, so that a prompt's
     // tail is evicted before its (more shareable) head. Unknown seq: no-op.

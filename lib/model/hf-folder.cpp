@@ -30,8 +30,8 @@ bool split_hf_layer_name(const std::string &name, std::string &bid, std::string 
     return !bid.empty() && bid.size() < 10 && bid.find_first_not_of("0123456789") == std::string::npos;
 }
 
-namespace {
 namespace fs = std::filesystem;
+namespace {
 using json = nlohmann::json;
 
 json read_json(const fs::path &p) {
@@ -350,6 +350,8 @@ void add_experts(Meta &meta, const json &cfg, const fs::path &p) {
              p.c_str());
 }
 } // namespace
+
+std::string hf_tensor_gguf_name(const std::string &hf, HfNorms norms) { return gguf_name(hf, norms); }
 
 HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     const fs::path dir(dir_s), cfg_path = dir / "config.json";

@@ -37,6 +37,11 @@ std::string hf_architecture_names();
 // any other name.
 bool split_hf_layer_name(const std::string &name, std::string &bid, std::string &rest);
 
+// The GGUF name of a Hugging Face tensor name ("model.layers.3.self_attn.
+// q_proj.weight" -> "blk.3.attn_q.weight"), "" for a tensor vt does not
+// read (or reads otherwise: experts, kv_b_proj).
+std::string hf_tensor_gguf_name(const std::string &hf, HfNorms norms);
+
 struct HfFolder {
     std::unique_ptr<GgufFile> gguf;     // metadata, tensors, chat template
     std::vector<int32_t> eos_ids;       // generation_config.json's eos_token_id(s)

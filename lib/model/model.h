@@ -64,6 +64,16 @@ struct Hparams {
 // What one forward pass computes: tokens of one or many sequences, each at
 // its own position, with K/V in a pool of blocks (see Op::ATTN_PAGED; the
 // runner packs kv_index).
+class LoraAdapter;
+
+// One LoRA adapter of a forward pass and the tokens that compute with it
+// (graph inputs, Op::LORA's src4 and src5).
+struct LoraSlot {
+    const LoraAdapter *adapter = nullptr;
+    Tensor *rows = nullptr;    // (n) i32: the tokens of its sequences
+    Tensor *scales = nullptr;  // (n) f32: each token's scale (the adapter's times its request's)
+};
+
 struct ForwardArgs {
     Graph *graph;
     Tensor *tokens;      // (n_tokens) i32, graph input
@@ -75,6 +85,7 @@ struct ForwardArgs {
     std::vector<Tensor> *v_cache;  // per layer (kv_row, n_slots) f16; a latent layer's has no elements
                                    // and null data: its ATTN_PAGED takes null for src2 and src4
     std::span<Tensor *const> kv_index;  // per layer: its cache group's i32 graph input, layout in Op::ATTN_PAGED
+    std::span<const LoraSlot> lora;     // the adapters of the batch's sequences (LayerBuilder::linear applies them)
     int64_t n_ctx = 0;             // positions one sequence may reach (vt_seq's n_ctx, the engine's
                                    // max_model_len): Phi-3 picks its rope factors by it, as llama.cpp
 };

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "model/lora.h"
 
 namespace vt {
 
@@ -200,6 +201,16 @@ Tensor *LayerBuilder::rms_norm(Tensor *x, const Tensor *weight) {
 
 Tensor *LayerBuilder::linear(const Tensor *weight, Tensor *x, const Tensor *bias) {
     Tensor *y = g_.op<Op::MUL_MAT>(DType::F32, {weight->ne[1], x->nrows()}, {w(weight), x});
+    // Each adapter of the batch that updates this weight adds its low-rank
+    // product to the rows of its own tokens: the base product is shared.
+    for (const LoraSlot &slot : a_.lora) {
+        const LoraPair *p = slot.adapter->find(weight->name);
+        if (!p) continue;
+        if (x->nrows() != n_) fail(VT_ERR_INTERNAL, "LoRA on %s, whose input is not one row per token", weight->name);
+        Tensor *x2 = x->ne[1] == n_ ? x : g_.reshape(x, {x->ne[0], n_});
+        y = g_.op<Op::LORA>(DType::F32, {weight->ne[1], n_},
+                            {y, x2, w(&p->a), w(&p->b), slot.rows, slot.scales});
+    }
     return bias ? add(y, w(bias)) : y;
 }
 

@@ -1,6 +1,7 @@
 #include "runner/sequence.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
@@ -38,6 +39,11 @@ const Tensor *Context::build(ForwardArgs &args, const PagedKv &kv, int64_t n_out
     layer_index_.resize(model_.cache_layers.size());
     for (uint32_t l = 0; l < layer_index_.size(); ++l) layer_index_[l] = index_in_[kv.layer_group(l)];
     args.kv_index = layer_index_;
+    for (size_t a = 0; a < lora_.size(); ++a) {
+        lora_[a].rows = graph_.input(DType::I32, {lora_counts_[a]}, "lora_rows");
+        lora_[a].scales = graph_.input(DType::F32, {lora_counts_[a]}, "lora_scales");
+    }
+    args.lora = lora_;
     const Tensor *logits = model_.arch().build(model_, args);
     size_t need = graph_.plan();
     if (!arena_ || need > arena_->size) {
@@ -64,6 +70,21 @@ const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int
     }
     if (n_tok == 0) fail(VT_ERR_INTERNAL, "a forward pass over no tokens");
     for (int64_t &ni : n_index_) ni += 3 * n_tok;
+    // The batch's adapters, in order of first use, each with the tokens of
+    // its sequences (build() makes their inputs).
+    lora_.clear();
+    lora_counts_.clear();
+    for (const BatchSeq &s : batch) {
+        if (!s.lora) continue;
+        size_t a = 0;
+        while (a < lora_.size() && lora_[a].adapter != s.lora) ++a;
+        if (a == lora_.size()) {
+            if (&s.lora->model() != &model_) fail(VT_ERR_INTERNAL, "a LoRA adapter of another model");
+            lora_.push_back(LoraSlot{s.lora, nullptr, nullptr});
+            lora_counts_.push_back(0);
+        }
+        lora_counts_[a] += (int64_t)s.tokens.size();
+    }
     ForwardArgs args{};
     args.n_tokens = n_tok;
     args.k_cache = &kv.k();
@@ -126,6 +147,25 @@ const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int
     for (uint32_t g = 0; g < n_groups; ++g) {
         tensor_set(*index_in_[g], index_at, 0, (size_t)n_index_[g] * sizeof(int32_t));
         index_at += n_index_[g];
+    }
+    // Every adapter's rows and scales staged first, then sent (a device's
+    // copy may read the host memory after the call returns).
+    lora_rows_.clear();
+    lora_scales_.clear();
+    for (const LoraSlot &slot : lora_) {
+        int64_t t0 = 0;
+        for (const BatchSeq &s : batch) {
+            if (s.lora == slot.adapter)
+                for (size_t i = 0; i < s.tokens.size(); ++i) {
+                    lora_rows_.push_back((int32_t)(t0 + (int64_t)i));
+                    lora_scales_.push_back(s.lora_scale * s.lora->scale());
+                }
+            t0 += (int64_t)s.tokens.size();
+        }
+    }
+    for (size_t a = 0, at = 0; a < lora_.size(); at += (size_t)lora_counts_[a], ++a) {
+        tensor_set(*lora_[a].rows, lora_rows_.data() + at, 0, (size_t)lora_counts_[a] * sizeof(int32_t));
+        tensor_set(*lora_[a].scales, lora_scales_.data() + at, 0, (size_t)lora_counts_[a] * sizeof(float));
     }
     compute();
     if (tensor_is_host(*logits)) return logits;
@@ -193,6 +233,8 @@ void Sequence::step() {
         s.start_pos = (uint32_t)n_past_;
         fill_tables((uint32_t)n_past_, (uint32_t)(n_past_ + n));
         s.block_tables = tables_;
+        s.lora = lora_.get();
+        s.lora_scale = lora_scale_;
         s.logits = logits_all_ ? Context::Logits::all : last_chunk ? Context::Logits::last : Context::Logits::none;
         const Tensor *lg = ctx_.forward(*kv_, std::span<const Context::BatchSeq>(&s, 1), n_ctx_);
         n_past_ += n;
@@ -214,6 +256,14 @@ const float *Sequence::logits(int32_t i) const {
     if (i < 0 || i >= n_logit_rows_)
         fail(VT_ERR_INVALID_ARGUMENT, "token index %d outside the last step's %lld tokens", i, (long long)n_logit_rows_);
     return logits_.data() + (size_t)i * n_vocab;
+}
+
+void Sequence::set_lora(std::shared_ptr<const LoraAdapter> lora, float scale) {
+    if (lora && &lora->model() != &ctx_.model())
+        fail(VT_ERR_INVALID_ARGUMENT, "the LoRA adapter belongs to another model");
+    if (!std::isfinite(scale)) fail(VT_ERR_INVALID_ARGUMENT, "the LoRA scale %g is not finite", (double)scale);
+    lora_ = scale != 0.0f ? std::move(lora) : nullptr;  // scale 0 is the base model, exactly
+    lora_scale_ = scale;
 }
 
 void Sequence::reset() {

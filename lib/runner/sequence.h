@@ -17,6 +17,7 @@
 #include "backend/graph-exec.h"
 #include "core/graph.h"
 #include "kv/block-pool.h"
+#include "model/lora.h"
 #include "model/model.h"
 #include "runner/paged-kv.h"
 
@@ -46,6 +47,8 @@ public:
         uint32_t start_pos = 0;
         std::span<const std::vector<BlockId>> block_tables;
         Logits logits = Logits::last;
+        const LoraAdapter *lora = nullptr;  // the adapter its tokens compute with, or none
+        float lora_scale = 1.0f;            // the request's scale of it
     };
 
     // One forward pass over every sequence of the batch; n_ctx is the most
@@ -75,6 +78,10 @@ private:
     std::vector<int64_t> n_index_;     // forward() scratch
     std::vector<Tensor *> index_in_;     // per cache group
     std::vector<Tensor *> layer_index_;  // per layer: its group's
+    std::vector<LoraSlot> lora_;         // forward(): one per adapter in the batch
+    std::vector<int64_t> lora_counts_;   // forward(): tokens per adapter
+    std::vector<int32_t> lora_rows_;     // forward(): one adapter's rows and scales, staged
+    std::vector<float> lora_scales_;
 };
 
 // vt_seq: one sequence with a cache of its own for n_ctx positions.
@@ -89,6 +96,8 @@ public:
     const float *logits(int32_t i) const;
     size_t n_past() const { return (size_t)n_past_; }
     void reset();
+    // The adapter the next steps compute with (null: none), held until replaced.
+    void set_lora(std::shared_ptr<const LoraAdapter> lora, float scale);
 
 private:
     static constexpr uint32_t kBlockSize = 16;  // as the engine's default
@@ -107,6 +116,8 @@ private:
     std::vector<std::vector<BlockId>> tables_;  // per cache group
     std::vector<float> logits_;               // (n_vocab, n_rows_of_last_step)
     int64_t n_logit_rows_ = 0;
+    std::shared_ptr<const LoraAdapter> lora_;
+    float lora_scale_ = 1.0f;
 };
 
 } // namespace vt

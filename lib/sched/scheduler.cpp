@@ -33,7 +33,7 @@ Scheduler::Scheduler(KvCacheManager &kv, const SchedulerConfig &cfg)
     }
 }
 
-void Scheduler::add(SeqId id, std::vector<int32_t> prompt, uint32_t max_new_tokens) {
+void Scheduler::add(SeqId id, std::vector<int32_t> prompt, uint32_t max_new_tokens, const BlockHash &cache_key) {
     if (seqs_.count(id)) fail(VT_ERR_INVALID_ARGUMENT, "scheduler: sequence %llu already exists", (unsigned long long)id);
     if (prompt.empty()) fail(VT_ERR_INVALID_ARGUMENT, "scheduler: sequence %llu has an empty prompt", (unsigned long long)id);
     if (max_new_tokens == 0)
@@ -47,6 +47,7 @@ void Scheduler::add(SeqId id, std::vector<int32_t> prompt, uint32_t max_new_toke
     s.num_prompt = (uint32_t)prompt.size();
     s.tokens = std::move(prompt);
     s.max_new_tokens = max_new_tokens;
+    s.cache_key = cache_key;
     seqs_.emplace(id, std::move(s));
     waiting_.push_back(id);
 }
@@ -132,7 +133,7 @@ SchedulerOutput Scheduler::schedule() {
         }
         bool scheduled = false;
         for (;;) {
-            if (kv_.allocate(id, s.tokens, s.num_computed, n)) {
+            if (kv_.allocate(id, s.tokens, s.num_computed, n, {}, s.cache_key)) {
                 scheduled = true;
                 break;
             }
@@ -152,9 +153,9 @@ SchedulerOutput Scheduler::schedule() {
     while (out.preempted.empty() && !waiting_.empty() && budget > 0 && running_.size() < max_num_seqs_) {
         SeqId id = waiting_.front();
         Seq &s = seqs_.at(id);
-        PrefixHit hit = kv_.find_prefix(s.tokens);
+        PrefixHit hit = kv_.find_prefix(s.tokens, s.cache_key);
         uint32_t n = std::min<uint32_t>((uint32_t)s.tokens.size() - hit.num_tokens, budget);
-        if (!kv_.allocate(id, s.tokens, hit.num_tokens, n, hit)) break;
+        if (!kv_.allocate(id, s.tokens, hit.num_tokens, n, hit, s.cache_key)) break;
         waiting_.pop_front();
         running_.push_back(id);
         s.num_computed = hit.num_tokens;

@@ -89,7 +89,9 @@ public:
     // duplicate id, an empty prompt or max_new_tokens == 0;
     // VT_ERR_CONTEXT_FULL when the prompt is longer than max_model_len: it
     // can never fit.
-    void add(SeqId id, std::vector<int32_t> prompt, uint32_t max_new_tokens);
+    // cache_key roots its prefix-cache keys (KvCacheManager::find_prefix):
+    // zero for the base model, its adapter's key with a LoRA.
+    void add(SeqId id, std::vector<int32_t> prompt, uint32_t max_new_tokens, const BlockHash &cache_key = {});
 
     // Asks to drop a sequence; the next schedule() frees its blocks and lists
     // it in cancelled. Unknown or finished ids are ignored. Thread-safe.
@@ -124,6 +126,7 @@ private:
         uint32_t num_prompt = 0;
         uint32_t num_computed = 0;  // tokens whose KV is in the cache, counting the step just scheduled
         uint32_t max_new_tokens = 0;
+        BlockHash cache_key;
     };
 
     void preempt(SeqId id, SchedulerOutput &out);

@@ -15,6 +15,7 @@ template <class T, void (*Destroy)(T *)> struct HandleDeleter {
 using ModelPtr = std::unique_ptr<vt_model, HandleDeleter<vt_model, vt_model_destroy>>;
 using ContextPtr = std::unique_ptr<vt_context, HandleDeleter<vt_context, vt_context_destroy>>;
 using SeqPtr = std::unique_ptr<vt_seq, HandleDeleter<vt_seq, vt_seq_destroy>>;
+using LoraPtr = std::unique_ptr<vt_lora, HandleDeleter<vt_lora, vt_lora_destroy>>;
 using TemplatePtr = std::unique_ptr<vt_chat_template, HandleDeleter<vt_chat_template, vt_chat_template_destroy>>;
 
 } // namespace vt::test
