@@ -9,13 +9,14 @@
 // weight rows a thread takes: a token gets the same bits whichever rows and
 // thread count it is batched with, as vt promises a request's tokens.
 //
-// Phases (two barriers; the op runs once per projection and adapter per
-// step, so at decode the per-node cost matters more than the flops):
+// Phases (two barriers, none when no row is listed: then dst = y; the op
+// runs once per projection and adapter per step, so at decode the per-node
+// cost matters more than the flops):
 //  1. every thread copies its share of dst from y and converts its share of
 //     the listed x rows for A's kernels into the scratch;
 //  2. U = A . X (r values per listed row), the threads tiling r x n_rows:
-//     r is tiny, so with few tokens (decode) they split A's rows, with many
-//     (prefill) the tokens too;
+//     each takes a slice of A's rows and, when r is smaller than the thread
+//     count, of the listed rows too (so rank 4 still keeps 16 threads busy);
 //  3. each thread takes a slice of B's n rows and, chunk by chunk of listed
 //     rows, converts the chunk's U rows for B itself (r values a row: cheaper
 //     than a barrier), dots its slice into private scratch and writes

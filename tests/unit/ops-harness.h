@@ -1,8 +1,9 @@
 // Plumbing shared by the op tests (test-ops.cpp, test-ops-layers.cpp,
-// test-ops-moe.cpp): a CPU backend per thread count, graphs bound to host
-// buffers, runs on 1 and 3 threads that must agree bit for bit, tolerance
-// checks, MUL_MAT's double reference, and the attention tests' batches, runs
-// and double reference. Test-only: each test binary includes it once.
+// test-ops-moe.cpp, test-ops-lora.cpp): a CPU backend per thread count,
+// graphs bound to host buffers, runs on 1 and 3 (or 1, 2 and 3) threads that
+// must agree bit for bit, tolerance checks, MUL_MAT's double reference, and
+// the attention tests' batches, runs and double reference. Test-only: each
+// test binary includes it once.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -106,6 +107,28 @@ inline std::vector<float> run_both(Graph &g, Tensor *out, const std::function<vo
     return res[0];
 }
 
+
+
+// Runs g on 1, 2 and 3 threads (fill() rewrites the inputs first, out is
+// set to all-ones bytes: NaN as f32, -1 as i32, so that a run that writes
+// nothing cannot pass for one that agrees); the runs must agree bit for
+// bit. Returns out's contents as T.
+template <class T = float> std::vector<T> run_123(Graph &g, const Tensor *out, const std::function<void()> &fill) {
+    constexpr int kNth[] = {1, 2, 3};
+    std::vector<T> res[3];
+    for (int r = 0; r < 3; ++r) {
+        fill();
+        std::memset(out->data, 0xff, out->nbytes());
+        REQUIRE(compute(kNth[r], g) == VT_OK);
+        res[r].resize(out->nbytes() / sizeof(T));
+        std::memcpy(res[r].data(), out->data, out->nbytes());
+    }
+    for (int r = 1; r < 3; ++r) {
+        INFO("1 thread vs " << kNth[r]);
+        CHECK(same_bits(res[0].data(), res[r].data(), out->nbytes()));
+    }
+    return res[0];
+}
 
 // ---- random data -------------------------------------------------------------
 

@@ -16,27 +16,6 @@
 
 namespace {
 
-constexpr int kMoeThreads[] = {1, 2, 3};
-
-// Runs g on 1, 2 and 3 threads (fill() rewrites the inputs first, out is
-// set to all-ones bytes: NaN as f32, -1 as i32); the runs must agree bit for
-// bit. Returns out's contents as T.
-template <class T = float> std::vector<T> run_123(Graph &g, const Tensor *out, const std::function<void()> &fill) {
-    std::vector<T> res[3];
-    for (int r = 0; r < 3; ++r) {
-        fill();
-        std::memset(out->data, 0xff, out->nbytes());
-        REQUIRE(compute(kMoeThreads[r], g) == VT_OK);
-        res[r].resize(out->nbytes() / sizeof(T));
-        std::memcpy(res[r].data(), out->data, out->nbytes());
-    }
-    for (int r = 1; r < 3; ++r) {
-        INFO("1 thread vs " << kMoeThreads[r]);
-        CHECK(same_bits(res[0].data(), res[r].data(), out->nbytes()));
-    }
-    return res[0];
-}
-
 // ---- MUL_MAT_ID ------------------------------------------------------------------
 
 // The expert ids of m tokens of n_slot slots each (n_slot * m, slot fastest),

@@ -479,6 +479,53 @@ TEST_CASE("Vulkan ATTN_PAGED latent mode: refused, then run on the CPU by the gr
     CHECK(pool_vk != kp.init);  // the step's keys were written back
 }
 
+TEST_CASE("Vulkan LORA: refused, then run on the CPU by the graph executor", "[vulkan]") {
+    // LoRA adapters' update has no shader yet: the graph executor copies its
+    // six sources (adapter weights in device memory among them) to the host
+    // and runs it on the CPU, which must give a plain CPU run's bits.
+    std::mt19937 rng(12);
+    const int64_t k = 96, r = 8, n = 80, m = 5;
+    const Bytes a = random_weights(DType::F16, k, r, rng), b = random_weights(DType::F16, r, n, rng);
+    DevTensor at(DType::F16, k, r, 1, a.data(), a.size()), bt(DType::F16, r, n, 1, b.data(), b.size());
+    const std::vector<float> y = normal((size_t)(n * m), rng), x = normal((size_t)(k * m), rng);
+    const std::vector<int32_t> rows = {3, 0, 4};
+    const std::vector<float> scales = {0.5f, -2.0f, 1.25f};
+    Graph g;
+    Tensor *yt = g.input(DType::F32, {n, m}), *xt = g.input(DType::F32, {k, m});
+    Tensor *rt = g.input(DType::I32, {3}), *st = g.input(DType::F32, {3});
+    Tensor *out = g.op<Op::LORA>(DType::F32, {n, m}, {yt, xt, &at.t, &bt.t, rt, st});
+    g.mark_output(out);
+    CHECK_FALSE(vk().dev->iface->supports_op(vk().dev, &g.nodes()[0]));
+    auto fill = [&](Bound &bd) {
+        bd.put(yt, y);
+        bd.put(xt, x);
+        bd.put(rt, rows);
+        bd.put(st, scales);
+    };
+    std::vector<float> got, want;
+    {
+        Bound bd(g, vk().dev);
+        fill(bd);
+        GraphExecutor ex(vk().dev, 2);
+        ex.compute(g.nodes());
+        CHECK(ex.fallback_nodes() == 1);
+        got = bd.get(out);
+    }
+    at.on_cpu();
+    bt.on_cpu();
+    {
+        Bound bd(g, cpu_device());
+        fill(bd);
+        bd.compute(cpu_stream());
+        want = bd.get(out);
+    }
+    at.on_vulkan();
+    bt.on_vulkan();
+    REQUIRE(got.size() == want.size());
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(&got[1 * n], &y[1 * n], (size_t)n * sizeof(float)) == 0);  // a row not listed: y's
+}
+
 // ---- a graph of several nodes --------------------------------------------------
 
 TEST_CASE("Vulkan: a chain of nodes in one graph (norm, matmuls, swiglu, add)", "[vulkan]") {
