@@ -36,6 +36,8 @@ struct Options {
     std::string device;          // --device: a vt_device_info name, "" = the CPU
     int n_gpu_layers = -1;       // --n-gpu-layers
     uint64_t weights_memory = 0;  // --weights-memory
+    std::string lora;            // --lora: a PEFT folder or GGUF LoRA, "" = none
+    float lora_scale = 1.0f;     // --lora-scale
     int n_predict = 128;
     float temp = 0.8f;
     int top_k = 40;
@@ -62,6 +64,7 @@ bool failed(vt_status s) {
 struct ModelDel { void operator()(vt_model *m) const { vt_model_destroy(m); } };
 struct ContextDel { void operator()(vt_context *c) const { vt_context_destroy(c); } };
 struct SeqDel { void operator()(vt_seq *s) const { vt_seq_destroy(s); } };
+struct LoraDel { void operator()(vt_lora *l) const { vt_lora_destroy(l); } };
 struct SamplerDel { void operator()(vt_sampler *s) const { vt_sampler_destroy(s); } };
 struct DetokenizerDel { void operator()(vt_detokenizer *d) const { vt_detokenizer_destroy(d); } };
 struct ChatTemplateDel { void operator()(vt_chat_template *t) const { vt_chat_template_destroy(t); } };
@@ -254,6 +257,12 @@ int run(const Options &o) {
     vt_seq *sraw = nullptr;
     if (failed(vt_seq_create(ctx.get(), &sp, &sraw))) return 1;
     std::unique_ptr<vt_seq, SeqDel> seq(sraw);
+    if (!o.lora.empty()) {
+        vt_lora *lraw = nullptr;
+        if (failed(vt_lora_load(model.get(), o.lora.c_str(), &lraw))) return 1;
+        std::unique_ptr<vt_lora, LoraDel> lora(lraw);  // the sequence keeps its own reference
+        if (failed(vt_seq_set_lora(seq.get(), lora.get(), o.lora_scale))) return 1;
+    }
 
     const uint32_t seed = o.seed ? *o.seed : std::random_device{}();
     vt_sampler *smraw = nullptr;
@@ -346,6 +355,10 @@ int main(int argc, char **argv) {
                    "quantize F32/F16/BF16 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0 or Q4_1");
     vt_examples::add_device_options(app, o.device, o.n_gpu_layers);
     vt_examples::add_weights_memory_option(app, o.weights_memory);
+    auto *lora_opt = app.add_option("--lora", o.lora, "LoRA adapter: a PEFT folder or a GGUF LoRA (llama.cpp's)");
+    app.add_option("--lora-scale", o.lora_scale, "the adapter's scale, 0 = the base model")
+        ->capture_default_str()
+        ->needs(lora_opt);
 
     auto *p_opt = app.add_option("-p,--prompt", o.prompt, "prompt text");
     auto *f_opt = app.add_option("-f,--file", o.prompt_file, "read the prompt from a file");

@@ -111,6 +111,19 @@ static void test_null_context(void) {
     CHECK_STATUS(vt_seq_logits(NULL, -1, &logits, &n), ARG);
     CHECK_STATUS(vt_seq_n_past(NULL, &n), ARG);
     CHECK_STATUS(vt_seq_reset(NULL), ARG);
+    CHECK_STATUS(vt_seq_set_lora(NULL, NULL, 1.0f), ARG);
+}
+
+static void test_lora(void) {
+    vt_lora *lora = (vt_lora *)0x1;
+    vt_lora_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    CHECK_STATUS(vt_lora_load(NULL, "adapter", &lora), ARG);
+    CHECK(lora == NULL);
+    CHECK_STATUS(vt_lora_load(NULL, NULL, NULL), ARG);
+    CHECK_STATUS(vt_lora_get_info(NULL, &info), ARG);
+    vt_lora_destroy(NULL);
 }
 
 static void test_sampler(void) {
@@ -261,6 +274,7 @@ int main(int argc, char **argv) {
     test_null_model();
     test_null_tokenizer();
     test_null_context();
+    test_lora();
     test_sampler();
     test_bad_files(argc > 1 ? argv[1] : NULL);
     vt_log_set(NULL, NULL, VT_LOG_LEVEL_WARN); /* back to the default sink */
