@@ -135,6 +135,8 @@ vt_status Engine::submit(const std::vector<vt_token> &prompt, const SubmitParams
     rp.ignore_eos = sp.ignore_eos;
     rp.logprobs = sp.logprobs;
     rp.top_logprobs = sp.top_logprobs;
+    rp.lora = sp.lora;
+    rp.lora_scale = sp.lora_scale;
     rp.callback = &Engine::on_output;
 
     // Registered before the submit: the engine thread may deliver (and

@@ -65,6 +65,8 @@ struct SubmitParams {
     bool ignore_eos = false;
     bool logprobs = false;
     uint32_t top_logprobs = 0;
+    const vt_lora *lora = nullptr;  // the adapter to compute with (NULL: the base model); the
+    float lora_scale = 1.0f;        //   caller holds it until submit() returns, the engine after
 };
 
 class Engine {

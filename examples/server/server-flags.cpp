@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "vt/vt.h"
 #include "../common/devices.h"
@@ -85,6 +86,11 @@ std::optional<int> parse_flags(int argc, char **argv, ServerOptions &o) {
         "Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models,\n"
         "GET /health, GET /version, GET /metrics (Prometheus). With --api-key, /v1/* needs\n"
         "'Authorization: Bearer KEY'; /health, /version and /metrics stay open.\n"
+        "LoRA (as vLLM): a request whose \"model\" names an adapter computes with it (the\n"
+        "base model's name, or none: without); the body's \"lora_scale\" (vt's extension,\n"
+        "default 1) scales it. POST /v1/load_lora_adapter {\"lora_name\", \"lora_path\"} and\n"
+        "POST /v1/unload_lora_adapter {\"lora_name\"} add and remove adapters at run time;\n"
+        "requests running with one that is unloaded finish with it.\n"
         "Guards (0 disables): VT_SERVER_MAX_BODY_BYTES, VT_SERVER_MAX_PROMPT_CHARS and\n"
         "VT_SERVER_MAX_NEW_TOKENS set their defaults; the flags override them.\n"
         "SIGTERM/SIGINT: stop accepting connections, let requests in flight finish within\n"
@@ -117,6 +123,19 @@ std::optional<int> parse_flags(int argc, char **argv, ServerOptions &o) {
     app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
     app.add_option("--served-model-name", o.served_model_name,
                    "model id clients must name (default: the model file's name)");
+    std::vector<std::string> loras;
+    app.add_option("--lora", loras,
+                   "serve a LoRA adapter (a PEFT folder or a GGUF LoRA file) as the model NAME; repeatable")
+        ->type_name("NAME=PATH")
+        ->allow_extra_args(false)
+        ->check(CLI::Validator(
+            [](std::string &s) -> std::string {
+                const size_t eq = s.find('=');
+                if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+                    return "expected NAME=PATH, got '" + s + "'";
+                return {};
+            },
+            ""));
     app.add_option("--max-body-bytes", body_bytes,
                    "largest request body (413 beyond; 0 = no limit) [" +
                        std::to_string(o.guards.max_body_bytes) + "]")
@@ -144,6 +163,12 @@ std::optional<int> parse_flags(int argc, char **argv, ServerOptions &o) {
     if (!prompt_chars.empty()) o.guards.max_prompt_chars = parse_size(prompt_chars);
     if (!new_tokens.empty()) o.guards.max_new_tokens = parse_size(new_tokens);
     if (o.guards.max_new_tokens > UINT32_MAX) o.guards.max_new_tokens = UINT32_MAX;
+    // The name ends at the first '=': a path may hold more. The names' other
+    // rules are the registry's, checked as each is loaded.
+    for (const auto &l : loras) {
+        const size_t eq = l.find('=');
+        o.loras.emplace_back(l.substr(0, eq), l.substr(eq + 1));
+    }
     return std::nullopt;
 }
 

@@ -6,6 +6,7 @@
 
 #include "server-engine.h"
 #include "server-errors.h"
+#include "server-lora.h"
 #include "server-prompt.h"
 #include "server-request.h"
 #include "server-response.h"
@@ -48,6 +49,24 @@ ApiError submit_error(vt_status s, size_t n_prompt, uint32_t max_model_len) {
     case VT_ERR_OUT_OF_MEMORY: return ApiError(503, "out of memory: " + why, "server_error");
     default: return ApiError(500, "cannot submit the request: " + why, "server_error");
     }
+}
+
+// The adapter the request's "model" names: null for the base model (by
+// its name, or none), 404 for a name that is neither.
+LoraRef resolve_model(const ServerState &st, const GenRequest &r) {
+    LoraRef adapter;
+    if (!r.model.empty() && r.model != st.model_name) {
+        adapter = st.loras->find(r.model);
+        if (!adapter)
+            throw ApiError(404,
+                           "the model '" + r.model + "' does not exist (this server serves '" + st.model_name +
+                               "'" + (st.loras->list().empty() ? "" : " and LoRA adapters: see /v1/models") + ")",
+                           "invalid_request_error", "model", "model_not_found");
+    }
+    if (!adapter && r.lora_scale)
+        throw bad_param("lora_scale", "'lora_scale' applies to a LoRA adapter, and '" + st.model_name +
+                                          "' is the base model");
+    return adapter;
 }
 
 // Tokenized prompts of a request, one per prompt (chat: exactly one).
@@ -138,9 +157,10 @@ void generate(ServerState &st, const std::string &body_text, bool chat, httplib:
         throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
     }
     GenRequest r = parse_request(body, chat, st.opts.guards, st.n_vocab);
-    if (!r.model.empty() && r.model != st.model_name)
-        throw ApiError(404, "the model '" + r.model + "' does not exist (this server serves '" + st.model_name + "')",
-                       "invalid_request_error", "model", "model_not_found");
+    // NOTE: held until every vt_context_submit below has returned; the
+    // engine holds its own reference from then on, so an unload meanwhile
+    // cannot take the adapter from under this request.
+    const LoraRef adapter = resolve_model(st, r);
 
     auto prompts = tokenize_prompts(st, r);
     check_lengths(r, prompts, st.engine->stats().max_model_len);
@@ -149,14 +169,17 @@ void generate(ServerState &st, const std::string &body_text, bool chat, httplib:
 
     const int n_choices = (int)prompts.size() * r.n;
     auto g = std::make_shared<Generation>(
-        *st.engine, ResponseBuilder(chat, r.stream, r.include_usage, r.logprobs, r.ignore_eos, st.model_name,
-                                    n_choices, prompt_tokens, *st.prompter));
+        *st.engine, ResponseBuilder(chat, r.stream, r.include_usage, r.logprobs, r.ignore_eos,
+                                    adapter ? adapter->name : st.model_name, n_choices, prompt_tokens,
+                                    *st.prompter));
     SubmitParams sp;
     sp.max_tokens = r.max_tokens.value_or(0);
     sp.stop = r.stop;
     sp.ignore_eos = r.ignore_eos;
     sp.logprobs = r.logprobs;
     sp.top_logprobs = r.top_logprobs;
+    sp.lora = adapter ? adapter->lora.get() : nullptr;
+    sp.lora_scale = r.lora_scale.value_or(1.0f);
     const uint32_t base_seed = r.sampling.seed ? *r.sampling.seed : std::random_device{}();
     for (size_t pi = 0; pi < prompts.size(); ++pi) {
         for (int j = 0; j < r.n; ++j) {

@@ -1,5 +1,6 @@
 #include "server-request.h"
 
+#include <cfloat>
 #include <cmath>
 #include <memory>
 
@@ -253,6 +254,13 @@ GenRequest parse_request(const json &body, bool chat, const Guards &g, uint32_t 
         r.top_logprobs = (uint32_t)*lp;
     }
     if (auto ie = opt_bool(body, "ignore_eos")) r.ignore_eos = *ie;
+    if (const json *ls = field(body, "lora_scale")) {
+        // Any finite scale: 0 computes as the base model, negative ones subtract the update.
+        const double d = ls->is_number() ? ls->get<double>() : NAN;
+        if (!std::isfinite(d) || std::fabs(d) > FLT_MAX)
+            throw bad_param("lora_scale", "'lora_scale' must be a finite number");
+        r.lora_scale = (float)d;
+    }
 
     SamplingParams &s = r.sampling;
     if (auto v = opt_number(body, "temperature", 0.0, 2.0)) s.temperature = *v;

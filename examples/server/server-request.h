@@ -45,6 +45,7 @@ struct GenRequest {
     bool logprobs = false;
     uint32_t top_logprobs = 0;
     bool ignore_eos = false;           // vLLM's extension
+    std::optional<float> lora_scale;   // vt's extension: the adapter's scale (finite)
     SamplingParams sampling;
 };
 

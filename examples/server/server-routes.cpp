@@ -6,6 +6,7 @@
 #include "server-engine.h"
 #include "server-errors.h"
 #include "server-generate.h"
+#include "server-lora.h"
 #include "server-metrics.h"
 
 namespace vts {
@@ -92,12 +93,42 @@ bool refuse(const ServerState &st, const httplib::Request &req, httplib::Respons
     return false;
 }
 
+// vLLM's model cards: the base model's root is its path and it has no
+// parent; an adapter's root is its path and its parent the base model.
 json model_card(const ServerState &st) {
     return {{"id", st.model_name},
             {"object", "model"},
             {"created", st.created},
             {"owned_by", "vt"},
+            {"root", st.opts.model},
+            {"parent", nullptr},
             {"max_model_len", st.engine->stats().max_model_len}};
+}
+
+json model_card(const ServerState &st, const LoraAdapter &a) {
+    return {{"id", a.name},
+            {"object", "model"},
+            {"created", a.created},
+            {"owned_by", "vt"},
+            {"root", a.path},
+            {"parent", st.model_name},
+            {"max_model_len", st.engine->stats().max_model_len}};
+}
+
+// A POST route of /v1 with a JSON body: read within the body cap, then
+// the API key and draining are checked (see the pre-routing handler).
+template <typename Handler>
+httplib::Server::HandlerWithContentReader with_body(ServerState &st, uint64_t cap, Handler handler) {
+    return [&st, cap, handler](const httplib::Request &req, httplib::Response &res,
+                               const httplib::ContentReader &reader) {
+        std::string body;
+        if (auto err = read_body(reader, res, cap, body)) {
+            send_error(res, *err);
+            return;
+        }
+        if (refuse(st, req, res)) return;
+        handler(st, body, res);
+    };
 }
 
 } // namespace
@@ -177,31 +208,31 @@ void setup_routes(httplib::Server &svr, ServerState &st) {
         res.set_content(st.metrics->render(st.engine->stats()), "text/plain; version=0.0.4; charset=utf-8");
     });
     svr.Get("/v1/models", [&st](const httplib::Request &, httplib::Response &res) {
-        send_json(res, {{"object", "list"}, {"data", json::array({model_card(st)})}});
+        json data = json::array({model_card(st)});
+        for (const LoraRef &a : st.loras->list()) data.push_back(model_card(st, *a));
+        send_json(res, {{"object", "list"}, {"data", data}});
     });
     svr.Get(R"(/v1/models/(.+))", [&st](const httplib::Request &req, httplib::Response &res) {
-        if (req.matches[1] != st.model_name) {
-            send_error(res, ApiError(404, "the model '" + req.matches[1].str() + "' does not exist",
-                                     "invalid_request_error", "model", "model_not_found"));
-            return;
+        const std::string id = req.matches[1];
+        if (id == st.model_name) {
+            send_json(res, model_card(st));
+        } else if (const LoraRef a = st.loras->find(id)) {
+            send_json(res, model_card(st, *a));
+        } else {
+            send_error(res, ApiError(404, "the model '" + id + "' does not exist", "invalid_request_error", "model",
+                                     "model_not_found"));
         }
-        send_json(res, model_card(st));
     });
 
-    auto generation = [&st, cap](bool chat) {
-        return [&st, cap, chat](const httplib::Request &req, httplib::Response &res,
-                                const httplib::ContentReader &reader) {
-            std::string body;
-            if (auto err = read_body(reader, res, cap, body)) {
-                send_error(res, *err);
-                return;
-            }
-            if (refuse(st, req, res)) return;
-            handle_generation(st, body, chat, res);
-        };
-    };
-    svr.Post("/v1/chat/completions", generation(true));
-    svr.Post("/v1/completions", generation(false));
+    svr.Post("/v1/chat/completions",
+             with_body(st, cap, [](ServerState &s, const std::string &b, httplib::Response &r) {
+                 handle_generation(s, b, true, r);
+             }));
+    svr.Post("/v1/completions", with_body(st, cap, [](ServerState &s, const std::string &b, httplib::Response &r) {
+                 handle_generation(s, b, false, r);
+             }));
+    svr.Post("/v1/load_lora_adapter", with_body(st, cap, handle_load_lora));
+    svr.Post("/v1/unload_lora_adapter", with_body(st, cap, handle_unload_lora));
 }
 
 } // namespace vts

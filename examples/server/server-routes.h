@@ -10,7 +10,8 @@ namespace vts {
 
 // Registers every route and hook on svr. st must outlive svr's listening.
 //   POST /v1/chat/completions, POST /v1/completions   (server-generate.h)
-//   GET  /v1/models, /v1/models/{id}
+//   GET  /v1/models, /v1/models/{id}                  the base model and its LoRA adapters
+//   POST /v1/load_lora_adapter, /v1/unload_lora_adapter (server-lora.h)
 //   GET  /health     200 {"status":"ok"}; 503 {"status":"draining"} after SIGTERM
 //   GET  /version    library, ABI and model
 //   GET  /metrics    Prometheus text (server-metrics.h)

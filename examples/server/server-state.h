@@ -11,6 +11,7 @@
 namespace vts {
 
 class Engine;
+class LoraRegistry;
 class Metrics;
 class Prompter;
 
@@ -22,6 +23,7 @@ struct ServerState {
     Engine *engine = nullptr;
     Prompter *prompter = nullptr;
     Metrics *metrics = nullptr;
+    LoraRegistry *loras = nullptr;        // --lora and run-time adapters (server-lora.h)
     std::atomic<bool> draining{false};    // SIGTERM came: refuse new requests
     std::atomic<bool> pool_logged{false}; // the KV pool's size was logged
 };

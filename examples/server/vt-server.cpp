@@ -1,7 +1,8 @@
 // vt-server: an OpenAI-compatible HTTP server over libvt's serving engine
 // (include/vt/vt_engine.h), through the public C ABI only.
 //
-//   vt-server -m model.gguf [--host 127.0.0.1] [--port 8080] [--kv-cache-memory 2GiB] ...
+//   vt-server -m model.gguf [--host 127.0.0.1] [--port 8080] [--kv-cache-memory 2GiB]
+//             [--lora NAME=PATH ...] ...
 //
 // Threads: main (load, then httplib's accept loop), one engine thread that
 // steps the context (server-engine.h), httplib's connection threads (parse,
@@ -25,7 +26,9 @@
 
 #include "../common/devices.h"
 #include "server-engine.h"
+#include "server-errors.h"
 #include "server-flags.h"
+#include "server-lora.h"
 #include "server-metrics.h"
 #include "server-prompt.h"
 #include "server-routes.h"
@@ -133,6 +136,18 @@ int serve(ServerState &st) {
                      info.n_quantized, vt_quant_type_name(quantize), info.n_quantize_fallback, info.n_quantize_kept,
                      (double)info.quantized_bytes / (1 << 20), info.quantize_seconds);
     }
+    // Before the context: a bad --lora ends the start before the KV pool is
+    // allocated. Declared after the model, so its adapters go first.
+    LoraRegistry loras(model.get(), st.model_name);
+    for (const auto &[name, path] : o.loras) {
+        try {
+            loras.load(name, path);
+        } catch (const ApiError &e) {
+            std::fprintf(stderr, "vt-server: --lora %s=%s: %s\n", name.c_str(), path.c_str(), e.what());
+            return 1;
+        }
+    }
+    st.loras = &loras;
     const vt_tokenizer *tok = nullptr;
     if (failed(vt_model_tokenizer(model.get(), &tok), "no tokenizer")) return 1;
     st.n_vocab = vt_tokenizer_n_vocab(tok);
