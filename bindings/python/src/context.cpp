@@ -181,6 +181,16 @@ void init_context(py::module_ &m) {
              "step.\n\n"
              "Raises VtInvalidArgument for an index outside the last step, VtInvalidState\n"
              "before the first step.")
+        .def("set_lora", [](Sequence &self, std::shared_ptr<LoRA> adapter, float scale) {
+                Lock lock(self.ctx->mu);
+                check(vt_seq_set_lora(self.handle, adapter ? adapter->handle : nullptr, scale));
+            },
+            py::arg("adapter"), py::arg("scale") = 1.0f,
+            "Sets the vt.LoRA adapter the next steps compute with, at scale (1 = as trained,\n"
+            "0 = as the base model); adapter None = the base model. Tokens already in the KV\n"
+            "cache keep what they were computed with: reset() to recompute them. The sequence\n"
+            "holds the adapter until it is replaced. Raises VtInvalidArgument for an adapter\n"
+            "of another model or a scale that is not finite.")
         .def_property_readonly("n_past", [](const Sequence &self) {
                 size_t n = 0;
                 check(vt_seq_n_past(self.handle, &n));

@@ -60,7 +60,8 @@ RequestEvent copy_event(const vt_request_output &o) {
 
 uint64_t submit(Context &self, const std::vector<vt_token> &prompt, std::optional<int64_t> max_tokens,
                 std::shared_ptr<Sampler> sampler, const std::vector<vt_token> &stop_token_ids,
-                const std::vector<std::string> &stop, bool ignore_eos, bool logprobs, uint32_t top_logprobs) {
+                const std::vector<std::string> &stop, bool ignore_eos, bool logprobs, uint32_t top_logprobs,
+                std::shared_ptr<LoRA> lora, float lora_scale) {
     if (max_tokens && (*max_tokens < 1 || *max_tokens > UINT32_MAX))
         raise_status(VT_ERR_INVALID_ARGUMENT, "submit: max_tokens must be in 1 .. 2**32-1, or None (until the "
                                               "context's max_model_len)");
@@ -82,6 +83,8 @@ uint64_t submit(Context &self, const std::vector<vt_token> &prompt, std::optiona
     p.ignore_eos = ignore_eos;
     p.logprobs = logprobs;
     p.top_logprobs = top_logprobs;
+    p.lora = lora ? lora->handle : nullptr;  // the request holds its own reference
+    p.lora_scale = lora_scale;
     uint64_t id = 0;
     if (!sampler) {
         check(vt_context_submit(self.handle, &p, &id));
@@ -155,7 +158,8 @@ static void add_engine_methods(py::class_<Context, std::shared_ptr<Context>> cls
     cls.def("submit", &submit, py::arg("prompt_token_ids"), py::arg("max_tokens") = py::none(),
             py::arg("sampler") = py::none(), py::arg("stop_token_ids") = std::vector<vt_token>{},
             py::arg("stop") = std::vector<std::string>{}, py::arg("ignore_eos") = false,
-            py::arg("logprobs") = false, py::arg("top_logprobs") = 0,
+            py::arg("logprobs") = false, py::arg("top_logprobs") = 0, py::arg("lora") = py::none(),
+            py::arg("lora_scale") = 1.0f,
             "Queues a request on this context's serving engine and returns its id (> 0,\n"
             "never reused). Its events come from poll() after later step() calls.\n\n"
             "Args:\n"
@@ -172,10 +176,16 @@ static void add_engine_methods(py::class_<Context, std::shared_ptr<Context>> cls
             "        itself never is; text that may begin one is held back until it cannot.\n"
             "    ignore_eos: keep going after end-of-generation tokens.\n"
             "    logprobs: give each event's token log-probability (log-softmax of the logits).\n"
-            "    top_logprobs: 0..20 most likely (token, logprob) pairs per event.\n\n"
+            "    top_logprobs: 0..20 most likely (token, logprob) pairs per event.\n"
+            "    lora: a vt.LoRA of this context's model the request computes with (it holds\n"
+            "        the adapter until it ends); None = the base model. Requests with\n"
+            "        different adapters run batched; the prefix cache shares KV only between\n"
+            "        requests with the same adapter and scale.\n"
+            "    lora_scale: the adapter's scale (1 = as trained, 0 = the base model).\n\n"
             "Thread-safe (another thread may be in step()). The first submit allocates the\n"
             "KV pool (the context's kv_cache_bytes). Raises VtInvalidArgument (empty prompt,\n"
-            "ids outside the vocabulary, bad stop strings, top_logprobs > 20), VtInvalidUTF8\n"
+            "ids outside the vocabulary, bad stop strings, top_logprobs > 20, an adapter of\n"
+            "another model, a lora_scale that is not finite), VtInvalidUTF8\n"
             "(a stop string), VtContextFull (the prompt alone reaches max_model_len),\n"
             "VtOutOfMemory (the pool), VtInvalidState (a sampler without a final stage or\n"
             "already moved). Nothing is queued on error.")

@@ -6,6 +6,7 @@ PYBIND11_MODULE(_vt, m) {
     m.doc() = "vt._vt: the C++ extension behind the vt package (use `import vt`).";
     vt_py::init_errors(m);
     vt_py::init_model(m);
+    vt_py::init_lora(m);
     vt_py::init_tokenizer(m);
     vt_py::init_context(m);
     vt_py::init_sampler(m);

@@ -132,6 +132,16 @@ struct Model {
     ~Model() { vt_model_destroy(handle); }
 };
 
+// vt.LoRA: an adapter of a model (vt_lora.h). Immutable; no lock. Requests
+// and sequences given it hold their own reference in libvt, so the object
+// may go before them; it keeps its model alive, which must outlive it.
+struct LoRA {
+    vt_lora *handle = nullptr;
+    std::shared_ptr<Model> model;
+    std::string path;
+    ~LoRA() { vt_lora_destroy(handle); }
+};
+
 // vt.Tokenizer: either a model's own (borrowed, the model is kept alive) or a
 // standalone one from vt_tokenizer_load (owned). Immutable; no lock.
 struct Tokenizer {
@@ -193,6 +203,8 @@ struct Sampler {
 
 void init_errors(py::module_ &m);
 void init_model(py::module_ &m);
+// vt.LoRA (before init_context: Sequence.set_lora and Context.submit name it).
+void init_lora(py::module_ &m);
 void init_tokenizer(py::module_ &m);
 void init_context(py::module_ &m);
 // vt.RequestEvent, and Context.submit / cancel / step / poll / stats added to

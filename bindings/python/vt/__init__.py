@@ -25,6 +25,8 @@ Low level, one class per handle of the C ABI (include/vt/*.h)::
     next_id = smpl.sample(seq)
     rid = ctx.submit(tok.encode("Hi", add_special=True), max_tokens=16,
                      sampler=smpl)              # the serving engine; smpl is moved into it
+    lora = vt.LoRA(model, "adapter.gguf")       # or a PEFT folder; seq.set_lora(lora),
+                                                # ctx.submit(..., lora=lora), llm.generate(..., lora=...)
     ctx.step(); events = ctx.poll()             # vt.RequestEvent: token, text, finish_reason
 
 Errors are vt.VtError subclasses (VtIOError, VtFormatError, VtInvalidArgument,
@@ -48,6 +50,7 @@ from ._vt import (
     Context,
     Detokenizer,
     Generation,
+    LoRA,
     Model,
     ModelMeta,
     RequestEvent,
@@ -82,7 +85,7 @@ __version__: str = version()
 
 __all__ = [
     "ABI_VERSION", "LOG_DEBUG", "LOG_ERROR", "LOG_INFO", "LOG_NONE", "LOG_WARN", "STATUS_CODES",
-    "ChatTemplate", "Context", "Detokenizer", "Generation", "LLM", "Model", "ModelMeta", "RequestEvent", "RequestOutput", "Sampler", "SamplingParams",
+    "ChatTemplate", "Context", "Detokenizer", "Generation", "LLM", "LoRA", "Model", "ModelMeta", "RequestEvent", "RequestOutput", "Sampler", "SamplingParams",
     "Sequence", "Stream", "Tokenizer",
     "VtBufferTooSmall", "VtCancelled", "VtContextFull", "VtError", "VtFormatError", "VtInternalError",
     "VtInvalidArgument", "VtInvalidState", "VtInvalidUTF8", "VtIOError", "VtNotFound", "VtOutOfMemory",

@@ -108,19 +108,26 @@ class _Request:
         return min(found, key=len) if found else None
 
 
+# One request of run_batch: prompt ids, SamplingParams, and the vt.LoRA it
+# computes with (None: the base model) at its scale.
+BatchRequest = Tuple[List[int], Any, Optional[_vt.LoRA], float]
+
+
 def run_batch(ctx: _vt.Context, tokenizer: _vt.Tokenizer,
-              requests: Sequence[Tuple[List[int], Any]]) -> List[Result]:
-    """Runs every (prompt ids, SamplingParams) request to its end, batched.
+              requests: Sequence[BatchRequest]) -> List[Result]:
+    """Runs every (prompt ids, SamplingParams, adapter, scale) request to its
+    end, batched.
 
     Each request gets a fresh sampler chain from its params (the engine takes
-    ownership of it). Returns one Result per request, in order. On any
-    exception (a bad argument, a failed step, KeyboardInterrupt) the requests
-    still running are cancelled and drained before it propagates.
+    ownership of it). Requests with different adapters (or none) share each
+    step. Returns one Result per request, in order. On any exception (a bad
+    argument, a failed step, KeyboardInterrupt) the requests still running
+    are cancelled and drained before it propagates.
     """
     pending: Dict[int, _Request] = {}
     reqs: List[_Request] = []
     try:
-        for ids, params in requests:
+        for ids, params, lora, lora_scale in requests:
             req = _Request(ids, params, tokenizer)
             reqs.append(req)
             if params.max_tokens == 0:  # the engine reads 0 as "until max_model_len"
@@ -131,7 +138,7 @@ def run_batch(ctx: _vt.Context, tokenizer: _vt.Tokenizer,
             rid = ctx.submit(ids, max_tokens=params.max_tokens, sampler=params.sampler(),
                              stop_token_ids=params.stop_token_ids, stop=params.stop,
                              ignore_eos=params.ignore_eos, logprobs=params.logprobs is not None,
-                             top_logprobs=params.logprobs or 0)
+                             top_logprobs=params.logprobs or 0, lora=lora, lora_scale=lora_scale)
             pending[rid] = req
         idle = 0
         while pending:

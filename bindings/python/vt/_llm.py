@@ -1,13 +1,15 @@
 """vt.LLM, vt.SamplingParams and the outputs: text generation over vt._vt."""
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import secrets
 import threading
 import weakref
 from dataclasses import dataclass, field
 from collections.abc import Mapping
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _vt
 from ._chat import chat_prompt_token_ids
@@ -131,6 +133,8 @@ class RequestOutput:
             tokens and of the token itself; else None.
         num_cached_tokens: prompt tokens served from the prefix cache
             (generate); None from a stream.
+        lora: the vt.LoRA the prompt was generated with, or None (the base
+            model; as vLLM's lora_request).
     """
 
     prompt: Optional[str]
@@ -141,6 +145,7 @@ class RequestOutput:
     stop_reason: Union[int, str, None] = None
     logprobs: Optional[List[Dict[int, float]]] = None
     num_cached_tokens: Optional[int] = None
+    lora: Optional[_vt.LoRA] = None
 
 
 class Stream:
@@ -200,6 +205,9 @@ class Stream:
 
 
 PathLike = Union[str, "os.PathLike[str]"]
+# An adapter argument: a loaded vt.LoRA, a path to load (once per LLM), or
+# None for the base model.
+LoRALike = Union[_vt.LoRA, PathLike, None]
 
 
 class LLM:
@@ -225,6 +233,14 @@ class LLM:
     parse_special=False for untrusted text. chat() takes conversations
     (message dicts) instead and renders them with the model's chat template
     first.
+
+    LoRA adapters: generate(), chat() and stream() take lora= (a vt.LoRA of
+    this model, or the path of a PEFT folder or GGUF LoRA, loaded once and
+    kept by the LLM) and lora_scale=; generate() and chat() also take a list
+    with one adapter per prompt, None for the base model, and run them all in
+    one batch (as vLLM's lora_request)::
+
+        outs = llm.generate(prompts, params, lora=["a.gguf", None, "b/"])
 
     Thread-safety: an LLM is used by one thread at a time; calls from several
     threads are serialized by a lock (generation releases the GIL). For
@@ -301,6 +317,7 @@ class LLM:
         self._lock = threading.RLock()
         self._active: Optional["weakref.ref[_vt.Generation]"] = None
         self._chat_template: Optional[_vt.ChatTemplate] = None  # parsed on first chat()
+        self._loras: Dict[str, _vt.LoRA] = {}  # adapters given by path, by absolute path
 
     def get_tokenizer(self) -> _vt.Tokenizer:
         """The model's tokenizer (as vLLM's LLM.get_tokenizer)."""
@@ -309,7 +326,9 @@ class LLM:
     def generate(self, prompts: Union[str, Sequence[str], None] = None,
                  sampling_params: Union[SamplingParams, Sequence[SamplingParams], None] = None, *,
                  prompt_token_ids: Union[Sequence[int], Sequence[Sequence[int]], None] = None,
-                 add_special: bool = True, parse_special: bool = True) -> List[RequestOutput]:
+                 add_special: bool = True, parse_special: bool = True,
+                 lora: Union[LoRALike, Sequence[LoRALike]] = None,
+                 lora_scale: Union[float, Sequence[float]] = 1.0) -> List[RequestOutput]:
         """Generates a completion for each prompt, all batched in the engine.
 
         Every prompt is submitted to the context's serving engine at once and
@@ -326,15 +345,27 @@ class LLM:
                 (a list of ids, or a list of such lists).
             add_special, parse_special: how text prompts are tokenized (see
                 the class docstring).
+            lora: the LoRA adapter of every prompt, or a list with one per
+                prompt (None: the base model). An adapter is a vt.LoRA of
+                this LLM's model, or the path of a PEFT folder or GGUF LoRA
+                file, loaded at its first use and kept by the LLM. Prompts
+                with different adapters run in one batch; each gives the
+                tokens it gives alone.
+            lora_scale: the adapters' scale (1 = as trained, 0 = the base
+                model), or a list with one per prompt.
 
         Returns:
             One RequestOutput per prompt, in order.
 
         Raises:
-            VtInvalidArgument: an empty prompt, a bad parameter.
+            VtInvalidArgument: an empty prompt, a bad parameter, an adapter
+                of another model, a list of adapters or scales whose length
+                is not the number of prompts.
             VtContextFull: a prompt that reaches max_model_len (n_ctx).
             VtInvalidUTF8: a prompt given as bytes that are not UTF-8.
             VtOutOfMemory: the KV pool.
+            VtIOError, VtFormatError, VtUnsupportedError: an adapter given
+                by path (see vt.LoRA).
         """
         requests = self._requests(prompts, prompt_token_ids, add_special, parse_special)
         if sampling_params is None or isinstance(sampling_params, SamplingParams):
@@ -345,17 +376,21 @@ class LLM:
                 raise _vt.VtInvalidArgument(
                     f"generate: {len(params_list)} sampling params for {len(requests)} prompts")
         with self._lock:
+            adapters = self._adapters(lora, lora_scale, len(requests), "generate")
             results = run_batch(self.context, self.tokenizer,
-                                [(ids, params) for (_, ids), params in zip(requests, params_list)])
+                                [(ids, params, adapter, scale)
+                                 for (_, ids), params, (adapter, scale) in zip(requests, params_list, adapters)])
         return [RequestOutput(prompt, ids, r.text, r.token_ids, r.finish_reason, r.stop_reason, r.logprobs,
-                              r.num_cached_tokens)
-                for (prompt, ids), r in zip(requests, results)]
+                              r.num_cached_tokens, adapter)
+                for (prompt, ids), r, (adapter, _) in zip(requests, results, adapters)]
 
     def chat(self, messages: Union[Sequence[Mapping[str, Any]], Sequence[Sequence[Mapping[str, Any]]]],
              sampling_params: Union[SamplingParams, Sequence[SamplingParams], None] = None, *,
              chat_template: Optional[str] = None, add_generation_prompt: bool = True,
              tools: Optional[List[Dict[str, Any]]] = None,
-             chat_template_kwargs: Optional[Dict[str, Any]] = None) -> List[RequestOutput]:
+             chat_template_kwargs: Optional[Dict[str, Any]] = None,
+             lora: Union[LoRALike, Sequence[LoRALike]] = None,
+             lora_scale: Union[float, Sequence[float]] = 1.0) -> List[RequestOutput]:
         """Generates the assistant's reply to a conversation (as vLLM's LLM.chat).
 
         Each conversation is rendered with the model's chat template (or
@@ -373,6 +408,8 @@ class LLM:
             tools: tool definitions, passed to the template as `tools`.
             chat_template_kwargs: further template variables
                 (e.g. {"enable_thinking": False}).
+            lora, lora_scale: as in generate(), a list having one entry per
+                conversation.
 
         Returns:
             One RequestOutput per conversation, in order; prompt is the
@@ -391,7 +428,8 @@ class LLM:
             kwargs["tools"] = tools
         prompts = [template.apply(conv, add_generation_prompt, **kwargs) for conv in conversations]
         ids = [chat_prompt_token_ids(self.tokenizer, p) for p in prompts]
-        outputs = self.generate(sampling_params=sampling_params, prompt_token_ids=ids)
+        outputs = self.generate(sampling_params=sampling_params, prompt_token_ids=ids, lora=lora,
+                                lora_scale=lora_scale)
         for out, text in zip(outputs, prompts):
             out.prompt = text
         return outputs
@@ -404,7 +442,8 @@ class LLM:
         return self._chat_template
 
     def stream(self, prompt: Union[str, Sequence[int]], sampling_params: Optional[SamplingParams] = None,
-               *, add_special: bool = True, parse_special: bool = True) -> Stream:
+               *, add_special: bool = True, parse_special: bool = True, lora: LoRALike = None,
+               lora_scale: float = 1.0) -> Stream:
         """Generates one completion piece by piece: an iterator of str.
 
         prompt is text, or a list of token ids. Each piece is the text of one
@@ -414,7 +453,8 @@ class LLM:
         generated as the iterator is advanced (each step releases the GIL).
         It runs in the LLM's one sequence, vt-generate's loop, and so takes
         neither stop strings, ignore_eos nor logprobs (VtInvalidArgument):
-        generate() does.
+        generate() does. lora and lora_scale: one adapter, as in generate()
+        (Sequence.set_lora).
         """
         params = sampling_params or SamplingParams()
         if params.stop or params.ignore_eos or params.logprobs is not None:
@@ -426,7 +466,8 @@ class LLM:
         else:
             text, ids = None, [int(t) for t in prompt]
         with self._lock:
-            gen = self._start(ids, params)
+            [(adapter, scale)] = self._adapters(lora, lora_scale, 1, "stream")
+            gen = self._start(ids, params, adapter, scale)
         return Stream(self, gen, text)
 
     def _requests(self, prompts, prompt_token_ids, add_special, parse_special):
@@ -443,7 +484,8 @@ class LLM:
             ids_list = [ids_list]
         return [(None, [int(t) for t in ids]) for ids in ids_list]
 
-    def _start(self, ids: List[int], params: SamplingParams) -> _vt.Generation:
+    def _start(self, ids: List[int], params: SamplingParams, adapter: Optional[_vt.LoRA],
+               scale: float) -> _vt.Generation:
         # One sequence per LLM: a new generation ends an unfinished stream.
         if self._seq is None:
             self._seq = self.context.sequence(n_ctx=self._n_ctx)
@@ -451,10 +493,49 @@ class LLM:
             old = self._active()
             if old is not None:
                 old.close()
+        # After the old generation's close: it must not step with the new
+        # adapter. The generation resets the sequence, so every token of it
+        # is computed with the adapter.
+        self._seq.set_lora(adapter, scale)
         gen = _vt.Generation(self._seq, params.sampler(), self.tokenizer, ids,
                              params.max_tokens, params.stop_token_ids)
         self._active = weakref.ref(gen)
         return gen
+
+    def _adapters(self, lora: Union[LoRALike, Sequence[LoRALike]], lora_scale: Union[float, Sequence[float]],
+                  n: int, what: str) -> List[Tuple[Optional[_vt.LoRA], float]]:
+        # (adapter, scale) of each of n prompts: one lora for all of them or
+        # a list of n, the same for lora_scale. Under self._lock.
+        if lora is None or isinstance(lora, (_vt.LoRA, str, os.PathLike)):
+            adapters = [self._adapter(lora, what)] * n
+        else:
+            adapters = [self._adapter(x, what) for x in lora]
+            if len(adapters) != n:
+                raise _vt.VtInvalidArgument(f"{what}: {len(adapters)} LoRA adapters for {n} prompts")
+        if isinstance(lora_scale, numbers.Real):
+            scales = [float(lora_scale)] * n
+        else:
+            scales = [float(x) for x in lora_scale]
+            if len(scales) != n:
+                raise _vt.VtInvalidArgument(f"{what}: {len(scales)} LoRA scales for {n} prompts")
+        if not all(math.isfinite(x) for x in scales):
+            raise _vt.VtInvalidArgument(f"{what}: lora_scale must be finite")
+        return list(zip(adapters, scales))
+
+    def _adapter(self, lora: LoRALike, what: str) -> Optional[_vt.LoRA]:
+        if lora is None:
+            return None
+        if isinstance(lora, _vt.LoRA):
+            if lora.model is not self.model:
+                raise _vt.VtInvalidArgument(f"{what}: {lora!r} is an adapter of another model than this LLM's")
+            return lora
+        if not isinstance(lora, (str, os.PathLike)):
+            raise TypeError(f"{what}: lora must be a vt.LoRA, a path or None, not {type(lora).__name__}")
+        key = os.path.abspath(os.fspath(lora))
+        adapter = self._loras.get(key)
+        if adapter is None:
+            adapter = self._loras[key] = _vt.LoRA(self.model, key)
+        return adapter
 
     def __repr__(self) -> str:
         return f"<vt.LLM {self.model!r}>"

@@ -94,6 +94,39 @@ class Model:
     @property
     def meta(self) -> ModelMeta: ...
 
+# ---- LoRA adapters -----------------------------------------------------------
+
+class LoRA:
+    """A LoRA adapter of a model (vt_lora.h): immutable, shareable; keeps its
+    model alive. Sequences and requests given it hold it themselves."""
+    def __init__(self, model: Model, path: _Path) -> None:
+        """Loads a PEFT folder or a GGUF LoRA file and checks it against model.
+
+        Raises VtIOError, VtFormatError, VtInvalidArgument (another model's),
+        VtUnsupportedError (what vt cannot apply).
+        """
+    @property
+    def path(self) -> str: ...
+    @property
+    def model(self) -> Model: ...
+    @property
+    def rank(self) -> int: ...
+    @property
+    def alpha(self) -> float: ...
+    @property
+    def scale(self) -> float:
+        """alpha / rank (alpha / sqrt(rank) with rsLoRA): B A's factor at a request scale of 1."""
+    @property
+    def n_weights(self) -> int: ...
+    @property
+    def n_params(self) -> int: ...
+    @property
+    def targets(self) -> List[str]:
+        """GGUF names of the kinds of weights it updates ("attn_q", "ffn_up")."""
+    @property
+    def format(self) -> str:
+        """"peft" or "gguf"."""
+
 # ---- tokenizer ---------------------------------------------------------------
 
 class Tokenizer:
@@ -140,12 +173,14 @@ class Context:
     def submit(self, prompt_token_ids: _Seq[int], max_tokens: Optional[int] = None,
                sampler: Optional[Sampler] = None, stop_token_ids: _Seq[int] = ...,
                stop: _Seq[str] = ..., ignore_eos: bool = False, logprobs: bool = False,
-               top_logprobs: int = 0) -> int:
+               top_logprobs: int = 0, lora: Optional[LoRA] = None, lora_scale: float = 1.0) -> int:
         """Queues a request; returns its id (> 0). Thread-safe.
 
         sampler is MOVED into the request on success: the vt.Sampler object is
         empty afterwards and raises VtInvalidState if used; None = greedy.
-        max_tokens None = until max_model_len (0 is refused).
+        max_tokens None = until max_model_len (0 is refused). lora: the
+        adapter the request computes with (held by the request), at
+        lora_scale; None = the base model.
         """
     def cancel(self, request_id: int) -> None:
         """Ends a request at the next step (last event finish_reason "abort"). Thread-safe."""
@@ -208,6 +243,8 @@ class Sequence:
     def feed(self, tokens: _Seq[int]) -> None: ...
     def step(self) -> None: ...
     def logits(self, i: int = -1, copy: bool = True) -> npt.NDArray[np.float32]: ...
+    def set_lora(self, adapter: Optional[LoRA], scale: float = 1.0) -> None:
+        """The adapter the next steps compute with (None = the base model)."""
     @property
     def n_past(self) -> int: ...
     @property
