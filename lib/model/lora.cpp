@@ -239,7 +239,7 @@ void LoraAdapter::add(const std::string &name, const Source &a, const Source &b,
             fail(VT_ERR_UNSUPPORTED, "LoRA: %s is %s; F32, F16 and BF16 are read", s->what.c_str(),
                  dtype_name(s->type));
 
-    // A copy of each; B as f32 rows when it must change (factor, BF16).
+    // A copy of each, A as stored (BF16 as f32), B as f32.
     auto copy = [&](const Source &s, bool to_f32) -> Tensor {
         const int64_t n = s.ne0 * s.ne1;
         Tensor t{};
@@ -261,7 +261,7 @@ void LoraAdapter::add(const std::string &name, const Source &a, const Source &b,
     };
     LoraPair p;
     p.a = copy(a, false);
-    p.b = copy(b, factor != 1.0f);
+    p.b = copy(b, true);
     if (factor != 1.0f) {
         float *f = static_cast<float *>(p.b.data);
         for (int64_t i = 0; i < b.ne0 * b.ne1; ++i) f[i] *= factor;
@@ -283,6 +283,18 @@ void LoraAdapter::add(const std::string &name, const Source &a, const Source &b,
                     if (!model_.from_folder()) std::swap(adjacent, rotate_half);  // HF -> llama.cpp
                     std::memcpy(static_cast<uint8_t *>(p.b.data) + rotate_half * rb, src.data() + adjacent * rb, rb);
                 }
+    }
+    // Op::LORA reads B transposed: r rows of out, f32.
+    {
+        const float *src = static_cast<const float *>(p.b.data);
+        auto &buf = storage_.emplace_back((size_t)(r * out) * sizeof(float));
+        float *t = reinterpret_cast<float *>(buf.data());
+        for (int64_t o = 0; o < out; ++o)
+            for (int64_t j = 0; j < r; ++j) t[(size_t)j * out + o] = src[(size_t)o * r + j];
+        void *rows_data = p.b.data;
+        tensor_init(p.b, DType::F32, out, r, 1, 1, buf.data());
+        storage_.erase(std::find_if(storage_.begin(), storage_.end(),
+                                    [&](const std::vector<uint8_t> &v) { return v.data() == rows_data; }));
     }
     rank_ = std::max(rank_, (uint32_t)r);
     n_params_ += (uint64_t)(a.ne0 * a.ne1 + b.ne0 * b.ne1);

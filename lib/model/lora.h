@@ -1,6 +1,7 @@
 // A LoRA adapter of one model (include/vt/vt_lora.h): per target weight W
-// (by GGUF name), A (in, r) and B (r, out) in ggml's layout, llama.cpp's
-// lora_a and lora_b, so that the update of a token x is scale * B (A x).
+// (by GGUF name), A (in, r) as llama.cpp's lora_a and B (r, out), its
+// lora_b, kept transposed, so that the update of a token x is
+// scale * B (A x).
 // Loaded from a PEFT folder or a GGUF LoRA, checked against the model, then
 // immutable: shared by the requests and sequences that use it
 // (std::shared_ptr), on any thread.
@@ -19,8 +20,8 @@ namespace vt {
 class Model;
 
 struct LoraPair {
-    Tensor a{};  // (in, r): r rows of the input width
-    Tensor b{};  // (r, out): one row of r per output row
+    Tensor a{};  // (in, r): r rows of the input width, as stored (F32 or F16)
+    Tensor b{};  // B transposed, (out, r) f32: r rows of the output width (Op::LORA's src3)
 };
 
 class LoraAdapter {

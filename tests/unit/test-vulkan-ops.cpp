@@ -485,8 +485,9 @@ TEST_CASE("Vulkan LORA: refused, then run on the CPU by the graph executor", "[v
     // and runs it on the CPU, which must give a plain CPU run's bits.
     std::mt19937 rng(12);
     const int64_t k = 96, r = 8, n = 80, m = 5;
-    const Bytes a = random_weights(DType::F16, k, r, rng), b = random_weights(DType::F16, r, n, rng);
-    DevTensor at(DType::F16, k, r, 1, a.data(), a.size()), bt(DType::F16, r, n, 1, b.data(), b.size());
+    // A F16 (k, r); B transposed, f32 (n, r): r rows of n (ops.def).
+    const Bytes a = random_weights(DType::F16, k, r, rng), b = random_weights(DType::F32, n, r, rng);
+    DevTensor at(DType::F16, k, r, 1, a.data(), a.size()), bt(DType::F32, n, r, 1, b.data(), b.size());
     const std::vector<float> y = normal((size_t)(n * m), rng), x = normal((size_t)(k * m), rng);
     const std::vector<int32_t> rows = {3, 0, 4};
     const std::vector<float> scales = {0.5f, -2.0f, 1.25f};
