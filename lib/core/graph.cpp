@@ -36,6 +36,15 @@ void Graph::reset() {
     nodes_.clear();
 }
 
+void Graph::reserve(size_t max_tensors) {
+    if (max_tensors <= max_tensors_) return;
+    if (!tensors_.empty()) fail(VT_ERR_INTERNAL, "a graph grows only while empty");
+    max_tensors_ = max_tensors;
+    tensors_.reserve(max_tensors_);
+    owned_.reserve(max_tensors_);
+    nodes_.reserve(max_tensors_);
+}
+
 Tensor *Graph::new_tensor(DType type, Shape shape, const char *name, int def) {
     if (tensors_.size() == max_tensors_) fail(VT_ERR_INTERNAL, "graph has more than %zu tensors", max_tensors_);
     int64_t ne[kMaxDims];

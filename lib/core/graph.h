@@ -31,6 +31,9 @@ public:
 
     // Forgets all nodes and tensors; keeps capacity.
     void reset();
+    // Room for at least max_tensors tensors; only on an empty graph (after
+    // reset()), since growing moves the tensors.
+    void reserve(size_t max_tensors);
 
     // A tensor the caller fills after bind() (token ids, positions...).
     Tensor *input(DType type, Shape shape, const char *name = nullptr);

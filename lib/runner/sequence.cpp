@@ -30,6 +30,8 @@ Context::~Context() = default;
 const Tensor *Context::build(ForwardArgs &args, const PagedKv &kv, int64_t n_out, const std::vector<int64_t> &n_index) {
     const int64_t n = args.n_tokens;
     graph_.reset();
+    // Each adapter adds a node (and a view) per projection it updates.
+    graph_.reserve(8192 + lora_.size() * 2 * 16 * (size_t)model_.hparams.n_layer);
     args.graph = &graph_;
     args.tokens = graph_.input(DType::I32, {n}, "tokens");
     args.positions = graph_.input(DType::I32, {n}, "positions");

@@ -13,6 +13,9 @@
 // - every logit of every prompt position within TOL_LOGIT of PEFT's, and
 //   the adapter moves them by far more than that;
 // - greedy tokens as PEFT's through vt_seq and through the serving engine;
+//   (a GGUF LoRA carries no use_rslora: it is scaled by alpha / r, as
+//   llama.cpp does, so an rsLoRA adapter's GGUF gives PEFT's model at a
+//   request scale of sqrt(r));
 // - scale 0 gives the base model's logits bit for bit;
 // - the prefix cache never shares KV between adapters (or the base);
 // - [mixed]: 16 requests over 4 adapters and none in one batch each give
@@ -116,6 +119,13 @@ Adapter &fixture() {
         return load_adapter(name);
     }();
     return a;
+}
+
+// The request scale at which the adapter reproduces PEFT's model: 1, but
+// a GGUF LoRA carries no use_rslora, so llama.cpp (and vt) scale it by
+// alpha / r, and an rsLoRA adapter needs sqrt(r) more (the fixture says).
+float peft_request_scale(const Adapter &a) {
+    return lora_from_gguf() ? a.golden["gguf"]["request_scale_for_peft_logits"].get<float>() : 1.0f;
 }
 
 ContextPtr make_context(vt_model *m, uint32_t max_num_seqs = 0) {
@@ -222,7 +232,8 @@ TEST_CASE("LoRA: the adapter's info", "[lora]") {
     const json &cfg = a.golden["lora"];
     CHECK(info.rank == cfg["r"].get<uint32_t>());
     CHECK(info.alpha == Approx(cfg["alpha"].get<float>()));
-    CHECK(info.scale == Approx(cfg["scale"].get<float>()));
+    CHECK(info.scale == Approx(lora_from_gguf() ? a.golden["gguf"]["llama_cpp_scale"].get<float>()
+                                                : cfg["scale"].get<float>()));
     CHECK(std::string(info.format) == (lora_from_gguf() ? "gguf" : "peft"));
     CHECK(info.n_weights == cfg["targets"].size() * 2);  // every target of both layers
     CHECK(info.n_params > 0);
@@ -237,7 +248,7 @@ TEST_CASE("LoRA: float32 logits match PEFT's", "[lora]") {
     for (size_t p = 0; p < a.golden["prompts"].size(); ++p) {
         const json &prompt = a.golden["prompts"][p];
         const std::vector<vt_token> ids = ids_of(prompt["ids"]);
-        const auto got = seq_logits(ctx.get(), a.lora.get(), 1.0f, ids);
+        const auto got = seq_logits(ctx.get(), a.lora.get(), peft_request_scale(a), ids);
         for (size_t t = 0; t < ids.size(); ++t) {
             const std::vector<float> want = prompt["logits"][t].get<std::vector<float>>();
             const std::vector<float> base = base_golden["prompts"][p]["logits"][t].get<std::vector<float>>();
@@ -279,7 +290,7 @@ TEST_CASE("LoRA: greedy tokens match PEFT's through vt_seq and the serving engin
         vt_seq *s = nullptr;
         VT_REQUIRE_OK(vt_seq_create(ctx.get(), &sp, &s));
         SeqPtr seq(s);
-        VT_REQUIRE_OK(vt_seq_set_lora(s, a.lora.get(), 1.0f));
+        VT_REQUIRE_OK(vt_seq_set_lora(s, a.lora.get(), peft_request_scale(a)));
         VT_REQUIRE_OK(vt_seq_feed(s, prompt.data(), prompt.size()));
         VT_REQUIRE_OK(vt_seq_step(s));
         std::vector<vt_token> got;
@@ -293,7 +304,7 @@ TEST_CASE("LoRA: greedy tokens match PEFT's through vt_seq and the serving engin
         }
         check_greedy(a.golden, got, "vt_seq");
     }
-    const auto res = run_engine(ctx.get(), {{prompt, a.lora.get(), 1.0f}}, (uint32_t)n_new);
+    const auto res = run_engine(ctx.get(), {{prompt, a.lora.get(), peft_request_scale(a)}}, (uint32_t)n_new);
     check_greedy(a.golden, res[0].tokens, "engine");
 }
 
