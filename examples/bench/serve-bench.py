@@ -34,14 +34,24 @@ passed only when its --help lists it. --vt-arg/--llama-arg add raw flags.
 
 llama-server is built, like llama-bench in compare-llama-bench.py (whose
 helper fetches and builds the pinned llama.cpp), into
-~/.cache/vt/llama.cpp-build with -DLLAMA_BUILD_SERVER=ON and no web UI:
+~/.cache/vt/llama.cpp-build-noamx with -DLLAMA_BUILD_SERVER=ON and no web UI:
     .venv/bin/python examples/bench/serve-bench.py --build-only --jobs 1
 
 Usage (from the repository root):
     .venv/bin/python examples/bench/serve-bench.py                        # smollm2, -t 2
     .venv/bin/python examples/bench/serve-bench.py --concurrency 1,4,16 --requests 32 --json
     .venv/bin/python examples/bench/serve-bench.py --only llama           # llama-server alone
+    .venv/bin/python examples/bench/serve-bench.py --loras 4 --concurrency 16   # 4 adapters mixed
     .venv/bin/python examples/bench/serve-bench.py --vt-server build-x/examples/server/vt-server
+
+LoRA (--loras N): N random rank-8 adapters of SmolLM2 are written with
+tests/models/make-tiny-loras.py (seeds 0..N-1) and a third run, "vt-lora",
+starts vt-server with --lora l0=... --lora l1=... and sends request i to model
+l(i mod N): every step mixes N adapters. Its tok/s over the "vt" run (same
+load, no adapter) is the cost of serving the adapters. llama-server runs with
+--lora on the first adapter (it applies one adapter set to the whole batch;
+requests that ask for different ones do not share its batches), so "llama" is
+then llama-server serving one adapter.
 
 The machine should be otherwise idle: the load average is printed before
 and after each server. On a busy one llama-server's OpenMP threads spin and
@@ -95,17 +105,19 @@ def ensure_llama_server(cache: Path, jobs: int, nice: int) -> Path:
     builds llama-bench, small next to the libraries both share); then the same
     build dir is reconfigured with the server on (no web UI assets: nothing is
     fetched) and only the llama-server target is built."""
-    exe = cache / "llama.cpp-build" / "bin" / "llama-server"
+    # The native build without AMX (compare-llama-bench.py's NO_AMX: ggml's
+    # AMX kernels die with SIGILL on the VMs this runs on).
+    exe = cache / "llama.cpp-build-noamx" / "bin" / "llama-server"
     if exe.is_file() and os.access(exe, os.X_OK):
         return exe
     clb = _compare_llama_bench()
     clb.ensure_llama_bench(cache, jobs, nice)
     src = (cache / "llama.cpp-src" / f"llama_cpp_python-{clb.LLAMA_CPP_PYTHON_VERSION}"
            / "vendor" / "llama.cpp")
-    build = cache / "llama.cpp-build"
+    build = cache / "llama.cpp-build-noamx"
     nice_cmd = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
     cfg = ["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-           "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
+           *clb.LLAMA_ISA_FLAGS["native"], "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
            "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF"]
     if clb.run(nice_cmd + cfg).returncode != 0:
         sys.exit("cmake configure of llama.cpp (server on) failed")
@@ -320,8 +332,21 @@ def request_body(model_id: str, index: int, max_tokens: int, ignore_eos: bool) -
     return body
 
 
-def bench_server(srv: Server, a, model: Path, levels: list[int]) -> dict:
-    """Start, warm up, run every level, stop. Returns {"levels": {...}} or
+def write_loras(n: int, out_dir: Path) -> list[Path]:
+    """n random SmolLM2 LoRA GGUFs (make-tiny-loras.py, seeds 0..n-1)."""
+    script = REPO / "tests" / "models" / "make-tiny-loras.py"
+    paths = []
+    for i in range(n):
+        p = out_dir / f"lora{i}.gguf"
+        subprocess.run([sys.executable, str(script), "--write-smollm2-lora", str(p), "--seed", str(i)],
+                       check=True)
+        paths.append(p)
+    return paths
+
+
+def bench_server(srv: Server, a, model: Path, levels: list[int], models: list[str] | None = None) -> dict:
+    """Start, warm up, run every level, stop. Request i names models[i mod
+    len] (default: the server's own model id). Returns {"levels": {...}} or
     {"error": ...}; the server is stopped in every case."""
     out: dict = {"cmd": srv.cmd, "loadavg_before": loadavg()}
     try:
@@ -329,16 +354,18 @@ def bench_server(srv: Server, a, model: Path, levels: list[int]) -> dict:
         t0 = time.monotonic()
         srv.wait_healthy(a.start_timeout)
         out["startup_s"] = time.monotonic() - t0
-        mid = srv.model_id(model.stem)
-        warm = serve_load.stream_completion(
-            HOST, srv.port, request_body(mid, 10**6, 8, a.ignore_eos), a.request_timeout)
-        if not warm.ok:
-            raise RuntimeError(f"warm-up request failed: {warm.error}\n" + srv.log_tail())
+        mids = models or [srv.model_id(model.stem)]
+        for mid in mids:
+            warm = serve_load.stream_completion(
+                HOST, srv.port, request_body(mid, 10**6, 8, a.ignore_eos), a.request_timeout)
+            if not warm.ok:
+                raise RuntimeError(f"warm-up request failed: {warm.error}\n" + srv.log_tail())
         out["levels"] = {}
         base = 0  # prompt index of a level's first request: same on both servers
         for c in levels:
             n = a.requests if a.requests else max(4, 2 * c)
-            bodies = [request_body(mid, base + i, a.max_tokens, a.ignore_eos) for i in range(n)]
+            bodies = [request_body(mids[i % len(mids)], base + i, a.max_tokens, a.ignore_eos)
+                      for i in range(n)]
             base += n
             log(f"{srv.name}: concurrency {c}, {n} requests")
             results, wall = serve_load.run_level(HOST, srv.port, bodies, c, a.request_timeout)
@@ -387,6 +414,17 @@ def print_report(runs: dict, levels: list[int], a, model: Path) -> None:
                 fmt(s["mean_tokens_per_request"], 1), fmt(s["output_tps"], 1),
                 fmt(s["ttft_p50_ms"], 1), fmt(s["ttft_p99_ms"], 1),
                 fmt(s["itl_p50_ms"], 1), fmt(s["itl_p99_ms"], 1)]) + " |")
+    if "vt" in runs and "vt-lora" in runs:
+        print(f"\nvt-lora / vt ({a.loras} adapters mixed / no adapter, tok/s) and vt-lora / llama "
+              f"(llama-server{' with one adapter' if a.loras else ''})\n")
+        print("| conc | vt-lora / vt | vt-lora / llama |")
+        print("|---:|---:|---:|")
+        for c in levels:
+            v = runs["vt"].get("levels", {}).get(str(c)) or {}
+            w = runs["vt-lora"].get("levels", {}).get(str(c)) or {}
+            l = runs.get("llama", {}).get("levels", {}).get(str(c)) or {}
+            print(f"| {c} | {ratio(w.get('output_tps'), v.get('output_tps'))} | "
+                  f"{ratio(w.get('output_tps'), l.get('output_tps'))} |")
     if "vt" in runs and "llama" in runs:
         print("\nvt / llama (tok/s: higher is better for vt; TTFT p99: lower is better for vt)\n")
         print("| conc | tok/s ratio | TTFT p99 ratio |")
@@ -443,6 +481,8 @@ def main() -> int:
                          "spin by default, which collapses on an oversubscribed machine)")
     ap.add_argument("--log-dir", help="keep the servers' output here as NAME.log "
                     "(default: a temporary directory, removed at the end)")
+    ap.add_argument("--loras", type=int, default=0,
+                    help="also run vt-server with this many SmolLM2 adapters mixed (see above)")
     ap.add_argument("--json", action="store_true", help="also print the results as JSON")
     a = ap.parse_args()
 
@@ -486,27 +526,35 @@ def main() -> int:
     with (contextlib.nullcontext(a.log_dir) if a.log_dir
           else tempfile.TemporaryDirectory(prefix="serve-bench-")) as logs:
         try:
-            for name in ("llama", "vt"):
-                if a.only and a.only != name:
+            loras = write_loras(a.loras, Path(logs)) if a.loras else []
+            for name in ("llama", "vt", "vt-lora"):
+                if a.only and a.only != name.split("-")[0] or (name == "vt-lora" and not loras):
                     continue
                 port = free_port()
                 env = None
+                models = None
                 if name == "llama":
                     if a.omp_passive:
                         env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
                     cmd = llama_server_cmd(llama_exe, model, a.threads, port, a.slots, kv_tokens,
-                                           a.llama_arg)
+                                           a.llama_arg + (["--lora", str(loras[0])] if loras else []))
                 else:
+                    extra = list(a.vt_arg)
+                    if name == "vt-lora":
+                        models = [f"l{i}" for i in range(len(loras))]
+                        for m, p in zip(models, loras):
+                            extra += ["--lora", f"{m}={p}"]
                     cmd = vt_server_cmd(vt_exe, model, a.threads, port, a.slots,
-                                        a.ctx_per_slot, a.vt_arg)
+                                        a.ctx_per_slot, extra)
                 runs[name] = bench_server(Server(name, cmd, port, Path(logs), env), a, model,
-                                          levels)
+                                          levels, models)
         except KeyboardInterrupt:
             log("interrupted; servers stopped")
             return 130
     print_report(runs, levels, a, model)
     if a.json:
         print(json.dumps({"model": str(model), "threads": a.threads, "max_tokens": a.max_tokens,
+                          "loras": a.loras,
                           "ignore_eos": a.ignore_eos, "omp_passive": a.omp_passive, "slots": a.slots,
                           "ctx_per_slot": a.ctx_per_slot, "concurrency": levels, "servers": runs}))
     failed = any("error" in r or any(s["requests_failed"] for s in r.get("levels", {}).values())

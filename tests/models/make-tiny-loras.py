@@ -270,14 +270,15 @@ def make(name: str, llama_cpp: Path) -> None:
 # --------------------------------------------------------------------------
 # Part 2: SmolLM2's random LoRA (numpy + gguf) and its llama.cpp golden
 
-def write_smollm2_lora(path) -> None:
+def write_smollm2_lora(path, seed: int = SMOLLM2_SEED) -> None:
     """Writes SmolLM2-135M's random LoRA GGUF: the keys convert_lora_to_gguf.py
     writes (general.type adapter, adapter.type lora, adapter.lora.alpha),
     f32 tensors blk.<i>.<target>.weight.lora_a of ne (n_in, r) and .lora_b of
-    ne (r, n_out), layer by layer."""
+    ne (r, n_out), layer by layer. The golden's adapter is SMOLLM2_SEED's;
+    other seeds give the benchmark's other adapters (serve-bench.py --loras)."""
     import gguf
     import numpy as np
-    rng = np.random.default_rng(SMOLLM2_SEED)
+    rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(str(path), arch="llama")
     # The converter's keys in its order (general.name: it names the
     # adapter after its folder).
@@ -380,10 +381,11 @@ def main() -> None:
     ap.add_argument("--llama-cpp", type=Path, help="llama.cpp source tree (convert_lora_to_gguf.py)")
     ap.add_argument("--only", help="comma-separated subset of " + ",".join(ADAPTERS))
     ap.add_argument("--write-smollm2-lora", type=Path, metavar="OUT", help="write SmolLM2's LoRA GGUF and exit")
+    ap.add_argument("--seed", type=int, default=SMOLLM2_SEED, help="its random seed (default: the golden's)")
     ap.add_argument("--smollm2-goldens", action="store_true", help=f"write {SMOLLM2_GOLDEN.relative_to(REPO)}")
     a = ap.parse_args()
     if a.write_smollm2_lora:
-        write_smollm2_lora(a.write_smollm2_lora)
+        write_smollm2_lora(a.write_smollm2_lora, a.seed)
         return
     if a.smollm2_goldens:
         smollm2_goldens()
