@@ -426,7 +426,8 @@ def print_report(runs: dict, levels: list[int], a, model: Path) -> None:
             print(f"| {c} | {ratio(w.get('output_tps'), v.get('output_tps'))} | "
                   f"{ratio(w.get('output_tps'), l.get('output_tps'))} |")
     if "vt" in runs and "llama" in runs:
-        print("\nvt / llama (tok/s: higher is better for vt; TTFT p99: lower is better for vt)\n")
+        print("\nvt / llama" + (" (llama-server with one adapter, vt with none)" if a.loras else "")
+              + " (tok/s: higher is better for vt; TTFT p99: lower is better for vt)\n")
         print("| conc | tok/s ratio | TTFT p99 ratio |")
         print("|---:|---:|---:|")
         for c in levels:
