@@ -140,6 +140,22 @@ TEST_CASE("a shared prefix hits cached blocks, live or freed", "[kv]") {
     kv.check();
 }
 
+TEST_CASE("a root keys the chain: the same tokens under another root share nothing", "[kv]") {
+    // A LoRA adapter's sequences chain from its own root: their KV is not the base's.
+    KvCacheManager kv = make_kv(8);
+    auto a = iota_tokens(10, 100);
+    const BlockHash lora = hash_block(BlockHash{}, std::vector<int32_t>{-1, 7, 0, 0});
+    REQUIRE(kv.allocate(1, a, 0, 10, {}, lora));  // blocks 0, 1 cached under lora's root
+    CHECK(kv.find_prefix(a).num_tokens == 0);
+    PrefixHit hit = kv.find_prefix(a, lora);
+    CHECK(hit.blocks[0] == Ids{0, 1});
+    REQUIRE(kv.allocate(2, a, 0, 10));  // the base's own blocks
+    CHECK(table_of(kv, 2) == Ids{3, 4, 5});
+    CHECK(kv.find_prefix(a).blocks[0] == Ids{3, 4});
+    CHECK(kv.find_prefix(a, lora).blocks[0] == Ids{0, 1});
+    kv.check();
+}
+
 TEST_CASE("a hit never covers the last token, and the chain needs every parent", "[kv]") {
     KvCacheManager kv = make_kv(8);
     auto a = iota_tokens(8, 0);
