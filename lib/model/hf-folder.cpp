@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/quant.h"
 #include "model/hf-experts.h"
+#include "model/json-file.h"
 #include "model/safetensors.h"
 
 namespace vt {
@@ -33,16 +34,6 @@ bool split_hf_layer_name(const std::string &name, std::string &bid, std::string 
 namespace fs = std::filesystem;
 namespace {
 using json = nlohmann::json;
-
-json read_json(const fs::path &p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) fail(VT_ERR_IO, "%s: cannot be read", p.c_str());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) fail(VT_ERR_FORMAT, "%s: malformed JSON", p.c_str());
-    return j;
-}
 
 // The metadata being assembled, with storage for its strings.
 class Meta {
@@ -356,7 +347,7 @@ std::string hf_tensor_gguf_name(const std::string &hf, HfNorms norms) { return g
 HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     const fs::path dir(dir_s), cfg_path = dir / "config.json";
     if (!fs::exists(cfg_path)) fail(VT_ERR_IO, "%s: a model folder needs config.json", dir.c_str());
-    const json top = read_json(cfg_path);
+    const json top = read_json_file(cfg_path);
     const json &cfg = top.contains("text_config") && top["text_config"].is_object() ? top["text_config"] : top;
     std::string hf_arch;
     if (top.contains("architectures") && top["architectures"].is_array() && !top["architectures"].empty() &&
@@ -423,7 +414,7 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         ss << in.rdbuf();
         meta.str("tokenizer.chat_template", ss.str());
     } else if (fs::exists(dir / "tokenizer_config.json")) {
-        const json tc = read_json(dir / "tokenizer_config.json");
+        const json tc = read_json_file(dir / "tokenizer_config.json");
         if (tc.contains("chat_template") && tc["chat_template"].is_string())
             meta.str("tokenizer.chat_template", tc["chat_template"].get<std::string>());
     }
@@ -431,7 +422,7 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     // Weights: one file, or the shards the index names.
     std::vector<fs::path> files;
     if (fs::exists(dir / "model.safetensors.index.json")) {
-        const json idx = read_json(dir / "model.safetensors.index.json");
+        const json idx = read_json_file(dir / "model.safetensors.index.json");
         if (!idx.contains("weight_map") || !idx["weight_map"].is_object())
             fail(VT_ERR_FORMAT, "%s: model.safetensors.index.json has no weight_map", dir.c_str());
         std::set<std::string> shards;
@@ -527,7 +518,7 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     HfFolder out;
     // generation_config.json: the ids that end generation (one or a list).
     if (fs::exists(dir / "generation_config.json")) {
-        const json gc = read_json(dir / "generation_config.json");
+        const json gc = read_json_file(dir / "generation_config.json");
         if (auto e = gc.find("eos_token_id"); e != gc.end()) {
             if (e->is_number_integer()) out.eos_ids.push_back(e->get<int32_t>());
             else if (e->is_array())

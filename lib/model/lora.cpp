@@ -7,16 +7,15 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "core/quant.h"
 #include "model/gguf.h"
 #include "model/hf-folder.h"
+#include "model/json-file.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 
@@ -49,16 +48,6 @@ std::string weight_kind(const std::string &name, uint32_t *block = nullptr) {
     if (rest.size() < 8 || rest.compare(rest.size() - 7, 7, ".weight") != 0) return "";
     if (block) *block = il;
     return rest.substr(0, rest.size() - 7);
-}
-
-json read_json(const fs::path &p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) fail(VT_ERR_IO, "%s: cannot be read", p.c_str());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) fail(VT_ERR_FORMAT, "%s: malformed JSON", p.c_str());
-    return j;
 }
 
 bool ends_with(const std::string &s, const std::string &suffix) {
@@ -111,7 +100,8 @@ void LoraAdapter::load_peft(const std::string &dir_s) {
     const fs::path dir(dir_s);
     const fs::path cfg_path = dir / "adapter_config.json";
     if (!fs::exists(cfg_path)) fail(VT_ERR_IO, "%s: a PEFT adapter folder needs adapter_config.json", dir.c_str());
-    const json cfg = read_json(cfg_path);
+    const json cfg = read_json_file(cfg_path);
+    if (!cfg.is_object()) fail(VT_ERR_FORMAT, "%s: not a JSON object", cfg_path.c_str());
     if (auto t = cfg.find("peft_type"); t != cfg.end() && !(t->is_string() && t->get<std::string>() == "LORA"))
         fail(VT_ERR_UNSUPPORTED, "%s: peft_type %s: only LoRA adapters are supported", cfg_path.c_str(),
              t->dump().c_str());
