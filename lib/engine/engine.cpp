@@ -22,9 +22,7 @@ BlockHash lora_cache_key(const LoraAdapter *a, float scale) {
     const int32_t key[4] = {-1, (int32_t)(uint32_t)a->id(), (int32_t)(uint32_t)(a->id() >> 32), (int32_t)bits};
     return hash_block(BlockHash{}, key);
 }
-} // namespace
 
-namespace {
 constexpr double kRateWindowSeconds = 10.0;
 
 int32_t argmax(const float *row, size_t n) {

@@ -8,6 +8,7 @@
 // conversion) and VT_TINY_SOURCE the base model ("gguf" or "folder"), so
 // that q and k rows are reordered between Hugging Face's and llama.cpp's
 // layouts in both directions. The [mixed] case loads every llama adapter.
+// VT_TEST_DEVICE, when set, the device the base model is loaded on.
 //
 // What must hold:
 // - every logit of every prompt position within TOL_LOGIT of PEFT's, and
@@ -76,15 +77,23 @@ bool lora_from_gguf() {
 
 // A base model, loaded once per name.
 vt_model *base_model(const std::string &name) {
-    static std::map<std::string, ModelPtr> models;
+    // The device modules are loaded (vt_device_count) before the map is
+    // made, so that it, and the models' device buffers, go first at exit.
+    static std::map<std::string, ModelPtr> models = [] {
+        (void)vt_device_count();
+        return std::map<std::string, ModelPtr>();
+    }();
     auto it = models.find(name);
     if (it != models.end()) return it->second.get();
     const char *source = std::getenv("VT_TINY_SOURCE");
     const bool folder = source && std::string(source) == "folder";
     const fs::path dir = root_dir() / "tiny";
     const fs::path path = folder ? dir / name : dir / (name + ".gguf");
+    vt_model_params mp;
+    vt_model_params_init(&mp);
+    mp.device = std::getenv("VT_TEST_DEVICE");  // the adapters stay on the host, LORA on the CPU
     vt_model *m = nullptr;
-    if (vt_model_load(path.string().c_str(), nullptr, &m) != VT_OK) FAIL(path << ": " << vt_last_error());
+    if (vt_model_load(path.string().c_str(), &mp, &m) != VT_OK) FAIL(path << ": " << vt_last_error());
     return models.emplace(name, ModelPtr(m)).first->second.get();
 }
 
