@@ -91,7 +91,7 @@ std::shared_ptr<const LoraAdapter> LoraAdapter::load(const Model &m, const std::
 
 const LoraPair *LoraAdapter::find(const char *weight_name) const {
     if (!weight_name) return nullptr;
-    auto it = pairs_.find(weight_name);
+    auto it = pairs_.find(std::string_view(weight_name));  // no string made: this runs per projection per step
     return it == pairs_.end() ? nullptr : &it->second;
 }
 
@@ -181,8 +181,8 @@ void LoraAdapter::load_gguf(const std::string &path) {
         if (!is_a && !is_b)
             fail(VT_ERR_UNSUPPORTED, "%s: tensor %s is not a LoRA A or B matrix vt applies", path.c_str(),
                  t.name.c_str());
-        Source s{t.type, t.ne[0], t.ne[1], (int)t.n_dims, t.data, t.name};
-        (is_a ? found[t.name.substr(0, t.name.size() - 7)].first : found[t.name.substr(0, t.name.size() - 7)].second) = s;
+        auto &pair = found[t.name.substr(0, t.name.size() - std::strlen(".lora_a"))];
+        (is_a ? pair.first : pair.second) = Source{t.type, t.ne[0], t.ne[1], (int)t.n_dims, t.data, t.name};
     }
     if (found.empty()) fail(VT_ERR_FORMAT, "%s: no LoRA tensors", path.c_str());
     // llama.cpp: each pair is scaled by alpha / its rank (the scale alone
@@ -229,63 +229,44 @@ void LoraAdapter::add(const std::string &name, const Source &a, const Source &b,
             fail(VT_ERR_UNSUPPORTED, "LoRA: %s is %s; F32, F16 and BF16 are read", s->what.c_str(),
                  dtype_name(s->type));
 
-    // A copy of each, A as stored (BF16 as f32), B as f32.
-    auto copy = [&](const Source &s, bool to_f32) -> Tensor {
-        const int64_t n = s.ne0 * s.ne1;
-        Tensor t{};
-        if (!to_f32 && s.type != DType::BF16) {
-            auto &buf = storage_.emplace_back(row_bytes(s.type, s.ne0) * (size_t)s.ne1);
-            std::memcpy(buf.data(), s.data, buf.size());
-            tensor_init(t, s.type, s.ne0, s.ne1, 1, 1, buf.data());
-            return t;
-        }
-        auto &buf = storage_.emplace_back((size_t)n * sizeof(float));
-        float *f = reinterpret_cast<float *>(buf.data());
-        const auto *h = static_cast<const uint16_t *>(s.data);
-        for (int64_t i = 0; i < n; ++i)
-            f[i] = s.type == DType::F32 ? static_cast<const float *>(s.data)[i]
-                   : s.type == DType::F16 ? fp16_to_f32(h[i])
-                                          : bf16_to_f32(h[i]);
-        tensor_init(t, DType::F32, s.ne0, s.ne1, 1, 1, buf.data());
-        return t;
-    };
     LoraPair p;
-    p.a = copy(a, false);
-    p.b = copy(b, true);
-    if (factor != 1.0f) {
-        float *f = static_cast<float *>(p.b.data);
-        for (int64_t i = 0; i < b.ne0 * b.ne1; ++i) f[i] *= factor;
+    // A as stored where the kernels read it (F32, F16), else as f32.
+    if (a.type == DType::BF16) {
+        auto &buf = storage_.emplace_back((size_t)(in * r) * sizeof(float));
+        ref::dequantize_row(a.type, a.data, reinterpret_cast<float *>(buf.data()), in * r);
+        tensor_init(p.a, DType::F32, in, r, 1, 1, buf.data());
+    } else {
+        auto &buf = storage_.emplace_back(row_bytes(a.type, in) * (size_t)r);
+        std::memcpy(buf.data(), a.data, buf.size());
+        tensor_init(p.a, a.type, in, r, 1, 1, buf.data());
     }
+    // B as f32, transposed (r rows of out: Op::LORA's layout), the pair's
+    // factor folded in. Output row o is source row from[o]: for a Llama's q
+    // and k, per head, rows [x0 .. x_{d/2-1}, y0 .. y_{d/2-1}] (Hugging
+    // Face's rotate-half) <-> [x0 y0 x1 y1 ...] (llama.cpp's adjacent pairs).
+    std::vector<float> rows((size_t)(r * out));
+    ref::dequantize_row(b.type, b.data, rows.data(), r * out);
+    std::vector<int64_t> from((size_t)out);
+    for (int64_t o = 0; o < out; ++o) from[(size_t)o] = o;
     if (permute_qk && (kind == "attn_q" || kind == "attn_k")) {
-        // Per head, rows [x0 .. x_{d/2-1}, y0 .. y_{d/2-1}] (rotate-half)
-        // <-> [x0 y0 x1 y1 ...] (adjacent pairs); from_folder says which way.
         const int64_t heads = kind == "attn_q" ? model_.hparams.n_head : model_.hparams.n_head_kv;
         if (heads <= 0 || out % heads != 0 || (out / heads) % 2 != 0)
             fail(VT_ERR_INVALID_ARGUMENT, "LoRA: %s: %lld rows do not split into %lld heads", name.c_str(),
                  (long long)out, (long long)heads);
         const int64_t hd = out / heads;
-        const size_t rb = p.b.nb[1];
-        std::vector<uint8_t> src(static_cast<uint8_t *>(p.b.data), static_cast<uint8_t *>(p.b.data) + rb * out);
         for (int64_t h = 0; h < heads; ++h)
             for (int64_t i = 0; i < hd / 2; ++i)
                 for (int64_t half = 0; half < 2; ++half) {
-                    int64_t adjacent = h * hd + 2 * i + half, rotate_half = h * hd + half * (hd / 2) + i;
-                    if (!model_.from_folder()) std::swap(adjacent, rotate_half);  // HF -> llama.cpp
-                    std::memcpy(static_cast<uint8_t *>(p.b.data) + rotate_half * rb, src.data() + adjacent * rb, rb);
+                    const int64_t adjacent = h * hd + 2 * i + half, rotate_half = h * hd + half * (hd / 2) + i;
+                    if (model_.from_folder()) from[(size_t)rotate_half] = adjacent;  // llama.cpp -> HF
+                    else from[(size_t)adjacent] = rotate_half;                        // HF -> llama.cpp
                 }
     }
-    // Op::LORA reads B transposed: r rows of out, f32.
-    {
-        const float *src = static_cast<const float *>(p.b.data);
-        auto &buf = storage_.emplace_back((size_t)(r * out) * sizeof(float));
-        float *t = reinterpret_cast<float *>(buf.data());
-        for (int64_t o = 0; o < out; ++o)
-            for (int64_t j = 0; j < r; ++j) t[(size_t)j * out + o] = src[(size_t)o * r + j];
-        void *rows_data = p.b.data;
-        tensor_init(p.b, DType::F32, out, r, 1, 1, buf.data());
-        storage_.erase(std::find_if(storage_.begin(), storage_.end(),
-                                    [&](const std::vector<uint8_t> &v) { return v.data() == rows_data; }));
-    }
+    auto &buf = storage_.emplace_back((size_t)(r * out) * sizeof(float));
+    float *bt = reinterpret_cast<float *>(buf.data());
+    for (int64_t o = 0; o < out; ++o)
+        for (int64_t j = 0; j < r; ++j) bt[(size_t)(j * out + o)] = factor * rows[(size_t)(from[(size_t)o] * r + j)];
+    tensor_init(p.b, DType::F32, out, r, 1, 1, buf.data());
     rank_ = std::max(rank_, (uint32_t)r);
     n_params_ += (uint64_t)(a.ne0 * a.ne1 + b.ne0 * b.ne1);
     if (!pairs_.emplace(name, p).second) fail(VT_ERR_FORMAT, "LoRA: %s is given twice", name.c_str());

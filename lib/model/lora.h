@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -63,7 +64,12 @@ private:
     uint64_t n_params_ = 0;
     std::string targets_;
     const char *format_ = "";
-    std::unordered_map<std::string, LoraPair> pairs_;
+    // Looked up by a weight's name without making a string (heterogeneous lookup).
+    struct NameHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    std::unordered_map<std::string, LoraPair, NameHash, std::equal_to<>> pairs_;
     std::vector<std::vector<uint8_t>> storage_;  // the pairs' data
 };
 
