@@ -39,6 +39,7 @@
 #include "common/temp-file.h"
 #include "common/vt-handles.h"
 #include "common/vt-status.h"
+#include "models/tiny-checks.h"
 #include "vt/vt.h"
 
 namespace fs = std::filesystem;
@@ -152,39 +153,14 @@ std::vector<vt_token> ids_of(const json &j) { return j.get<std::vector<vt_token>
 
 vt_token argmax(const float *l, size_t n) { return (vt_token)(std::max_element(l, l + n) - l); }
 
-// Every position's logits of ids through a vt_seq with lora at scale.
 std::vector<std::vector<float>> seq_logits(vt_context *ctx, const vt_lora *lora, float scale,
                                            const std::vector<vt_token> &ids) {
-    vt_seq_params sp;
-    vt_seq_params_init(&sp);
-    sp.n_ctx = (uint32_t)ids.size() + 8;
-    sp.logits_all = true;
-    vt_seq *s = nullptr;
-    VT_REQUIRE_OK(vt_seq_create(ctx, &sp, &s));
-    SeqPtr seq(s);
-    VT_REQUIRE_OK(vt_seq_set_lora(s, lora, scale));
-    VT_REQUIRE_OK(vt_seq_feed(s, ids.data(), ids.size()));
-    VT_REQUIRE_OK(vt_seq_step(s));
-    std::vector<std::vector<float>> out;
-    for (size_t t = 0; t < ids.size(); ++t) {
-        const float *l = nullptr;
-        size_t n = 0;
-        VT_REQUIRE_OK(vt_seq_logits(s, (int32_t)t, &l, &n));
-        out.emplace_back(l, l + n);
-    }
-    return out;
+    return vt::test::seq_all_logits(ctx, ids, lora, scale);
 }
 
 void check_greedy(const json &golden, const std::vector<vt_token> &got, const char *path) {
-    const std::vector<vt_token> want = ids_of(golden["greedy"]);
-    const auto margins = golden["greedy_margins"].get<std::vector<float>>();
-    REQUIRE(got.size() == want.size());
-    size_t first = 0;
-    while (first < want.size() && got[first] == want[first]) ++first;
-    if (first == want.size()) return;
-    INFO(path << ": first difference at step " << first << ": vt " << got[first] << ", PEFT " << want[first]
-              << " (margin " << margins[first] << ")");
-    CHECK(margins[first] < TIE_MARGIN);
+    vt::test::check_greedy(got, ids_of(golden["greedy"]), golden["greedy_margins"].get<std::vector<float>>(),
+                           TIE_MARGIN, path);
 }
 
 struct Request {

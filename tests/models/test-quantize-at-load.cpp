@@ -26,13 +26,13 @@
 
 #include "common/vt-handles.h"
 #include "common/vt-status.h"
+#include "models/tiny-checks.h"
 #include "vt/vt.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using vt::test::ContextPtr;
 using vt::test::ModelPtr;
-using vt::test::SeqPtr;
 
 namespace {
 
@@ -83,22 +83,8 @@ std::vector<std::vector<float>> logits(const vt_model *m, const json &g) {
     ContextPtr ctx(c);
     std::vector<std::vector<float>> out;
     for (const json &p : g["prompts"]) {
-        const auto ids = p["ids"].get<std::vector<vt_token>>();
-        vt_seq_params sp;
-        vt_seq_params_init(&sp);
-        sp.n_ctx = (uint32_t)ids.size() + 8;
-        sp.logits_all = true;
-        vt_seq *s = nullptr;
-        VT_REQUIRE_OK(vt_seq_create(ctx.get(), &sp, &s));
-        SeqPtr seq(s);
-        VT_REQUIRE_OK(vt_seq_feed(s, ids.data(), ids.size()));
-        VT_REQUIRE_OK(vt_seq_step(s));
-        for (size_t t = 0; t < ids.size(); ++t) {
-            const float *l = nullptr;
-            size_t n = 0;
-            VT_REQUIRE_OK(vt_seq_logits(s, (int32_t)t, &l, &n));
-            out.emplace_back(l, l + n);
-        }
+        const auto rows = vt::test::seq_all_logits(ctx.get(), p["ids"].get<std::vector<vt_token>>());
+        out.insert(out.end(), rows.begin(), rows.end());
     }
     return out;
 }

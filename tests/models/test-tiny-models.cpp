@@ -30,6 +30,7 @@
 
 #include "common/vt-handles.h"
 #include "common/vt-status.h"
+#include "models/tiny-checks.h"
 #include "vt/vt.h"
 
 namespace fs = std::filesystem;
@@ -117,22 +118,12 @@ vt_token argmax(const float *l, size_t n) {
     return (vt_token)best;
 }
 
-// got must equal the golden greedy ids up to the first difference, and that
-// one may only follow a near-tie.
+// The golden's greedy ids, up to a difference after a near-tie (tiny-checks.h).
 void check_greedy(const std::vector<vt_token> &got, const char *path) {
     const json &g = fixture().golden;
-    const std::vector<vt_token> want = ids_of(g["greedy"]);
-    const auto margins = g["greedy_margins"].get<std::vector<float>>();
-    REQUIRE(got.size() == want.size());
-    size_t first = 0;
-    while (first < want.size() && got[first] == want[first]) ++first;
-    if (first == want.size()) {
-        WARN(fixture().name << " " << path << ": all " << want.size() << " greedy tokens identical");
-        return;
-    }
-    INFO(path << ": first difference at step " << first << ": vt " << got[first] << ", transformers "
-              << want[first] << " (margin " << margins[first] << ")");
-    CHECK(margins[first] < TIE_MARGIN);
+    if (vt::test::check_greedy(got, ids_of(g["greedy"]), g["greedy_margins"].get<std::vector<float>>(), TIE_MARGIN,
+                               path))
+        WARN(fixture().name << " " << path << ": all " << got.size() << " greedy tokens identical");
 }
 
 } // namespace
@@ -157,24 +148,13 @@ TEST_CASE("tiny models: float32 logits match transformers'", "[tiny]") {
     float worst = 0.0f;
     for (const json &p : f.golden["prompts"]) {
         const std::vector<vt_token> ids = ids_of(p["ids"]);
-        vt_seq_params sp;
-        vt_seq_params_init(&sp);
-        sp.n_ctx = (uint32_t)ids.size() + 8;
-        sp.logits_all = true;
-        vt_seq *s = nullptr;
-        VT_REQUIRE_OK(vt_seq_create(ctx.get(), &sp, &s));
-        SeqPtr seq(s);
-        VT_REQUIRE_OK(vt_seq_feed(s, ids.data(), ids.size()));
-        VT_REQUIRE_OK(vt_seq_step(s));
+        const auto got = vt::test::seq_all_logits(ctx.get(), ids);
         float max_diff = 0.0f;
         for (size_t t = 0; t < ids.size(); ++t) {
-            const float *l = nullptr;
-            size_t n = 0;
-            VT_REQUIRE_OK(vt_seq_logits(s, (int32_t)t, &l, &n));
-            REQUIRE(n == nv);
+            REQUIRE(got[t].size() == nv);
             const std::vector<float> want = p["logits"][t].get<std::vector<float>>();
             for (size_t j = 0; j < nv; ++j) {
-                const float d = std::fabs(l[j] - want[j]);
+                const float d = std::fabs(got[t][j] - want[j]);
                 if (!(d <= max_diff)) max_diff = std::isnan(d) ? INFINITY : d;
             }
         }
