@@ -47,11 +47,8 @@ using json = nlohmann::json;
 
 namespace {
 
-// As for the base models (test-tiny-models.cpp): f16 K/V and attention
-// probabilities move logits by up to ~2e-3 on these models.
-constexpr float TOL_LOGIT = 1e-2f;
-constexpr float TIE_MARGIN = 2 * TOL_LOGIT;
-
+using vt::test::TIE_MARGIN;
+using vt::test::TOL_LOGIT;
 using vt::test::ContextPtr;
 using vt::test::LoraPtr;
 using vt::test::ModelPtr;

@@ -38,15 +38,8 @@ using json = nlohmann::json;
 
 namespace {
 
-// vt keeps K and V in f16 and rounds attention probabilities (and queries)
-// to f16, as llama.cpp does; transformers computes all of it in float32. On
-// these models (logits of magnitude 1-10) that moves logits by up to ~2e-3
-// (measured: see the WARN lines); 1e-2 leaves room for other SIMD widths and
-// still fails a wrong rope angle, norm or bias by orders of magnitude.
-constexpr float TOL_LOGIT = 1e-2f;
-// A greedy step whose margin is below twice the logit tolerance may flip.
-constexpr float TIE_MARGIN = 2 * TOL_LOGIT;
-
+using vt::test::TIE_MARGIN;
+using vt::test::TOL_LOGIT;
 using vt::test::ContextPtr;
 using vt::test::ModelPtr;
 using vt::test::SeqPtr;
