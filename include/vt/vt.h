@@ -12,5 +12,6 @@
 #include "vt_engine.h"
 #include "vt_device.h"
 #include "vt_lora.h"
+#include "vt_grammar.h"
 
 #endif /* VT_H */

@@ -61,6 +61,10 @@ typedef struct vt_request_output {
     uint32_t n_prompt_tokens;
     uint32_t n_output_tokens;        /* generated so far, this token included */
     uint32_t n_cached_tokens;        /* prompt tokens served from the prefix cache at admission */
+    /* Since ABI 1.8. */
+    bool is_prompt;                  /* a prompt token's event (vt_request_params.prompt_logprobs):
+                                        token is the prompt token, logprob and the top list its
+                                        log-probabilities given the tokens before it, no text */
 } vt_request_output;
 
 /* Receives one event; called on the stepping thread. Must not call
@@ -88,6 +92,12 @@ typedef struct vt_request_params {
     const vt_lora *lora;             /* the adapter the request computes with (vt_lora.h), held until
                                         it ends; NULL = the base model (default) */
     float lora_scale;                /* the adapter's scale (default 1) */
+    /* Since ABI 1.8. */
+    bool prompt_logprobs;            /* before the first generated token, one is_prompt event per
+                                        prompt token from the second on, in order (default false).
+                                        Such a request computes its whole prompt: it does not
+                                        read the prefix cache */
+    uint32_t prompt_top_logprobs;    /* 0..20 most likely tokens per prompt event (default 0) */
 } vt_request_params;
 
 VT_API void vt_request_params_init(vt_request_params *params);

@@ -11,6 +11,7 @@
 #define VT_SAMPLER_H
 
 #include "vt_common.h"
+#include "vt_grammar.h"
 #include "vt_tokenizer.h"
 
 #ifdef __cplusplus
@@ -39,6 +40,20 @@ VT_API vt_status vt_sampler_add_top_p(vt_sampler *smpl, float p, size_t min_keep
 VT_API vt_status vt_sampler_add_min_p(vt_sampler *smpl, float p, size_t min_keep);
 /* Divide logits by t; t <= 0 keeps only the most likely token. */
 VT_API vt_status vt_sampler_add_temp(vt_sampler *smpl, float t);
+/* Since ABI 1.8. Adds bias[i] to the logit of tokens[i] (OpenAI's
+ * logit_bias; -INFINITY bans a token). A token listed twice gets both.
+ * VT_ERR_INVALID_ARGUMENT for a negative id or a NaN or +inf bias; ids past
+ * the logits row are ignored when sampling. */
+VT_API vt_status vt_sampler_add_logit_bias(vt_sampler *smpl, const vt_token *tokens,
+                                           const float *bias, size_t n);
+/* Since ABI 1.8. Removes the tokens the grammar does not allow next
+ * (vt_grammar.h). The chain keeps its own matcher of the grammar (which it
+ * holds), advanced by vt_sampler_accept and rewound by vt_sampler_reset.
+ * Add it before truncating stages (top-k, top-p, min-p), as the server does,
+ * so that they see only allowed tokens; a chain has at most one. If no token
+ * is allowed (a grammar whose language has no continuation), every
+ * end-of-generation token is. */
+VT_API vt_status vt_sampler_add_grammar(vt_sampler *smpl, const vt_grammar *grammar);
 /* Final: the most likely token. */
 VT_API vt_status vt_sampler_add_greedy(vt_sampler *smpl);
 /* Final: a draw from the softmax with a seeded RNG (mt19937; same seed, same
@@ -50,10 +65,14 @@ VT_API vt_status vt_sampler_add_dist(vt_sampler *smpl, uint32_t seed);
 VT_API vt_status vt_sampler_sample(vt_sampler *smpl, const float *logits,
                                    size_t n_vocab, vt_token *out);
 
-/* METHOD. Records a token in the penalty history (prompt and output tokens). */
+/* METHOD. Records a token in the penalty history (prompt and output tokens)
+ * and advances the grammar stage's matcher (output tokens only: a chain with
+ * a grammar must not be given the prompt). VT_ERR_INVALID_ARGUMENT, with
+ * nothing recorded, if the grammar does not allow the token. */
 VT_API vt_status vt_sampler_accept(vt_sampler *smpl, vt_token token);
 
-/* METHOD. Clears the history and reseeds the RNG with its original seed. */
+/* METHOD. Clears the history, rewinds the grammar and reseeds the RNG with
+ * its original seed. */
 VT_API vt_status vt_sampler_reset(vt_sampler *smpl);
 
 #ifdef __cplusplus
