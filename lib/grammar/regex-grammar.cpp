@@ -70,20 +70,40 @@ Node make_class(std::vector<Range> ranges, bool negated) {
     return n;
 }
 
-// ---- Class escapes ---------------------------------------------------------
-// \d \w \s and their complements. xgrammar expands them inside a class as
-// text with '-' separators, and that text then takes part in the class's
-// range syntax ("[\d-z]" is 0-9, '-' and 'z'; "[a-\d]" is the bad range
-// a-0). So each is kept here as that sequence of items, where a HYPHEN item
-// is a '-' that may join its neighbours into a range.
+// ---- Class items -----------------------------------------------------------
+// xgrammar turns a bracket class into EBNF class text and parses that, so
+// its meaning follows the text, not the regex:
+// - \d \w \s and their complements become text with '-' separators, which
+//   then takes part in the range syntax ("[\d-z]" is 0-9, '-' and 'z';
+//   "[a-\d]" is the bad range a-0);
+// - an escape it prints as \xHH (the code points below U+0100 with no
+//   shorter form) runs on into the hex digits written after it, because its
+//   EBNF reader takes as many as follow: "[\u00e9a]" is U+0E9A, "[\cA\d]"
+//   is U+0010-'9'.
+// So a class is first read into items that remember how xgrammar would
+// write them.
 
 struct ClassItem {
+    enum Kind {
+        RAW,        // a character written as itself
+        HYPHEN,     // an unescaped '-', which may join its neighbours into a range
+        ESCAPE,     // written as an escape of fixed length
+        HEX_ESCAPE  // written as \xHH, which swallows the hex digits after it
+    };
     char32_t cp;
-    bool hyphen;  // an unescaped '-'
+    Kind kind;
+    size_t at;  // pattern position, for errors
 };
 
-// xgrammar's \s set (ECMAScript's WhiteSpace and LineTerminator): the ranges
-// are written as in its expansion, which is what the item form needs.
+// How xgrammar writes code point `cp` when it came from an escape.
+ClassItem::Kind escape_kind(char32_t cp) {
+    const bool hex = (cp >= 0x01 && cp <= 0x06) || (cp >= 0x0E && cp <= 0x1A) || (cp >= 0x1C && cp <= 0x1F) ||
+                     (cp >= 0x7F && cp <= 0xFF);
+    return hex ? ClassItem::HEX_ESCAPE : ClassItem::ESCAPE;
+}
+
+// xgrammar's \s set (ECMAScript's WhiteSpace and LineTerminator), in the
+// order of its expansion.
 const std::vector<Range> &space_ranges() {
     static const std::vector<Range> r = {{0x0C, 0x0C}, {0x0A, 0x0A}, {0x0D, 0x0D}, {0x09, 0x09},
                                          {0x0B, 0x0B}, {0x20, 0x20}, {0xA0, 0xA0}, {0x1680, 0x1680},
@@ -406,36 +426,47 @@ private:
         const size_t open = pos_++;
         if (!at_end() && peek() == ']') error(pos_, "an empty class '[]'");
         std::vector<ClassItem> items;
-        std::vector<size_t> where;  // pattern position of each item, for errors
         while (!at_end() && peek() != ']') {
             const size_t at = pos_;
             const char32_t c = peek();
             if (c == '\n' || c == '\r') error(at, "a line break inside a class");
             if (c != '\\') {
                 ++pos_;
-                items.push_back({c, c == '-'});
-                where.push_back(at);
+                items.push_back({c, c == '-' ? ClassItem::HYPHEN : ClassItem::RAW, at});
                 continue;
             }
             if (left() < 2) error(at, "an unfinished escape");
             if (const std::vector<Range> *r = class_escape(peek(1))) {
+                // \d and \w are written with plain characters, the others
+                // with escapes of fixed length (\x00-\x2F..., \f\n...).
+                const ClassItem::Kind kind = peek(1) == 'd' || peek(1) == 'w' ? ClassItem::RAW : ClassItem::ESCAPE;
                 pos_ += 2;
-                for (size_t k = 0; k < r->size(); ++k) {
-                    Range x = (*r)[k];
-                    items.push_back({x.lo, false});
-                    if (x.hi != x.lo) {
-                        items.push_back({'-', true});
-                        items.push_back({x.hi, false});
-                    }
-                    while (where.size() < items.size()) where.push_back(at);
+                for (Range x : *r) {
+                    items.push_back({x.lo, kind, at});
+                    if (x.hi == x.lo) continue;
+                    items.push_back({'-', ClassItem::HYPHEN, at});
+                    items.push_back({x.hi, kind, at});
                 }
                 continue;
             }
-            items.push_back({parse_char_escape(), false});
-            where.push_back(at);
+            const char32_t cp = parse_char_escape();
+            items.push_back({cp, escape_kind(cp), at});
         }
         if (at_end()) error(open, "an unclosed '['");
         ++pos_;  // ']'
+
+        // xgrammar: a \xHH escape takes the hex digits written after it.
+        std::vector<ClassItem> merged;
+        for (size_t i = 0; i < items.size(); ++i) {
+            ClassItem it = items[i];
+            while (it.kind == ClassItem::HEX_ESCAPE && i + 1 < items.size() && items[i + 1].kind == ClassItem::RAW &&
+                   hex_value(items[i + 1].cp) >= 0) {
+                it.cp = it.cp * 16 + char32_t(hex_value(items[++i].cp));
+                if (it.cp > kMaxCodePoint) error(it.at, "a code point above U+10FFFF");
+            }
+            merged.push_back(it);
+        }
+        items = std::move(merged);
 
         bool negated = false;
         size_t i = 0;
@@ -446,16 +477,14 @@ private:
         std::vector<Range> ranges;
         bool after_single = false;  // the last item was a lone character, not a range's end
         for (; i < items.size(); ++i) {
-            const ClassItem it = items[i];
-            if (it.hyphen && after_single && i + 1 < items.size()) {
-                const char32_t hi = items[i + 1].cp;  // whatever follows, even a '-', is the upper end
-                if (hi < ranges.back().lo) error(where[i + 1], "a class range out of order");
-                ranges.back().hi = hi;
+            if (items[i].kind == ClassItem::HYPHEN && after_single && i + 1 < items.size()) {
+                const ClassItem &hi = items[++i];  // whatever follows, even a '-', is the upper end
+                if (hi.cp < ranges.back().lo) error(hi.at, "a class range out of order");
+                ranges.back().hi = hi.cp;
                 after_single = false;
-                ++i;
                 continue;
             }
-            ranges.push_back({it.cp, it.cp});
+            ranges.push_back({items[i].cp, items[i].cp});
             after_single = true;
         }
         if (negated && ranges.empty()) return make_class({{0, kMaxCodePoint}}, false);  // "[^]": anything
@@ -528,29 +557,31 @@ Node simplify(Node n) {
 }
 
 // ---- GBNF printing -------------------------------------------------------
-// Escapes are limited to \" \\ \n \t \r \xHH (ASCII) and \uHHHH (the rest of
-// the BMP, surrogates included); characters above U+FFFF are written as
-// UTF-8, which every GBNF reader takes as itself.
+// Escapes are limited to \n \t \r, \" and \\ in strings, and \uHHHH for
+// everything else below U+10000 that is not printable ASCII (surrogates
+// included); characters above U+FFFF are written as UTF-8, which every GBNF
+// reader takes as itself. \xHH is avoided: llama.cpp reads two digits after
+// it, xgrammar as many as follow, so "\x2Da" means two things.
 
-void put_hex(std::string &out, char kind, char32_t cp, int digits) {
+void put_u_escape(std::string &out, char32_t cp) {
     static const char *hex = "0123456789ABCDEF";
-    out += '\\';
-    out += kind;
-    for (int s = (digits - 1) * 4; s >= 0; s -= 4) out += hex[(cp >> s) & 0xF];
+    out += "\\u";
+    for (int s = 12; s >= 0; s -= 4) out += hex[(cp >> s) & 0xF];
 }
 
 void put_code_point(std::string &out, char32_t cp, bool in_class) {
     if (cp == '\n') out += "\\n";
     else if (cp == '\t') out += "\\t";
     else if (cp == '\r') out += "\\r";
-    else if (cp < 0x20 || cp == 0x7F) put_hex(out, 'x', cp, 2);
+    else if (cp < 0x20 || cp == 0x7F) put_u_escape(out, cp);
     else if (cp < 0x80) {
-        const bool special = in_class ? (cp == '\\' || cp == ']' || cp == '-' || cp == '^' || cp == '[')
-                                      : (cp == '\\' || cp == '"');
-        if (!special) out += char(cp);
-        else if (in_class) put_hex(out, 'x', cp, 2);
-        else { out += '\\'; out += char(cp); }
-    } else if (cp <= 0xFFFF) put_hex(out, 'u', cp, 4);
+        if (in_class && (cp == '\\' || cp == ']' || cp == '-' || cp == '^' || cp == '[')) {
+            put_u_escape(out, cp);
+        } else {
+            if (!in_class && (cp == '\\' || cp == '"')) out += '\\';
+            out += char(cp);
+        }
+    } else if (cp <= 0xFFFF) put_u_escape(out, cp);
     else tok::utf8_append(out, cp);
 }
 
