@@ -95,11 +95,18 @@ struct ClassItem {
     size_t at;  // pattern position, for errors
 };
 
-// How xgrammar writes code point `cp` when it came from an escape.
+// How xgrammar writes code point `cp` when it came from an escape: printable
+// ASCII as itself (so "[\x80\x41]" is "[\x80A]", U+080A), C's escapes and
+// \u \U as escapes of fixed length, the rest below U+0100 as \xHH.
 ClassItem::Kind escape_kind(char32_t cp) {
-    const bool hex = (cp >= 0x01 && cp <= 0x06) || (cp >= 0x0E && cp <= 0x1A) || (cp >= 0x1C && cp <= 0x1F) ||
-                     (cp >= 0x7F && cp <= 0xFF);
-    return hex ? ClassItem::HEX_ESCAPE : ClassItem::ESCAPE;
+    switch (cp) {
+        case 0x00: case 0x07: case 0x08: case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x1B:
+        case '\'': case '"': case '?': case '\\': case ']': case '-':
+            return ClassItem::ESCAPE;
+        default: break;
+    }
+    if (cp >= 0x20 && cp <= 0x7E) return ClassItem::RAW;
+    return cp <= 0xFF ? ClassItem::HEX_ESCAPE : ClassItem::ESCAPE;
 }
 
 // xgrammar's \s set (ECMAScript's WhiteSpace and LineTerminator), in the
