@@ -209,7 +209,7 @@ private:
     size_t left() const { return cps_.size() - pos_; }
 
     Node parse_alt(int depth) {
-        if (depth > kMaxDepth) error(pos_, "groups nested too deeply");
+        if (depth > kMaxDepth) unsupported(pos_, "nesting groups more than 500 deep");
         Node alt;
         alt.kind = Node::ALT;
         alt.kids.push_back(parse_seq(depth));
@@ -343,9 +343,13 @@ private:
         const char32_t c = peek(1);
         if (const std::vector<Range> *r = class_escape(c)) {
             pos_ += 2;
-            // \D \W \S are printed as negations, like xgrammar's [^0-9].
-            if (c == 'D' || c == 'W' || c == 'S') return make_class(*class_escape(c + ('a' - 'A')), true);
-            return make_class(*r, false);
+            // \D \W \S print as negations, as xgrammar writes them ([^0-9]).
+            switch (c) {
+                case 'D': return make_class(digit_ranges(), true);
+                case 'W': return make_class(word_ranges(), true);
+                case 'S': return make_class(space_ranges(), true);
+                default: return make_class(*r, false);
+            }
         }
         if ((c >= '1' && c <= '9') || c == 'k') unsupported(start, "a backreference");
         if (c == 'p' || c == 'P') unsupported(start, "a Unicode property escape (\\p, \\P)");
