@@ -14,7 +14,16 @@ Usage: check-regex-xgrammar.py TOOL [--walks N] [--seed S]
 TOOL is a program that prints the GBNF grammar (start rule `root`) of the
 regex given as its only argument, or exits 2 with "<vt_status> <message>" on
 stderr when regex_to_gbnf throws. Needs xgrammar (and torch); exits 77 (a
-skip) without them.
+skip) without them. Such a tool is a few lines around regex_to_gbnf:
+
+    std::string rules;
+    try {
+        std::string start = vt::grammar::regex_to_gbnf(argv[1], "re", rules);
+        std::cout << "root ::= " << start << "\n" << rules;
+    } catch (const vt::Error &e) {
+        std::cerr << e.status() << " " << e.what() << "\n";
+        return 2;
+    }
 """
 import argparse
 import random
@@ -75,6 +84,7 @@ PATTERNS = [
      "((25[0-5]|2[0-4]\\d|[01]?\\d\\d?)\\.){3}(25[0-5]|2[0-4]\\d|[01]?\\d\\d?)"),
     ("^https?://[^\\s/$.?#].[^\\s]*$", "https?://[^" + SPACE + "/$.?#].[^" + SPACE + "]*"),
     ("^[a-zA-Z_][a-zA-Z0-9_]*$", "[a-zA-Z_][a-zA-Z0-9_]*"),
+    ("a?[^\\Sa]x", "a?[" + SPACE + "]x"),
     ("[^\"\\\\\\x00-\\x1f]*", SAME), ("(\\\\[\"\\\\/bfnrt]|[^\"\\\\])*", SAME),
 ]
 
@@ -122,6 +132,9 @@ def full_match(compiled, data):
     return m.accept_string(data) and m.is_completed()
 
 
+mask_noise = set()  # tokens on which xgrammar's masks and accept_token disagreed
+
+
 def walk(rng, compiler_pair, vocab, max_steps):
     """One random walk; returns an error string, or (bytes, completed)."""
     a = xgr.GrammarMatcher(compiler_pair[0])
@@ -136,9 +149,17 @@ def walk(rng, compiler_pair, vocab, max_steps):
         if not torch.equal(mask_a, mask_b):
             ia = set(torch.nonzero(xgr.testing.bitmask_to_bool_mask(mask_a, len(vocab))[0]).flatten().tolist())
             ib = set(torch.nonzero(xgr.testing.bitmask_to_bool_mask(mask_b, len(vocab))[0]).flatten().tolist())
-            only_x = sorted(vocab[i] for i in ia - ib)[:8]
-            only_v = sorted(vocab[i] for i in ib - ia)[:8]
-            return f"masks differ after {text!r}: only xgrammar {only_x}, only vt {only_v}"
+            # NOTE: xgrammar 0.2.9's masks depend on the grammar's form in
+            # places: for "a?[^\Sa]x" its mask leaves out the token "a\n"
+            # that accept_token takes ("a{0,1}" instead of "a?" masks it in).
+            # A token on which accept_token agrees is such a case, not a
+            # difference of languages.
+            real = [i for i in ia ^ ib if a.fork().accept_token(i) != b.fork().accept_token(i)]
+            if real:
+                only_x = sorted(vocab[i] for i in real if i in ia)[:8]
+                only_v = sorted(vocab[i] for i in real if i in ib)[:8]
+                return f"masks differ after {text!r}: only xgrammar {only_x}, only vt {only_v}"
+            mask_noise.update(vocab[i] for i in ia ^ ib)
         done = a.is_completed()
         if done != b.is_completed():
             return f"is_completed differs after {text!r}: xgrammar {done}"
@@ -187,6 +208,7 @@ def main():
     alphabet = [t.encode() for t in ["a", "b", "c", "0", "9", "-", "]", "^", "\n", " ", "é", "😀", "\x00", "\u00a0",
                                       "x", "_", ".", "@", "\\", '"', "A", "z", "\u2028"]]
     failures = []
+    walks = re_checks = 0
 
     for pattern in REFUSED:
         text, err = vt_grammar(args.tool, pattern)
@@ -219,12 +241,14 @@ def main():
             if isinstance(r, str):
                 failures.append(f"{pattern!r}: {r}; vt's GBNF: {text.strip()!r}")
                 break
+            walks += 1
             samples.append(r[0])
             if r[1] and py is not None:
                 try:
                     s = r[0].decode("utf-8")
                 except UnicodeDecodeError:
                     continue  # a surrogate, which negated classes and '.' allow (as xgrammar does)
+                re_checks += 1
                 if not py.fullmatch(s):
                     failures.append(f"{pattern!r}: re refuses {s!r}, which both grammars accept")
         # Whole strings, in and out of the language, against `re`.
@@ -234,16 +258,19 @@ def main():
                     u = s.decode("utf-8")
                 except UnicodeDecodeError:
                     continue
+                re_checks += 1
                 want = py.fullmatch(u) is not None
                 got_x, got_v = full_match(theirs, s), full_match(ours, s)
                 if got_x != want or got_v != want:
                     failures.append(f"{pattern!r}: {u!r}: re {want}, xgrammar {got_x}, vt {got_v}")
                     break
 
+    if mask_noise:
+        print(f"note: xgrammar's own masks and accept_token disagreed on tokens {sorted(mask_noise)[:12]}")
     for f in failures:
         print("FAIL", f)
-    print(f"{len(PATTERNS)} patterns compared, {len(REFUSED) + len(VT_REFUSES)} refusals checked, "
-          f"{len(failures)} failures")
+    print(f"{len(PATTERNS)} patterns compared ({walks} walks, {re_checks} strings checked with re), "
+          f"{len(REFUSED) + len(VT_REFUSES)} refusals checked, {len(failures)} failures")
     return 1 if failures else 0
 
 
