@@ -19,7 +19,7 @@ examples/dlopen/vt_ctypes.py). xgrammar is told vt's token policy (stop ids
 = vt's end-of-generation tokens, control tokens never allowed), as the
 goldens do (tests/grammar/goldens/README.md), so both compute the same mask.
 
-usage: bench-grammar-mask.py [--lib build/libvt.so] [--fixture DIR] [--reps 3]
+usage: bench-grammar-mask.py [--lib build/libvt.so] [--fixture DIR] [--reps 3] [--kind schema|gbnf]
 Needs: xgrammar, transformers, torch (e.g. /work/torchenv/venv/bin/python).
 """
 from __future__ import annotations
@@ -43,7 +43,21 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "tokenizers"))
 import stress_inputs as si  # noqa: E402
 
+VT_GRAMMAR_GBNF = 0
 VT_GRAMMAR_JSON_SCHEMA = 1
+
+# --kind gbnf: a JSON grammar in GBNF that both sides parse (the documents
+# below are in its language), for a vt figure while the schema converter is
+# not there, and to see the GBNF path alone.
+JSON_GBNF = r'''root   ::= object
+value  ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" ws (member ("," ws member)*)? "}"
+member ::= string ws ":" ws value ws
+array  ::= "[" ws (value ws ("," ws value ws)*)? "]"
+string ::= "\"" ([^"\\\x00-\x1f] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}))* "\""
+number ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]+)? ([eE] [-+]? [0-9]+)?
+ws     ::= [ \t\n]*
+'''
 
 SCHEMA = {
     "type": "object",
@@ -138,10 +152,10 @@ class VtGrammar:
                 control.append(t)
         return eog, control
 
-    def compile(self, schema: str) -> c_void_p:
+    def compile(self, kind: int, source: str) -> c_void_p:
         g = c_void_p()
-        src = schema.encode()
-        self.check(self.lib.vt_grammar_compile(self.tok, VT_GRAMMAR_JSON_SCHEMA, src, len(src), byref(g)), "compile")
+        src = source.encode()
+        self.check(self.lib.vt_grammar_compile(self.tok, kind, src, len(src), byref(g)), "compile")
         return g
 
 
@@ -155,6 +169,8 @@ def main() -> int:
     ap.add_argument("--lib", default=str(ROOT / "build" / "libvt.so"))
     ap.add_argument("--fixture", default=str(si.fixtures_dir() / "llama3"))
     ap.add_argument("--reps", type=int, default=3, help="passes over the documents")
+    ap.add_argument("--kind", choices=["schema", "gbnf"], default="schema",
+                    help="the nested JSON Schema (default) or a JSON grammar in GBNF")
     args = ap.parse_args()
 
     import torch  # noqa: F401
@@ -177,6 +193,13 @@ def main() -> int:
     info = xgr.TokenizerInfo(encoded, vocab_type=base.vocab_type, vocab_size=n_vocab, stop_token_ids=eog,
                              add_prefix_space=base.add_prefix_space)
     schema = json.dumps(SCHEMA)
+    source = schema if args.kind == "schema" else JSON_GBNF
+    vt_kind = VT_GRAMMAR_JSON_SCHEMA if args.kind == "schema" else VT_GRAMMAR_GBNF
+
+    def xgr_compile(comp):
+        if args.kind == "schema":
+            return comp.compile_json_schema(schema, any_whitespace=True, strict_mode=True)
+        return comp.compile_grammar(xgr.Grammar.from_ebnf(JSON_GBNF))
 
     # ---- compile ----
     rows = []
@@ -185,21 +208,26 @@ def main() -> int:
         for _ in range(3):
             comp = xgr.GrammarCompiler(info, max_threads=threads, cache_enabled=False)
             t0 = time.perf_counter()
-            compiled = comp.compile_json_schema(schema, any_whitespace=True, strict_mode=True)
+            compiled = xgr_compile(comp)
             times.append(time.perf_counter() - t0)
         rows.append((f"xgrammar ({threads} thread{'s' if threads > 1 else ''})", statistics.median(times)))
-    vt_grammar = None
-    if vt.has_grammar:
+    vt_grammar, vt_missing = None, None
+    if not vt.has_grammar:
+        vt_missing = f"{args.lib} has no vt_grammar_compile"
+    else:
         times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            g = vt.compile(schema)
-            times.append(time.perf_counter() - t0)
-            if vt_grammar is None:
-                vt_grammar = g
-            else:
-                vt.lib.vt_grammar_destroy(g)
-        rows.append(("vt", statistics.median(times)))
+        try:
+            for _ in range(3):
+                t0 = time.perf_counter()
+                g = vt.compile(vt_kind, source)
+                times.append(time.perf_counter() - t0)
+                if vt_grammar is None:
+                    vt_grammar = g
+                else:
+                    vt.lib.vt_grammar_destroy(g)
+            rows.append(("vt", statistics.median(times)))
+        except RuntimeError as e:
+            vt_missing = str(e)
 
     # ---- masks ----
     seqs = [hf.encode(json.dumps(d, ensure_ascii=False), add_special_tokens=False) + [eog[0]] for d in DOCUMENTS]
@@ -230,14 +258,15 @@ def main() -> int:
                 if not xm.accept_token(t):
                     raise RuntimeError(f"xgrammar refused token {t} of a valid document")
 
-    print(f"JSON Schema ({len(schema)} bytes) on {fixture.name} ({n_vocab} tokens), "
+    what = "JSON Schema" if args.kind == "schema" else "JSON GBNF"
+    print(f"{what} ({len(source)} bytes) on {fixture.name} ({n_vocab} tokens), "
           f"{len(x_times)} masks ({args.reps} passes over {len(seqs)} documents)")
     print()
     print(f"{'compile':<24}{'ms':>10}")
     for name, s in rows:
         print(f"{name:<24}{s * 1e3:>10.1f}")
-    if not vt.has_grammar:
-        print(f"{'vt':<24}{'n/a':>10}  ({args.lib} has no vt_grammar_compile)")
+    if vt_missing:
+        print(f"{'vt':<24}{'n/a':>10}  ({vt_missing})")
     print()
     print(f"{'mask per token (us)':<24}{'p50':>10}{'p99':>10}{'mean':>10}")
     for name, ts in (("xgrammar", x_times), ("vt", v_times)):

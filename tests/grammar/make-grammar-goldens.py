@@ -19,12 +19,16 @@ string of the language. xgrammar's TokenizerInfo.from_huggingface instead
 treats special added tokens as ordinary text ("<|im_start|>" is allowed
 wherever the grammar allows those characters; its special_token_ids are only
 tokens whose decoded text is empty) and stops on the tokenizer's eos alone.
-To compare the grammar engines rather than those policies, the goldens use
-xgrammar's own mechanisms to state vt's policy: the stop ids are vt's
-end-of-generation set (stop_token_ids=) and the control tokens are given an
-empty text, which makes them xgrammar special tokens. Each golden records
-both id sets and, under "xgrammar_default", what from_huggingface alone does
-(see the README).
+Given stop_token_ids=, xgrammar also matches a stop token as its text
+(qwen2's and gemma3's "</s>", or "<|im_end|>" as written) when that text
+completes the language, and taking it then terminates the matcher; vt never
+matches an end-of-generation token as text. To compare the grammar engines
+rather than those policies, the goldens state vt's policy with xgrammar's own
+means: the stop ids are vt's end-of-generation set (stop_token_ids=), and the
+control and stop tokens are given an empty text (an empty text makes a
+control token an xgrammar special token, never allowed, and keeps a stop
+token from matching as text). Each golden records both id sets and, under
+"xgrammar_default", what xgrammar does without the empty texts (README).
 """
 from __future__ import annotations
 
@@ -464,9 +468,10 @@ def ranges(ids: list[int]) -> list[list[int]]:
 
 
 def default_policy_probe(xgr, tok, stop: list[int], control: list[int]) -> dict:
-    """What xgrammar's from_huggingface does with no help, on any JSON: its
-    stop and special ids, and which of vt's control tokens it allows inside a
-    JSON string (as text) and which of vt's stop ids it allows at the end."""
+    """What xgrammar's from_huggingface does with no help: its stop and
+    special ids, which of vt's control tokens it allows inside a JSON string
+    (as text) and which of vt's stop ids it allows after a JSON value; and,
+    given vt's stop ids, which of them it allows as their text."""
     info = xgr.TokenizerInfo.from_huggingface(tok)
     n = info.vocab_size
     compiled = xgr.GrammarCompiler(info, max_threads=2).compile_builtin_json_grammar()
@@ -480,12 +485,31 @@ def default_policy_probe(xgr, tok, stop: list[int], control: list[int]) -> dict:
     m.fill_next_token_bitmask(bitmask)
     at_end = set(allowed_ids(bitmask, n).tolist())
     text_control = [i for i in control if i in in_string]
+    default_stop, default_special = list(info.stop_token_ids), list(info.special_token_ids)
+
+    # A stop token whose text is not empty is matched as text too: with the
+    # grammar `"x" TEXT`, after "x" it is allowed (not accepting yet), and
+    # taking it terminates the matcher.
+    info = xgr.TokenizerInfo.from_huggingface(tok, stop_token_ids=stop)
+    n = info.vocab_size
+    compiler = xgr.GrammarCompiler(info, max_threads=2)
+    stop_as_text = []
+    for i in stop:
+        text = info.decoded_vocab[i].decode("utf-8", errors="replace")
+        m = xgr.GrammarMatcher(compiler.compile_grammar(
+            xgr.Grammar.from_ebnf("root ::= " + json.dumps("x" + text, ensure_ascii=False))))
+        m.accept_string("x")
+        m.fill_next_token_bitmask(bitmask)
+        allowed = i in set(allowed_ids(bitmask, n).tolist())
+        if allowed and m.accept_token(i):
+            stop_as_text.append([i, text, int(m.is_terminated())])
     return {
-        "stop_ids": list(info.stop_token_ids),
-        "special_ids": list(info.special_token_ids),
+        "stop_ids": default_stop,
+        "special_ids": default_special,
         "control_allowed_in_json_string": len(text_control),
         "control_allowed_in_json_string_examples": [[i, tok.convert_ids_to_tokens(i)] for i in text_control[:8]],
         "vt_stop_ids_allowed_after_json_value": sorted(i for i in stop if i in at_end),
+        "stop_ids_allowed_as_their_text_then_terminated": stop_as_text,
     }
 
 
@@ -514,16 +538,19 @@ class Oracle:
         for text, i in self.tok.get_vocab().items():
             if i < n_vocab:
                 encoded[i] = text
-        for i in control:
-            encoded[i] = ""  # xgrammar: an empty text makes a special token, never allowed
+        # An empty text makes a control token special (never allowed), and
+        # keeps a stop token from being matched as its text (xgrammar allows
+        # a stop token whose text completes the language, README).
+        for i in control + stop:
+            encoded[i] = ""
         self.info = info = xgr.TokenizerInfo(encoded, vocab_type=base.vocab_type, vocab_size=n_vocab,
                                              stop_token_ids=stop, add_prefix_space=base.add_prefix_space)
         assert sorted(info.stop_token_ids) == stop, (info.stop_token_ids, stop)
         assert sorted(info.special_token_ids) == sorted(set(control) - set(stop)), "control ids did not become special"
         self.pieces = [bytes(p) for p in info.decoded_vocab]
-        control_set = set(control)
-        assert [p for i, p in enumerate(self.pieces) if i not in control_set] == \
-            [bytes(p) for i, p in enumerate(base.decoded_vocab) if i not in control_set], "texts changed"
+        blank = set(control) | set(stop)
+        assert [p for i, p in enumerate(self.pieces) if i not in blank] == \
+            [bytes(p) for i, p in enumerate(base.decoded_vocab) if i not in blank], "texts changed"
         self.compiler = xgr.GrammarCompiler(info, max_threads=2, cache_enabled=False)
 
 
