@@ -34,9 +34,9 @@ std::string cache_key(const Json &schema);
 // characters escaped, other characters raw.
 std::string gbnf_literal(std::string_view bytes);
 
-// Appends code point `c` as GBNF text inside a literal or a [class]: raw when
-// printable (UTF-8 above ASCII), else escaped, as \uHHHH for the control
-// characters since xgrammar's GBNF reader takes \x greedily.
+// Appends code point `c` as GBNF text inside a literal or a [class]: printable
+// ASCII raw, UTF-8 raw in literals; else escaped as \uHHHH or \UHHHHHHHH
+// (never \xHH, which xgrammar's GBNF reader takes greedily).
 void append_gbnf_char(std::string &out, char32_t c, bool in_class);
 
 // A GBNF expression (alternatives, no enclosing parentheses) of the canonical

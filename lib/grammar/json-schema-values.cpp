@@ -229,8 +229,8 @@ void append_gbnf_char(std::string &out, char32_t c, bool in_class) {
             if ((in_class ? class_specials : literal_specials).find((char)c) != std::string_view::npos) out += '\\';
             out += (char)c;
         }
-    } else if (c >= 0xD800 && c <= 0xDFFF) {  // no UTF-8 spelling
-        std::snprintf(buf, sizeof buf, "\\u%04x", (unsigned)c);
+    } else if (in_class || (c >= 0xD800 && c <= 0xDFFF)) {  // readable ranges; surrogates have no UTF-8
+        std::snprintf(buf, sizeof buf, c <= 0xFFFF ? "\\u%04x" : "\\U%08x", (unsigned)c);
         out += buf;
     } else if (c < 0x800) {
         out += (char)(0xC0 | (c >> 6));
