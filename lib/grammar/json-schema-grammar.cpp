@@ -398,7 +398,11 @@ private:
         std::string prefix = owner + "--re" + std::to_string(++regex_count_) + "-";
         std::string start = regex_to_gbnf(re, prefix, rules);
         bool printable = std::all_of(re.begin(), re.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
-        if (json_string && printable) jsonschema::restrict_to_json_string(rules, start);
+        // NOTE: past 128 repetitions xgrammar's json_string automaton takes
+        // strings the pattern does not match; its language cannot be matched.
+        if (json_string && printable && jsonschema::restrict_to_json_string(rules, start) &&
+            jsonschema::largest_repeat_count(re) > 128)
+            fail(VT_ERR_UNSUPPORTED, "JSON Schema: pattern: a repetition count above 128 is not supported");
         regex_rules_ += rules;
         if (!regex_rules_.empty() && regex_rules_.back() != '\n') regex_rules_ += '\n';
         return start;

@@ -80,7 +80,13 @@ bool is_standard_format(std::string_view format);
 // the regex (regex_to_gbnf's output) with start rule `start`; on success they
 // are rewritten in place and true is returned; false (rules unchanged) when
 // the restricted language is empty. Throws vt::Error (VT_ERR_UNSUPPORTED) for
-// GBNF it cannot read.
+// GBNF it cannot read, and for a pattern whose automaton may outgrow
+// xgrammar's limit (then xgrammar quietly uses the plain regex instead).
 bool restrict_to_json_string(std::string &rules, const std::string &start);
+
+// The largest count in the {m}, {m,} and {m,n} quantifiers of a regex (0 if
+// none). xgrammar 0.2.9's json_string automaton is wrong past 128: with
+// "a{0,200}|x" it takes "ax", with "c*[a-z]{3,129}" strings of 133 letters.
+int64_t largest_repeat_count(std::string_view regex);
 
 } // namespace vt::grammar::jsonschema

@@ -269,22 +269,84 @@ private:
 
 // ---- restriction and pruning ----------------------------------------------------
 
-void restrict_node(Node &n) {
+// Restricts a node in place; returns whether that removed any character.
+bool restrict_node(Node &n) {
+    bool changed = false;
     switch (n.kind) {
     case Node::Lit:
         n.dead = !std::all_of(n.text.begin(), n.text.end(), json_safe);
-        break;
-    case Node::Class:
-        n.ranges = json_safe_part(n.ranges);
+        return n.dead;
+    case Node::Class: {
+        Ranges safe = json_safe_part(n.ranges);
+        changed = safe != n.ranges;
+        n.ranges = std::move(safe);
         n.dead = n.ranges.empty();
-        break;
+        return changed;
+    }
     case Node::Group:
         for (Alt &a : n.alts)
-            for (Item &i : a.items) restrict_node(i.node);
-        break;
-    case Node::Ref: break;
+            for (Item &i : a.items) changed |= restrict_node(i.node);
+        return changed;
+    case Node::Ref: return false;
     }
+    return false;
 }
+
+// ---- xgrammar's automaton budget ---------------------------------------------------
+
+// xgrammar builds the json_string regex as a byte-level automaton and falls
+// back to the plain regex when that automaton outgrows its state limit (for
+// example ".{9091}" or "\S{2632}" go back to plain, ".{9090}" does not). That
+// size is not reproduced here; instead a pattern whose estimate gets near it
+// is refused. The estimate is per character match, repetitions unrolled: 2
+// for ASCII, more for multi-byte UTF-8 (8 plus 4 per range reaching past
+// ASCII for a class), which bounds the sizes measured on xgrammar 0.2.9
+// (".": 11, "\S": 38, "\s": 17, "[\x80-\xff]": 3, where ".{9091}" reaches
+// the limit) from above, and the refusal starts at half the limit.
+constexpr double kBudgetUnitsAtLimit = 9091 * 11;
+constexpr double kRefuseAt = kBudgetUnitsAtLimit / 2;
+
+struct Budget {
+    const std::map<std::string, const Rule *> &rules;
+    std::map<std::string, double> memo;
+    std::set<std::string> open;
+
+    double node(const Node &n) {
+        switch (n.kind) {
+        case Node::Lit: {
+            double c = 0;
+            for (char32_t ch : n.text) c += ch < 0x80 ? 2 : 6;
+            return c;
+        }
+        case Node::Class: {
+            double wide = (double)std::count_if(n.ranges.begin(), n.ranges.end(),
+                                                [](const auto &r) { return r.second >= 0x80; });
+            return wide ? 8 + 4 * wide : 2;
+        }
+        case Node::Group: return alts(n.alts);
+        case Node::Ref: {
+            auto it = rules.find(n.ref);
+            if (it == rules.end() || open.count(n.ref)) return 0;  // a loop is not unrolled
+            if (auto m = memo.find(n.ref); m != memo.end()) return m->second;
+            open.insert(n.ref);
+            double c = alts(it->second->alts);
+            open.erase(n.ref);
+            return memo[n.ref] = c;
+        }
+        }
+        return 0;
+    }
+    double alts(const std::vector<Alt> &as) {
+        double c = 0;
+        for (const Alt &a : as)
+            for (const Item &i : a.items) {
+                double copies = i.max == -1 ? (double)i.min + 1 : (double)i.max;
+                c += copies * node(i.node);
+                if (c > 1e12) return c;
+            }
+        return c;
+    }
+};
 
 using Live = std::map<std::string, bool>;
 
@@ -380,27 +442,67 @@ void put_alts(std::string &out, const std::vector<Alt> &alts) {
 
 } // namespace
 
+int64_t largest_repeat_count(std::string_view re) {
+    int64_t largest = 0;
+    bool in_class = false;
+    for (size_t i = 0; i < re.size(); ++i) {
+        char c = re[i];
+        if (c == '\\') {
+            ++i;  // an escaped character is never a quantifier
+        } else if (in_class) {
+            in_class = c != ']';
+        } else if (c == '[') {
+            in_class = true;
+        } else if (c == '{') {
+            // The numbers of {m}, {m,} or {m,n}; anything else has none.
+            for (size_t j = i + 1; j < re.size();) {
+                int64_t n = 0;
+                size_t digits = j;
+                while (j < re.size() && std::isdigit((unsigned char)re[j]) && n < 1000000000)
+                    n = n * 10 + (re[j++] - '0');
+                if (j == digits) break;
+                largest = std::max(largest, n);
+                if (j >= re.size() || re[j] != ',') break;
+                ++j;
+            }
+        }
+    }
+    return largest;
+}
+
 bool restrict_to_json_string(std::string &rules, const std::string &start) {
     std::vector<Rule> parsed = Reader(rules).rules();
+    bool changed = false;
     for (Rule &r : parsed)
         for (Alt &a : r.alts)
-            for (Item &i : a.items) restrict_node(i.node);
+            for (Item &i : a.items) changed |= restrict_node(i.node);
     // Which rules still match some string: a least fixpoint.
     Live live;
     for (const Rule &r : parsed) live[r.name] = false;
-    for (bool changed = true; changed;) {
-        changed = false;
+    for (bool grew = true; grew;) {
+        grew = false;
         for (const Rule &r : parsed) {
             if (live[r.name]) continue;
             if (std::any_of(r.alts.begin(), r.alts.end(), [&](const Alt &a) { return alt_live(a, live); })) {
                 live[r.name] = true;
-                changed = true;
+                grew = true;
             }
         }
     }
     auto it = live.find(start);
     if (it == live.end()) unreadable("no start rule");
     if (!it->second) return false;
+    if (changed) {
+        std::map<std::string, const Rule *> by_name;
+        for (const Rule &r : parsed) by_name[r.name] = &r;
+        Budget budget{by_name, {}, {}};
+        Node start_ref;
+        start_ref.kind = Node::Ref;
+        start_ref.ref = start;
+        if (budget.node(start_ref) >= kRefuseAt)
+            fail(VT_ERR_UNSUPPORTED,
+                 "JSON Schema: pattern too large: xgrammar may fall back to its plain regex for it");
+    }
     std::string out;
     for (Rule &r : parsed) {
         if (!live[r.name]) continue;

@@ -187,6 +187,11 @@ SAME = [
     ({"type": "string", "pattern": "[^x]\\W\\D\\w"}, ['"ab1c"', '"a-bc"']),
     ({"type": "string", "pattern": r'^[\]\-^x-z\\"]+$'}, ['"]-^xz"', r'"\"', '"""']),
     ({"type": "string", "pattern": "\\u00e9|\\x7f|\\u{1F600}"}, ['"é"', '"\x7f"', '"😀"']),
+    ({"type": "string", "pattern": "\t."}, ['"\ta"', '"\t""', '"\t\\"']),
+    ({"type": "string", "pattern": "\\S{128}|x"}, ['"x"', '"""', '"ax"']),
+    ({"type": "string", "pattern": "(.{100}){40}|x"}, ['"x"', '"""', '"ax"']),
+    ({"type": "string", "pattern": "c*[a-z]{3,128}"}, ['"ccab"', '"cab"']),
+    ({"type": "string", "pattern": "\t.{200}|x"}, ['"\tax"', '"x"']),
 ]
 
 # (schema, vt status) -- refused by vt; xgrammar's behaviour is printed.
@@ -212,6 +217,18 @@ REFUSED = [
     ({"type": "string", "format": "uri", "maxLength": 2083}, UNSUPPORTED),
     ({"type": "string", "pattern": "^x+$", "maxLength": 2}, UNSUPPORTED),
     ({"type": "string", "format": "iri"}, UNSUPPORTED),
+    # xgrammar falls back to the plain regex (raw quotes and controls) when its
+    # json_string automaton outgrows a limit; vt refuses such sizes.
+    ({"type": "string", "pattern": "(.{100}){91}|x"}, UNSUPPORTED),
+    ({"type": "string", "pattern": "(\\S{100}){27}|x"}, UNSUPPORTED),
+    # Past 128 repetitions xgrammar's json_string automaton takes strings the
+    # pattern does not match ("ax" here); vt refuses the count.
+    ({"type": "string", "pattern": "a{0,200}|x"}, UNSUPPORTED),
+    ({"type": "string", "pattern": "c*[a-z]{3,129}"}, UNSUPPORTED),
+    # xgrammar's json_string automaton takes these, its regex converter (and
+    # vt's) does not.
+    ({"type": "string", "pattern": "(?i)ab"}, UNSUPPORTED),
+    ({"type": "string", "pattern": "a(?=b)b"}, UNSUPPORTED),
     ({"type": "string", "minLength": 3, "maxLength": 2}, INVALID),
     ({"type": "object", "required": ["a"]}, UNSUPPORTED),
     ({"type": "object", "properties": {"b": {}}, "required": ["a"]}, UNSUPPORTED),

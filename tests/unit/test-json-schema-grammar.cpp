@@ -217,6 +217,12 @@ TEST_CASE("json schema: refusals", "[json-schema]") {
     CHECK(refusal(R"({"type":"string","format":"uri","maxLength":2083})") == VT_ERR_UNSUPPORTED);
     CHECK(refusal(R"({"type":"string","pattern":"^x+$","maxLength":2})") == VT_ERR_UNSUPPORTED);
     CHECK(refusal(R"({"type":"string","format":"iri"})") == VT_ERR_UNSUPPORTED);
+    // Where xgrammar would drop the JSON-string restriction of a pattern (its
+    // automaton too large), the pattern is refused.
+    CHECK(refusal(R"({"type":"string","pattern":"(.{100}){91}"})") == VT_ERR_UNSUPPORTED);
+    // Nor past 128 repetitions, where xgrammar's automaton is not exact.
+    CHECK(refusal(R"({"type":"string","pattern":"a{0,200}|x"})") == VT_ERR_UNSUPPORTED);
+    CHECK(refusal(R"({"type":"string","pattern":"a{128}"})") == VT_OK);
     CHECK(refusal(R"({"type":"object","properties":{"b":{}},"required":["a"]})") == VT_ERR_UNSUPPORTED);
     CHECK(refusal(R"({"type":"object","properties":{"a":false}})") == VT_ERR_UNSUPPORTED);
     CHECK(refusal("false") == VT_ERR_UNSUPPORTED);
