@@ -43,9 +43,11 @@ std::string serialize_value(const Json &v);
 
 // The key under which xgrammar caches the rule of a schema: keys sorted, the
 // annotations title, default, description, examples, deprecated, readOnly,
-// writeOnly, $comment and $schema dropped at every level. Two schemas with the
-// same key share a rule, and the key {"type":"object"} (or "array") selects
-// the unconstrained basic rule instead of the strict one.
+// writeOnly, $comment and $schema dropped, in sub-schemas too; but the names
+// of properties, $defs and definitions kept in document order, and const and
+// enum values kept as written (measured on xgrammar 0.2.9). Two schemas with
+// the same key share a rule, and the key {"type":"object"} (or "array")
+// selects the unconstrained basic rule instead of the strict one.
 std::string cache_key(const Json &schema);
 
 // A GBNF string literal of `bytes` (UTF-8): quotes, backslashes and control

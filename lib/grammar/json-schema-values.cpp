@@ -114,10 +114,26 @@ void cache_key_into(const Json &v, std::string &out) {
         std::sort(kv.begin(), kv.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
         out += '{';
         for (size_t i = 0; i < kv.size(); ++i) {
+            const auto &[key, value] = kv[i];
             if (i) out += ',';
             // NOTE: xgrammar writes the key unescaped; only equality matters.
-            out += '"' + kv[i].first + "\":";
-            cache_key_into(*kv[i].second, out);
+            out += '"' + key + "\":";
+            if (key == "const" || key == "enum") {
+                serialize(*value, out);  // values, not schemas: as written
+            } else if ((key == "properties" || key == "$defs" || key == "definitions") && value->is_object()) {
+                // Names in document order, none dropped; their schemas keyed as schemas.
+                out += '{';
+                bool first = true;
+                for (const auto &[name, sub] : value->items()) {
+                    if (!first) out += ',';
+                    first = false;
+                    out += '"' + name + "\":";
+                    cache_key_into(sub, out);
+                }
+                out += '}';
+            } else {
+                cache_key_into(*value, out);
+            }
         }
         out += '}';
     } else if (v.is_array()) {

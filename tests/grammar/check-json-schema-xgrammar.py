@@ -121,6 +121,24 @@ SAME = [
     ({"type": ["string", "null"]}, ['"a"', 'null', '1']),
     ({"type": ["integer", "string"], "minimum": 3, "minLength": 2}, ['3', '2', '"ab"', '"a"']),
     ({"type": ["object", "array"]}, ['{"a":1}', '[1]']),
+    ({"type": ["object", "null"], "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+     ['{"a":1}', 'null', '{}']),
+    ({"type": ["string", "null"], "enum": ["a", None]}, ['"a"', 'null', '"b"']),
+    # Rule sharing through cache keys, seen through a $ref to {"type":"object"}
+    # (after which a new {"type":"object"} is strict): c shares T's rule, made
+    # before, when their keys agree (annotations dropped, top-level keys
+    # sorted), not when property names, their order or const values differ.
+    ({"type": "object", "properties": {
+        "t": {"$ref": "#/$defs/T"}, "o": {"$ref": "#/$defs/O"},
+        "c": {"properties": {"q": {"type": "object", "description": "d"}, "r": {"const": {"b": 1, "a": 2}}},
+              "type": "object", "title": "c"},
+        "d": {"type": "object", "properties": {"q": {"type": "object"}, "r": {"const": {"b": 1, "a": 2}},
+                                               "title": {}}},
+        "e": {"type": "object", "properties": {"r": {"const": {"b": 1, "a": 2}}, "q": {"type": "object"}}},
+        "f": {"type": "object", "properties": {"q": {"type": "object"}, "r": {"const": {"a": 2, "b": 1}}}}},
+      "$defs": {"O": {"type": "object"},
+                "T": {"type": "object", "properties": {"q": {"type": "object"}, "r": {"const": {"b": 1, "a": 2}}}}}},
+     ['{"c":{"q":{"z":1}}}', '{"d":{"q":{"z":1}}}', '{"e":{"q":{"z":1}}}', '{"f":{"q":{"z":1}}}']),
     ({"type": ["object", "array"], "maxItems": 3}, ['{"a":1}', '[1]', '[]', '{}']),
     ({"anyOf": [{"type": "integer"}, {"type": "string"}]}, ['1', '"a"', 'null']),
     ({"oneOf": [{"type": "integer"}, {"type": "number"}]}, ['1', '1.5']),
