@@ -391,8 +391,9 @@ private:
         return use("basic-" + t);
     }
 
-    // A regex between the quotes of a JSON string; `json_string`: the pattern
-    // rules (the characters it matches lose quotes, backslashes, controls).
+    // The start rule of a regex's GBNF, added to the grammar. A `pattern`
+    // (json_string) is restricted to raw JSON string text as xgrammar does;
+    // a format's regex is already written for it.
     std::string regex(const std::string &re, bool json_string, const std::string &owner) {
         std::string rules;
         std::string prefix = owner + "--re" + std::to_string(++regex_count_) + "-";
