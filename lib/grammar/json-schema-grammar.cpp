@@ -333,7 +333,18 @@ private:
     }
 
     std::string gen_const(const Json &s) {
-        check_literal_siblings(s, "const", {&s["const"]});
+        // const wins over enum in xgrammar; together (as pydantic writes a
+        // Literal) the language is right when the enum holds the value.
+        if (s.contains("enum")) {
+            const Json &e = s["enum"];
+            if (!e.is_array() || std::find(e.begin(), e.end(), s["const"]) == e.end())
+                fail(VT_ERR_INVALID_ARGUMENT, "JSON Schema: 'const' is not one of 'enum'");
+            Json rest = s;
+            rest.erase("enum");
+            check_literal_siblings(rest, "const", {&s["const"]});
+        } else {
+            check_literal_siblings(s, "const", {&s["const"]});
+        }
         return jsonschema::gbnf_literal(jsonschema::serialize_value(s["const"]));
     }
 

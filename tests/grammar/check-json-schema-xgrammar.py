@@ -134,6 +134,8 @@ SAME = [
     ({"const": None, "type": "null"}, ['null']),
     ({"enum": ["a", 1, None, [1, "x"], {"k": "v"}, 1.5e-7, 5e-324]}, ['"a"', '1', '[1,"x"]', '{"k":"v"}', '1.5e-07']),
     ({"type": "string", "enum": ["x", "y"]}, ['"x"', '"z"']),
+    ({"type": "string", "const": "x", "enum": ["x"], "title": "L"}, ['"x"', '"y"']),
+    ({"const": 1.0, "enum": [1, 2]}, ['1', '1.0', '2']),
     ({"type": ["string", "null"]}, ['"a"', 'null', '1']),
     ({"type": ["integer", "string"], "minimum": 3, "minLength": 2}, ['3', '2', '"ab"', '"a"']),
     ({"type": ["object", "array"]}, ['{"a":1}', '[1]']),
@@ -280,7 +282,7 @@ REFUSED = [
     ({"type": "array", "minItems": 1}, INVALID),
     ({"type": "array", "prefixItems": [{}, {}], "maxItems": 1}, UNSUPPORTED),
     ({"type": "string", "enum": ["a", 1]}, UNSUPPORTED),
-    ({"const": 1, "enum": [1]}, UNSUPPORTED),
+    ({"const": 1, "enum": [2]}, INVALID),
 ]
 
 

@@ -132,6 +132,7 @@ TEST_CASE("json schema: const and enum", "[json-schema]") {
     check({R"({"enum":[0.1,1e5,-0.0,1e300,12345678901234567890,1.5e-7]})",
            {"0.1", "100000", "-0", "1e+300", "1.2345678901234567e+19", "1.5e-07"}, {"1e5", "0"}});
     check({R"({"type":"string","enum":["x","y"]})", {R"("x")", R"("y")"}, {R"("z")"}});
+    check({R"({"type":"string","const":"x","enum":["x"]})", {R"("x")"}, {R"("y")"}});
 }
 
 TEST_CASE("json schema: combinations and references", "[json-schema]") {
@@ -227,6 +228,7 @@ TEST_CASE("json schema: refusals", "[json-schema]") {
     CHECK(refusal(R"({"type":"object","properties":{"a":false}})") == VT_ERR_UNSUPPORTED);
     CHECK(refusal("false") == VT_ERR_UNSUPPORTED);
     CHECK(refusal(R"({"type":"string","enum":["a",1]})") == VT_ERR_UNSUPPORTED);
+    CHECK(refusal(R"({"const":1,"enum":[2]})") == VT_ERR_INVALID_ARGUMENT);
     // Annotations are not keywords.
     CHECK(refusal(R"({"type":"integer","title":"t","description":"d","default":1,"examples":[1],
                       "$schema":"https://json-schema.org/draft/2020-12/schema","$id":"x","x-extra":1})") == VT_OK);
