@@ -23,6 +23,8 @@ Prompter::Prompter(const vt_model *model) : model_(model) {
         tmpl_error_ = s == VT_ERR_NOT_FOUND ? "the model has no chat template: use /v1/completions"
                                             : "the model's chat template cannot be used: " + last_error(s);
         std::fprintf(stderr, "vt-server: %s\n", tmpl_error_.c_str());
+    } else {
+        vt_chat_template_tool_call_format(tmpl_, &tool_format_);
     }
     const vt_token bos = vt_token_bos(tok_);
     if (bos != VT_TOKEN_NULL) bos_text_ = piece(bos);
@@ -87,6 +89,19 @@ std::string Prompter::piece(vt_token token) const {
     }
     if (s != VT_OK) return {};
     return std::string(buf, n);
+}
+
+std::string Prompter::detokenize(const std::vector<vt_token> &tokens) const {
+    std::string text(tokens.size() * 4 + 16, '\0');
+    size_t n = 0;
+    vt_status s = vt_detokenize(tok_, tokens.data(), tokens.size(), true, text.data(), text.size(), &n);
+    if (s == VT_ERR_BUFFER_TOO_SMALL) {
+        text.resize(n + 1);
+        s = vt_detokenize(tok_, tokens.data(), tokens.size(), true, text.data(), text.size(), &n);
+    }
+    if (s != VT_OK) return {};
+    text.resize(n);
+    return text;
 }
 
 } // namespace vts

@@ -38,6 +38,13 @@ public:
     // Bytes of one token as it appears in text (control tokens rendered).
     std::string piece(vt_token token) const;
 
+    // Text of a token sequence (control tokens rendered): the echo of a
+    // prompt given as token ids.
+    std::string detokenize(const std::vector<vt_token> &tokens) const;
+
+    // The tool-call syntax the chat template teaches (none without one).
+    vt_tool_call_format tool_format() const { return tool_format_; }
+
     const vt_tokenizer *tokenizer() const { return tok_; }
 
 private:
@@ -48,6 +55,7 @@ private:
     vt_chat_template *tmpl_ = nullptr;
     std::string tmpl_error_;  // why there is no template
     std::string bos_text_;    // text of the BOS token, "" without one
+    vt_tool_call_format tool_format_ = VT_TOOL_CALL_FORMAT_NONE;
 };
 
 } // namespace vts

@@ -32,6 +32,7 @@
 #include "server-metrics.h"
 #include "server-prompt.h"
 #include "server-routes.h"
+#include "server-structured.h"
 #include "server-state.h"
 #include "vt/vt.h"
 
@@ -171,6 +172,8 @@ int serve(ServerState &st) {
 
     Metrics metrics;
     Prompter prompter(model.get());
+    GrammarCache grammars(tok, 32);
+    st.grammars = &grammars;
     Engine engine(ctx.get(), &metrics);
     st.engine = &engine;
     st.prompter = &prompter;
