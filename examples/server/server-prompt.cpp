@@ -15,14 +15,16 @@ std::string last_error(vt_status s) {
 
 } // namespace
 
-Prompter::Prompter(const vt_model *model) : model_(model) {
+Prompter::Prompter(const vt_model *model, const std::string &template_source) : model_(model) {
     vt_model_tokenizer(model, &tok_);
-    const vt_status s = vt_chat_template_create(nullptr, model, &tmpl_);
+    const vt_status s =
+        vt_chat_template_create(template_source.empty() ? nullptr : template_source.c_str(), model, &tmpl_);
     if (s != VT_OK) {
         tmpl_ = nullptr;
+        const std::string which = template_source.empty() ? "the model's chat template" : "the chat template";
         tmpl_error_ = s == VT_ERR_NOT_FOUND ? "the model has no chat template: use /v1/completions"
-                                            : "the model's chat template cannot be used: " + last_error(s);
-        std::fprintf(stderr, "vt-server: %s\n", tmpl_error_.c_str());
+                                            : which + " cannot be used: " + last_error(s);
+        if (template_source.empty()) std::fprintf(stderr, "vt-server: %s\n", tmpl_error_.c_str());
     } else {
         vt_chat_template_tool_call_format(tmpl_, &tool_format_);
     }

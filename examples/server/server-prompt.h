@@ -14,10 +14,11 @@ namespace vts {
 
 class Prompter {
 public:
-    // model must outlive the Prompter. A model without a chat template (or
-    // with one vt cannot parse) still serves /v1/completions; chat requests
-    // then fail with 400 and the reason, logged once here.
-    explicit Prompter(const vt_model *model);
+    // model must outlive the Prompter. template_source: a chat template to
+    // use instead of the model's ("" = the model's). A model without a chat
+    // template (or with one vt cannot parse) still serves /v1/completions;
+    // chat requests then fail with 400 and the reason, logged once here.
+    explicit Prompter(const vt_model *model, const std::string &template_source = "");
     ~Prompter();
     Prompter(const Prompter &) = delete;
     Prompter &operator=(const Prompter &) = delete;
@@ -41,6 +42,9 @@ public:
     // Text of a token sequence (control tokens rendered): the echo of a
     // prompt given as token ids.
     std::string detokenize(const std::vector<vt_token> &tokens) const;
+
+    // Why there is no chat template ("" when there is one).
+    const std::string &template_error() const { return tmpl_error_; }
 
     // The tool-call syntax the chat template teaches (none without one).
     vt_tool_call_format tool_format() const { return tool_format_; }
