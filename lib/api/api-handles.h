@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "engine/engine.h"
+#include "grammar/token-matcher.h"
 #include "model/lora.h"
 #include "model/model.h"
 #include "runner/sequence.h"
@@ -47,6 +48,15 @@ struct vt_lora {
 
 struct vt_sampler {
     vt::Sampler impl;
+};
+
+// A compiled constraint; matchers and sampler stages hold their own references.
+struct vt_grammar {
+    std::shared_ptr<const vt::grammar::CompiledGrammar> impl;
+};
+
+struct vt_grammar_matcher {
+    vt::grammar::TokenMatcher impl;
 };
 
 inline const vt::Tokenizer *from_handle(const vt_tokenizer *t) { return t->impl; }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "grammar/token-matcher.h"
 
 namespace vt {
 
@@ -31,6 +32,11 @@ constexpr size_t kTopPPrefix = 256;
 } // namespace
 
 // ---- building the chain ------------------------------------------------------
+
+Sampler::Sampler(const Sampler &o)
+    : stages_(o.stages_),
+      matcher_(o.matcher_ ? std::make_shared<grammar::TokenMatcher>(*o.matcher_) : nullptr),
+      final_(o.final_), seed_(o.seed_), rng_(o.rng_) {}
 
 void Sampler::check_open() const {
     if (final_ != Final::none)
@@ -90,6 +96,41 @@ void Sampler::add_temp(float t) {
     stages_.push_back(std::move(s));
 }
 
+void Sampler::add_logit_bias(const int32_t *tokens, const float *bias, size_t n) {
+    check_open();
+    if (n && (!tokens || !bias)) fail(VT_ERR_INVALID_ARGUMENT, "logit_bias: tokens and bias must not be NULL");
+    Stage s{};
+    s.kind = Kind::logit_bias;
+    for (size_t i = 0; i < n; ++i) {
+        if (tokens[i] < 0) fail(VT_ERR_INVALID_ARGUMENT, "logit_bias: token %d is negative", tokens[i]);
+        if (std::isnan(bias[i]) || bias[i] == std::numeric_limits<float>::infinity())
+            fail(VT_ERR_INVALID_ARGUMENT, "logit_bias: the bias of token %d is NaN or +inf", tokens[i]);
+        s.bias.push_back({tokens[i], bias[i]});
+    }
+    // A token listed twice gets both biases.
+    std::sort(s.bias.begin(), s.bias.end(), [](auto &a, auto &b) { return a.first < b.first; });
+    size_t j = 0;
+    for (size_t i = 0; i < s.bias.size(); ++i) {
+        if (j && s.bias[j - 1].first == s.bias[i].first) {
+            s.bias[j - 1].second += s.bias[i].second;
+        } else {
+            s.bias[j++] = s.bias[i];
+        }
+    }
+    s.bias.resize(j);
+    stages_.push_back(std::move(s));
+}
+
+void Sampler::add_grammar(std::shared_ptr<const grammar::CompiledGrammar> g) {
+    check_open();
+    if (!g) fail(VT_ERR_INVALID_ARGUMENT, "grammar: NULL");
+    if (matcher_) fail(VT_ERR_INVALID_STATE, "grammar: the chain already has a grammar stage");
+    matcher_ = std::make_shared<grammar::TokenMatcher>(std::move(g));
+    Stage s{};
+    s.kind = Kind::grammar;
+    stages_.push_back(std::move(s));
+}
+
 void Sampler::add_greedy() {
     check_open();
     final_ = Final::greedy;
@@ -106,6 +147,8 @@ void Sampler::add_dist(uint32_t seed) {
 
 void Sampler::accept(int32_t token) {
     if (token < 0) fail(VT_ERR_INVALID_ARGUMENT, "sampler accept: token %d is negative", token);
+    if (matcher_ && !matcher_->accept(token))
+        fail(VT_ERR_INVALID_ARGUMENT, "sampler accept: the grammar does not allow token %d here", token);
     for (Stage &s : stages_) {
         if (s.kind != Kind::penalties || s.n == 0) continue;
         History &h = s.hist;
@@ -131,8 +174,11 @@ void Sampler::reset() {
         s.hist.head = 0;
         s.hist.counts.clear();
     }
+    if (matcher_) matcher_->reset();
     if (final_ == Final::dist) rng_.seed(seed_);
 }
+
+bool Sampler::grammar_completed() const { return matcher_ && matcher_->is_completed(); }
 
 // ---- stages -------------------------------------------------------------------
 
@@ -255,6 +301,43 @@ void Sampler::run_temp(float t) {
     for (size_t i = 0; i < n_; ++i) cands_[i].logit /= t;
 }
 
+void Sampler::run_logit_bias(const Stage &s) {
+    if (identity_) {
+        for (const auto &[tok, b] : s.bias)
+            if ((size_t)tok < n_) cands_[(size_t)tok].logit += b;
+    } else {
+        for (size_t i = 0; i < n_; ++i) {
+            auto it = std::lower_bound(s.bias.begin(), s.bias.end(), cands_[i].id,
+                                       [](auto &p, int32_t id) { return p.first < id; });
+            if (it != s.bias.end() && it->first == cands_[i].id) cands_[i].logit += it->second;
+        }
+    }
+    sorted_ = false;
+}
+
+// Removes the candidates the grammar does not allow (a stable filter).
+void Sampler::run_grammar() {
+    const auto &v = matcher_->compiled().vocab();
+    mask_.resize((v.n_vocab + 31) / 32);
+    matcher_->fill_mask(mask_.data());
+    auto allowed = [&](int32_t id) {
+        return (uint32_t)id < v.n_vocab && ((mask_[(size_t)id >> 5] >> (id & 31)) & 1);
+    };
+    size_t j = 0;
+    for (size_t i = 0; i < n_; ++i)
+        if (allowed(cands_[i].id)) cands_[j++] = cands_[i];
+    if (j == 0) {
+        // Nothing allowed (the matcher has terminated): end of generation.
+        for (size_t i = 0; i < n_; ++i) {
+            int32_t id = cands_[i].id;
+            if (std::find(v.eog.begin(), v.eog.end(), id) != v.eog.end()) cands_[j++] = cands_[i];
+        }
+        if (j == 0) return;  // no end-of-generation token either: leave the row as it is
+    }
+    if (j != n_) identity_ = false;
+    n_ = j;
+}
+
 size_t Sampler::argmax() const {
     if (sorted_) return 0;
     size_t best = 0;
@@ -288,7 +371,18 @@ size_t Sampler::draw() {
 
 // ---- running the chain ----------------------------------------------------------
 
+void Sampler::apply_unmasked(const float *logits, size_t n_vocab) {
+    load(logits, n_vocab);
+    run_stages(true);
+}
+
 std::span<const SamplerCandidate> Sampler::apply(const float *logits, size_t n_vocab) {
+    load(logits, n_vocab);
+    run_stages(false);
+    return {cands_.data(), n_};
+}
+
+void Sampler::load(const float *logits, size_t n_vocab) {
     if (!logits) fail(VT_ERR_INVALID_ARGUMENT, "sampler: logits is NULL");
     if (n_vocab == 0 || n_vocab > (size_t)std::numeric_limits<int32_t>::max())
         fail(VT_ERR_INVALID_ARGUMENT, "sampler: n_vocab %zu out of range", n_vocab);
@@ -300,6 +394,9 @@ std::span<const SamplerCandidate> Sampler::apply(const float *logits, size_t n_v
     n_ = n_vocab;
     sorted_ = false;
     identity_ = true;
+}
+
+void Sampler::run_stages(bool skip_grammar) {
     for (Stage &s : stages_) {
         switch (s.kind) {
         case Kind::penalties: run_penalties(s); break;
@@ -307,14 +404,26 @@ std::span<const SamplerCandidate> Sampler::apply(const float *logits, size_t n_v
         case Kind::top_p: run_top_p(s.a, s.min_keep); break;
         case Kind::min_p: run_min_p(s.a, s.min_keep); break;
         case Kind::temp: run_temp(s.a); break;
+        case Kind::logit_bias: run_logit_bias(s); break;
+        case Kind::grammar:
+            if (!skip_grammar) run_grammar();
+            break;
         }
     }
-    return {cands_.data(), n_};
 }
 
 int32_t Sampler::sample(const float *logits, size_t n_vocab) {
     if (final_ == Final::none)
         fail(VT_ERR_INVALID_STATE, "sampler: the chain must end in greedy or dist");
+    if (matcher_ && final_ == Final::greedy && stages_[0].kind == Kind::grammar) {
+        // Greedy under a grammar that comes first: the best token of the
+        // unmasked chain, if the grammar allows it, is also the best allowed
+        // one (every other stage keeps the best candidate), so the full mask
+        // is computed only when it is not.
+        apply_unmasked(logits, n_vocab);
+        int32_t t = cands_[argmax()].id;
+        if (matcher_->allows(t)) return t;
+    }
     apply(logits, n_vocab);
     size_t i = final_ == Final::greedy ? argmax() : draw();
     return cands_[i].id;

@@ -27,12 +27,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
 namespace vt {
+
+namespace grammar {
+class CompiledGrammar;
+class TokenMatcher;
+}
 
 struct SamplerCandidate {
     int32_t id;    // token id = index into the logits row
@@ -41,6 +47,12 @@ struct SamplerCandidate {
 
 class Sampler {
 public:
+    Sampler() = default;
+    // Copies are independent chains (the grammar's matcher is copied too).
+    Sampler(const Sampler &o);
+    Sampler &operator=(const Sampler &) = delete;
+    Sampler(Sampler &&) = default;
+
     // Stage builders (see vt_sampler.h for ranges). Throw on bad values or
     // when the chain already ends in a final stage.
     void add_penalties(int32_t last_n, float repeat, float freq, float present);
@@ -48,6 +60,11 @@ public:
     void add_top_p(float p, size_t min_keep);
     void add_min_p(float p, size_t min_keep);
     void add_temp(float t);
+    // bias[i] added to the logit of tokens[i] (ids past the row ignored).
+    void add_logit_bias(const int32_t *tokens, const float *bias, size_t n);
+    // Keeps only the tokens the grammar allows next; the chain owns a
+    // matcher, advanced by accept() and rewound by reset(). One per chain.
+    void add_grammar(std::shared_ptr<const grammar::CompiledGrammar> g);
     void add_greedy();
     void add_dist(uint32_t seed);
 
@@ -60,8 +77,14 @@ public:
     // has no final stage. Does not record the token (see accept).
     int32_t sample(const float *logits, size_t n_vocab);
 
-    // Records a token in the history of every penalties stage. token >= 0.
+    // Records a token in the history of every penalties stage and advances
+    // the grammar. token >= 0. Throws VT_ERR_INVALID_ARGUMENT, recording
+    // nothing, if the grammar does not allow it.
     void accept(int32_t token);
+
+    // Whether the chain has a grammar and nothing but end of generation can
+    // follow what it accepted (or it accepted end of generation).
+    bool grammar_completed() const;
 
     // Clears the histories and reseeds dist with its original seed.
     void reset();
@@ -70,7 +93,7 @@ public:
     size_t n_stages() const { return stages_.size() + (has_final() ? 1 : 0); }
 
 private:
-    enum class Kind { penalties, top_k, top_p, min_p, temp };
+    enum class Kind { penalties, top_k, top_p, min_p, temp, logit_bias, grammar };
     enum class Final { none, greedy, dist };
 
     // Penalty history: the last `last_n` accepted tokens (ring) and their
@@ -87,6 +110,7 @@ private:
         float a = 0, b = 0, c = 0;  // top_p/min_p/temp: a; penalties: repeat, freq, present
         size_t min_keep = 0;  // top_p, min_p
         History hist;         // penalties only
+        std::vector<std::pair<int32_t, float>> bias;  // logit_bias: sorted by id
     };
 
     void check_open() const;
@@ -95,11 +119,18 @@ private:
     void run_top_p(float p, size_t min_keep);
     void run_min_p(float p, size_t min_keep);
     void run_temp(float t);
+    void run_logit_bias(const Stage &s);
+    void run_grammar();
+    void run_stages(bool skip_grammar);
+    void load(const float *logits, size_t n_vocab);  // candidates = the row
+    void apply_unmasked(const float *logits, size_t n_vocab);
     void sort_prefix(size_t m);  // makes cands[0..m) the m best, in order
     size_t argmax() const;
     size_t draw();
 
     std::vector<Stage> stages_;
+    std::shared_ptr<grammar::TokenMatcher> matcher_;  // the grammar stage's
+    std::vector<uint32_t> mask_;                      // its token bitmask, reused
     Final final_ = Final::none;
     uint32_t seed_ = 0;
     std::mt19937 rng_;

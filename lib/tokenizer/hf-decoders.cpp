@@ -59,7 +59,13 @@ void append_utf8_lossy(std::string_view s, std::string &out) {
 
 class ByteLevelDecoder : public Decoder {
 public:
-    void decode_chain(Tokens &tokens, size_t) const override {
+    void decode_chain(Tokens &tokens, size_t first) const override {
+        decode_chain_bytes(tokens, first);
+        std::string text;
+        append_utf8_lossy(tokens[0], text);
+        tokens[0] = std::move(text);
+    }
+    void decode_chain_bytes(Tokens &tokens, size_t) const override {
         // A token made only of alphabet characters gives its bytes; any
         // other token gives its own UTF-8 bytes unchanged.
         std::string bytes;
@@ -70,9 +76,7 @@ public:
                 bytes += t;
             }
         }
-        std::string text;
-        append_utf8_lossy(bytes, text);
-        tokens.assign(1, std::move(text));
+        tokens.assign(1, std::move(bytes));
     }
 };
 
@@ -124,13 +128,17 @@ int byte_token(const std::string &t) {
 
 class ByteFallbackDecoder : public Decoder {
 public:
-    void decode_chain(Tokens &tokens, size_t) const override {
+    void decode_chain(Tokens &tokens, size_t) const override { run(tokens, false); }
+    void decode_chain_bytes(Tokens &tokens, size_t) const override { run(tokens, true); }
+
+private:
+    static void run(Tokens &tokens, bool raw) {
         Tokens result;
         result.reserve(tokens.size());
         std::string run;
         auto flush = [&] {
             if (run.empty()) return;
-            if (utf8_find_invalid(run) == std::string::npos) {
+            if (raw || utf8_find_invalid(run) == std::string::npos) {
                 result.push_back(run);
             } else {
                 for (size_t k = 0; k < run.size(); ++k) result.emplace_back(kReplacementChar);
@@ -300,6 +308,9 @@ public:
     explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps) : steps_(std::move(steps)) {}
     void decode_chain(Tokens &tokens, size_t first_index) const override {
         for (const auto &s : steps_) s->decode_chain(tokens, first_index);
+    }
+    void decode_chain_bytes(Tokens &tokens, size_t first_index) const override {
+        for (const auto &s : steps_) s->decode_chain_bytes(tokens, first_index);
     }
 
 private:

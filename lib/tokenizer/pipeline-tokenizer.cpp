@@ -296,10 +296,15 @@ void PipelineTokenizer::encode_normalized(std::string_view text, bool at_origin,
 // Decoding
 // ---------------------------------------------------------------------------
 
-std::string PipelineTokenizer::decode_tokens(std::vector<std::string> &tokens, size_t first_index) const {
+std::string PipelineTokenizer::decode_tokens(std::vector<std::string> &tokens, size_t first_index,
+                                             bool raw_bytes) const {
     std::string out;
     if (decoder_) {
-        decoder_->decode_chain(tokens, first_index);
+        if (raw_bytes) {
+            decoder_->decode_chain_bytes(tokens, first_index);
+        } else {
+            decoder_->decode_chain(tokens, first_index);
+        }
         for (const std::string &t : tokens) out += t;
     } else {
         // HF joins undecoded tokens with spaces.
@@ -338,6 +343,13 @@ std::string PipelineTokenizer::token_to_piece(int32_t id, bool render_special) c
     // As a token inside a sequence: no first-token rules (Metaspace keeps
     // its leading space), so pieces concatenate to the decoded text.
     return decode_tokens(tokens, 1);
+}
+
+std::string PipelineTokenizer::token_bytes(int32_t id) const {
+    if (!vocab_.valid(id)) fail(VT_ERR_INVALID_ARGUMENT, "token id %d out of range [0, %u)", id, vocab_.size());
+    if (special_[id]) return {};
+    std::vector<std::string> tokens{std::string(token_text(id))};
+    return decode_tokens(tokens, 1, true);
 }
 
 } // namespace vt::tok

@@ -76,6 +76,11 @@ public:
     // decoders that treat the first token specially (Metaspace's leading
     // space, WordPiece's "##") do so only where first_index + i == 0.
     virtual void decode_chain(std::vector<std::string> &tokens, size_t first_index) const = 0;
+    // As decode_chain, keeping bytes that are not UTF-8 as they are where
+    // decode_chain would put U+FFFD (byte-level and byte-fallback tokens).
+    virtual void decode_chain_bytes(std::vector<std::string> &tokens, size_t first_index) const {
+        decode_chain(tokens, first_index);
+    }
 };
 
 // HF `post_processor` for one sequence: the special tokens put around the

@@ -46,6 +46,12 @@ public:
     // give their text only when render_special.
     virtual std::string token_to_piece(int32_t id, bool render_special) const = 0;
 
+    // The bytes a token stands for in text, as token_to_piece without
+    // render_special, but never lossy: a byte-level or byte-fallback token
+    // that is part of a UTF-8 character gives that byte, where a piece
+    // gives U+FFFD (constrained decoding matches tokens byte by byte).
+    virtual std::string token_bytes(int32_t id) const { return token_to_piece(id, false); }
+
     // Text of a sequence (pieces joined; SentencePiece's leading space of
     // the first token removed where the family does so).
     virtual std::string decode(const int32_t *ids, size_t n, bool render_special) const = 0;

@@ -1,0 +1,49 @@
+// The compiled form of a grammar: rules over byte sets, flattened for the
+// matcher. Code points were lowered to UTF-8 byte sequences by the GBNF
+// compiler, so a token's bytes are matched one at a time, whether or not
+// they end inside a character.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vt::grammar {
+
+struct ByteSet {
+    std::array<uint64_t, 4> w{};
+    bool has(uint8_t b) const { return (w[b >> 6] >> (b & 63)) & 1; }
+    void add(uint8_t b) { w[b >> 6] |= uint64_t(1) << (b & 63); }
+    void add_range(uint8_t lo, uint8_t hi) {
+        for (unsigned b = lo; b <= hi; ++b) add(uint8_t(b));
+    }
+    bool empty() const { return (w[0] | w[1] | w[2] | w[3]) == 0; }
+    bool operator==(const ByteSet &) const = default;
+};
+
+enum class ElemKind : uint8_t {
+    bytes,  // one byte of sets[arg]
+    rule,   // the rule rules[arg]
+    end,    // end of an alternative: return to the caller
+};
+
+struct Elem {
+    ElemKind kind;
+    uint32_t arg;
+};
+
+// Positions are indices into elems. Each alternative is a run of elements
+// closed by an `end`; a rule is the list of its alternatives' first
+// positions. No rule is left-recursive, and every rule left has a non-empty
+// language (alternatives that could never finish were dropped), so every
+// state the matcher reaches can still be completed.
+struct Grammar {
+    std::vector<Elem> elems;
+    std::vector<ByteSet> sets;
+    std::vector<std::vector<uint32_t>> rule_alts;
+    std::vector<std::string> rule_names;
+    uint32_t root = 0;
+};
+
+} // namespace vt::grammar

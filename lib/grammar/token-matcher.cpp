@@ -1,0 +1,285 @@
+// Token masks over a compiled grammar (token-matcher.h).
+#include "grammar/token-matcher.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "tokenizer/tokenizer.h"
+
+namespace vt::grammar {
+
+std::shared_ptr<const TokenVocab> TokenVocab::of(const Tokenizer &tok) {
+    // Tokenizers are immutable, so one sorted vocabulary serves every grammar
+    // compiled for a tokenizer while any of them lives.
+    static std::mutex mu;
+    static std::map<const Tokenizer *, std::weak_ptr<const TokenVocab>> cache;
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto f = cache.find(&tok); f != cache.end()) {
+        if (auto v = f->second.lock(); v && v->n_vocab == tok.n_vocab()) return v;
+    }
+    auto v = std::make_shared<TokenVocab>();
+    v->n_vocab = tok.n_vocab();
+    v->bytes.resize(v->n_vocab);
+    for (uint32_t id = 0; id < v->n_vocab; ++id) {
+        if (tok.is_eog(int32_t(id))) {
+            v->eog.push_back(int32_t(id));
+            continue;
+        }
+        v->bytes[id] = tok.token_bytes(int32_t(id));
+        if (!v->bytes[id].empty()) v->sorted.push_back(int32_t(id));
+    }
+    // std::string compares bytes as unsigned char.
+    std::sort(v->sorted.begin(), v->sorted.end(),
+              [&](int32_t a, int32_t b) { return v->bytes[a] < v->bytes[b]; });
+    v->first_begin.assign(257, uint32_t(v->sorted.size()));
+    for (size_t i = v->sorted.size(); i-- > 0;) v->first_begin[uint8_t(v->bytes[v->sorted[i]][0])] = uint32_t(i);
+    for (int b = 255; b >= 0; --b) v->first_begin[b] = std::min(v->first_begin[b], v->first_begin[b + 1]);
+    for (auto it = cache.begin(); it != cache.end();) it = it->second.expired() ? cache.erase(it) : std::next(it);
+    cache[&tok] = v;
+    return v;
+}
+
+void TokenSet::add_to(uint32_t *mask) const {
+    if (!bits.empty()) {
+        for (size_t k = 0; k < bits.size(); ++k) mask[k] |= bits[k];
+    } else {
+        for (int32_t id : ids) mask[id >> 5] |= uint32_t(1) << (id & 31);
+    }
+}
+
+void walk_tokens(Pda &pda, const PdaState &start, const TokenVocab &v, std::span<const uint32_t> idx,
+                 std::vector<PdaState> &st, std::vector<TokenVerdict> &verdicts) {
+    verdicts.assign(idx.size(), TokenVerdict::rejected);
+    if (st.empty()) st.resize(1);
+    st[0] = start;
+    std::vector<char> out_seen(1, 0);  // out_seen[d]: a stack left the known context within d bytes
+    const std::string *prev = nullptr;
+    size_t valid = 0;  // states st[0..valid] belong to prev's prefix
+    for (size_t i = 0; i < idx.size();) {
+        const std::string &t = v.bytes[v.sorted[idx[i]]];
+        size_t L = t.size();
+        size_t d = 0;
+        if (prev) {
+            size_t m = std::min({valid, prev->size(), L});
+            while (d < m && (*prev)[d] == t[d]) ++d;
+        }
+        if (st.size() < L + 1) st.resize(L + 1);
+        if (out_seen.size() < L + 1) out_seen.resize(L + 1);
+        bool died = false;
+        while (d < L) {
+            pda.advance(st[d], uint8_t(t[d]), st[d + 1]);
+            out_seen[d + 1] = out_seen[d] || st[d + 1].out;
+            ++d;
+            if (st[d].dead()) {
+                died = true;
+                break;
+            }
+        }
+        valid = d;
+        prev = &t;
+        if (d == L) {
+            const PdaState &e = st[L];
+            bool ok = !e.dead() || e.accept || e.out;
+            verdicts[i] = ok ? TokenVerdict::accepted
+                        : (L > 1 && out_seen[L - 1]) ? TokenVerdict::uncertain : TokenVerdict::rejected;
+        } else {
+            verdicts[i] = out_seen[d] ? TokenVerdict::uncertain : TokenVerdict::rejected;
+        }
+        ++i;
+        if (!died) continue;
+        // Every following token that starts with the d bytes that died
+        // dies there too (or, if it is longer than t, after t's last byte).
+        TokenVerdict ext = out_seen[d] ? TokenVerdict::uncertain : TokenVerdict::rejected;
+        while (i < idx.size()) {
+            const std::string &u = v.bytes[v.sorted[idx[i]]];
+            if (u.size() < d || std::memcmp(u.data(), t.data(), d) != 0) break;
+            verdicts[i++] = ext;
+        }
+    }
+}
+
+namespace {
+
+// The caller context of a rule's frames that the grammar fixes: a rule
+// called from one place only (ignoring its own tail calls, e.g. X*'s loop)
+// always returns there. Frames of other rules get kOutParent.
+class StaticContext {
+public:
+    explicit StaticContext(const Grammar &g) : g_(g), rule_of_(g.elems.size()), sites_(g.rule_alts.size()) {
+        for (uint32_t r = 0; r < g.rule_alts.size(); ++r) {
+            for (uint32_t a : g.rule_alts[r]) {
+                for (uint32_t p = a;; ++p) {
+                    rule_of_[p] = r;
+                    if (g.elems[p].kind == ElemKind::end) break;
+                }
+            }
+        }
+        for (uint32_t p = 0; p < g.elems.size(); ++p) {
+            if (g.elems[p].kind != ElemKind::rule) continue;
+            uint32_t r = g.elems[p].arg;
+            bool self_tail = rule_of_[p] == r && g.elems[p + 1].kind == ElemKind::end;
+            if (!self_tail) sites_[r].push_back(p);
+        }
+    }
+
+    uint32_t rule_of(uint32_t pos) const { return rule_of_[pos]; }
+
+    // The parent node of frames of rule r, interned in `arena`.
+    uint32_t parent_of(uint32_t r, StackArena &arena, int depth = 0) const {
+        if (r == g_.root && sites_[r].empty()) return kRootParent;
+        if (sites_[r].size() != 1 || depth > 64) return kOutParent;
+        uint32_t q = sites_[r][0];
+        uint32_t caller = parent_of(rule_of_[q], arena, depth + 1);
+        if (g_.elems[q + 1].kind == ElemKind::end) return caller;
+        if (caller == kOutParent && depth > 0) return kOutParent;
+        return arena.intern(q + 1, caller);
+    }
+
+private:
+    const Grammar &g_;
+    std::vector<uint32_t> rule_of_;
+    std::vector<std::vector<uint32_t>> sites_;
+};
+
+} // namespace
+
+CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> v)
+    : g_(std::move(g)), v_(std::move(v)), pos_index_(g_->elems.size(), UINT32_MAX) {
+    const Grammar &gr = *g_;
+    const TokenVocab &vo = *v_;
+    StaticContext ctx(gr);
+    StackArena arena;
+    Pda pda(gr, arena);
+    std::vector<PdaState> scratch;
+    std::vector<TokenVerdict> verdicts;
+    std::vector<uint32_t> idx;
+    PdaState s0;
+    size_t words = (vo.n_vocab + 31) / 32;
+    for (uint32_t p = 0; p < gr.elems.size(); ++p) {
+        if (gr.elems[p].kind != ElemKind::bytes) continue;
+        arena.clear();
+        uint32_t parent = ctx.parent_of(ctx.rule_of(p), arena);
+        s0.tops.assign(1, arena.intern(p, parent));
+        s0.accept = s0.out = false;
+        const ByteSet &first = gr.sets[gr.elems[p].arg];
+        idx.clear();
+        for (int b = 0; b < 256; ++b) {
+            if (!first.has(uint8_t(b))) continue;
+            for (uint32_t i = vo.first_begin[b]; i < vo.first_begin[b + 1]; ++i) idx.push_back(i);
+        }
+        walk_tokens(pda, s0, vo, idx, scratch, verdicts);
+        PositionMask pm;
+        size_t n_acc = 0;
+        for (auto x : verdicts) n_acc += x == TokenVerdict::accepted;
+        bool dense = n_acc * 32 >= vo.n_vocab;
+        if (dense) pm.accepted.bits.assign(words, 0);
+        for (size_t k = 0; k < idx.size(); ++k) {
+            int32_t id = vo.sorted[idx[k]];
+            if (verdicts[k] == TokenVerdict::accepted) {
+                if (dense) {
+                    pm.accepted.bits[id >> 5] |= uint32_t(1) << (id & 31);
+                } else {
+                    pm.accepted.ids.push_back(id);
+                }
+            } else if (verdicts[k] == TokenVerdict::uncertain) {
+                pm.uncertain.push_back(idx[k]);
+            }
+        }
+        pos_index_[p] = uint32_t(masks_.size());
+        masks_.push_back(std::move(pm));
+    }
+}
+
+TokenMatcher::TokenMatcher(std::shared_ptr<const CompiledGrammar> cg)
+    : cg_(std::move(cg)), pda_(cg_->grammar(), arena_) {
+    reset();
+}
+
+TokenMatcher::TokenMatcher(const TokenMatcher &o)
+    : cg_(o.cg_), arena_(o.arena_), pda_(cg_->grammar(), arena_), state_(o.state_), terminated_(o.terminated_) {}
+
+void TokenMatcher::reset() {
+    arena_.clear();
+    terminated_ = false;
+    pda_.start(state_);
+}
+
+void TokenMatcher::fill_mask(uint32_t *mask) {
+    const TokenVocab &v = cg_->vocab();
+    size_t words = (v.n_vocab + 31) / 32;
+    std::memset(mask, 0, words * sizeof(uint32_t));
+    if (terminated_) return;
+    if (state_.accept) {
+        for (int32_t id : v.eog) mask[id >> 5] |= uint32_t(1) << (id & 31);
+    }
+    // Group the tops by position: each distinct position's cache entry once.
+    std::vector<uint32_t> tops = state_.tops;
+    std::sort(tops.begin(), tops.end(), [&](uint32_t a, uint32_t b) { return arena_[a].pos < arena_[b].pos; });
+    size_t mark = arena_.size();
+    PdaState sub;
+    std::vector<TokenVerdict> verdicts;
+    std::vector<uint32_t> todo;
+    for (size_t i = 0; i < tops.size();) {
+        uint32_t pos = arena_[tops[i]].pos;
+        sub.tops.clear();
+        sub.accept = sub.out = false;
+        while (i < tops.size() && arena_[tops[i]].pos == pos) sub.tops.push_back(tops[i++]);
+        const PositionMask &pm = cg_->at(pos);
+        pm.accepted.add_to(mask);
+        todo.clear();
+        for (uint32_t k : pm.uncertain) {
+            int32_t id = v.sorted[k];
+            if (!((mask[id >> 5] >> (id & 31)) & 1)) todo.push_back(k);
+        }
+        if (todo.empty()) continue;
+        walk_tokens(pda_, sub, v, todo, scratch_, verdicts);
+        for (size_t k = 0; k < todo.size(); ++k) {
+            if (verdicts[k] != TokenVerdict::accepted) continue;
+            int32_t id = v.sorted[todo[k]];
+            mask[id >> 5] |= uint32_t(1) << (id & 31);
+        }
+    }
+    arena_.truncate(mark);
+    // A language with no continuation from here (cannot happen for a grammar
+    // that passed compilation's checks) still lets generation end.
+}
+
+bool TokenMatcher::accept_bytes(std::string_view bytes) { return step_bytes(bytes, true); }
+
+bool TokenMatcher::step_bytes(std::string_view bytes, bool commit) {
+    if (terminated_) return false;
+    size_t mark = arena_.size();
+    PdaState cur = state_, next;
+    for (size_t k = 0; k < bytes.size(); ++k) {
+        pda_.advance(cur, uint8_t(bytes[k]), next);
+        // A string of the language may end on the last byte, nowhere else.
+        if (next.dead() && !(next.accept && k + 1 == bytes.size())) {
+            arena_.truncate(mark);
+            return false;
+        }
+        std::swap(cur, next);
+    }
+    if (commit) {
+        state_ = std::move(cur);
+    } else {
+        arena_.truncate(mark);
+    }
+    return true;
+}
+
+bool TokenMatcher::check(int32_t token, bool commit) {
+    const TokenVocab &v = cg_->vocab();
+    if (terminated_ || token < 0 || uint32_t(token) >= v.n_vocab) return false;
+    if (std::find(v.eog.begin(), v.eog.end(), token) != v.eog.end()) {
+        if (!state_.accept) return false;
+        if (commit) terminated_ = true;
+        return true;
+    }
+    const std::string &b = v.bytes[size_t(token)];
+    if (b.empty()) return false;
+    return step_bytes(b, commit);
+}
+
+} // namespace vt::grammar
