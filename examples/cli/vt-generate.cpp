@@ -51,6 +51,8 @@ struct Options {
     bool no_parse_special = false;
     bool chat = false;           // the prompt is a user message, rendered by the chat template
     std::optional<std::string> system;
+    // The output's constraint (vt_grammar.h), as llama.cpp's flags: at most one.
+    std::string grammar, grammar_file, json_schema, json_schema_file, regex;
 };
 
 // Prints the error of a failed vt call and tells the caller to stop.
@@ -64,6 +66,7 @@ bool failed(vt_status s) {
 struct ModelDel { void operator()(vt_model *m) const { vt_model_destroy(m); } };
 struct ContextDel { void operator()(vt_context *c) const { vt_context_destroy(c); } };
 struct SeqDel { void operator()(vt_seq *s) const { vt_seq_destroy(s); } };
+struct GrammarDel { void operator()(vt_grammar *g) const { vt_grammar_destroy(g); } };
 struct LoraDel { void operator()(vt_lora *l) const { vt_lora_destroy(l); } };
 struct SamplerDel { void operator()(vt_sampler *s) const { vt_sampler_destroy(s); } };
 struct DetokenizerDel { void operator()(vt_detokenizer *d) const { vt_detokenizer_destroy(d); } };
@@ -168,10 +171,37 @@ bool starts_with_bos(const vt_tokenizer *tok, const std::string &text) {
     return text.compare(0, n, piece, n) == 0;
 }
 
-bool build_sampler(const Options &o, uint32_t seed, vt_sampler **out) {
+// The constraint the options ask for, compiled for tok; *out stays NULL
+// when there is none.
+bool build_grammar(const Options &o, const vt_tokenizer *tok, vt_grammar **out) {
+    *out = nullptr;
+    vt_grammar_kind kind = VT_GRAMMAR_GBNF;
+    std::string source;
+    if (!o.grammar.empty()) {
+        source = o.grammar;
+    } else if (!o.grammar_file.empty()) {
+        if (!read_file(o.grammar_file, source)) return false;
+    } else if (!o.json_schema.empty()) {
+        kind = VT_GRAMMAR_JSON_SCHEMA;
+        source = o.json_schema;
+    } else if (!o.json_schema_file.empty()) {
+        kind = VT_GRAMMAR_JSON_SCHEMA;
+        if (!read_file(o.json_schema_file, source)) return false;
+    } else if (!o.regex.empty()) {
+        kind = VT_GRAMMAR_REGEX;
+        source = o.regex;
+    } else {
+        return true;
+    }
+    return !failed(vt_grammar_compile(tok, kind, source.data(), source.size(), out));
+}
+
+bool build_sampler(const Options &o, uint32_t seed, const vt_grammar *grammar, vt_sampler **out) {
     vt_sampler *s = nullptr;
     if (failed(vt_sampler_create(&s))) return false;
     std::unique_ptr<vt_sampler, SamplerDel> guard(s);
+    // First, so that the truncating stages see only allowed tokens.
+    if (grammar && failed(vt_sampler_add_grammar(s, grammar))) return false;
     if (o.repeat_penalty != 1.0f &&
         failed(vt_sampler_add_penalties(s, o.repeat_last_n, o.repeat_penalty, 0.0f, 0.0f)))
         return false;
@@ -265,11 +295,17 @@ int run(const Options &o) {
     }
 
     const uint32_t seed = o.seed ? *o.seed : std::random_device{}();
+    vt_grammar *graw = nullptr;
+    if (!build_grammar(o, tok, &graw)) return 1;
+    std::unique_ptr<vt_grammar, GrammarDel> grammar(graw);  // the sampler keeps its own reference
     vt_sampler *smraw = nullptr;
-    if (!build_sampler(o, seed, &smraw)) return 1;
+    if (!build_sampler(o, seed, grammar.get(), &smraw)) return 1;
     std::unique_ptr<vt_sampler, SamplerDel> smpl(smraw);
-    for (vt_token t : prompt_tokens)
-        if (failed(vt_sampler_accept(smpl.get(), t))) return 1;
+    // The penalties see the prompt too, as llama.cpp's do; a grammar stage
+    // must see only the output, so with one they see only the output.
+    if (!grammar)
+        for (vt_token t : prompt_tokens)
+            if (failed(vt_sampler_accept(smpl.get(), t))) return 1;
 
     // Prefill.
     auto t_prefill = std::chrono::steady_clock::now();
@@ -383,6 +419,14 @@ int main(int argc, char **argv) {
                                   "the prompt is a user message: render it with the model's chat template");
     chat_opt->excludes(nps_opt);
     app.add_option("--system", o.system, "system message before the prompt (with --chat)")->needs(chat_opt);
+    auto *g1 = app.add_option("--grammar", o.grammar, "constrain the output to a GBNF grammar (llama.cpp's format)");
+    auto *g2 = app.add_option("--grammar-file", o.grammar_file, "constrain the output to the GBNF grammar of a file");
+    auto *g3 = app.add_option("-j,--json-schema", o.json_schema, "constrain the output to JSON valid against a schema");
+    auto *g4 = app.add_option("--json-schema-file", o.json_schema_file, "as --json-schema, the schema read from a file");
+    auto *g5 = app.add_option("--regex", o.regex, "constrain the output to a regular expression (whole output)");
+    for (auto *a : {g1, g2, g3, g4, g5})
+        for (auto *b : {g1, g2, g3, g4, g5})
+            if (a != b) a->excludes(b);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &e) {

@@ -53,6 +53,8 @@ VT_API vt_status vt_context_submit(vt_context *ctx, const vt_request_params *par
     if (p.n_stop_tokens && !p.stop_tokens) return fail_arg("vt_context_submit: stop_tokens is NULL");
     if (p.n_stop_strings && !p.stop_strings) return fail_arg("vt_context_submit: stop_strings is NULL");
     if (p.top_logprobs > kMaxTopLogprobs) return fail_arg("vt_context_submit: top_logprobs must be at most 20");
+    if (p.prompt_top_logprobs > kMaxTopLogprobs)
+        return fail_arg("vt_context_submit: prompt_top_logprobs must be at most 20");
     if (p.n_prompt > (1u << 24)) return fail_arg("vt_context_submit: the prompt is longer than 16M tokens");
     for (size_t i = 0; i < p.n_stop_strings; ++i) {
         const char *s = p.stop_strings[i];
@@ -77,6 +79,8 @@ VT_API vt_status vt_context_submit(vt_context *ctx, const vt_request_params *par
         spec.ignore_eos = p.ignore_eos;
         spec.logprobs = p.logprobs;
         spec.top_logprobs = p.top_logprobs;
+        spec.prompt_logprobs = p.prompt_logprobs;
+        spec.prompt_top_logprobs = p.prompt_top_logprobs;
         spec.callback = p.callback;
         spec.user_data = p.user_data;
         if (p.lora && p.lora_scale != 0.0f) {  // scale 0 is the base model, exactly

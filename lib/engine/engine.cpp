@@ -179,7 +179,8 @@ void Engine::admit_inbox() {
         const uint32_t room = max_len - (uint32_t)r->spec.prompt.size();
         const uint32_t max_new = r->spec.max_tokens ? std::min(r->spec.max_tokens, room) : room;
         try {
-            sched_->add(id, r->spec.prompt, max_new, lora_cache_key(r->spec.lora.get(), r->spec.lora_scale));
+            sched_->add(id, r->spec.prompt, max_new, lora_cache_key(r->spec.lora.get(), r->spec.lora_scale),
+                        !r->spec.prompt_logprobs);
         } catch (const Error &e) {
             // submit() checked what add() checks; should it still refuse,
             // the request ends here with its own error, the others go on.
@@ -292,8 +293,9 @@ const Tensor *Engine::run_forward(const SchedulerOutput &so) {
         b.tokens = std::span<const int32_t>(so.tokens.data() + s.offset, s.n_tokens);
         b.start_pos = s.start_pos;
         b.block_tables = s.block_tables;
-        b.logits = s.needs_logits ? Context::Logits::last : Context::Logits::none;
         const Request &r = *requests_.at(s.id);
+        b.logits = s.needs_logits ? Context::Logits::last : Context::Logits::none;
+        if (wants_prompt_rows(r, s)) b.logits = Context::Logits::all;
         b.lora = r.spec.lora.get();
         b.lora_scale = r.spec.lora_scale;
         batch_.push_back(b);
@@ -312,6 +314,13 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
         Request &r = *requests_.at(s.id);
         const uint32_t n_prompt = (uint32_t)r.spec.prompt.size();
         prompt_computed += std::min(s.start_pos + s.n_tokens, n_prompt) - std::min(s.start_pos, n_prompt);
+        if (wants_prompt_rows(r, s)) {
+            // Row i predicts the token after position start_pos + i.
+            emit_prompt_logprobs(r, s, logits + row * n_vocab, n_vocab);
+            row += s.n_tokens;
+            if (!s.needs_logits) continue;
+            --row;  // the last row is also the one to sample from
+        }
         if (!s.needs_logits) continue;
         const float *lg = logits + row++ * n_vocab;
         OwnedEvent ev;
@@ -326,6 +335,9 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
             stop = (!r.spec.ignore_eos && tok.is_eog(t)) ||
                    std::find(r.spec.stop_tokens.begin(), r.spec.stop_tokens.end(), t) != r.spec.stop_tokens.end();
             if (!stop) stop = stop_string = r.text->push(t, ev.text);
+            // A grammar that can take nothing more ends the request now
+            // rather than after one more step for its end-of-generation token.
+            if (!stop && r.spec.sampler && r.spec.sampler->grammar_completed()) stop = true;
         } catch (const Error &e) {
             r.failed = true;
             r.error = e.status();
@@ -359,6 +371,27 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
     stats_.prompt_tokens += prompt_computed;
     stats_.generated_tokens += sampled.size();
     stats_.requests_finished += finished.size();
+}
+
+bool Engine::wants_prompt_rows(const Request &r, const ScheduledSeq &s) const {
+    return r.spec.prompt_logprobs && r.prompt_events < r.spec.prompt.size() && s.start_pos < r.prompt_events &&
+           r.prompt_events <= s.start_pos + s.n_tokens;
+}
+
+void Engine::emit_prompt_logprobs(Request &r, const ScheduledSeq &s, const float *rows, size_t n_vocab) {
+    const uint32_t n_prompt = (uint32_t)r.spec.prompt.size();
+    for (uint32_t i = 0; i < s.n_tokens; ++i) {
+        const uint32_t next = s.start_pos + i + 1;
+        // Positions reported before a preemption are not reported again.
+        if (next != r.prompt_events || next >= n_prompt) continue;
+        OwnedEvent ev;
+        ev.out.token = r.spec.prompt[next];
+        ev.out.is_prompt = true;
+        token_logprobs(rows + (size_t)i * n_vocab, n_vocab, ev.out.token, r.spec.prompt_top_logprobs, ev.out.logprob,
+                       ev.top_tokens, ev.top_logprobs);
+        ++r.prompt_events;
+        emit(r, std::move(ev), VT_FINISH_NONE);
+    }
 }
 
 void Engine::fail_all(vt_status st) {

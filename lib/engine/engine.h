@@ -68,6 +68,7 @@ private:
         uint32_t n_output = 0;
         uint32_t n_cached = 0;
         bool admitted = false;   // n_cached is known
+        uint32_t prompt_events = 1;  // prompt_logprobs: the next prompt position to report (0 has none)
         bool failed = false;     // its step failed: ends with VT_FINISH_ERROR
         vt_status error = VT_OK;
     };
@@ -75,6 +76,10 @@ private:
     void admit_inbox();
     const Tensor *run_forward(const SchedulerOutput &so);
     void sample_and_record(const SchedulerOutput &so, const float *logits, size_t n_vocab);
+    // A request with prompt_logprobs whose scheduled chunk holds prompt
+    // positions still to report gets every row of its chunk.
+    bool wants_prompt_rows(const Request &r, const ScheduledSeq &s) const;
+    void emit_prompt_logprobs(Request &r, const ScheduledSeq &s, const float *rows, size_t n_vocab);
     void fail_all(vt_status st);
     void emit(Request &r, OwnedEvent &&ev, vt_finish_reason reason);
     void finish(uint64_t id, vt_finish_reason reason, vt_status status = VT_OK);

@@ -29,6 +29,8 @@ struct RequestSpec {
     void *user_data = nullptr;
     std::shared_ptr<const LoraAdapter> lora;  // null: the base model
     float lora_scale = 1.0f;
+    bool prompt_logprobs = false;         // is_prompt events for prompt tokens 1..n-1
+    uint32_t prompt_top_logprobs = 0;
 };
 
 // One event with the storage its pointers point into.

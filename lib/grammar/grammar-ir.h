@@ -43,6 +43,10 @@ struct Grammar {
     std::vector<ByteSet> sets;
     std::vector<std::vector<uint32_t>> rule_alts;
     std::vector<std::string> rule_names;
+    // By position: the position it is a copy of (itself if none). A copy of
+    // a rule (grammar-lower.cpp gives each call site of a shared rule its
+    // own) matches the same strings as the rule it copies.
+    std::vector<uint32_t> origin;
     uint32_t root = 0;
 };
 

@@ -13,6 +13,7 @@
 //    without growing the stack, so long repetitions stay flat).
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -265,6 +266,8 @@ private:
                     a.end());
         }
         check_left_recursion();
+        clone_shared_rules();
+        n = alts_.size();
         for (size_t r = 0; r < n; ++r) {
             for (const auto &s : alts_[r]) {
                 g_.rule_alts[r].push_back(uint32_t(g_.elems.size()));
@@ -272,7 +275,96 @@ private:
                 g_.elems.push_back({ElemKind::end, uint32_t(r)});
             }
         }
+        g_.origin.resize(g_.elems.size());
+        for (uint32_t r = 0; r < n; ++r) {
+            uint32_t o = copy_of_[r];
+            for (size_t a = 0; a < g_.rule_alts[r].size(); ++a)
+                for (uint32_t p = g_.rule_alts[r][a], q = g_.rule_alts[o][a];; ++p, ++q) {
+                    g_.origin[p] = q;
+                    if (g_.elems[p].kind == ElemKind::end) break;
+                }
+        }
         return std::move(g_);
+    }
+
+    // Gives each call site of a rule that is not recursive (a rule whose only
+    // cycle is its own tail call, as X*'s, counts as not recursive) its own
+    // copy, breadth first from the root, within a size budget. A position
+    // inside a rule with one call site has a caller the grammar fixes, so
+    // the token cache sees past the rule's end (token-matcher.cpp); without
+    // copies, every token that runs past the end of a shared rule (a JSON
+    // string's closing quote and what follows, whitespace) would have to be
+    // matched at run time, at every step.
+    void clone_shared_rules() {
+        size_t n = alts_.size();
+        copy_of_.resize(n);
+        std::iota(copy_of_.begin(), copy_of_.end(), 0u);
+        // Rules on a cycle other than a self tail call.
+        std::vector<std::vector<uint32_t>> refs(n);
+        for (uint32_t r = 0; r < n; ++r) {
+            for (const auto &s : alts_[r]) {
+                for (size_t k = 0; k < s.size(); ++k) {
+                    if (s[k].kind != ElemKind::rule) continue;
+                    bool self_tail = s[k].arg == r && k + 1 == s.size();
+                    if (!self_tail) refs[r].push_back(s[k].arg);
+                }
+            }
+        }
+        std::vector<char> recursive(n, 0);
+        for (uint32_t r = 0; r < n; ++r) {
+            // Does r reach itself? (Grammars are small: a DFS per rule.)
+            std::vector<char> seen(n, 0);
+            std::vector<uint32_t> stack(refs[r].begin(), refs[r].end());
+            while (!stack.empty() && !recursive[r]) {
+                uint32_t t = stack.back();
+                stack.pop_back();
+                if (t == r) recursive[r] = 1;
+                if (seen[t]) continue;
+                seen[t] = 1;
+                stack.insert(stack.end(), refs[t].begin(), refs[t].end());
+            }
+        }
+        size_t elems = 0;
+        for (const auto &a : alts_)
+            for (const auto &s : a) elems += s.size() + 1;
+        const size_t budget = std::max<size_t>(elems * 8, 20000);
+        std::vector<char> claimed(n, 0), visited(n, 0);
+        std::vector<uint32_t> queue{g_.root};
+        claimed[g_.root] = visited[g_.root] = 1;
+        for (size_t qi = 0; qi < queue.size(); ++qi) {
+            uint32_t r = queue[qi];
+            for (size_t ai = 0; ai < alts_[r].size(); ++ai) {
+                for (size_t k = 0; k < alts_[r][ai].size(); ++k) {
+                    Elem e = alts_[r][ai][k];
+                    if (e.kind != ElemKind::rule || e.arg == r) continue;
+                    uint32_t s = e.arg;
+                    bool rec = s < recursive.size() && recursive[s];
+                    if (!claimed[s] || rec) {
+                        claimed[s] = 1;
+                        if (!visited[s]) {
+                            visited[s] = 1;
+                            queue.push_back(s);
+                        }
+                        continue;
+                    }
+                    size_t size = 0;
+                    for (const auto &q : alts_[s]) size += q.size() + 1;
+                    if (elems + size > budget) continue;
+                    elems += size;
+                    uint32_t c = new_rule(g_.rule_names[s]);
+                    copy_of_.push_back(copy_of_[s]);
+                    std::vector<Seq> body = alts_[s];
+                    for (auto &q : body)
+                        for (auto &x : q)
+                            if (x.kind == ElemKind::rule && x.arg == s) x.arg = c;  // its own loop
+                    alts_[c] = std::move(body);
+                    claimed.push_back(1);
+                    visited.push_back(1);
+                    alts_[r][ai][k].arg = c;
+                    queue.push_back(c);
+                }
+            }
+        }
     }
 
     void check_left_recursion() {
@@ -340,6 +432,7 @@ private:
     std::unordered_map<std::string, uint32_t> ids_;
     std::vector<std::vector<Seq>> alts_;
     std::map<std::string, uint32_t> class_rules_;
+    std::vector<uint32_t> copy_of_;  // by rule: the original of a copy (clone_shared_rules)
 };
 
 } // namespace

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 #include "tokenizer/tokenizer.h"
 
@@ -105,9 +106,16 @@ namespace {
 // The caller context of a rule's frames that the grammar fixes: a rule
 // called from one place only (ignoring its own tail calls, e.g. X*'s loop)
 // always returns there. Frames of other rules get kOutParent.
+//
+// With originals_only, the grammar is seen as it was before shared rules
+// were copied (grammar-lower.cpp): only original positions, a rule's call
+// sites counted through the copies' origins. That context is a prefix of
+// the one every copy has, so a token cache computed with it holds for all
+// copies of a position, which then only refine its uncertain tokens.
 class StaticContext {
 public:
-    explicit StaticContext(const Grammar &g) : g_(g), rule_of_(g.elems.size()), sites_(g.rule_alts.size()) {
+    StaticContext(const Grammar &g, bool originals_only)
+        : g_(g), rule_of_(g.elems.size()), sites_(g.rule_alts.size()) {
         for (uint32_t r = 0; r < g.rule_alts.size(); ++r) {
             for (uint32_t a : g.rule_alts[r]) {
                 for (uint32_t p = a;; ++p) {
@@ -120,9 +128,17 @@ public:
             if (g.elems[p].kind != ElemKind::rule) continue;
             uint32_t r = g.elems[p].arg;
             bool self_tail = rule_of_[p] == r && g.elems[p + 1].kind == ElemKind::end;
-            if (!self_tail) sites_[r].push_back(p);
+            if (self_tail) continue;
+            if (!originals_only) {
+                sites_[r].push_back(p);
+                continue;
+            }
+            uint32_t q = g.origin[p], orig = original_rule(r);
+            if (std::find(sites_[orig].begin(), sites_[orig].end(), q) == sites_[orig].end()) sites_[orig].push_back(q);
         }
     }
+
+    uint32_t original_rule(uint32_t r) const { return rule_of_[g_.origin[g_.rule_alts[r][0]]]; }
 
     uint32_t rule_of(uint32_t pos) const { return rule_of_[pos]; }
 
@@ -133,7 +149,6 @@ public:
         uint32_t q = sites_[r][0];
         uint32_t caller = parent_of(rule_of_[q], arena, depth + 1);
         if (g_.elems[q + 1].kind == ElemKind::end) return caller;
-        if (caller == kOutParent && depth > 0) return kOutParent;
         return arena.intern(q + 1, caller);
     }
 
@@ -149,43 +164,65 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
     : g_(std::move(g)), v_(std::move(v)), pos_index_(g_->elems.size(), UINT32_MAX) {
     const Grammar &gr = *g_;
     const TokenVocab &vo = *v_;
-    StaticContext ctx(gr);
+    StaticContext ctx(gr, false), ctx_orig(gr, true);
     StackArena arena;
     Pda pda(gr, arena);
     std::vector<PdaState> scratch;
     std::vector<TokenVerdict> verdicts;
-    std::vector<uint32_t> idx;
     PdaState s0;
-    size_t words = (vo.n_vocab + 31) / 32;
-    for (uint32_t p = 0; p < gr.elems.size(); ++p) {
-        if (gr.elems[p].kind != ElemKind::bytes) continue;
+    // First once per original position, with the context all its copies
+    // share: accepted and rejected tokens are final for every copy; only the
+    // uncertain ones are matched again with the copy's own context.
+    struct Base {
+        std::vector<int32_t> accepted;    // token ids
+        std::vector<uint32_t> uncertain;  // indices into vocab.sorted, ascending
+    };
+    std::unordered_map<uint32_t, Base> bases;
+    std::vector<uint32_t> idx;
+    auto base_of = [&](uint32_t o) -> const Base & {
+        auto [it, fresh] = bases.try_emplace(o);
+        if (!fresh) return it->second;
         arena.clear();
-        uint32_t parent = ctx.parent_of(ctx.rule_of(p), arena);
-        s0.tops.assign(1, arena.intern(p, parent));
+        s0.tops.assign(1, arena.intern(o, ctx_orig.parent_of(ctx_orig.rule_of(o), arena)));
         s0.accept = s0.out = false;
-        const ByteSet &first = gr.sets[gr.elems[p].arg];
+        const ByteSet &first = gr.sets[gr.elems[o].arg];
         idx.clear();
         for (int b = 0; b < 256; ++b) {
             if (!first.has(uint8_t(b))) continue;
             for (uint32_t i = vo.first_begin[b]; i < vo.first_begin[b + 1]; ++i) idx.push_back(i);
         }
         walk_tokens(pda, s0, vo, idx, scratch, verdicts);
-        PositionMask pm;
-        size_t n_acc = 0;
-        for (auto x : verdicts) n_acc += x == TokenVerdict::accepted;
-        bool dense = n_acc * 32 >= vo.n_vocab;
-        if (dense) pm.accepted.bits.assign(words, 0);
         for (size_t k = 0; k < idx.size(); ++k) {
-            int32_t id = vo.sorted[idx[k]];
-            if (verdicts[k] == TokenVerdict::accepted) {
-                if (dense) {
-                    pm.accepted.bits[id >> 5] |= uint32_t(1) << (id & 31);
-                } else {
-                    pm.accepted.ids.push_back(id);
-                }
-            } else if (verdicts[k] == TokenVerdict::uncertain) {
-                pm.uncertain.push_back(idx[k]);
+            if (verdicts[k] == TokenVerdict::accepted) it->second.accepted.push_back(vo.sorted[idx[k]]);
+            if (verdicts[k] == TokenVerdict::uncertain) it->second.uncertain.push_back(idx[k]);
+        }
+        return it->second;
+    };
+    size_t words = (vo.n_vocab + 31) / 32;
+    std::vector<int32_t> accepted;
+    for (uint32_t p = 0; p < gr.elems.size(); ++p) {
+        if (gr.elems[p].kind != ElemKind::bytes) continue;
+        const Base &base = base_of(gr.origin[p]);
+        PositionMask pm;
+        accepted = base.accepted;
+        arena.clear();
+        uint32_t parent = ctx.parent_of(ctx.rule_of(p), arena);
+        if (parent == kOutParent || base.uncertain.empty()) {
+            pm.uncertain = base.uncertain;
+        } else {
+            s0.tops.assign(1, arena.intern(p, parent));
+            s0.accept = s0.out = false;
+            walk_tokens(pda, s0, vo, base.uncertain, scratch, verdicts);
+            for (size_t k = 0; k < base.uncertain.size(); ++k) {
+                if (verdicts[k] == TokenVerdict::accepted) accepted.push_back(vo.sorted[base.uncertain[k]]);
+                if (verdicts[k] == TokenVerdict::uncertain) pm.uncertain.push_back(base.uncertain[k]);
             }
+        }
+        if (accepted.size() * 32 >= vo.n_vocab) {
+            pm.accepted.bits.assign(words, 0);
+            for (int32_t id : accepted) pm.accepted.bits[id >> 5] |= uint32_t(1) << (id & 31);
+        } else {
+            pm.accepted.ids = accepted;
         }
         pos_index_[p] = uint32_t(masks_.size());
         masks_.push_back(std::move(pm));

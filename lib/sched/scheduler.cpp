@@ -33,7 +33,8 @@ Scheduler::Scheduler(KvCacheManager &kv, const SchedulerConfig &cfg)
     }
 }
 
-void Scheduler::add(SeqId id, std::vector<int32_t> prompt, uint32_t max_new_tokens, const BlockHash &cache_key) {
+void Scheduler::add(SeqId id, std::vector<int32_t> prompt, uint32_t max_new_tokens, const BlockHash &cache_key,
+                    bool read_prefix_cache) {
     if (seqs_.count(id)) fail(VT_ERR_INVALID_ARGUMENT, "scheduler: sequence %llu already exists", (unsigned long long)id);
     if (prompt.empty()) fail(VT_ERR_INVALID_ARGUMENT, "scheduler: sequence %llu has an empty prompt", (unsigned long long)id);
     if (max_new_tokens == 0)
@@ -48,6 +49,7 @@ void Scheduler::add(SeqId id, std::vector<int32_t> prompt, uint32_t max_new_toke
     s.tokens = std::move(prompt);
     s.max_new_tokens = max_new_tokens;
     s.cache_key = cache_key;
+    s.read_prefix_cache = read_prefix_cache;
     seqs_.emplace(id, std::move(s));
     waiting_.push_back(id);
 }
@@ -153,7 +155,7 @@ SchedulerOutput Scheduler::schedule() {
     while (out.preempted.empty() && !waiting_.empty() && budget > 0 && running_.size() < max_num_seqs_) {
         SeqId id = waiting_.front();
         Seq &s = seqs_.at(id);
-        PrefixHit hit = kv_.find_prefix(s.tokens, s.cache_key);
+        PrefixHit hit = s.read_prefix_cache ? kv_.find_prefix(s.tokens, s.cache_key) : PrefixHit{};
         uint32_t n = std::min<uint32_t>((uint32_t)s.tokens.size() - hit.num_tokens, budget);
         if (!kv_.allocate(id, s.tokens, hit.num_tokens, n, hit, s.cache_key)) break;
         waiting_.pop_front();

@@ -91,7 +91,10 @@ public:
     // can never fit.
     // cache_key roots its prefix-cache keys (KvCacheManager::find_prefix):
     // zero for the base model, its adapter's key with a LoRA.
-    void add(SeqId id, std::vector<int32_t> prompt, uint32_t max_new_tokens, const BlockHash &cache_key = {});
+    // read_prefix_cache false: the whole prompt is computed (a request that
+    // wants every prompt token's logits); its blocks are still cached.
+    void add(SeqId id, std::vector<int32_t> prompt, uint32_t max_new_tokens, const BlockHash &cache_key = {},
+             bool read_prefix_cache = true);
 
     // Asks to drop a sequence; the next schedule() frees its blocks and lists
     // it in cancelled. Unknown or finished ids are ignored. Thread-safe.
@@ -127,6 +130,7 @@ private:
         uint32_t num_computed = 0;  // tokens whose KV is in the cache, counting the step just scheduled
         uint32_t max_new_tokens = 0;
         BlockHash cache_key;
+        bool read_prefix_cache = true;
     };
 
     void preempt(SeqId id, SchedulerOutput &out);

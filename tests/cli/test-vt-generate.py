@@ -9,6 +9,7 @@ Every failure must be clean: a positive exit status (not a signal), a
 "vt-generate:" line on stderr that says what is wrong, nothing on stdout.
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -112,6 +113,18 @@ def main():
         check("generation that fills the context stops cleanly",
               rc == 0 and "context is full" in err and "vt-generate: generated" in err,
               describe(rc, out, err))
+
+        # A grammar holds at temperature 0.9 on random weights (the check is
+        # Python's re, independent of vt); a bad one fails cleanly.
+        for seed in ["1", "2", "3"]:
+            rc, out, err = run(base + ["-p", "the cat", "-n", "40", "--temp", "0.9", "-s", seed,
+                                       "--grammar", 'root ::= [a-z ]{1,12} "."'])
+            check(f"--grammar output matches it (seed {seed})",
+                  rc == 0 and re.fullmatch(rb"[a-z ]{1,12}\.", out) is not None, describe(rc, out, err))
+        expect_failure("an unterminated GBNF class", base + ["-p", "hi", "--grammar", "root ::= [a-z"],
+                       ["line 1", "character class"])
+        expect_failure("--grammar with --regex", base + ["-p", "hi", "--grammar", "root ::= \"a\"",
+                                                         "--regex", "a"], ["excludes"], prefix=False)
 
         # Bad option values: CLI11 rejects them before anything is loaded.
         for name, args, phrases in [
