@@ -152,8 +152,12 @@ private:
         }
         if (fail_.set(vt_seq_reset(seq_->handle))) return false;
         if (fail_.set(vt_sampler_reset(sampler_->handle))) return false;
-        for (vt_token t : prompt_)
-            if (fail_.set(vt_sampler_accept(sampler_->handle, t))) return false;
+        // The penalties see the prompt, as vt-generate's; a grammar stage
+        // must see the output only (its matcher would refuse the prompt), so
+        // a chain with one is given nothing of the prompt.
+        if (!sampler_->grammar)
+            for (vt_token t : prompt_)
+                if (fail_.set(vt_sampler_accept(sampler_->handle, t))) return false;
         if (fail_.set(vt_seq_feed(seq_->handle, prompt_.data(), prompt_.size()))) return false;
         if (fail_.set(vt_seq_step(seq_->handle))) return false;
         // The output continues the prompt's text (a SentencePiece word keeps
