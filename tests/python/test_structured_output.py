@@ -248,7 +248,8 @@ def test_prompt_logprobs_equal_teacher_forced_logits(sllm, model):
             assert len(entry) in (3, 4)  # the prompt token, and the top three unless it is one
             rank = entry[ids[i]].rank
             assert rank is None or top[rank - 1] is entry[ids[i]]
-            assert entry[ids[i]].decoded_token == model.tokenizer.token_to_piece(ids[i], True).decode("utf-8", "replace")
+            piece = model.tokenizer.token_to_piece(ids[i], True).decode("utf-8", "replace")
+            assert entry[ids[i]].decoded_token == piece
     # 0: the prompt token alone; max_tokens=0: the prompt is only scored.
     [out] = sllm.generate(prompt, vt.SamplingParams(temperature=0, max_tokens=0, prompt_logprobs=0))
     assert out.token_ids == [] and out.text == "" and out.finish_reason == "length"

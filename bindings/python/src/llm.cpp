@@ -261,7 +261,8 @@ void init_llm(py::module_ &m) {
         "UTF-8 character, or call run() to finish it at once (the GIL is released; Ctrl-C\n"
         "interrupts it on the main thread). The prompt is evaluated on the first next() or\n"
         "run(); the sequence is reset and the sampler reset (history cleared, RNG\n"
-        "reseeded) first.\n\n"
+        "reseeded, grammar rewound) first, and the prompt recorded in its penalty history\n"
+        "unless the chain has a grammar stage (which takes output tokens only).\n\n"
         "Thread-safety: as its Sequence and Sampler (one thread at a time, enforced).")
         .def(py::init<std::shared_ptr<Sequence>, std::shared_ptr<Sampler>, std::shared_ptr<Tokenizer>,
                       std::vector<vt_token>, std::optional<int64_t>, std::vector<vt_token>>(),

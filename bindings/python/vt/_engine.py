@@ -188,7 +188,8 @@ def run_batch(ctx: _vt.Context, tokenizer: _vt.Tokenizer,
                     raise _vt.VtInvalidArgument("generate: the prompt is empty (no tokens to evaluate)")
                 req.result.finish_reason = "length"
                 continue
-            rid = ctx.submit(ids, max_tokens=1 if req.score_only else params.max_tokens, sampler=params.sampler(grammar=grammar),
+            rid = ctx.submit(ids, max_tokens=1 if req.score_only else params.max_tokens,
+                             sampler=params.sampler(grammar=grammar),
                              stop_token_ids=params.stop_token_ids, stop=params.stop,
                              ignore_eos=params.ignore_eos, logprobs=params.logprobs is not None,
                              top_logprobs=params.logprobs or 0, lora=lora, lora_scale=lora_scale,
