@@ -211,6 +211,9 @@ void init_grammar(py::module_ &m) {
                                "The vocabulary size its masks cover.")
         .def_readonly("tokenizer", &Grammar::tok, "The vt.Tokenizer it was compiled for.")
         .def("matcher", &make_matcher, "A new vt.GrammarMatcher at the start of the language.")
+        // Immutable: a copy is the object itself (copy.deepcopy of SamplingParams).
+        .def("__copy__", [](std::shared_ptr<Grammar> self) { return self; })
+        .def("__deepcopy__", [](std::shared_ptr<Grammar> self, const py::object &) { return self; }, py::arg("memo"))
         .def("__repr__", [](const Grammar &self) {
             std::string src = self.source.size() > 60 ? self.source.substr(0, 57) + "..." : self.source;
             return std::string("<vt.Grammar ") + kind_name(self.kind) +
