@@ -142,10 +142,10 @@ class SamplingParams:
         found = constraints(json_schema=self.json_schema, regex=self.regex, choice=self.choice,
                             grammar=self.grammar, json_object=self.json_object)
         if self.structured_outputs is not None:
-            found.append(self.structured_outputs.constraint())
+            found.append(self.structured_outputs._constraint())
         return found
 
-    def constraint(self) -> Optional[Constraint]:
+    def _constraint(self) -> Optional[Constraint]:
         """The structured-output constraint: None, a vt.Grammar given as is,
         or (kind, source) with kind a vt.Grammar keyword ("gbnf",
         "json_schema", "json", "regex", "choice")."""
@@ -161,7 +161,7 @@ class SamplingParams:
         constraint is compiled for a model's vocabulary.
         """
         if grammar is None:
-            grammar = self.constraint()
+            grammar = self._constraint()
             if grammar is not None and not isinstance(grammar, _vt.Grammar):
                 raise _vt.VtInvalidArgument(
                     "SamplingParams.sampler: the constraint must be compiled for a model: pass "
@@ -487,7 +487,7 @@ class LLM:
             if bad:
                 raise _vt.VtInvalidArgument(f"logit_bias: token ids {bad[:5]} are outside the vocabulary "
                                             f"(0 .. {self.model.n_vocab - 1})")
-        return self._grammars.get(params.constraint())
+        return self._grammars.get(params._constraint())
 
     def chat(self, messages: Union[Sequence[Mapping[str, Any]], Sequence[Sequence[Mapping[str, Any]]]],
              sampling_params: Union[SamplingParams, Sequence[SamplingParams], None] = None, *,

@@ -64,7 +64,7 @@ class StructuredOutputsParams:
         if self.choice is not None:
             self.choice = list(self.choice)
 
-    def constraint(self) -> Constraint:
+    def _constraint(self) -> Constraint:
         """The one constraint, as a (kind, source) key or a vt.Grammar."""
         return constraints(json_schema=self.json, regex=self.regex, choice=self.choice,
                            grammar=self.grammar, json_object=self.json_object)[0]
