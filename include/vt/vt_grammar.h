@@ -107,8 +107,9 @@ VT_API vt_status vt_grammar_matcher_accept_text(vt_grammar_matcher *m, const cha
                                                 size_t len);
 
 /* METHOD. Whether the text so far is a whole string of the language (an
- * end-of-generation token is allowed), and whether nothing else can follow
- * (only end of generation is allowed, or the matcher has terminated). */
+ * end-of-generation token is allowed, until one is accepted), and whether
+ * nothing else can follow (only end of generation is allowed, or the matcher
+ * has terminated). */
 VT_API bool vt_grammar_matcher_is_accepting(const vt_grammar_matcher *m);
 VT_API bool vt_grammar_matcher_is_completed(const vt_grammar_matcher *m);
 

@@ -91,12 +91,14 @@ void walk_tokens(Pda &pda, const PdaState &start, const TokenVocab &v, std::span
         ++i;
         if (!died) continue;
         // Every following token that starts with the d bytes that died
-        // dies there too (or, if it is longer than t, after t's last byte).
-        TokenVerdict ext = out_seen[d] ? TokenVerdict::uncertain : TokenVerdict::rejected;
+        // dies there too (or, if it is longer than t, after t's last byte);
+        // a token with t's very bytes (a byte-fallback twin) fares as t.
+        const TokenVerdict same = verdicts[i - 1];
+        const TokenVerdict ext = out_seen[d] ? TokenVerdict::uncertain : TokenVerdict::rejected;
         while (i < idx.size()) {
             const std::string &u = v.bytes[v.sorted[idx[i]]];
             if (u.size() < d || std::memcmp(u.data(), t.data(), d) != 0) break;
-            verdicts[i++] = ext;
+            verdicts[i++] = u == t ? same : ext;
         }
     }
 }

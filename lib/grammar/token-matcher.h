@@ -86,7 +86,7 @@ public:
     // Whether the mask would allow the token (state unchanged).
     bool allows(int32_t token) { return check(token, false); }
     bool accept_bytes(std::string_view bytes);
-    bool is_accepting() const { return !terminated_ && state_.accept; }
+    bool is_accepting() const { return state_.accept; }
     bool is_completed() const { return terminated_ || (state_.accept && state_.dead()); }
     bool is_terminated() const { return terminated_; }
     void reset();
