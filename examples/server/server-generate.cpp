@@ -152,10 +152,10 @@ bool pump(Generation &g, httplib::DataSink &sink) {
 
 void generate(ServerState &st, const std::string &body_text, bool chat, httplib::Response &res) {
     if (st.draining.load()) throw ApiError(503, "the server is shutting down", "server_error");
-    json body;
+    Body body;
     try {
-        body = json::parse(body_text);
-    } catch (const json::parse_error &e) {
+        body = Body::parse(body_text);
+    } catch (const Body::parse_error &e) {
         throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
     }
     GenRequest r = parse_request(body, chat, st.opts.guards, st.n_vocab);

@@ -51,7 +51,7 @@ std::vector<vt_token> Prompter::tokenize_text(const std::string &text) const {
     return tokenize(text, VT_TOKENIZE_ADD_SPECIAL | VT_TOKENIZE_PARSE_SPECIAL);
 }
 
-std::vector<vt_token> Prompter::tokenize_chat(const nlohmann::json &messages, const nlohmann::json &extra,
+std::vector<vt_token> Prompter::tokenize_chat(const nlohmann::ordered_json &messages, const nlohmann::ordered_json &extra,
                                               bool add_generation_prompt) const {
     if (tmpl_ == nullptr) throw ApiError(400, tmpl_error_);
     const std::string msgs = dump_json(messages);

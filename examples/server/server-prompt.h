@@ -33,7 +33,7 @@ public:
     // variables, or null), then tokenized with control tokens parsed and
     // BOS added only when the rendered text does not begin with it.
     // Throws ApiError (400) when the template refuses the conversation.
-    std::vector<vt_token> tokenize_chat(const nlohmann::json &messages, const nlohmann::json &extra,
+    std::vector<vt_token> tokenize_chat(const nlohmann::ordered_json &messages, const nlohmann::ordered_json &extra,
                                         bool add_generation_prompt) const;
 
     // Bytes of one token as it appears in text (control tokens rendered).

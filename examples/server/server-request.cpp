@@ -8,7 +8,7 @@
 
 namespace vts {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 uint64_t count_chars(const std::string &utf8) {
     uint64_t n = 0;
@@ -31,8 +31,8 @@ std::optional<double> opt_number(const json &body, const char *key, double lo, d
     if (!v->is_number()) throw bad_param(key, std::string("'") + key + "' must be a number");
     const double d = v->get<double>();
     if (!std::isfinite(d) || d < lo || d > hi)
-        throw bad_param(key, std::string("'") + key + "' must be between " + dump_json(lo) + " and " +
-                                 dump_json(hi));
+        throw bad_param(key, std::string("'") + key + "' must be between " + dump_json(json(lo)) + " and " +
+                                 dump_json(json(hi)));
     return d;
 }
 

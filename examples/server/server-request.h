@@ -33,8 +33,8 @@ struct GenRequest {
     bool chat = false;
     std::string model;                 // "" when the request names none
     // chat: the messages as the template gets them (content parts joined)
-    nlohmann::json messages;
-    nlohmann::json template_extra;     // {"tools": ..., chat_template_kwargs...} or null
+    nlohmann::ordered_json messages;
+    nlohmann::ordered_json template_extra;     // {"tools": ..., chat_template_kwargs...} or null
     bool add_generation_prompt = true;
     // completions: one entry per prompt, text or token ids
     std::vector<std::string> prompt_texts;
@@ -59,7 +59,7 @@ struct GenRequest {
 // Parses and checks a request body (already JSON). chat: a
 // /v1/chat/completions body, else /v1/completions. n_vocab bounds token ids.
 // Throws ApiError.
-GenRequest parse_request(const nlohmann::json &body, bool chat, const Guards &guards, uint32_t n_vocab);
+GenRequest parse_request(const nlohmann::ordered_json &body, bool chat, const Guards &guards, uint32_t n_vocab);
 
 // A sampler chain in llama.cpp's order: the grammar (when given: first, so
 // that every later stage sees only allowed tokens), logit_bias, penalties

@@ -6,7 +6,7 @@
 
 namespace vts {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 

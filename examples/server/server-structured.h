@@ -36,11 +36,11 @@ struct Constraint {
 //   guided_json, guided_regex, guided_choice, guided_grammar (vLLM's older names)
 // More than one constraint is a 400, as are fields of the wrong type.
 // Throws ApiError.
-std::optional<Constraint> parse_constraint(const nlohmann::json &body);
+std::optional<Constraint> parse_constraint(const nlohmann::ordered_json &body);
 
 // OpenAI's logit_bias: {"<token id>": bias in [-100, 100]}; ids outside the
 // vocabulary and other values are a 400. Throws ApiError.
-std::vector<std::pair<vt_token, float>> parse_logit_bias(const nlohmann::json &body, uint32_t n_vocab);
+std::vector<std::pair<vt_token, float>> parse_logit_bias(const nlohmann::ordered_json &body, uint32_t n_vocab);
 
 using GrammarRef = std::shared_ptr<const vt_grammar>;
 

@@ -6,7 +6,7 @@
 
 namespace vts {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // request bodies keep their order
 
 namespace {
 
@@ -67,8 +67,7 @@ std::string random_chars(size_t n) {
 // tool_choice "required": the array of {"name", "parameters"} objects,
 // read in the model's key order.
 ToolOutput parse_required(const std::string &text, vt_tool_call_format format) {
-    using ordered = nlohmann::ordered_json;
-    const ordered arr = ordered::parse(text, nullptr, /*allow_exceptions=*/false);
+    const json arr = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!arr.is_array() || arr.empty()) return {text, {}};
     ToolOutput out;
     for (const auto &el : arr) {
@@ -77,7 +76,7 @@ ToolOutput parse_required(const std::string &text, vt_tool_call_format format) {
         if (args == el.end()) args = el.find("arguments");
         out.calls.push_back({make_call_id(format), el["name"].get<std::string>(),
                              args == el.end() ? std::string("{}")
-                                              : args->dump(-1, ' ', false, ordered::error_handler_t::replace)});
+                                              : dump_json(*args)});
     }
     return out;
 }
@@ -180,8 +179,8 @@ std::string make_call_id(vt_tool_call_format format) {
     return "call_" + random_chars(24);
 }
 
-json tool_call_json(const ToolCall &c, std::optional<int> index) {
-    json j = json::object();
+nlohmann::json tool_call_json(const ToolCall &c, std::optional<int> index) {
+    nlohmann::json j = nlohmann::json::object();
     if (index) j["index"] = *index;
     j["id"] = c.id;
     j["type"] = "function";

@@ -31,7 +31,7 @@ struct ToolChoice {
 // tools and tool_choice of a chat body (tools already checked to be a list).
 // Throws ApiError for an unknown tool_choice, a named function that is not
 // among the tools, or tools without a function name.
-ToolChoice parse_tool_choice(const nlohmann::json &body);
+ToolChoice parse_tool_choice(const nlohmann::ordered_json &body);
 
 struct ToolCall {
     std::string id;         // "call_" + 24 characters; Mistral's 9, which its template checks
