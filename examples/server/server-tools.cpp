@@ -75,8 +75,7 @@ ToolOutput parse_required(const std::string &text, vt_tool_call_format format) {
         auto args = el.find("parameters");
         if (args == el.end()) args = el.find("arguments");
         out.calls.push_back({make_call_id(format), el["name"].get<std::string>(),
-                             args == el.end() ? std::string("{}")
-                                              : dump_json(*args)});
+                             args == el.end() ? std::string("{}") : dump_json(*args)});
     }
     return out;
 }
