@@ -177,10 +177,8 @@ private:
             for (const auto &q : seqs) s.add_range(q[0].lo, q[0].hi);
             return {ElemKind::bytes, add_set(s)};  // an empty set: the alternative is dropped later
         }
-        std::string key;
-        for (const auto &r : ranges) key += std::to_string(r.lo) + "-" + std::to_string(r.hi) + ",";
-        auto f = class_rules_.find(key);
-        if (f != class_rules_.end()) return {ElemKind::rule, f->second};
+        // One rule per use, not shared: a rule with one call site lets the
+        // token cache see the caller's context (token-matcher.cpp).
         uint32_t r = new_rule("(class)");
         // Single bytes share one set; longer sequences are alternatives.
         ByteSet ascii;
@@ -194,7 +192,6 @@ private:
             alts_[r].push_back(std::move(alt));
         }
         if (!ascii.empty()) alts_[r].insert(alts_[r].begin(), Seq{{ElemKind::bytes, add_set(ascii)}});
-        class_rules_.emplace(key, r);
         return {ElemKind::rule, r};
     }
 
@@ -431,7 +428,6 @@ private:
     Grammar g_;
     std::unordered_map<std::string, uint32_t> ids_;
     std::vector<std::vector<Seq>> alts_;
-    std::map<std::string, uint32_t> class_rules_;
     std::vector<uint32_t> copy_of_;  // by rule: the original of a copy (clone_shared_rules)
 };
 

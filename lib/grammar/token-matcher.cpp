@@ -50,14 +50,13 @@ void TokenSet::add_to(uint32_t *mask) const {
     }
 }
 
-void walk_tokens(Pda &pda, const PdaState &start, const TokenVocab &v, std::span<const uint32_t> idx,
-                 std::vector<PdaState> &st, std::vector<TokenVerdict> &verdicts) {
+void walk_tokens(LazyDfa &dfa, uint32_t start, const TokenVocab &v, std::span<const uint32_t> idx,
+                 std::vector<TokenVerdict> &verdicts) {
     verdicts.assign(idx.size(), TokenVerdict::rejected);
-    if (st.empty()) st.resize(1);
-    st[0] = start;
-    std::vector<char> out_seen(1, 0);  // out_seen[d]: a stack left the known context within d bytes
+    std::vector<uint32_t> st(1, start);  // st[d]: the state after d bytes of the current token
+    std::vector<char> out_seen(1, 0);    // out_seen[d]: a stack left the known context within d bytes
     const std::string *prev = nullptr;
-    size_t valid = 0;  // states st[0..valid] belong to prev's prefix
+    size_t valid = 0;  // st[0..valid] belong to prev's prefix
     for (size_t i = 0; i < idx.size();) {
         const std::string &t = v.bytes[v.sorted[idx[i]]];
         size_t L = t.size();
@@ -66,14 +65,17 @@ void walk_tokens(Pda &pda, const PdaState &start, const TokenVocab &v, std::span
             size_t m = std::min({valid, prev->size(), L});
             while (d < m && (*prev)[d] == t[d]) ++d;
         }
-        if (st.size() < L + 1) st.resize(L + 1);
-        if (out_seen.size() < L + 1) out_seen.resize(L + 1);
+        if (st.size() < L + 1) {
+            st.resize(L + 1);
+            out_seen.resize(L + 1);
+        }
         bool died = false;
         while (d < L) {
-            pda.advance(st[d], uint8_t(t[d]), st[d + 1]);
-            out_seen[d + 1] = out_seen[d] || st[d + 1].out;
+            st[d + 1] = dfa.step(st[d], uint8_t(t[d]));
+            const PdaState &s = dfa.state(st[d + 1]);
+            out_seen[d + 1] = out_seen[d] || s.out;
             ++d;
-            if (st[d].dead()) {
+            if (s.dead()) {
                 died = true;
                 break;
             }
@@ -81,7 +83,7 @@ void walk_tokens(Pda &pda, const PdaState &start, const TokenVocab &v, std::span
         valid = d;
         prev = &t;
         if (d == L) {
-            const PdaState &e = st[L];
+            const PdaState &e = dfa.state(st[L]);
             bool ok = !e.dead() || e.accept || e.out;
             verdicts[i] = ok ? TokenVerdict::accepted
                         : (L > 1 && out_seen[L - 1]) ? TokenVerdict::uncertain : TokenVerdict::rejected;
@@ -167,9 +169,11 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
     const Grammar &gr = *g_;
     const TokenVocab &vo = *v_;
     StaticContext ctx(gr, false), ctx_orig(gr, true);
+    // One arena and one lazy DFA for the whole compilation: positions reach
+    // the same states (a string's characters, whitespace) over and over.
     StackArena arena;
     Pda pda(gr, arena);
-    std::vector<PdaState> scratch;
+    LazyDfa dfa(pda);
     std::vector<TokenVerdict> verdicts;
     PdaState s0;
     // First once per original position, with the context all its copies
@@ -184,7 +188,6 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
     auto base_of = [&](uint32_t o) -> const Base & {
         auto [it, fresh] = bases.try_emplace(o);
         if (!fresh) return it->second;
-        arena.clear();
         s0.tops.assign(1, arena.intern(o, ctx_orig.parent_of(ctx_orig.rule_of(o), arena)));
         s0.accept = s0.out = false;
         const ByteSet &first = gr.sets[gr.elems[o].arg];
@@ -193,7 +196,7 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
             if (!first.has(uint8_t(b))) continue;
             for (uint32_t i = vo.first_begin[b]; i < vo.first_begin[b + 1]; ++i) idx.push_back(i);
         }
-        walk_tokens(pda, s0, vo, idx, scratch, verdicts);
+        walk_tokens(dfa, dfa.add(s0), vo, idx, verdicts);
         for (size_t k = 0; k < idx.size(); ++k) {
             if (verdicts[k] == TokenVerdict::accepted) it->second.accepted.push_back(vo.sorted[idx[k]]);
             if (verdicts[k] == TokenVerdict::uncertain) it->second.uncertain.push_back(idx[k]);
@@ -207,14 +210,13 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
         const Base &base = base_of(gr.origin[p]);
         PositionMask pm;
         accepted = base.accepted;
-        arena.clear();
         uint32_t parent = ctx.parent_of(ctx.rule_of(p), arena);
         if (parent == kOutParent || base.uncertain.empty()) {
             pm.uncertain = base.uncertain;
         } else {
             s0.tops.assign(1, arena.intern(p, parent));
             s0.accept = s0.out = false;
-            walk_tokens(pda, s0, vo, base.uncertain, scratch, verdicts);
+            walk_tokens(dfa, dfa.add(s0), vo, base.uncertain, verdicts);
             for (size_t k = 0; k < base.uncertain.size(); ++k) {
                 if (verdicts[k] == TokenVerdict::accepted) accepted.push_back(vo.sorted[base.uncertain[k]]);
                 if (verdicts[k] == TokenVerdict::uncertain) pm.uncertain.push_back(base.uncertain[k]);
@@ -232,12 +234,13 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
 }
 
 TokenMatcher::TokenMatcher(std::shared_ptr<const CompiledGrammar> cg)
-    : cg_(std::move(cg)), pda_(cg_->grammar(), arena_) {
+    : cg_(std::move(cg)), pda_(cg_->grammar(), arena_), dfa_(pda_) {
     reset();
 }
 
 TokenMatcher::TokenMatcher(const TokenMatcher &o)
-    : cg_(o.cg_), arena_(o.arena_), pda_(cg_->grammar(), arena_), state_(o.state_), terminated_(o.terminated_) {}
+    : cg_(o.cg_), arena_(o.arena_), pda_(cg_->grammar(), arena_), state_(o.state_), terminated_(o.terminated_),
+      dfa_(pda_) {}
 
 void TokenMatcher::reset() {
     arena_.clear();
@@ -273,13 +276,14 @@ void TokenMatcher::fill_mask(uint32_t *mask) {
             if (!((mask[id >> 5] >> (id & 31)) & 1)) todo.push_back(k);
         }
         if (todo.empty()) continue;
-        walk_tokens(pda_, sub, v, todo, scratch_, verdicts);
+        walk_tokens(dfa_, dfa_.add(sub), v, todo, verdicts);
         for (size_t k = 0; k < todo.size(); ++k) {
             if (verdicts[k] != TokenVerdict::accepted) continue;
             int32_t id = v.sorted[todo[k]];
             mask[id >> 5] |= uint32_t(1) << (id & 31);
         }
     }
+    dfa_.clear();  // its states name nodes that go now
     arena_.truncate(mark);
     // A language with no continuation from here (cannot happen for a grammar
     // that passed compilation's checks) still lets generation end.

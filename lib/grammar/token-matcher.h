@@ -101,14 +101,13 @@ private:
     Pda pda_;
     PdaState state_;
     bool terminated_ = false;
-    std::vector<PdaState> scratch_;  // per depth, for token walks
+    LazyDfa dfa_;  // for the walks of one fill_mask
 };
 
-// The walk both sides use: matches the tokens sorted[idx[i]] from `start`
-// (idx ascending) and reports each one's verdict.
+// The walk both sides use: matches the tokens sorted[idx[i]] from the
+// state `start` of dfa (idx ascending) and reports each one's verdict.
 enum class TokenVerdict : uint8_t { rejected, accepted, uncertain };
-void walk_tokens(Pda &pda, const PdaState &start, const TokenVocab &v,
-                 std::span<const uint32_t> idx, std::vector<PdaState> &scratch,
+void walk_tokens(LazyDfa &dfa, uint32_t start, const TokenVocab &v, std::span<const uint32_t> idx,
                  std::vector<TokenVerdict> &verdicts);
 
 } // namespace vt::grammar
