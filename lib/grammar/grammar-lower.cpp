@@ -81,6 +81,8 @@ void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<ByteSeq> &out) {
 
 class Lowerer {
 public:
+    static constexpr size_t kMaxElements = 60000;
+
     explicit Lowerer(const std::vector<GbnfRule> &rules) : src_(rules) {
         for (const auto &r : rules) {
             ids_.emplace(r.name, uint32_t(g_.rule_names.size()));
@@ -236,6 +238,16 @@ private:
     // an empty language, and flattens the alternatives into g_.elems.
     Grammar finish() {
         size_t n = alts_.size();
+        // Compilation costs time per position and memory per position and
+        // token: a bound keeps one request's constraint from taking a
+        // server's CPU for seconds (x{1,100000} is 100,000 positions).
+        size_t total = 0;
+        for (const auto &a : alts_)
+            for (const auto &s : a) total += s.size() + 1;
+        if (total > kMaxElements)
+            throw Error(VT_ERR_UNSUPPORTED, "grammar: too large (" + std::to_string(total) + " elements, at most " +
+                                                std::to_string(kMaxElements) +
+                                                "); large repetition counts are the usual cause");
         auto elem_ok = [&](const Elem &e, const std::vector<char> &prod) {
             return e.kind == ElemKind::bytes ? !g_.sets[e.arg].empty() : bool(prod[e.arg]);
         };

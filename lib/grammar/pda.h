@@ -90,9 +90,12 @@ public:
 
     uint32_t add(PdaState s);  // the id of s (tops sorted here)
     uint32_t step(uint32_t id, uint8_t b) {
-        uint32_t &t = trans_[(size_t)id * 256 + b];
-        if (t == kUnknown) t = compute(id, b);
-        return t;
+        const size_t k = (size_t)id * 256 + b;
+        if (trans_[k] == kUnknown) {
+            const uint32_t next = compute(id, b);  // may grow trans_
+            trans_[k] = next;
+        }
+        return trans_[k];
     }
     const PdaState &state(uint32_t id) const { return states_[id]; }
     void clear();
