@@ -30,6 +30,7 @@ std::shared_ptr<const TokenVocab> TokenVocab::of(const Tokenizer &tok) {
         }
         v->bytes[id] = tok.token_bytes(int32_t(id));
         if (!v->bytes[id].empty()) v->sorted.push_back(int32_t(id));
+        v->max_len = std::max(v->max_len, v->bytes[id].size());
     }
     // std::string compares bytes as unsigned char.
     std::sort(v->sorted.begin(), v->sorted.end(),
@@ -205,8 +206,12 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
     };
     size_t words = (vo.n_vocab + 31) / 32;
     std::vector<int32_t> accepted;
+    // A copy deep in a repetition chain shares the cache of the copy with
+    // max_len + 1 left (grammar-ir.h); those are filled in after the rest.
+    const size_t far = vo.max_len + 1;
+    auto far_in_chain = [&](uint32_t p) { return !gr.copies_left.empty() && gr.copies_left[p] > far; };
     for (uint32_t p = 0; p < gr.elems.size(); ++p) {
-        if (gr.elems[p].kind != ElemKind::bytes) continue;
+        if (gr.elems[p].kind != ElemKind::bytes || far_in_chain(p)) continue;
         const Base &base = base_of(gr.origin[p]);
         PositionMask pm;
         accepted = base.accepted;
@@ -230,6 +235,12 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
         }
         pos_index_[p] = uint32_t(masks_.size());
         masks_.push_back(std::move(pm));
+    }
+    for (uint32_t p = 0; p < gr.elems.size(); ++p) {
+        if (gr.elems[p].kind != ElemKind::bytes || !far_in_chain(p)) continue;
+        uint32_t q = p;
+        while (far_in_chain(q) && pos_index_[q] == UINT32_MAX) q = gr.next_copy[q];
+        pos_index_[p] = pos_index_[q];
     }
 }
 

@@ -38,6 +38,7 @@ struct TokenVocab {
     std::vector<int32_t> sorted;         // ids of the other tokens, by bytes
     std::vector<uint32_t> first_begin;   // 257 entries: sorted range of each first byte
     std::vector<int32_t> eog;            // end-of-generation ids
+    size_t max_len = 0;                  // the longest token's bytes
 
     // Shared per tokenizer (built on first use; the tokenizer must outlive it).
     static std::shared_ptr<const TokenVocab> of(const Tokenizer &tok);
