@@ -106,7 +106,6 @@ void walk_tokens(LazyDfa &dfa, uint32_t start, const TokenVocab &v, std::span<co
     }
 }
 
-namespace {
 
 // The caller context of a rule's frames that the grammar fixes: a rule
 // called from one place only (ignoring its own tail calls, e.g. X*'s loop)
@@ -163,7 +162,6 @@ private:
     std::vector<std::vector<uint32_t>> sites_;
 };
 
-} // namespace
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> v)
     : g_(std::move(g)), v_(std::move(v)), pos_index_(g_->elems.size(), UINT32_MAX) {
@@ -210,8 +208,18 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
     // max_len + 1 left (grammar-ir.h); those are filled in after the rest.
     const size_t far = vo.max_len + 1;
     auto far_in_chain = [&](uint32_t p) { return !gr.copies_left.empty() && gr.copies_left[p] > far; };
+    // A copy with k left differs from the copy outside it (k + 1 left) only
+    // for tokens of k bytes or more (a shorter one cannot use up k copies):
+    // copies are derived outside in, each walking only those tokens.
+    std::vector<uint32_t> outer;
+    if (!gr.next_copy.empty()) {
+        outer.assign(gr.elems.size(), UINT32_MAX);
+        for (uint32_t q = 0; q < gr.elems.size(); ++q)
+            if (gr.next_copy[q] != UINT32_MAX && !far_in_chain(q)) outer[gr.next_copy[q]] = q;
+    }
+    auto derived = [&](uint32_t p) { return !outer.empty() && outer[p] != UINT32_MAX; };
     for (uint32_t p = 0; p < gr.elems.size(); ++p) {
-        if (gr.elems[p].kind != ElemKind::bytes || far_in_chain(p)) continue;
+        if (gr.elems[p].kind != ElemKind::bytes || far_in_chain(p) || derived(p)) continue;
         const Base &base = base_of(gr.origin[p]);
         PositionMask pm;
         accepted = base.accepted;
@@ -236,11 +244,91 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
         pos_index_[p] = uint32_t(masks_.size());
         masks_.push_back(std::move(pm));
     }
+    if (!outer.empty()) derive_chain_copies(outer, ctx, arena, dfa);
     for (uint32_t p = 0; p < gr.elems.size(); ++p) {
         if (gr.elems[p].kind != ElemKind::bytes || !far_in_chain(p)) continue;
         uint32_t q = p;
         while (far_in_chain(q) && pos_index_[q] == UINT32_MAX) q = gr.next_copy[q];
         pos_index_[p] = pos_index_[q];
+    }
+}
+
+void CompiledGrammar::derive_chain_copies(const std::vector<uint32_t> &outer, const StaticContext &ctx,
+                                          StackArena &arena, LazyDfa &dfa) {
+    const Grammar &gr = *g_;
+    const TokenVocab &vo = *v_;
+    // Outside in: a copy after its outer copy. (Chains nest, X{m,n} inside
+    // Y{m,n}: a position's level is read from the link that names it.)
+    std::vector<uint32_t> order, path;
+    std::vector<char> queued(gr.elems.size(), 0);
+    for (uint32_t p = 0; p < gr.elems.size(); ++p) {
+        if (gr.elems[p].kind != ElemKind::bytes || outer[p] == UINT32_MAX || queued[p]) continue;
+        path.clear();
+        for (uint32_t q = p; q != UINT32_MAX && pos_index_[q] == UINT32_MAX && !queued[q]; q = outer[q]) {
+            queued[q] = 1;
+            path.push_back(q);
+        }
+        order.insert(order.end(), path.rbegin(), path.rend());
+    }
+    // Per first-byte set: its tokens (indices into sorted), longest first,
+    // so that "k bytes or more" is a prefix.
+    std::unordered_map<uint32_t, std::vector<uint32_t>> by_length;
+    std::vector<uint32_t> idx, acc_ids, unc;
+    std::vector<TokenVerdict> walked;
+    for (uint32_t p : order) {
+        const size_t k = gr.copies_left[outer[p]] - 1;  // copies left at p, in the chain of that link
+        const uint32_t set = gr.elems[p].arg;
+        auto [it, fresh] = by_length.try_emplace(set);
+        if (fresh) {
+            const ByteSet &first = gr.sets[set];
+            for (int b = 0; b < 256; ++b)
+                if (first.has(uint8_t(b)))
+                    for (uint32_t i = vo.first_begin[b]; i < vo.first_begin[b + 1]; ++i) it->second.push_back(i);
+            std::stable_sort(it->second.begin(), it->second.end(), [&](uint32_t x, uint32_t y) {
+                return vo.bytes[vo.sorted[x]].size() > vo.bytes[vo.sorted[y]].size();
+            });
+        }
+        const std::vector<uint32_t> &all = it->second;
+        size_t n = 0;
+        while (n < all.size() && vo.bytes[vo.sorted[all[n]]].size() >= k) ++n;
+        idx.assign(all.begin(), all.begin() + (ptrdiff_t)n);
+        std::sort(idx.begin(), idx.end());
+        PdaState s0;
+        s0.tops.assign(1, arena.intern(p, ctx.parent_of(ctx.rule_of(p), arena)));
+        walk_tokens(dfa, dfa.add(s0), vo, idx, walked);
+        // The outer copy's sets, with the walked tokens' verdicts replaced.
+        PositionMask pm = masks_[pos_index_[outer[p]]];
+        auto walked_pos = [&](uint32_t i) { return std::binary_search(idx.begin(), idx.end(), i); };
+        std::vector<uint32_t> &U = pm.uncertain;
+        U.erase(std::remove_if(U.begin(), U.end(), walked_pos), U.end());
+        if (!pm.accepted.bits.empty()) {
+            for (uint32_t i : idx) pm.accepted.bits[vo.sorted[i] >> 5] &= ~(uint32_t(1) << (vo.sorted[i] & 31));
+        } else {
+            auto &ids = pm.accepted.ids;
+            std::vector<int32_t> drop;
+            for (uint32_t i : idx) drop.push_back(vo.sorted[i]);
+            std::sort(drop.begin(), drop.end());
+            ids.erase(std::remove_if(ids.begin(), ids.end(),
+                                     [&](int32_t id) { return std::binary_search(drop.begin(), drop.end(), id); }),
+                      ids.end());
+        }
+        unc.clear();
+        for (size_t j = 0; j < idx.size(); ++j) {
+            const int32_t id = vo.sorted[idx[j]];
+            if (walked[j] == TokenVerdict::uncertain) unc.push_back(idx[j]);
+            if (walked[j] != TokenVerdict::accepted) continue;
+            if (!pm.accepted.bits.empty()) {
+                pm.accepted.bits[id >> 5] |= uint32_t(1) << (id & 31);
+            } else {
+                pm.accepted.ids.push_back(id);
+            }
+        }
+        std::sort(pm.accepted.ids.begin(), pm.accepted.ids.end());
+        size_t mid = U.size();
+        U.insert(U.end(), unc.begin(), unc.end());
+        std::inplace_merge(U.begin(), U.begin() + (ptrdiff_t)mid, U.end());
+        pos_index_[p] = uint32_t(masks_.size());
+        masks_.push_back(std::move(pm));
     }
 }
 

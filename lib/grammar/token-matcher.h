@@ -44,6 +44,8 @@ struct TokenVocab {
     static std::shared_ptr<const TokenVocab> of(const Tokenizer &tok);
 };
 
+class StaticContext;  // token-matcher.cpp
+
 // A token set over a vocabulary: a bitmask when dense, a list when sparse.
 struct TokenSet {
     std::vector<uint32_t> bits;  // n_vocab bits, or empty
@@ -66,6 +68,9 @@ public:
     const PositionMask &at(uint32_t pos) const { return masks_[pos_index_[pos]]; }
 
 private:
+    void derive_chain_copies(const std::vector<uint32_t> &outer, const StaticContext &ctx,
+                             StackArena &arena, LazyDfa &dfa);
+
     std::shared_ptr<const Grammar> g_;
     std::shared_ptr<const TokenVocab> v_;
     std::vector<uint32_t> pos_index_;  // by element position
