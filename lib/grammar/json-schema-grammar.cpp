@@ -10,7 +10,6 @@
 #include "grammar/json-schema-grammar.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -28,9 +27,9 @@ namespace {
 
 using jsonschema::Json;
 
-const std::string kWs = "[ \\n\\r\\t]*";
-const std::string kSep = kWs + " \",\" " + kWs;    // between items / members
-const std::string kColon = kWs + " \":\" " + kWs;  // between a key and its value
+using jsonschema::kColon;
+using jsonschema::kSep;
+using jsonschema::kWs;
 constexpr int kMaxDepth = 256;
 constexpr int64_t kInt32Max = 2147483647;
 
@@ -162,82 +161,6 @@ std::string sanitize(std::string_view hint) {
     return out.empty() ? "r" : out;
 }
 
-const std::map<std::string, std::string> &basic_rules() {
-    static const std::map<std::string, std::string> rules = {
-        {"basic-escape", "[\"\\\\/bfnrt] | \"u\" [A-Fa-f0-9]{4}"},
-        {"basic-string-tail", "( [^\"\\\\\\u0000-\\u001f] | \"\\\\\" basic-escape )* \"\\\"\""},
-        {"basic-string", "\"\\\"\" basic-string-tail"},
-        {"basic-integer", "\"0\" | \"-\"? [1-9] [0-9]*"},
-        {"basic-number", "\"-\"? ( \"0\" | [1-9] [0-9]* ) ( \".\" [0-9]+ )? ( [eE] [-+]? [0-9]+ )?"},
-        {"basic-boolean", "\"true\" | \"false\""},
-        {"basic-null", "\"null\""},
-        {"basic-array", "\"[\" " + kWs + " basic-any ( " + kSep + " basic-any )* " + kWs + " \"]\" | \"[\" " +
-                            kWs + " \"]\""},
-        {"basic-object", "\"{\" " + kWs + " basic-string " + kColon + " basic-any ( " + kSep +
-                             " basic-string " + kColon + " basic-any )* " + kWs + " \"}\" | \"{\" " + kWs +
-                             " \"}\""},
-        {"basic-any", "basic-number | basic-string | basic-boolean | basic-null | basic-array | basic-object"},
-    };
-    return rules;
-}
-
-// The basic rules a basic rule refers to.
-std::vector<std::string> basic_deps(const std::string &name) {
-    if (name == "basic-string" || name == "basic-string-tail") return {"basic-string-tail", "basic-escape"};
-    if (name == "basic-array") return {"basic-any"};
-    if (name == "basic-object") return {"basic-string", "basic-any"};
-    if (name == "basic-any")
-        return {"basic-number", "basic-string", "basic-boolean", "basic-null", "basic-array", "basic-object"};
-    return {};
-}
-
-// Follows a JSON pointer fragment ("#", "#/a/b", with ~0 ~1 and %XX).
-const Json &resolve_pointer(const Json &root, const std::string &uri) {
-    if (uri.empty() || uri[0] != '#')
-        fail(VT_ERR_UNSUPPORTED, "JSON Schema: $ref '%s': only references within the schema (#/...) are supported",
-             uri.c_str());
-    if (uri.size() > 1 && uri[1] != '/')
-        fail(VT_ERR_UNSUPPORTED, "JSON Schema: $ref '%s': anchors are not supported", uri.c_str());
-    const Json *cur = &root;
-    size_t pos = 1;
-    while (pos < uri.size()) {
-        size_t end = uri.find('/', pos + 1);
-        if (end == std::string::npos) end = uri.size();
-        std::string raw = uri.substr(pos + 1, end - pos - 1), part;
-        pos = end;
-        for (size_t i = 0; i < raw.size(); ++i) {
-            auto hex = [](char c) { return std::isxdigit((unsigned char)c) != 0; };
-            if (raw[i] == '%' && i + 2 < raw.size() && hex(raw[i + 1]) && hex(raw[i + 2])) {
-                part += (char)std::stoi(raw.substr(i + 1, 2), nullptr, 16);
-                i += 2;
-            } else {
-                part += raw[i];
-            }
-        }
-        std::string token;
-        for (size_t i = 0; i < part.size(); ++i) {
-            if (part[i] == '~' && i + 1 < part.size() && (part[i + 1] == '0' || part[i + 1] == '1')) {
-                token += part[i + 1] == '0' ? '~' : '/';
-                ++i;
-            } else {
-                token += part[i];
-            }
-        }
-        if (token.empty()) continue;  // as xgrammar, empty segments are skipped
-        if (cur->is_object() && cur->contains(token)) {
-            cur = &(*cur)[token];
-        } else if (cur->is_array() && !token.empty() &&
-                   std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-                   token.size() < 10 && std::stoul(token) < cur->size()) {
-            cur = &(*cur)[std::stoul(token)];
-        } else {
-            fail(VT_ERR_INVALID_ARGUMENT, "JSON Schema: $ref '%s' does not resolve ('%s' not found)", uri.c_str(),
-                 token.c_str());
-        }
-    }
-    return *cur;
-}
-
 void check_depth(const Json &root) {
     std::vector<std::pair<const Json *, int>> stack = {{&root, 0}};
     while (!stack.empty()) {
@@ -254,7 +177,7 @@ void check_depth(const Json &root) {
 class Converter {
 public:
     explicit Converter(const Json &root) : root_(root) {
-        for (const auto &[name, body] : basic_rules()) names_.insert(name);
+        for (const auto &[name, body] : jsonschema::basic_rules()) names_.insert(name);
         // Sub-schemas with these keys reuse the basic rules (xgrammar's
         // pre-filled cache): notably {"type":"object"} allows any members.
         static const std::pair<const char *, const char *> basics[] = {
@@ -304,7 +227,7 @@ private:
 
     // A reference to a rule, noting the basic rules the grammar needs.
     std::string use(const std::string &rule) {
-        if (basic_rules().count(rule)) basics_used_.insert(rule);
+        if (jsonschema::basic_rules().count(rule)) basics_used_.insert(rule);
         return rule;
     }
 
@@ -374,7 +297,7 @@ private:
             std::string next = (*cur)["$ref"].get<std::string>();
             if (!seen.insert(next).second)
                 fail(VT_ERR_INVALID_ARGUMENT, "JSON Schema: $ref '%s' is circular", next.c_str());
-            cur = &resolve_pointer(root_, next);
+            cur = &jsonschema::resolve_pointer(root_, next);
         }
     }
 
@@ -383,7 +306,7 @@ private:
         if (!s["$ref"].is_string()) fail(VT_ERR_INVALID_ARGUMENT, "JSON Schema: '$ref' must be a string");
         std::string uri = s["$ref"].get<std::string>();
         if (auto it = ref_rules_.find(uri); it != ref_rules_.end()) return it->second;
-        const Json &target = resolve_pointer(root_, uri);
+        const Json &target = jsonschema::resolve_pointer(root_, uri);
         check_ref_chain(target, uri);
         size_t slash = uri.rfind('/');
         std::string rule = add_rule(slash == std::string::npos ? "ref" : "ref-" + uri.substr(slash + 1));
@@ -755,13 +678,13 @@ std::string Converter::emit() {
     while (!todo.empty()) {
         std::string b = todo.back();
         todo.pop_back();
-        for (const std::string &d : basic_deps(b))
+        for (const std::string &d : jsonschema::basic_deps(b))
             if (basics_used_.insert(d).second) todo.push_back(d);
     }
     std::string out;
     for (const auto &[name, body] : rules_) out += name + " ::= " + body + "\n";
     out += regex_rules_;
-    for (const auto &[name, body] : basic_rules())
+    for (const auto &[name, body] : jsonschema::basic_rules())
         if (basics_used_.count(name)) out += name + " ::= " + body + "\n";
     return out;
 }
@@ -783,7 +706,7 @@ std::string any_json_gbnf() {
     // xgrammar's builtin JSON grammar (vLLM's json_object): an object or an
     // array at the top, no whitespace around it.
     std::string out = "root ::= basic-object | basic-array\n";
-    for (const auto &[name, body] : basic_rules()) out += name + " ::= " + body + "\n";
+    for (const auto &[name, body] : jsonschema::basic_rules()) out += name + " ::= " + body + "\n";
     return out;
 }
 

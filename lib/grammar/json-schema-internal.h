@@ -1,18 +1,36 @@
 // Helpers of the JSON Schema converter (json-schema-grammar.cpp) that do not
-// walk schemas: how xgrammar 0.2.9 prints JSON values, GBNF spelling, integer
-// ranges, the format regexes, and the JSON-string restriction of a pattern.
+// walk schemas: how xgrammar 0.2.9 prints JSON values, GBNF spelling, the
+// basic rules, integer ranges, $ref pointers, the format regexes, and the
+// JSON-string restriction of a pattern.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace vt::grammar::jsonschema {
 
 using Json = nlohmann::ordered_json;
+
+// The spacing xgrammar allows between the tokens of a JSON value.
+inline const std::string kWs = "[ \\n\\r\\t]*";
+inline const std::string kSep = kWs + " \",\" " + kWs;    // between items / members
+inline const std::string kColon = kWs + " \":\" " + kWs;  // between a key and its value
+
+// xgrammar's rules for unconstrained values (basic-any, basic-string, ...),
+// by name, and the basic rules each one refers to.
+const std::map<std::string, std::string> &basic_rules();
+std::vector<std::string> basic_deps(const std::string &name);
+
+// The schema a $ref names: "#" or a JSON pointer "#/a/b" (~0 ~1 and %XX
+// decoded, empty segments skipped as xgrammar does). Throws vt::Error:
+// VT_ERR_UNSUPPORTED for other URIs, VT_ERR_INVALID_ARGUMENT when nothing is there.
+const Json &resolve_pointer(const Json &root, const std::string &uri);
 
 // The value as xgrammar prints it (picojson's serializer): compact, keys in
 // document order, strings with \" \\ \b \f \n \r \t and \u00xx for the other
@@ -34,9 +52,9 @@ std::string cache_key(const Json &schema);
 // characters escaped, other characters raw.
 std::string gbnf_literal(std::string_view bytes);
 
-// Appends code point `c` as GBNF text inside a literal or a [class]: raw when
-// printable (UTF-8 above ASCII), else escaped, as \uHHHH for the control
-// characters since xgrammar's GBNF reader takes \x greedily.
+// Appends code point `c` as GBNF text inside a literal or a [class]: printable
+// ASCII raw, UTF-8 raw in literals; else escaped as \uHHHH or \UHHHHHHHH
+// (never \xHH, which xgrammar's GBNF reader takes greedily).
 void append_gbnf_char(std::string &out, char32_t c, bool in_class);
 
 // A GBNF expression (alternatives, no enclosing parentheses) of the canonical

@@ -1,6 +1,9 @@
-// How xgrammar 0.2.9 spells JSON values and cache keys, GBNF literals,
-// integer ranges and the string formats (json-schema-internal.h).
+// The schema-independent pieces of the JSON Schema converter
+// (json-schema-internal.h): how xgrammar 0.2.9 spells JSON values and cache
+// keys, GBNF characters, the basic rules, integer ranges, $ref pointers and
+// the string formats.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -229,8 +232,8 @@ void append_gbnf_char(std::string &out, char32_t c, bool in_class) {
             if ((in_class ? class_specials : literal_specials).find((char)c) != std::string_view::npos) out += '\\';
             out += (char)c;
         }
-    } else if (c >= 0xD800 && c <= 0xDFFF) {  // no UTF-8 spelling
-        std::snprintf(buf, sizeof buf, "\\u%04x", (unsigned)c);
+    } else if (in_class || (c >= 0xD800 && c <= 0xDFFF)) {  // readable ranges; surrogates have no UTF-8
+        std::snprintf(buf, sizeof buf, c <= 0xFFFF ? "\\u%04x" : "\\U%08x", (unsigned)c);
         out += buf;
     } else if (c < 0x800) {
         out += (char)(0xC0 | (c >> 6));
@@ -273,6 +276,80 @@ std::string integer_range_gbnf(std::optional<int64_t> lo, std::optional<int64_t>
     std::string out;
     for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : "") + alts[i];
     return out;
+}
+
+const std::map<std::string, std::string> &basic_rules() {
+    static const std::map<std::string, std::string> rules = {
+        {"basic-escape", "[\"\\\\/bfnrt] | \"u\" [A-Fa-f0-9]{4}"},
+        {"basic-string-tail", "( [^\"\\\\\\u0000-\\u001f] | \"\\\\\" basic-escape )* \"\\\"\""},
+        {"basic-string", "\"\\\"\" basic-string-tail"},
+        {"basic-integer", "\"0\" | \"-\"? [1-9] [0-9]*"},
+        {"basic-number", "\"-\"? ( \"0\" | [1-9] [0-9]* ) ( \".\" [0-9]+ )? ( [eE] [-+]? [0-9]+ )?"},
+        {"basic-boolean", "\"true\" | \"false\""},
+        {"basic-null", "\"null\""},
+        {"basic-array", "\"[\" " + kWs + " basic-any ( " + kSep + " basic-any )* " + kWs + " \"]\" | \"[\" " +
+                            kWs + " \"]\""},
+        {"basic-object", "\"{\" " + kWs + " basic-string " + kColon + " basic-any ( " + kSep +
+                             " basic-string " + kColon + " basic-any )* " + kWs + " \"}\" | \"{\" " + kWs +
+                             " \"}\""},
+        {"basic-any", "basic-number | basic-string | basic-boolean | basic-null | basic-array | basic-object"},
+    };
+    return rules;
+}
+
+std::vector<std::string> basic_deps(const std::string &name) {
+    if (name == "basic-string" || name == "basic-string-tail") return {"basic-string-tail", "basic-escape"};
+    if (name == "basic-array") return {"basic-any"};
+    if (name == "basic-object") return {"basic-string", "basic-any"};
+    if (name == "basic-any")
+        return {"basic-number", "basic-string", "basic-boolean", "basic-null", "basic-array", "basic-object"};
+    return {};
+}
+
+const Json &resolve_pointer(const Json &root, const std::string &uri) {
+    if (uri.empty() || uri[0] != '#')
+        fail(VT_ERR_UNSUPPORTED, "JSON Schema: $ref '%s': only references within the schema (#/...) are supported",
+             uri.c_str());
+    if (uri.size() > 1 && uri[1] != '/')
+        fail(VT_ERR_UNSUPPORTED, "JSON Schema: $ref '%s': anchors are not supported", uri.c_str());
+    const Json *cur = &root;
+    size_t pos = 1;
+    while (pos < uri.size()) {
+        size_t end = uri.find('/', pos + 1);
+        if (end == std::string::npos) end = uri.size();
+        std::string raw = uri.substr(pos + 1, end - pos - 1), part;
+        pos = end;
+        for (size_t i = 0; i < raw.size(); ++i) {
+            auto hex = [](char c) { return std::isxdigit((unsigned char)c) != 0; };
+            if (raw[i] == '%' && i + 2 < raw.size() && hex(raw[i + 1]) && hex(raw[i + 2])) {
+                part += (char)std::stoi(raw.substr(i + 1, 2), nullptr, 16);
+                i += 2;
+            } else {
+                part += raw[i];
+            }
+        }
+        std::string token;
+        for (size_t i = 0; i < part.size(); ++i) {
+            if (part[i] == '~' && i + 1 < part.size() && (part[i + 1] == '0' || part[i + 1] == '1')) {
+                token += part[i + 1] == '0' ? '~' : '/';
+                ++i;
+            } else {
+                token += part[i];
+            }
+        }
+        if (token.empty()) continue;  // as xgrammar, empty segments are skipped
+        if (cur->is_object() && cur->contains(token)) {
+            cur = &(*cur)[token];
+        } else if (cur->is_array() && !token.empty() &&
+                   std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+                   token.size() < 10 && std::stoul(token) < cur->size()) {
+            cur = &(*cur)[std::stoul(token)];
+        } else {
+            fail(VT_ERR_INVALID_ARGUMENT, "JSON Schema: $ref '%s' does not resolve ('%s' not found)", uri.c_str(),
+                 token.c_str());
+        }
+    }
+    return *cur;
 }
 
 std::optional<std::string> format_regex(std::string_view format) {
