@@ -1,5 +1,6 @@
 #include "server-engine.h"
 
+#include <cstddef>
 #include <cstdio>
 
 #include "server-metrics.h"
@@ -92,13 +93,15 @@ void Engine::on_output(const vt_request_output *out, void *user_data) {
     ev.n_prompt = out->n_prompt_tokens;
     ev.n_output = out->n_output_tokens;
     ev.n_cached = out->n_cached_tokens;
-    if (out->token >= 0 && p->engine->metrics_) {
+    // is_prompt is ABI 1.8: read only from a library whose events carry it.
+    ev.is_prompt = out->struct_size >= offsetof(vt_request_output, is_prompt) + sizeof(bool) && out->is_prompt;
+    if (out->token >= 0 && !ev.is_prompt && p->engine->metrics_) {
         if (!p->got_token)
             p->engine->metrics_->observe_ttft(std::chrono::duration<double>(now - p->submitted).count());
         else
             p->engine->metrics_->observe_itl(std::chrono::duration<double>(now - p->last_token).count());
     }
-    if (out->token >= 0) {
+    if (out->token >= 0 && !ev.is_prompt) {
         p->got_token = true;
         p->last_token = now;
     }
@@ -135,6 +138,8 @@ vt_status Engine::submit(const std::vector<vt_token> &prompt, const SubmitParams
     rp.ignore_eos = sp.ignore_eos;
     rp.logprobs = sp.logprobs;
     rp.top_logprobs = sp.top_logprobs;
+    rp.prompt_logprobs = sp.prompt_logprobs;
+    rp.prompt_top_logprobs = sp.prompt_top_logprobs;
     rp.lora = sp.lora;
     rp.lora_scale = sp.lora_scale;
     rp.callback = &Engine::on_output;

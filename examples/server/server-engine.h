@@ -42,6 +42,7 @@ struct TokenEvent {
     vt_finish_reason finish = VT_FINISH_NONE;
     vt_status status = VT_OK;
     uint32_t n_prompt = 0, n_output = 0, n_cached = 0;
+    bool is_prompt = false;       // a prompt token's log-probabilities (prompt_logprobs), no text
 };
 
 // A queue of events from the engine thread to one connection thread.
@@ -65,6 +66,8 @@ struct SubmitParams {
     bool ignore_eos = false;
     bool logprobs = false;
     uint32_t top_logprobs = 0;
+    bool prompt_logprobs = false;     // an is_prompt event per prompt token from the second on
+    uint32_t prompt_top_logprobs = 0;
     const vt_lora *lora = nullptr;  // the adapter to compute with (NULL: the base model); the
     float lora_scale = 1.0f;        //   caller holds it until submit() returns, the engine after
 };

@@ -44,4 +44,10 @@ inline std::string dump_json(const nlohmann::json &j) {
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// Request bodies keep their keys' order: a JSON Schema's properties come out
+// in the schema's order, and templates print tools and messages as sent.
+using Body = nlohmann::ordered_json;
+
+inline std::string dump_json(const Body &j) { return j.dump(-1, ' ', false, Body::error_handler_t::replace); }
+
 } // namespace vts

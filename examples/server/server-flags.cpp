@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <vector>
 
@@ -123,6 +125,9 @@ std::optional<int> parse_flags(int argc, char **argv, ServerOptions &o) {
     app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
     app.add_option("--served-model-name", o.served_model_name,
                    "model id clients must name (default: the model file's name)");
+    std::string chat_template;
+    app.add_option("--chat-template", chat_template,
+                   "chat template to use instead of the model's: a Jinja file, or the template itself (as vLLM)");
     std::vector<std::string> loras;
     app.add_option("--lora", loras,
                    "serve a LoRA adapter (a PEFT folder or a GGUF LoRA file) as the model NAME; repeatable")
@@ -163,6 +168,11 @@ std::optional<int> parse_flags(int argc, char **argv, ServerOptions &o) {
     if (!prompt_chars.empty()) o.guards.max_prompt_chars = parse_size(prompt_chars);
     if (!new_tokens.empty()) o.guards.max_new_tokens = parse_size(new_tokens);
     if (o.guards.max_new_tokens > UINT32_MAX) o.guards.max_new_tokens = UINT32_MAX;
+    if (!chat_template.empty()) {
+        std::ifstream f(chat_template, std::ios::binary);
+        if (f) o.chat_template.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+        else o.chat_template = chat_template;  // no such file: the template's text
+    }
     // The name ends at the first '=': a path may hold more. The names' other
     // rules are the registry's, checked as each is loaded.
     for (const auto &l : loras) {

@@ -34,6 +34,7 @@ struct ServerOptions {
     bool no_prefix_caching = false;
     std::string api_key;              // empty: no authentication
     std::string served_model_name;    // empty: the model file's name
+    std::string chat_template;        // --chat-template: Jinja text (read from the file named), "" = the model's
     std::vector<std::pair<std::string, std::string>> loras;  // --lora NAME=PATH, in order
     double grace_period_s = 30.0;     // SIGTERM: time in-flight requests get to finish
     Guards guards;

@@ -1,5 +1,6 @@
 #include "server-generate.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -10,6 +11,7 @@
 #include "server-prompt.h"
 #include "server-request.h"
 #include "server-response.h"
+#include "server-structured.h"
 
 namespace vts {
 
@@ -150,10 +152,10 @@ bool pump(Generation &g, httplib::DataSink &sink) {
 
 void generate(ServerState &st, const std::string &body_text, bool chat, httplib::Response &res) {
     if (st.draining.load()) throw ApiError(503, "the server is shutting down", "server_error");
-    json body;
+    Body body;
     try {
-        body = json::parse(body_text);
-    } catch (const json::parse_error &e) {
+        body = Body::parse(body_text);
+    } catch (const Body::parse_error &e) {
         throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
     }
     GenRequest r = parse_request(body, chat, st.opts.guards, st.n_vocab);
@@ -161,31 +163,64 @@ void generate(ServerState &st, const std::string &body_text, bool chat, httplib:
     // engine holds its own reference from then on, so an unload meanwhile
     // cannot take the adapter from under this request.
     const LoraRef adapter = resolve_model(st, r);
+    // Compiled (or found in the cache) before any work is queued: a
+    // constraint the compiler refuses is a 400. Each sampler holds it too.
+    const GrammarRef grammar = r.constraint ? st.grammars->get(*r.constraint) : nullptr;
 
     auto prompts = tokenize_prompts(st, r);
     check_lengths(r, prompts, st.engine->stats().max_model_len);
-    uint64_t prompt_tokens = 0;
-    for (const auto &p : prompts) prompt_tokens += p.size();
 
-    const int n_choices = (int)prompts.size() * r.n;
-    auto g = std::make_shared<Generation>(
-        *st.engine, ResponseBuilder(chat, r.stream, r.include_usage, r.logprobs, r.ignore_eos,
-                                    adapter ? adapter->name : st.model_name, n_choices, prompt_tokens,
-                                    *st.prompter));
+    // max_tokens 0 (scoring a prompt): the ABI's max_tokens 0 means "until
+    // max_model_len", so the request generates one token, greedily, which
+    // the answer leaves out (vLLM does the same).
+    const bool score_only = r.max_tokens && *r.max_tokens == 0;
+    ResponseOptions ro;
+    ro.chat = chat;
+    ro.stream = r.stream;
+    ro.include_usage = r.include_usage;
+    ro.logprobs = r.logprobs;
+    ro.top_logprobs = r.top_logprobs;
+    ro.ignore_eos = r.ignore_eos;
+    ro.echo = r.echo;
+    ro.score_only = score_only;
+    ro.prompt_logprobs = r.prompt_logprobs;
+    ro.tools = r.tools;
+    ro.tool_format = st.prompter->tool_format();
+    ro.model = adapter ? adapter->name : st.model_name;
+    std::vector<PromptInfo> infos;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        PromptInfo info{prompts[i], ""};
+        if (r.echo)  // text prompts come first (tokenize_prompts), then token ids
+            info.text = i < r.prompt_texts.size() ? r.prompt_texts[i] : st.prompter->detokenize(prompts[i]);
+        infos.push_back(std::move(info));
+    }
+    auto g = std::make_shared<Generation>(*st.engine, ResponseBuilder(std::move(ro), std::move(infos), r.n,
+                                                                      *st.prompter));
     SubmitParams sp;
-    sp.max_tokens = r.max_tokens.value_or(0);
+    sp.max_tokens = score_only ? 1 : r.max_tokens.value_or(0);
     sp.stop = r.stop;
     sp.ignore_eos = r.ignore_eos;
-    sp.logprobs = r.logprobs;
-    sp.top_logprobs = r.top_logprobs;
+    sp.logprobs = r.logprobs && !score_only;
+    sp.top_logprobs = score_only ? 0 : r.top_logprobs;
+    // Prompt tokens' logprobs: for the echo's logprobs and for vLLM's
+    // prompt_logprobs, with the larger of their top counts.
+    const bool echo_lp = r.echo && r.logprobs;
+    sp.prompt_logprobs = echo_lp || r.prompt_logprobs;
+    sp.prompt_top_logprobs = std::max(echo_lp ? r.top_logprobs : 0u, r.prompt_logprobs.value_or(0));
     sp.lora = adapter ? adapter->lora.get() : nullptr;
     sp.lora_scale = r.lora_scale.value_or(1.0f);
+    SamplingParams sampling = r.sampling;
+    if (score_only) {
+        sampling = SamplingParams();
+        sampling.temperature = 0.0;
+    }
     const uint32_t base_seed = r.sampling.seed ? *r.sampling.seed : std::random_device{}();
     for (size_t pi = 0; pi < prompts.size(); ++pi) {
         for (int j = 0; j < r.n; ++j) {
             // n > 1: seed + i, so that a seeded request is reproducible and
             // its choices still differ.
-            vt_sampler *smpl = make_sampler(r.sampling, base_seed + (uint32_t)j);
+            vt_sampler *smpl = make_sampler(sampling, base_seed + (uint32_t)j, score_only ? nullptr : grammar.get(),
+                                            score_only ? std::vector<std::pair<vt_token, float>>{} : r.logit_bias);
             uint64_t id = 0;
             const int choice = (int)pi * r.n + j;
             const vt_status s = st.engine->submit(prompts[pi], sp, smpl, g->channel, choice, &id);

@@ -15,14 +15,18 @@ std::string last_error(vt_status s) {
 
 } // namespace
 
-Prompter::Prompter(const vt_model *model) : model_(model) {
+Prompter::Prompter(const vt_model *model, const std::string &template_source) : model_(model) {
     vt_model_tokenizer(model, &tok_);
-    const vt_status s = vt_chat_template_create(nullptr, model, &tmpl_);
+    const vt_status s =
+        vt_chat_template_create(template_source.empty() ? nullptr : template_source.c_str(), model, &tmpl_);
     if (s != VT_OK) {
         tmpl_ = nullptr;
+        const std::string which = template_source.empty() ? "the model's chat template" : "the chat template";
         tmpl_error_ = s == VT_ERR_NOT_FOUND ? "the model has no chat template: use /v1/completions"
-                                            : "the model's chat template cannot be used: " + last_error(s);
-        std::fprintf(stderr, "vt-server: %s\n", tmpl_error_.c_str());
+                                            : which + " cannot be used: " + last_error(s);
+        if (template_source.empty()) std::fprintf(stderr, "vt-server: %s\n", tmpl_error_.c_str());
+    } else {
+        vt_chat_template_tool_call_format(tmpl_, &tool_format_);
     }
     const vt_token bos = vt_token_bos(tok_);
     if (bos != VT_TOKEN_NULL) bos_text_ = piece(bos);
@@ -47,7 +51,7 @@ std::vector<vt_token> Prompter::tokenize_text(const std::string &text) const {
     return tokenize(text, VT_TOKENIZE_ADD_SPECIAL | VT_TOKENIZE_PARSE_SPECIAL);
 }
 
-std::vector<vt_token> Prompter::tokenize_chat(const nlohmann::json &messages, const nlohmann::json &extra,
+std::vector<vt_token> Prompter::tokenize_chat(const nlohmann::ordered_json &messages, const nlohmann::ordered_json &extra,
                                               bool add_generation_prompt) const {
     if (tmpl_ == nullptr) throw ApiError(400, tmpl_error_);
     const std::string msgs = dump_json(messages);
@@ -87,6 +91,19 @@ std::string Prompter::piece(vt_token token) const {
     }
     if (s != VT_OK) return {};
     return std::string(buf, n);
+}
+
+std::string Prompter::detokenize(const std::vector<vt_token> &tokens) const {
+    std::string text(tokens.size() * 4 + 16, '\0');
+    size_t n = 0;
+    vt_status s = vt_detokenize(tok_, tokens.data(), tokens.size(), true, text.data(), text.size(), &n);
+    if (s == VT_ERR_BUFFER_TOO_SMALL) {
+        text.resize(n + 1);
+        s = vt_detokenize(tok_, tokens.data(), tokens.size(), true, text.data(), text.size(), &n);
+    }
+    if (s != VT_OK) return {};
+    text.resize(n);
+    return text;
 }
 
 } // namespace vts

@@ -14,10 +14,11 @@ namespace vts {
 
 class Prompter {
 public:
-    // model must outlive the Prompter. A model without a chat template (or
-    // with one vt cannot parse) still serves /v1/completions; chat requests
-    // then fail with 400 and the reason, logged once here.
-    explicit Prompter(const vt_model *model);
+    // model must outlive the Prompter. template_source: a chat template to
+    // use instead of the model's ("" = the model's). A model without a chat
+    // template (or with one vt cannot parse) still serves /v1/completions;
+    // chat requests then fail with 400 and the reason, logged once here.
+    explicit Prompter(const vt_model *model, const std::string &template_source = "");
     ~Prompter();
     Prompter(const Prompter &) = delete;
     Prompter &operator=(const Prompter &) = delete;
@@ -32,11 +33,21 @@ public:
     // variables, or null), then tokenized with control tokens parsed and
     // BOS added only when the rendered text does not begin with it.
     // Throws ApiError (400) when the template refuses the conversation.
-    std::vector<vt_token> tokenize_chat(const nlohmann::json &messages, const nlohmann::json &extra,
+    std::vector<vt_token> tokenize_chat(const nlohmann::ordered_json &messages, const nlohmann::ordered_json &extra,
                                         bool add_generation_prompt) const;
 
     // Bytes of one token as it appears in text (control tokens rendered).
     std::string piece(vt_token token) const;
+
+    // Text of a token sequence (control tokens rendered): the echo of a
+    // prompt given as token ids.
+    std::string detokenize(const std::vector<vt_token> &tokens) const;
+
+    // Why there is no chat template ("" when there is one).
+    const std::string &template_error() const { return tmpl_error_; }
+
+    // The tool-call syntax the chat template teaches (none without one).
+    vt_tool_call_format tool_format() const { return tool_format_; }
 
     const vt_tokenizer *tokenizer() const { return tok_; }
 
@@ -48,6 +59,7 @@ private:
     vt_chat_template *tmpl_ = nullptr;
     std::string tmpl_error_;  // why there is no template
     std::string bos_text_;    // text of the BOS token, "" without one
+    vt_tool_call_format tool_format_ = VT_TOOL_CALL_FORMAT_NONE;
 };
 
 } // namespace vts

@@ -8,7 +8,7 @@
 
 namespace vts {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 uint64_t count_chars(const std::string &utf8) {
     uint64_t n = 0;
@@ -31,8 +31,8 @@ std::optional<double> opt_number(const json &body, const char *key, double lo, d
     if (!v->is_number()) throw bad_param(key, std::string("'") + key + "' must be a number");
     const double d = v->get<double>();
     if (!std::isfinite(d) || d < lo || d > hi)
-        throw bad_param(key, std::string("'") + key + "' must be between " + dump_json(lo) + " and " +
-                                 dump_json(hi));
+        throw bad_param(key, std::string("'") + key + "' must be between " + dump_json(json(lo)) + " and " +
+                                 dump_json(json(hi)));
     return d;
 }
 
@@ -98,6 +98,23 @@ json message_content(const json &content, const Guards &g, uint64_t &chars) {
     return text;
 }
 
+// Tool calls of an assistant turn carry their arguments as JSON text
+// (OpenAI); templates expect the object (transformers' convention, which
+// vLLM follows): arguments that parse as a JSON object are given as one.
+void template_tool_calls(json &msg) {
+    auto calls = msg.find("tool_calls");
+    if (calls == msg.end() || calls->is_null()) return;
+    if (!calls->is_array()) throw bad_param("messages", "a message's 'tool_calls' must be a list");
+    for (auto &call : *calls) {
+        if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
+            throw bad_param("messages", "each tool call must be an object with a 'function' object");
+        json &fn = call["function"];
+        if (!fn.contains("arguments") || !fn["arguments"].is_string()) continue;
+        json args = json::parse(fn["arguments"].get_ref<const std::string &>(), nullptr, false);
+        if (args.is_object()) fn["arguments"] = std::move(args);
+    }
+}
+
 void parse_messages(const json &body, GenRequest &r, const Guards &g) {
     auto it = body.find("messages");
     if (it == body.end()) throw bad_param("messages", "'messages' is required");
@@ -111,7 +128,11 @@ void parse_messages(const json &body, GenRequest &r, const Guards &g) {
         if (role == m.end() || !role->is_string())
             throw bad_param("messages", "each message needs a string 'role'");
         json msg = m;  // keep name, tool_calls, tool_call_id, ... for the template
-        msg["content"] = message_content(m.contains("content") ? m["content"] : json(nullptr), g, chars);
+        // NOTE: as vLLM gives templates that take string content: a null
+        // content (an assistant turn that only called tools) is "".
+        json content = message_content(m.contains("content") ? m["content"] : json(nullptr), g, chars);
+        msg["content"] = content.is_null() ? json("") : std::move(content);
+        template_tool_calls(msg);
         r.messages.push_back(std::move(msg));
     }
     json extra = json::object();
@@ -189,15 +210,24 @@ void parse_stop(const json &body, GenRequest &r) {
 }
 
 void refuse_unsupported(const json &body, bool chat) {
-    if (const json *lb = field(body, "logit_bias"); lb && !(lb->is_object() && lb->empty()))
-        throw bad_param("logit_bias", "'logit_bias' is not supported");
-    if (const json *rf = field(body, "response_format")) {
-        if (!rf->is_object() || !rf->contains("type") || (*rf)["type"] != "text")
-            throw bad_param("response_format", "only {\"type\": \"text\"} is supported");
-    }
-    if (!chat) {
-        if (auto echo = opt_bool(body, "echo"); echo && *echo) throw bad_param("echo", "'echo' is not supported");
-        if (field(body, "suffix")) throw bad_param("suffix", "'suffix' is not supported");
+    if (!chat && field(body, "suffix")) throw bad_param("suffix", "'suffix' is not supported");
+}
+
+// The output constraint, from the body or from a tool_choice that forces
+// calls; never both.
+void parse_constraints(const json &body, GenRequest &r, uint32_t n_vocab) {
+    r.constraint = parse_constraint(body);
+    r.logit_bias = parse_logit_bias(body, n_vocab);
+    if (!r.chat) return;
+    r.tools = parse_tool_choice(body);
+    if (r.tools.constraint) {
+        if (r.constraint)
+            throw bad_param(r.constraint->param, "only one output constraint per request: tool_choice '" +
+                                                     std::string(r.tools.mode == ToolMode::required ? "required"
+                                                                                                    : "<function>") +
+                                                     "' constrains the output already, and '" +
+                                                     r.constraint->param + "' was given too");
+        r.constraint = r.tools.constraint;
     }
 }
 
@@ -214,9 +244,19 @@ GenRequest parse_request(const json &body, bool chat, const Guards &g, uint32_t 
     refuse_unsupported(body, chat);
     if (chat) parse_messages(body, r, g);
     else parse_prompt(body, r, g, n_vocab);
+    parse_constraints(body, r, n_vocab);
+    if (!chat)
+        if (auto echo = opt_bool(body, "echo")) r.echo = *echo;
+    if (auto pl = opt_int(body, "prompt_logprobs", 0, 20)) r.prompt_logprobs = (uint32_t)*pl;
 
-    // max_completion_tokens replaces max_tokens in OpenAI's chat API.
-    std::optional<int64_t> max_tokens = opt_int(body, "max_tokens", 1, UINT32_MAX);
+    // max_completion_tokens replaces max_tokens in OpenAI's chat API. 0
+    // scores the prompt without generating (lm-eval's loglikelihood requests
+    // with echo, as vLLM allows).
+    const bool scoring = !chat && (r.echo || r.prompt_logprobs);
+    std::optional<int64_t> max_tokens = opt_int(body, "max_tokens", 0, UINT32_MAX);
+    if (max_tokens && *max_tokens == 0 && !scoring)
+        throw bad_param("max_tokens", chat ? "'max_tokens' must be at least 1"
+                                           : "'max_tokens' must be at least 1 (0 only with 'echo' or 'prompt_logprobs')");
     const char *max_key = "max_tokens";
     if (chat) {
         if (auto mct = opt_int(body, "max_completion_tokens", 1, UINT32_MAX)) {
@@ -239,6 +279,8 @@ GenRequest parse_request(const json &body, bool chat, const Guards &g, uint32_t 
     if (n_prompts * (size_t)r.n > 256) throw bad_param("n", "at most 256 choices (prompts x n) per request");
     parse_stop(body, r);
     if (auto s = opt_bool(body, "stream")) r.stream = *s;
+    if (r.stream && r.prompt_logprobs)
+        throw bad_param("prompt_logprobs", "'prompt_logprobs' is not available when streaming");
     if (const json *so = field(body, "stream_options")) {
         if (!so->is_object()) throw bad_param("stream_options", "'stream_options' must be an object");
         if (auto iu = opt_bool(*so, "include_usage")) r.include_usage = *iu;
@@ -283,7 +325,8 @@ GenRequest parse_request(const json &body, bool chat, const Guards &g, uint32_t 
     return r;
 }
 
-vt_sampler *make_sampler(const SamplingParams &p, uint32_t seed) {
+vt_sampler *make_sampler(const SamplingParams &p, uint32_t seed, const vt_grammar *grammar,
+                         const std::vector<std::pair<vt_token, float>> &logit_bias) {
     vt_sampler *raw = nullptr;
     if (vt_sampler_create(&raw) != VT_OK) throw ApiError(500, "cannot create a sampler", "server_error");
     std::unique_ptr<vt_sampler, void (*)(vt_sampler *)> s(raw, vt_sampler_destroy);
@@ -293,6 +336,16 @@ vt_sampler *make_sampler(const SamplingParams &p, uint32_t seed) {
             throw ApiError(400, std::string("bad sampling parameters: ") + (m && *m ? m : vt_status_str(st)));
         }
     };
+    if (grammar) check(vt_sampler_add_grammar(s.get(), grammar));
+    if (!logit_bias.empty()) {
+        std::vector<vt_token> ids;
+        std::vector<float> bias;
+        for (const auto &[t, b] : logit_bias) {
+            ids.push_back(t);
+            bias.push_back(b);
+        }
+        check(vt_sampler_add_logit_bias(s.get(), ids.data(), bias.data(), ids.size()));
+    }
     if (p.presence_penalty != 0.0 || p.frequency_penalty != 0.0 || p.repetition_penalty != 1.0)
         check(vt_sampler_add_penalties(s.get(), -1, (float)p.repetition_penalty, (float)p.frequency_penalty,
                                        (float)p.presence_penalty));

@@ -31,35 +31,31 @@ const char *finish_name(vt_finish_reason f) {
     }
 }
 
-json bytes_of(const std::string &s) {
-    json b = json::array();
-    for (unsigned char c : s) b.push_back((int)c);
-    return b;
-}
-
 } // namespace
 
 std::string sse(const json &j) { return "data: " + dump_json(j) + "\n\n"; }
 
-ResponseBuilder::ResponseBuilder(bool chat, bool stream, bool include_usage, bool logprobs, bool ignore_eos,
-                                 std::string model, int n_choices, uint64_t prompt_tokens,
+ResponseBuilder::ResponseBuilder(ResponseOptions opts, std::vector<PromptInfo> prompts, int n_per_prompt,
                                  const Prompter &prompter)
-    : chat_(chat), stream_(stream), include_usage_(include_usage), logprobs_(logprobs), ignore_eos_(ignore_eos),
-      id_(make_id(chat ? "chatcmpl-" : "cmpl-")), model_(std::move(model)),
+    : o_(std::move(opts)), prompts_(std::move(prompts)), id_(make_id(o_.chat ? "chatcmpl-" : "cmpl-")),
       created_(std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch())
                    .count()),
-      prompt_tokens_(prompt_tokens), prompter_(prompter), choices_((size_t)n_choices) {
-    for (int i = 0; i < n_choices; ++i) choices_[(size_t)i].index = i;
+      prompter_(prompter), choices_(prompts_.size() * (size_t)n_per_prompt) {
+    for (const auto &p : prompts_) prompt_tokens_ += p.ids.size();
+    for (size_t i = 0; i < choices_.size(); ++i) {
+        choices_[i].index = (int)i;
+        choices_[i].prompt = (int)(i / (size_t)n_per_prompt);
+    }
 }
 
 json ResponseBuilder::chunk(json choices) const {
     json j = {{"id", id_},
-              {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
+              {"object", o_.chat ? "chat.completion.chunk" : "text_completion"},
               {"created", created_},
-              {"model", model_},
+              {"model", o_.model},
               {"choices", std::move(choices)}};
-    if (include_usage_) j["usage"] = nullptr;  // OpenAI: null on every chunk but the last
+    if (o_.include_usage) j["usage"] = nullptr;  // OpenAI: null on every chunk but the last
     return j;
 }
 
@@ -71,30 +67,88 @@ json ResponseBuilder::usage() const {
             {"total_tokens", prompt_tokens_ + completion}};
 }
 
-json ResponseBuilder::add_logprobs(ChoiceState &c, const TokenEvent &ev, size_t text_offset) {
-    if (!logprobs_ || ev.token < 0) return nullptr;
-    // The end-of-generation token that stopped the request is not output.
-    if (!ignore_eos_ && ev.finish == VT_FINISH_STOP && vt_token_is_eog(prompter_.tokenizer(), ev.token))
-        return nullptr;
-    const std::string piece = prompter_.piece(ev.token);
-    if (chat_) {
-        json top = json::array();
-        for (const auto &[t, lp] : ev.top) {
-            const std::string p = prompter_.piece(t);
-            top.push_back({{"token", p}, {"logprob", lp}, {"bytes", bytes_of(p)}});
-        }
-        json entry = {{"token", piece}, {"logprob", ev.logprob}, {"bytes", bytes_of(piece)}, {"top_logprobs", top}};
-        c.chat_logprobs.push_back(entry);
-        return entry;
+const char *ResponseBuilder::finish_reason(const ChoiceState &c) const {
+    // max_tokens 0: the token generated to end the request is not output.
+    if (o_.score_only && (c.finish == VT_FINISH_STOP || c.finish == VT_FINISH_LENGTH)) return "length";
+    // As OpenAI and vLLM: a forced named function ends with "stop".
+    if (c.tool_out && !c.tool_out->calls.empty() && c.finish == VT_FINISH_STOP && o_.tools.mode != ToolMode::named)
+        return "tool_calls";
+    return finish_name(c.finish);
+}
+
+std::string ResponseBuilder::delta_chunk(const ChoiceState &c, json delta, json lp) const {
+    return sse(chunk(json::array({{{"index", c.index},
+                                   {"delta", std::move(delta)},
+                                   {"logprobs", lp.is_null() ? json(nullptr) : json{{"content", {std::move(lp)}}}},
+                                   {"finish_reason", nullptr}}})));
+}
+
+std::string ResponseBuilder::chat_chunks(ChoiceState &c, const TokenEvent &ev, const json &lp) {
+    std::string out;
+    const std::string &text = o_.score_only ? std::string() : ev.text;
+    if (!c.role_sent) {
+        c.role_sent = true;
+        out += delta_chunk(c, {{"role", "assistant"}, {"content", ""}}, nullptr);
     }
-    json top = json::object();
-    for (const auto &[t, lp] : ev.top) top[prompter_.piece(t)] = lp;
-    c.tokens.push_back(piece);
-    c.token_logprobs.push_back(ev.logprob);
-    c.top_logprobs.push_back(top);
-    c.text_offset.push_back(text_offset);
-    return {{"tokens", {piece}}, {"token_logprobs", {ev.logprob}}, {"top_logprobs", {top}},
-            {"text_offset", {text_offset}}};
+    const ToolMode mode = o_.tools.mode;
+    if (mode == ToolMode::named) {
+        // The call's head (id, name) first, then its arguments as they come.
+        if (c.call_id.empty() && (!text.empty() || !lp.is_null() || ev.finish != VT_FINISH_NONE)) {
+            c.call_id = c.tool_out ? c.tool_out->calls[0].id : make_call_id(o_.tool_format);
+            ToolCall head{c.call_id, o_.tools.function, ""};
+            out += delta_chunk(c, {{"tool_calls", json::array({tool_call_json(head, 0)})}}, nullptr);
+        }
+        if (!text.empty() || !lp.is_null())
+            out += delta_chunk(c, {{"tool_calls", json::array({{{"index", 0}, {"function", {{"arguments", text}}}}})}},
+                               lp);
+    } else {
+        std::string delta;
+        if (mode == ToolMode::none) {
+            delta = text;
+        } else {
+            // Text that may begin a call is held back until the output ends.
+            const size_t k = releasable_content(o_.tools, o_.tool_format, c.text);
+            if (k > c.sent) {
+                delta = c.text.substr(c.sent, k - c.sent);
+                c.sent = k;
+            }
+        }
+        if (!delta.empty() || !lp.is_null()) out += delta_chunk(c, {{"content", delta}}, lp);
+    }
+    if (ev.finish == VT_FINISH_NONE) return out;
+    if (c.tool_out && mode != ToolMode::named) {
+        const ToolOutput &to = *c.tool_out;
+        if (to.content && to.content->size() > c.sent) {
+            out += delta_chunk(c, {{"content", to.content->substr(c.sent)}}, nullptr);
+            c.sent = to.content->size();
+        }
+        for (size_t i = 0; i < to.calls.size(); ++i)
+            out += delta_chunk(c, {{"tool_calls", json::array({tool_call_json(to.calls[i], (int)i)})}}, nullptr);
+    }
+    out += sse(chunk(json::array({{{"index", c.index},
+                                   {"delta", json::object()},
+                                   {"logprobs", nullptr},
+                                   {"finish_reason", finish_reason(c)}}})));
+    return out;
+}
+
+std::string ResponseBuilder::completion_chunks(ChoiceState &c, const TokenEvent &ev, const json &lp) {
+    std::string out;
+    if (o_.echo && !c.echoed) {
+        c.echoed = true;
+        out += sse(chunk(json::array({{{"index", c.index},
+                                       {"text", prompts_[(size_t)c.prompt].text},
+                                       {"logprobs", o_.logprobs ? echo_logprobs(c) : json(nullptr)},
+                                       {"finish_reason", nullptr}}})));
+    }
+    const std::string &text = o_.score_only ? std::string() : ev.text;
+    if (!text.empty() || !lp.is_null() || ev.finish != VT_FINISH_NONE)
+        out += sse(chunk(json::array({{{"index", c.index},
+                                       {"text", text},
+                                       {"logprobs", lp},
+                                       {"finish_reason", ev.finish != VT_FINISH_NONE ? json(finish_reason(c))
+                                                                                     : json(nullptr)}}})));
+    return out;
 }
 
 std::string ResponseBuilder::consume(const std::vector<TokenEvent> &events) {
@@ -103,44 +157,28 @@ std::string ResponseBuilder::consume(const std::vector<TokenEvent> &events) {
         if (ev.choice < 0 || ev.choice >= (int)choices_.size()) continue;
         ChoiceState &c = choices_[(size_t)ev.choice];
         if (c.finish != VT_FINISH_NONE) continue;  // nothing comes after the last event
-        const size_t offset = c.text.size();
-        c.text += ev.text;
-        c.n_output = ev.n_output;
-        json lp = add_logprobs(c, ev, offset);
+        if (ev.is_prompt) {
+            c.prompt_lp.push_back({ev.token, ev.logprob, ev.top});
+            continue;
+        }
+        json lp = nullptr;
+        if (!o_.score_only) {
+            const size_t offset = c.text.size() + (o_.echo ? prompts_[(size_t)c.prompt].text.size() : 0);
+            c.text += ev.text;
+            c.n_output = ev.n_output;
+            lp = add_logprobs(c, ev, offset);
+        }
         if (ev.finish != VT_FINISH_NONE) {
             c.finish = ev.finish;
             c.status = ev.status;
             ++n_finished_;
-        }
-        if (!stream_ || ev.finish == VT_FINISH_ERROR) continue;
-        if (chat_) {
-            if (!c.role_sent) {
-                c.role_sent = true;
-                out += sse(chunk(json::array({{{"index", c.index},
-                                               {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                               {"logprobs", nullptr},
-                                               {"finish_reason", nullptr}}})));
+            if (o_.chat && o_.tools.mode != ToolMode::none && ev.finish != VT_FINISH_ERROR) {
+                c.tool_out = parse_tool_output(o_.tools, o_.tool_format, c.text);
+                if (!c.call_id.empty() && !c.tool_out->calls.empty()) c.tool_out->calls[0].id = c.call_id;
             }
-            if (!ev.text.empty() || !lp.is_null())
-                out += sse(chunk(json::array({{{"index", c.index},
-                                               {"delta", {{"content", ev.text}}},
-                                               {"logprobs", lp.is_null() ? json(nullptr) : json{{"content", {lp}}}},
-                                               {"finish_reason", nullptr}}})));
-            if (ev.finish != VT_FINISH_NONE)
-                out += sse(chunk(json::array({{{"index", c.index},
-                                               {"delta", json::object()},
-                                               {"logprobs", nullptr},
-                                               {"finish_reason", finish_name(ev.finish)}}})));
-        } else {
-            const bool has_text = !ev.text.empty() || !lp.is_null();
-            if (has_text || ev.finish != VT_FINISH_NONE)
-                out += sse(chunk(json::array({{{"index", c.index},
-                                               {"text", ev.text},
-                                               {"logprobs", lp},
-                                               {"finish_reason", ev.finish != VT_FINISH_NONE
-                                                                     ? json(finish_name(ev.finish))
-                                                                     : json(nullptr)}}})));
         }
+        if (!o_.stream || ev.finish == VT_FINISH_ERROR) continue;
+        out += o_.chat ? chat_chunks(c, ev, lp) : completion_chunks(c, ev, lp);
     }
     return out;
 }
@@ -154,19 +192,23 @@ bool ResponseBuilder::failed(vt_status *status) const {
     return false;
 }
 
-json ResponseBuilder::choice_logprobs(const ChoiceState &c) const {
-    if (!logprobs_) return nullptr;
-    if (chat_) return {{"content", c.chat_logprobs}};
-    return {{"tokens", c.tokens},
-            {"token_logprobs", c.token_logprobs},
-            {"top_logprobs", c.top_logprobs},
-            {"text_offset", c.text_offset}};
+json ResponseBuilder::message(const ChoiceState &c) const {
+    json m = {{"role", "assistant"}};
+    if (c.tool_out && !c.tool_out->calls.empty()) {
+        m["content"] = c.tool_out->content ? json(*c.tool_out->content) : json(nullptr);
+        json calls = json::array();
+        for (const auto &call : c.tool_out->calls) calls.push_back(tool_call_json(call));
+        m["tool_calls"] = std::move(calls);
+    } else {
+        m["content"] = c.text;
+    }
+    return m;
 }
 
 std::string ResponseBuilder::final_text() const {
-    if (stream_) {
+    if (o_.stream) {
         std::string out;
-        if (include_usage_) {
+        if (o_.include_usage) {
             json j = chunk(json::array());
             j["usage"] = usage();
             out += sse(j);
@@ -176,23 +218,29 @@ std::string ResponseBuilder::final_text() const {
     }
     json choices = json::array();
     for (const auto &c : choices_) {
-        json ch = {{"index", c.index}, {"logprobs", choice_logprobs(c)}, {"finish_reason", finish_name(c.finish)}};
-        if (chat_) ch["message"] = {{"role", "assistant"}, {"content", c.text}};
-        else ch["text"] = c.text;
+        json ch = {{"index", c.index}, {"logprobs", choice_logprobs(c)}, {"finish_reason", finish_reason(c)}};
+        if (o_.chat) {
+            ch["message"] = message(c);
+        } else {
+            ch["text"] = o_.echo ? prompts_[(size_t)c.prompt].text + c.text : c.text;
+            if (o_.prompt_logprobs) ch["prompt_logprobs"] = vllm_prompt_logprobs(c);
+        }
         choices.push_back(std::move(ch));
     }
     json j = {{"id", id_},
-              {"object", chat_ ? "chat.completion" : "text_completion"},
+              {"object", o_.chat ? "chat.completion" : "text_completion"},
               {"created", created_},
-              {"model", model_},
+              {"model", o_.model},
               {"choices", std::move(choices)},
               {"usage", usage()}};
+    // vLLM's chat answer carries the (one) prompt's logprobs at the top.
+    if (o_.chat && o_.prompt_logprobs && !choices_.empty()) j["prompt_logprobs"] = vllm_prompt_logprobs(choices_[0]);
     return dump_json(j);
 }
 
 std::string ResponseBuilder::error_text(int http_status, const std::string &message) const {
     const json body = error_body(ApiError(http_status, message, "server_error"));
-    if (!stream_) return dump_json(body);
+    if (!o_.stream) return dump_json(body);
     return sse(body) + "data: [DONE]\n\n";
 }
 

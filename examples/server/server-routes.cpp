@@ -8,6 +8,7 @@
 #include "server-generate.h"
 #include "server-lora.h"
 #include "server-metrics.h"
+#include "server-structured.h"
 
 namespace vts {
 
@@ -205,7 +206,8 @@ void setup_routes(httplib::Server &svr, ServerState &st) {
                         {"model", st.model_name}});
     });
     svr.Get("/metrics", [&st](const httplib::Request &, httplib::Response &res) {
-        res.set_content(st.metrics->render(st.engine->stats()), "text/plain; version=0.0.4; charset=utf-8");
+        res.set_content(st.metrics->render(st.engine->stats()) + st.grammars->render_metrics(),
+                        "text/plain; version=0.0.4; charset=utf-8");
     });
     svr.Get("/v1/models", [&st](const httplib::Request &, httplib::Response &res) {
         json data = json::array({model_card(st)});

@@ -11,6 +11,7 @@
 namespace vts {
 
 class Engine;
+class GrammarCache;
 class LoraRegistry;
 class Metrics;
 class Prompter;
@@ -24,6 +25,7 @@ struct ServerState {
     Prompter *prompter = nullptr;
     Metrics *metrics = nullptr;
     LoraRegistry *loras = nullptr;        // --lora and run-time adapters (server-lora.h)
+    GrammarCache *grammars = nullptr;     // compiled output constraints (server-structured.h)
     std::atomic<bool> draining{false};    // SIGTERM came: refuse new requests
     std::atomic<bool> pool_logged{false}; // the KV pool's size was logged
 };

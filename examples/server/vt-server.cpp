@@ -32,6 +32,7 @@
 #include "server-metrics.h"
 #include "server-prompt.h"
 #include "server-routes.h"
+#include "server-structured.h"
 #include "server-state.h"
 #include "vt/vt.h"
 
@@ -170,7 +171,13 @@ int serve(ServerState &st) {
     if (failed(vt_context_step(ctx.get(), 0, nullptr), "cannot allocate the KV cache")) return 1;
 
     Metrics metrics;
-    Prompter prompter(model.get());
+    Prompter prompter(model.get(), o.chat_template);
+    if (!o.chat_template.empty() && !prompter.template_error().empty()) {
+        std::fprintf(stderr, "vt-server: --chat-template: %s\n", prompter.template_error().c_str());
+        return 1;
+    }
+    GrammarCache grammars(tok, 32);
+    st.grammars = &grammars;
     Engine engine(ctx.get(), &metrics);
     st.engine = &engine;
     st.prompter = &prompter;

@@ -1,4 +1,5 @@
-/* vt_chat.h - chat templates: a conversation rendered into prompt text.
+/* vt_chat.h - chat templates: a conversation rendered into prompt text, and
+ * the tool calls of the model's answer parsed back out of its output.
  *
  * Models carry a Jinja template (GGUF tokenizer.chat_template) that turns a
  * list of messages into the prompt text the model was trained on. vt renders
@@ -107,6 +108,80 @@ VT_API vt_status vt_chat_template_apply_json(const vt_chat_template *tmpl,
                                              const vt_chat_params *params,
                                              char *buf, size_t buf_size,
                                              size_t *needed);
+
+/* ---- Tool calls in the output ------------------------------------------
+ *
+ * A template that renders tools teaches the model a syntax for calling them;
+ * these functions find that syntax in the template and split an output
+ * written in it into plain content and calls (what vLLM's tool parsers of
+ * the same names do). They read text only: the caller decides when to parse
+ * (e.g. OpenAI's tool_choice "auto"). Tokens that are control tokens in the
+ * model's vocabulary (<|python_tag|>, [TOOL_CALLS]) are absent from text
+ * detokenized without them; the parsers read such output as well.
+ *
+ * An output whose calls do not all parse (invalid JSON, no string "name") is
+ * content with no calls, never an error.
+ */
+
+/* The syntaxes. Since ABI 1.8. In every one a call is a JSON object with a
+ * string "name" and its arguments under "arguments" or "parameters". */
+typedef enum vt_tool_call_format {
+    /* No tool-call syntax known: an output is content only. */
+    VT_TOOL_CALL_FORMAT_NONE = 0,
+    /* Hermes 2 Pro, Qwen 2.5 / 3: <tool_call>{"name": .., "arguments": {..}}</tool_call>,
+     * any number, with text around them (the last closing tag may be
+     * missing). */
+    VT_TOOL_CALL_FORMAT_HERMES = 1,
+    /* Llama 3.1 / 3.2 / 3.3: the whole output is {"name": .., "parameters": {..}}
+     * (several joined by ';'), after an optional <|python_tag|>. */
+    VT_TOOL_CALL_FORMAT_LLAMA3_JSON = 2,
+    /* Mistral: [TOOL_CALLS][{"name": .., "arguments": {..}}, ...] after
+     * optional text, or [TOOL_CALLS]name[ARGS]{..} per call; without the
+     * marker, an output that is only such an array. */
+    VT_TOOL_CALL_FORMAT_MISTRAL = 3
+} vt_tool_call_format;
+
+/* METHOD. Since ABI 1.8. The syntax the template's source teaches, from the
+ * markers it writes ([TOOL_CALLS], <tool_call>, <|python_tag|>, a Llama 3
+ * header with the "parameters" call format); VT_TOOL_CALL_FORMAT_NONE when
+ * it shows none. Errors: VT_ERR_INVALID_ARGUMENT (NULL tmpl or out).
+ * Thread-safe. */
+VT_API vt_status vt_chat_template_tool_call_format(const vt_chat_template *tmpl,
+                                                   vt_tool_call_format *out);
+
+/* Since ABI 1.8. Splits len bytes of a model's output into content and calls
+ * and writes them to buf (the buffer convention of vt_common.h) as a JSON
+ * object:
+ *
+ *   {"content": "text" | null,
+ *    "tool_calls": [{"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}]}
+ *
+ * arguments is JSON text (compact, the model's key order; "{}" when the
+ * call gave none; a string holding JSON is that JSON), as OpenAI's
+ * function.arguments. With calls, content is the text outside them in
+ * order with trailing whitespace removed, null when nothing else is left;
+ * without calls (none found, a malformed one, or VT_TOOL_CALL_FORMAT_NONE)
+ * it is the whole text, unchanged, and tool_calls is empty. Bytes of text
+ * that are not UTF-8 come out as U+FFFD. text may be NULL when len is 0.
+ * Errors: VT_ERR_INVALID_ARGUMENT (an unknown format, NULL needed, NULL text
+ * with len > 0), VT_ERR_BUFFER_TOO_SMALL. Thread-safe. */
+VT_API vt_status vt_chat_parse_tool_calls(vt_tool_call_format format, const char *text,
+                                          size_t len, char *buf, size_t buf_size,
+                                          size_t *needed);
+
+/* Since ABI 1.8. For streaming: *n_content receives the length of the
+ * longest prefix of a growing output (text, len bytes so far) that is
+ * content however it continues: no call can start in it, and it ends before
+ * any whitespace that may precede a call. The content that
+ * vt_chat_parse_tool_calls gives for any continuation of text starts with
+ * these bytes (or, for the whole output, is null only when this prefix is
+ * empty), so a server may send them at once and hold back the rest until
+ * the output ends. VT_TOOL_CALL_FORMAT_NONE: len. Errors:
+ * VT_ERR_INVALID_ARGUMENT (an unknown format, NULL n_content, NULL text with
+ * len > 0). Thread-safe. */
+VT_API vt_status vt_chat_tool_calls_content_prefix(vt_tool_call_format format,
+                                                   const char *text, size_t len,
+                                                   size_t *n_content);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 // vt_chat_template shims: a parsed vt::jinja::Template plus the model's
 // BOS/EOS texts, and the context transformers' apply_chat_template passes to
 // a template (messages, tools, documents, add_generation_prompt, bos_token,
-// eos_token, then the caller's extra keys).
+// eos_token, then the caller's extra keys). The tool-call parsers
+// (tokenizer/tool-calls.h) behind vt_chat_parse_tool_calls.
 #include <cstring>
 #include <ctime>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "api/api-handles.h"
 #include "api/api-internal.h"
 #include "tokenizer/jinja/jinja.h"
+#include "tokenizer/tool-calls.h"
 #include "tokenizer/utf8.h"
 
 using vt::api::copy_out;
@@ -20,11 +22,20 @@ using vt::api::guard;
 using ordered_json = nlohmann::ordered_json;
 
 struct vt_chat_template {
-    explicit vt_chat_template(std::string_view source) : tmpl(source) {}
+    explicit vt_chat_template(std::string_view source)
+        : tmpl(source), tool_format(vt::tok::detect_tool_call_format(source)) {}
     vt::jinja::Template tmpl;
+    vt::tok::ToolCallFormat tool_format;
     std::string bos_token;  // the model's, "" without one
     std::string eos_token;
 };
+
+using vt::tok::ToolCallFormat;
+static_assert((int)ToolCallFormat::none == VT_TOOL_CALL_FORMAT_NONE &&
+              (int)ToolCallFormat::hermes == VT_TOOL_CALL_FORMAT_HERMES &&
+              (int)ToolCallFormat::llama3_json == VT_TOOL_CALL_FORMAT_LLAMA3_JSON &&
+              (int)ToolCallFormat::mistral == VT_TOOL_CALL_FORMAT_MISTRAL,
+              "vt_tool_call_format and vt::tok::ToolCallFormat must agree");
 
 namespace {
 
@@ -49,6 +60,17 @@ ordered_json parse_json(const char *text, const char *what) {
         // nlohmann reports invalid UTF-8 as a parse error too.
         vt::fail(VT_ERR_FORMAT, "%s is not valid JSON: %s", what, e.what());
     }
+}
+
+// A caller's vt_tool_call_format, checked: it may hold any int.
+bool tool_format_of(vt_tool_call_format f, ToolCallFormat *out) {
+    switch (f) {
+    case VT_TOOL_CALL_FORMAT_NONE:
+    case VT_TOOL_CALL_FORMAT_HERMES:
+    case VT_TOOL_CALL_FORMAT_LLAMA3_JSON:
+    case VT_TOOL_CALL_FORMAT_MISTRAL: *out = (ToolCallFormat)f; return true;
+    }
+    return false;
 }
 
 vt_chat_params params_or_defaults(const vt_chat_params *params) {
@@ -189,6 +211,35 @@ VT_API vt_status vt_chat_template_apply_json(const vt_chat_template *tmpl, const
     });
     if (g != VT_OK) return g;
     return render_out(tmpl, std::move(msgs), p, buf, buf_size, needed);
+}
+
+VT_API vt_status vt_chat_template_tool_call_format(const vt_chat_template *tmpl, vt_tool_call_format *out) {
+    if (!tmpl || !out) return fail_arg("vt_chat_template_tool_call_format: tmpl and out must not be NULL");
+    return guard([&] { *out = (vt_tool_call_format)tmpl->tool_format; });
+}
+
+VT_API vt_status vt_chat_parse_tool_calls(vt_tool_call_format format, const char *text, size_t len, char *buf,
+                                          size_t buf_size, size_t *needed) {
+    ToolCallFormat f;
+    if (!needed) return fail_arg("vt_chat_parse_tool_calls: needed must not be NULL");
+    if (!text && len) return fail_arg("vt_chat_parse_tool_calls: text is NULL with a nonzero length");
+    if (!tool_format_of(format, &f)) return fail_arg("vt_chat_parse_tool_calls: unknown vt_tool_call_format");
+    vt_status st = VT_OK;
+    vt_status g = guard([&] {
+        const std::string out =
+            vt::tok::tool_call_parse_to_json(vt::tok::parse_tool_calls(f, std::string_view(text ? text : "", len)));
+        st = copy_out(out, buf, buf_size, needed);
+    });
+    return g != VT_OK ? g : st;
+}
+
+VT_API vt_status vt_chat_tool_calls_content_prefix(vt_tool_call_format format, const char *text, size_t len,
+                                                   size_t *n_content) {
+    ToolCallFormat f;
+    if (!n_content) return fail_arg("vt_chat_tool_calls_content_prefix: n_content must not be NULL");
+    if (!text && len) return fail_arg("vt_chat_tool_calls_content_prefix: text is NULL with a nonzero length");
+    if (!tool_format_of(format, &f)) return fail_arg("vt_chat_tool_calls_content_prefix: unknown vt_tool_call_format");
+    return guard([&] { *n_content = vt::tok::tool_call_content_prefix(f, std::string_view(text ? text : "", len)); });
 }
 
 } // extern "C"

@@ -47,6 +47,12 @@ struct Grammar {
     // a rule (grammar-lower.cpp gives each call site of a shared rule its
     // own) matches the same strings as the rule it copies.
     std::vector<uint32_t> origin;
+    // By position, for X{m,n}'s chain of optional copies (grammar-lower.cpp):
+    // how many copies of X remain from the copy a position belongs to
+    // (0: not in a chain), and the same position one copy further in.
+    // A token of L bytes cannot use up more than L copies, so every copy
+    // with more than L + 1 left gets the token cache of the one with L + 1.
+    std::vector<uint32_t> copies_left, next_copy;
     uint32_t root = 0;
 };
 

@@ -12,6 +12,7 @@
 //    right-recursive rule (the matcher calls a rule in tail position
 //    without growing the stack, so long repetitions stay flat).
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <unordered_map>
@@ -81,6 +82,8 @@ void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<ByteSeq> &out) {
 
 class Lowerer {
 public:
+    static constexpr size_t kMaxElements = 60000;
+
     explicit Lowerer(const std::vector<GbnfRule> &rules) : src_(rules) {
         for (const auto &r : rules) {
             ids_.emplace(r.name, uint32_t(g_.rule_names.size()));
@@ -177,10 +180,8 @@ private:
             for (const auto &q : seqs) s.add_range(q[0].lo, q[0].hi);
             return {ElemKind::bytes, add_set(s)};  // an empty set: the alternative is dropped later
         }
-        std::string key;
-        for (const auto &r : ranges) key += std::to_string(r.lo) + "-" + std::to_string(r.hi) + ",";
-        auto f = class_rules_.find(key);
-        if (f != class_rules_.end()) return {ElemKind::rule, f->second};
+        // One rule per use, not shared: a rule with one call site lets the
+        // token cache see the caller's context (token-matcher.cpp).
         uint32_t r = new_rule("(class)");
         // Single bytes share one set; longer sequences are alternatives.
         ByteSet ascii;
@@ -194,7 +195,6 @@ private:
             alts_[r].push_back(std::move(alt));
         }
         if (!ascii.empty()) alts_[r].insert(alts_[r].begin(), Seq{{ElemKind::bytes, add_set(ascii)}});
-        class_rules_.emplace(key, r);
         return {ElemKind::rule, r};
     }
 
@@ -226,6 +226,8 @@ private:
         uint32_t prev = UINT32_MAX;
         for (uint32_t k = it.min; k < it.max; ++k) {
             uint32_t opt = new_rule("(optional)");
+            chain_rules_.resize(opt + 1);
+            chain_rules_[opt] = 1;
             Seq s{x};
             if (prev != UINT32_MAX) s.push_back({ElemKind::rule, prev});
             alts_[opt].push_back(std::move(s));
@@ -239,6 +241,16 @@ private:
     // an empty language, and flattens the alternatives into g_.elems.
     Grammar finish() {
         size_t n = alts_.size();
+        // Compilation costs time per position and memory per position and
+        // token: a bound keeps one request's constraint from taking a
+        // server's CPU for seconds (x{1,100000} is 100,000 positions).
+        size_t total = 0;
+        for (const auto &a : alts_)
+            for (const auto &s : a) total += s.size() + 1;
+        if (total > kMaxElements)
+            throw Error(VT_ERR_UNSUPPORTED, "grammar: too large (" + std::to_string(total) + " elements, at most " +
+                                                std::to_string(kMaxElements) +
+                                                "); large repetition counts are the usual cause");
         auto elem_ok = [&](const Elem &e, const std::vector<char> &prod) {
             return e.kind == ElemKind::bytes ? !g_.sets[e.arg].empty() : bool(prod[e.arg]);
         };
@@ -284,7 +296,57 @@ private:
                     if (g_.elems[p].kind == ElemKind::end) break;
                 }
         }
+        link_chain_copies();
         return std::move(g_);
+    }
+
+    // Fills copies_left and next_copy (grammar-ir.h) over the flattened
+    // rules: copy k of a chain is [X, copy k-1] (copy 1: [X]); positions
+    // inside X (and inside X's own rule copies) pair up structurally.
+    void link_chain_copies() {
+        size_t n = g_.rule_alts.size();
+        chain_rules_.resize(alts_.size());
+        auto is_chain = [&](uint32_t r) { return chain_rules_[copy_of_[r]] && !g_.rule_alts[r].empty(); };
+        auto inner_of = [&](uint32_t r) -> uint32_t {
+            uint32_t a = g_.rule_alts[r][0];
+            const Elem &e = g_.elems[a + 1];
+            return e.kind == ElemKind::rule && is_chain(e.arg) ? e.arg : UINT32_MAX;
+        };
+        std::vector<uint32_t> left(n, 0);
+        for (uint32_t r = 0; r < n; ++r) {
+            if (!is_chain(r) || left[r]) continue;
+            std::vector<uint32_t> path;  // r, its inner copy, ...
+            for (uint32_t q = r; q != UINT32_MAX && !left[q]; q = inner_of(q)) path.push_back(q);
+            uint32_t base = path.empty() ? 0 : (inner_of(path.back()) == UINT32_MAX ? 0 : left[inner_of(path.back())]);
+            for (size_t i = path.size(); i-- > 0;) left[path[i]] = ++base;
+        }
+        bool any = std::any_of(left.begin(), left.end(), [](uint32_t x) { return x != 0; });
+        if (!any) return;
+        g_.copies_left.assign(g_.elems.size(), 0);
+        g_.next_copy.assign(g_.elems.size(), UINT32_MAX);
+        std::vector<char> seen(n, 0);
+        std::function<void(uint32_t, uint32_t, uint32_t)> pair = [&](uint32_t a, uint32_t b, uint32_t k) {
+            if (a == b || seen[a] || g_.rule_alts[a].size() != g_.rule_alts[b].size()) return;
+            seen[a] = 1;
+            for (size_t i = 0; i < g_.rule_alts[a].size(); ++i) {
+                for (uint32_t pa = g_.rule_alts[a][i], pb = g_.rule_alts[b][i];; ++pa, ++pb) {
+                    const Elem &ea = g_.elems[pa], &eb = g_.elems[pb];
+                    if (ea.kind != eb.kind) break;
+                    g_.copies_left[pa] = k;
+                    g_.next_copy[pa] = pb;
+                    if (ea.kind == ElemKind::end) break;
+                    if (ea.kind == ElemKind::rule) pair(ea.arg, eb.arg, k);
+                }
+            }
+        };
+        for (uint32_t r = 0; r < n; ++r) {
+            uint32_t in = left[r] > 1 ? inner_of(r) : UINT32_MAX;
+            if (in == UINT32_MAX) continue;
+            uint32_t pa = g_.rule_alts[r][0], pb = g_.rule_alts[in][0];
+            g_.copies_left[pa] = left[r];
+            g_.next_copy[pa] = pb;
+            if (g_.elems[pa].kind == ElemKind::rule) pair(g_.elems[pa].arg, g_.elems[pb].arg, left[r]);
+        }
     }
 
     // Gives each call site of a rule that is not recursive (a rule whose only
@@ -431,8 +493,8 @@ private:
     Grammar g_;
     std::unordered_map<std::string, uint32_t> ids_;
     std::vector<std::vector<Seq>> alts_;
-    std::map<std::string, uint32_t> class_rules_;
     std::vector<uint32_t> copy_of_;  // by rule: the original of a copy (clone_shared_rules)
+    std::vector<char> chain_rules_;  // by original rule: one of X{m,n}'s optional copies
 };
 
 } // namespace

@@ -455,9 +455,12 @@ private:
         if (max != -1 && min > max)
             fail(VT_ERR_INVALID_ARGUMENT, "JSON Schema: 'minLength' is greater than 'maxLength'");
         if (min == 0 && max == -1) return use("basic-string");
-        // NOTE: xgrammar's length-bounded strings take any character but a
-        // quote, a backslash, CR or LF: no escapes, raw tabs and controls allowed.
-        return seq({"\"\\\"\"", repeat("[^\"\\\\\\r\\n]", min, max), "\"\\\"\""});
+        // Length-bounded strings: one character per code point, so no
+        // escapes (as xgrammar). xgrammar lets raw tabs and other control
+        // characters in, which makes invalid JSON (RFC 8259 wants them
+        // escaped); vt keeps them out, as its unbounded strings do. The
+        // oracle goldens patch xgrammar's class the same way.
+        return seq({"\"\\\"\"", repeat("[^\"\\\\\\x00-\\x1f]", min, max), "\"\\\"\""});
     }
 
     std::optional<int64_t> integer_bound(const Json &s, const char *kw) {

@@ -1,6 +1,8 @@
 // Stack arena and automaton steps (pda.h).
 #include "grammar/pda.h"
 
+#include <algorithm>
+
 namespace vt::grammar {
 
 namespace {
@@ -127,6 +129,29 @@ void Pda::advance(const PdaState &from, uint8_t b, PdaState &to) {
         const StackNode nd = arena_[t];
         if (g_.sets[g_.elems[nd.pos].arg].has(b)) expand(arena_.intern(nd.pos + 1, nd.parent), to);
     }
+}
+
+uint32_t LazyDfa::add(PdaState s) {
+    std::sort(s.tops.begin(), s.tops.end());
+    std::string key(reinterpret_cast<const char *>(s.tops.data()), s.tops.size() * sizeof(uint32_t));
+    key += char(s.accept | (s.out << 1));
+    auto [it, fresh] = ids_.try_emplace(std::move(key), uint32_t(states_.size()));
+    if (fresh) {
+        states_.push_back(std::move(s));
+        trans_.resize(states_.size() * 256, kUnknown);
+    }
+    return it->second;
+}
+
+uint32_t LazyDfa::compute(uint32_t id, uint8_t b) {
+    pda_.advance(states_[id], b, next_);
+    return add(next_);
+}
+
+void LazyDfa::clear() {
+    states_.clear();
+    trans_.clear();
+    ids_.clear();
 }
 
 ByteSet Pda::next_bytes(const PdaState &s) const {

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/grammar-ir.h"
@@ -73,6 +75,38 @@ private:
     StackArena &arena_;
     std::vector<uint32_t> stamp_;  // per node: the epoch it was last expanded in
     uint32_t epoch_ = 0;
+};
+
+// Automaton states interned and their byte transitions memoized (a DFA
+// built lazily over the PDA's states): token walks pass through the same
+// few states again and again (inside a JSON string every character leads
+// back to the same state), so most steps are one table lookup.
+// The states hold node ids of the Pda's arena: clear() before the arena
+// forgets nodes.
+class LazyDfa {
+public:
+    static constexpr uint32_t kUnknown = UINT32_MAX;
+    explicit LazyDfa(Pda &pda) : pda_(pda) {}
+
+    uint32_t add(PdaState s);  // the id of s (tops sorted here)
+    uint32_t step(uint32_t id, uint8_t b) {
+        const size_t k = (size_t)id * 256 + b;
+        if (trans_[k] == kUnknown) {
+            const uint32_t next = compute(id, b);  // may grow trans_
+            trans_[k] = next;
+        }
+        return trans_[k];
+    }
+    const PdaState &state(uint32_t id) const { return states_[id]; }
+    void clear();
+
+private:
+    uint32_t compute(uint32_t id, uint8_t b);
+    Pda &pda_;
+    std::vector<PdaState> states_;
+    std::vector<uint32_t> trans_;  // states_ x 256
+    std::unordered_map<std::string, uint32_t> ids_;
+    PdaState next_;
 };
 
 } // namespace vt::grammar

@@ -550,6 +550,12 @@ Node loop_body(const Node &n) {
 
 Node simplify(Node n) {
     for (Node &k : n.kids) k = simplify(std::move(k));
+    if (n.kind == Node::SEQ) {
+        // Empty groups ("a()b") leave nothing in a sequence.
+        std::erase_if(n.kids, [](const Node &k) { return k.kind == Node::EMPTY; });
+        if (n.kids.empty()) return Node{};
+        if (n.kids.size() == 1) return std::move(n.kids[0]);
+    }
     if (n.kind != Node::REPEAT) return n;
     Node &body = n.kids[0];
     if (n.max == 0 || body.kind == Node::EMPTY) return Node{};

@@ -30,6 +30,7 @@ std::shared_ptr<const TokenVocab> TokenVocab::of(const Tokenizer &tok) {
         }
         v->bytes[id] = tok.token_bytes(int32_t(id));
         if (!v->bytes[id].empty()) v->sorted.push_back(int32_t(id));
+        v->max_len = std::max(v->max_len, v->bytes[id].size());
     }
     // std::string compares bytes as unsigned char.
     std::sort(v->sorted.begin(), v->sorted.end(),
@@ -50,14 +51,13 @@ void TokenSet::add_to(uint32_t *mask) const {
     }
 }
 
-void walk_tokens(Pda &pda, const PdaState &start, const TokenVocab &v, std::span<const uint32_t> idx,
-                 std::vector<PdaState> &st, std::vector<TokenVerdict> &verdicts) {
+void walk_tokens(LazyDfa &dfa, uint32_t start, const TokenVocab &v, std::span<const uint32_t> idx,
+                 std::vector<TokenVerdict> &verdicts) {
     verdicts.assign(idx.size(), TokenVerdict::rejected);
-    if (st.empty()) st.resize(1);
-    st[0] = start;
-    std::vector<char> out_seen(1, 0);  // out_seen[d]: a stack left the known context within d bytes
+    std::vector<uint32_t> st(1, start);  // st[d]: the state after d bytes of the current token
+    std::vector<char> out_seen(1, 0);    // out_seen[d]: a stack left the known context within d bytes
     const std::string *prev = nullptr;
-    size_t valid = 0;  // states st[0..valid] belong to prev's prefix
+    size_t valid = 0;  // st[0..valid] belong to prev's prefix
     for (size_t i = 0; i < idx.size();) {
         const std::string &t = v.bytes[v.sorted[idx[i]]];
         size_t L = t.size();
@@ -66,14 +66,17 @@ void walk_tokens(Pda &pda, const PdaState &start, const TokenVocab &v, std::span
             size_t m = std::min({valid, prev->size(), L});
             while (d < m && (*prev)[d] == t[d]) ++d;
         }
-        if (st.size() < L + 1) st.resize(L + 1);
-        if (out_seen.size() < L + 1) out_seen.resize(L + 1);
+        if (st.size() < L + 1) {
+            st.resize(L + 1);
+            out_seen.resize(L + 1);
+        }
         bool died = false;
         while (d < L) {
-            pda.advance(st[d], uint8_t(t[d]), st[d + 1]);
-            out_seen[d + 1] = out_seen[d] || st[d + 1].out;
+            st[d + 1] = dfa.step(st[d], uint8_t(t[d]));
+            const PdaState &s = dfa.state(st[d + 1]);
+            out_seen[d + 1] = out_seen[d] || s.out;
             ++d;
-            if (st[d].dead()) {
+            if (s.dead()) {
                 died = true;
                 break;
             }
@@ -81,7 +84,7 @@ void walk_tokens(Pda &pda, const PdaState &start, const TokenVocab &v, std::span
         valid = d;
         prev = &t;
         if (d == L) {
-            const PdaState &e = st[L];
+            const PdaState &e = dfa.state(st[L]);
             bool ok = !e.dead() || e.accept || e.out;
             verdicts[i] = ok ? TokenVerdict::accepted
                         : (L > 1 && out_seen[L - 1]) ? TokenVerdict::uncertain : TokenVerdict::rejected;
@@ -103,7 +106,6 @@ void walk_tokens(Pda &pda, const PdaState &start, const TokenVocab &v, std::span
     }
 }
 
-namespace {
 
 // The caller context of a rule's frames that the grammar fixes: a rule
 // called from one place only (ignoring its own tail calls, e.g. X*'s loop)
@@ -160,16 +162,17 @@ private:
     std::vector<std::vector<uint32_t>> sites_;
 };
 
-} // namespace
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> v)
     : g_(std::move(g)), v_(std::move(v)), pos_index_(g_->elems.size(), UINT32_MAX) {
     const Grammar &gr = *g_;
     const TokenVocab &vo = *v_;
     StaticContext ctx(gr, false), ctx_orig(gr, true);
+    // One arena and one lazy DFA for the whole compilation: positions reach
+    // the same states (a string's characters, whitespace) over and over.
     StackArena arena;
     Pda pda(gr, arena);
-    std::vector<PdaState> scratch;
+    LazyDfa dfa(pda);
     std::vector<TokenVerdict> verdicts;
     PdaState s0;
     // First once per original position, with the context all its copies
@@ -184,7 +187,6 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
     auto base_of = [&](uint32_t o) -> const Base & {
         auto [it, fresh] = bases.try_emplace(o);
         if (!fresh) return it->second;
-        arena.clear();
         s0.tops.assign(1, arena.intern(o, ctx_orig.parent_of(ctx_orig.rule_of(o), arena)));
         s0.accept = s0.out = false;
         const ByteSet &first = gr.sets[gr.elems[o].arg];
@@ -193,7 +195,7 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
             if (!first.has(uint8_t(b))) continue;
             for (uint32_t i = vo.first_begin[b]; i < vo.first_begin[b + 1]; ++i) idx.push_back(i);
         }
-        walk_tokens(pda, s0, vo, idx, scratch, verdicts);
+        walk_tokens(dfa, dfa.add(s0), vo, idx, verdicts);
         for (size_t k = 0; k < idx.size(); ++k) {
             if (verdicts[k] == TokenVerdict::accepted) it->second.accepted.push_back(vo.sorted[idx[k]]);
             if (verdicts[k] == TokenVerdict::uncertain) it->second.uncertain.push_back(idx[k]);
@@ -202,19 +204,32 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
     };
     size_t words = (vo.n_vocab + 31) / 32;
     std::vector<int32_t> accepted;
+    // A copy deep in a repetition chain shares the cache of the copy with
+    // max_len + 1 left (grammar-ir.h); those are filled in after the rest.
+    const size_t far = vo.max_len + 1;
+    auto far_in_chain = [&](uint32_t p) { return !gr.copies_left.empty() && gr.copies_left[p] > far; };
+    // A copy with k left differs from the copy outside it (k + 1 left) only
+    // for tokens of k bytes or more (a shorter one cannot use up k copies):
+    // copies are derived outside in, each walking only those tokens.
+    std::vector<uint32_t> outer;
+    if (!gr.next_copy.empty()) {
+        outer.assign(gr.elems.size(), UINT32_MAX);
+        for (uint32_t q = 0; q < gr.elems.size(); ++q)
+            if (gr.next_copy[q] != UINT32_MAX && !far_in_chain(q)) outer[gr.next_copy[q]] = q;
+    }
+    auto derived = [&](uint32_t p) { return !outer.empty() && outer[p] != UINT32_MAX; };
     for (uint32_t p = 0; p < gr.elems.size(); ++p) {
-        if (gr.elems[p].kind != ElemKind::bytes) continue;
+        if (gr.elems[p].kind != ElemKind::bytes || far_in_chain(p) || derived(p)) continue;
         const Base &base = base_of(gr.origin[p]);
         PositionMask pm;
         accepted = base.accepted;
-        arena.clear();
         uint32_t parent = ctx.parent_of(ctx.rule_of(p), arena);
         if (parent == kOutParent || base.uncertain.empty()) {
             pm.uncertain = base.uncertain;
         } else {
             s0.tops.assign(1, arena.intern(p, parent));
             s0.accept = s0.out = false;
-            walk_tokens(pda, s0, vo, base.uncertain, scratch, verdicts);
+            walk_tokens(dfa, dfa.add(s0), vo, base.uncertain, verdicts);
             for (size_t k = 0; k < base.uncertain.size(); ++k) {
                 if (verdicts[k] == TokenVerdict::accepted) accepted.push_back(vo.sorted[base.uncertain[k]]);
                 if (verdicts[k] == TokenVerdict::uncertain) pm.uncertain.push_back(base.uncertain[k]);
@@ -229,15 +244,102 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_p
         pos_index_[p] = uint32_t(masks_.size());
         masks_.push_back(std::move(pm));
     }
+    if (!outer.empty()) derive_chain_copies(outer, ctx, arena, dfa);
+    for (uint32_t p = 0; p < gr.elems.size(); ++p) {
+        if (gr.elems[p].kind != ElemKind::bytes || !far_in_chain(p)) continue;
+        uint32_t q = p;
+        while (far_in_chain(q) && pos_index_[q] == UINT32_MAX) q = gr.next_copy[q];
+        pos_index_[p] = pos_index_[q];
+    }
+}
+
+void CompiledGrammar::derive_chain_copies(const std::vector<uint32_t> &outer, const StaticContext &ctx,
+                                          StackArena &arena, LazyDfa &dfa) {
+    const Grammar &gr = *g_;
+    const TokenVocab &vo = *v_;
+    // Outside in: a copy after its outer copy. (Chains nest, X{m,n} inside
+    // Y{m,n}: a position's level is read from the link that names it.)
+    std::vector<uint32_t> order, path;
+    std::vector<char> queued(gr.elems.size(), 0);
+    for (uint32_t p = 0; p < gr.elems.size(); ++p) {
+        if (gr.elems[p].kind != ElemKind::bytes || outer[p] == UINT32_MAX || queued[p]) continue;
+        path.clear();
+        for (uint32_t q = p; q != UINT32_MAX && pos_index_[q] == UINT32_MAX && !queued[q]; q = outer[q]) {
+            queued[q] = 1;
+            path.push_back(q);
+        }
+        order.insert(order.end(), path.rbegin(), path.rend());
+    }
+    // Per first-byte set: its tokens (indices into sorted), longest first,
+    // so that "k bytes or more" is a prefix.
+    std::unordered_map<uint32_t, std::vector<uint32_t>> by_length;
+    std::vector<uint32_t> idx, acc_ids, unc;
+    std::vector<TokenVerdict> walked;
+    for (uint32_t p : order) {
+        const size_t k = gr.copies_left[outer[p]] - 1;  // copies left at p, in the chain of that link
+        const uint32_t set = gr.elems[p].arg;
+        auto [it, fresh] = by_length.try_emplace(set);
+        if (fresh) {
+            const ByteSet &first = gr.sets[set];
+            for (int b = 0; b < 256; ++b)
+                if (first.has(uint8_t(b)))
+                    for (uint32_t i = vo.first_begin[b]; i < vo.first_begin[b + 1]; ++i) it->second.push_back(i);
+            std::stable_sort(it->second.begin(), it->second.end(), [&](uint32_t x, uint32_t y) {
+                return vo.bytes[vo.sorted[x]].size() > vo.bytes[vo.sorted[y]].size();
+            });
+        }
+        const std::vector<uint32_t> &all = it->second;
+        size_t n = 0;
+        while (n < all.size() && vo.bytes[vo.sorted[all[n]]].size() >= k) ++n;
+        idx.assign(all.begin(), all.begin() + (ptrdiff_t)n);
+        std::sort(idx.begin(), idx.end());
+        PdaState s0;
+        s0.tops.assign(1, arena.intern(p, ctx.parent_of(ctx.rule_of(p), arena)));
+        walk_tokens(dfa, dfa.add(s0), vo, idx, walked);
+        // The outer copy's sets, with the walked tokens' verdicts replaced.
+        PositionMask pm = masks_[pos_index_[outer[p]]];
+        auto walked_pos = [&](uint32_t i) { return std::binary_search(idx.begin(), idx.end(), i); };
+        std::vector<uint32_t> &U = pm.uncertain;
+        U.erase(std::remove_if(U.begin(), U.end(), walked_pos), U.end());
+        if (!pm.accepted.bits.empty()) {
+            for (uint32_t i : idx) pm.accepted.bits[vo.sorted[i] >> 5] &= ~(uint32_t(1) << (vo.sorted[i] & 31));
+        } else {
+            auto &ids = pm.accepted.ids;
+            std::vector<int32_t> drop;
+            for (uint32_t i : idx) drop.push_back(vo.sorted[i]);
+            std::sort(drop.begin(), drop.end());
+            ids.erase(std::remove_if(ids.begin(), ids.end(),
+                                     [&](int32_t id) { return std::binary_search(drop.begin(), drop.end(), id); }),
+                      ids.end());
+        }
+        unc.clear();
+        for (size_t j = 0; j < idx.size(); ++j) {
+            const int32_t id = vo.sorted[idx[j]];
+            if (walked[j] == TokenVerdict::uncertain) unc.push_back(idx[j]);
+            if (walked[j] != TokenVerdict::accepted) continue;
+            if (!pm.accepted.bits.empty()) {
+                pm.accepted.bits[id >> 5] |= uint32_t(1) << (id & 31);
+            } else {
+                pm.accepted.ids.push_back(id);
+            }
+        }
+        std::sort(pm.accepted.ids.begin(), pm.accepted.ids.end());
+        size_t mid = U.size();
+        U.insert(U.end(), unc.begin(), unc.end());
+        std::inplace_merge(U.begin(), U.begin() + (ptrdiff_t)mid, U.end());
+        pos_index_[p] = uint32_t(masks_.size());
+        masks_.push_back(std::move(pm));
+    }
 }
 
 TokenMatcher::TokenMatcher(std::shared_ptr<const CompiledGrammar> cg)
-    : cg_(std::move(cg)), pda_(cg_->grammar(), arena_) {
+    : cg_(std::move(cg)), pda_(cg_->grammar(), arena_), dfa_(pda_) {
     reset();
 }
 
 TokenMatcher::TokenMatcher(const TokenMatcher &o)
-    : cg_(o.cg_), arena_(o.arena_), pda_(cg_->grammar(), arena_), state_(o.state_), terminated_(o.terminated_) {}
+    : cg_(o.cg_), arena_(o.arena_), pda_(cg_->grammar(), arena_), state_(o.state_), terminated_(o.terminated_),
+      dfa_(pda_) {}
 
 void TokenMatcher::reset() {
     arena_.clear();
@@ -273,13 +375,14 @@ void TokenMatcher::fill_mask(uint32_t *mask) {
             if (!((mask[id >> 5] >> (id & 31)) & 1)) todo.push_back(k);
         }
         if (todo.empty()) continue;
-        walk_tokens(pda_, sub, v, todo, scratch_, verdicts);
+        walk_tokens(dfa_, dfa_.add(sub), v, todo, verdicts);
         for (size_t k = 0; k < todo.size(); ++k) {
             if (verdicts[k] != TokenVerdict::accepted) continue;
             int32_t id = v.sorted[todo[k]];
             mask[id >> 5] |= uint32_t(1) << (id & 31);
         }
     }
+    dfa_.clear();  // its states name nodes that go now
     arena_.truncate(mark);
     // A language with no continuation from here (cannot happen for a grammar
     // that passed compilation's checks) still lets generation end.

@@ -38,10 +38,13 @@ struct TokenVocab {
     std::vector<int32_t> sorted;         // ids of the other tokens, by bytes
     std::vector<uint32_t> first_begin;   // 257 entries: sorted range of each first byte
     std::vector<int32_t> eog;            // end-of-generation ids
+    size_t max_len = 0;                  // the longest token's bytes
 
     // Shared per tokenizer (built on first use; the tokenizer must outlive it).
     static std::shared_ptr<const TokenVocab> of(const Tokenizer &tok);
 };
+
+class StaticContext;  // token-matcher.cpp
 
 // A token set over a vocabulary: a bitmask when dense, a list when sparse.
 struct TokenSet {
@@ -65,6 +68,9 @@ public:
     const PositionMask &at(uint32_t pos) const { return masks_[pos_index_[pos]]; }
 
 private:
+    void derive_chain_copies(const std::vector<uint32_t> &outer, const StaticContext &ctx,
+                             StackArena &arena, LazyDfa &dfa);
+
     std::shared_ptr<const Grammar> g_;
     std::shared_ptr<const TokenVocab> v_;
     std::vector<uint32_t> pos_index_;  // by element position
@@ -101,14 +107,13 @@ private:
     Pda pda_;
     PdaState state_;
     bool terminated_ = false;
-    std::vector<PdaState> scratch_;  // per depth, for token walks
+    LazyDfa dfa_;  // for the walks of one fill_mask
 };
 
-// The walk both sides use: matches the tokens sorted[idx[i]] from `start`
-// (idx ascending) and reports each one's verdict.
+// The walk both sides use: matches the tokens sorted[idx[i]] from the
+// state `start` of dfa (idx ascending) and reports each one's verdict.
 enum class TokenVerdict : uint8_t { rejected, accepted, uncertain };
-void walk_tokens(Pda &pda, const PdaState &start, const TokenVocab &v,
-                 std::span<const uint32_t> idx, std::vector<PdaState> &scratch,
+void walk_tokens(LazyDfa &dfa, uint32_t start, const TokenVocab &v, std::span<const uint32_t> idx,
                  std::vector<TokenVerdict> &verdicts);
 
 } // namespace vt::grammar

@@ -277,8 +277,15 @@ def compile_xgr(compiler, xgr, c: dict):
     if kind == "gbnf":
         return compiler.compile_grammar(xgr.Grammar.from_ebnf(gbnf_for_xgrammar(src)))
     if kind == "json_schema":
-        # vt's language: xgrammar's defaults (lib/grammar/json-schema-grammar.h).
-        return compiler.compile_json_schema(src, any_whitespace=True, strict_mode=True)
+        # vt's language: xgrammar's defaults (lib/grammar/json-schema-grammar.h),
+        # except that its length-bounded strings' class [^"\\\r\n] lets raw
+        # control characters into a JSON string (invalid JSON, RFC 8259); vt
+        # excludes U+0000-U+001F there as in its other strings, so xgrammar's
+        # grammar is patched the same way before it computes the masks.
+        ebnf = str(xgr.Grammar.from_json_schema(src, any_whitespace=True, strict_mode=True))
+        bounded = '[^\\"\\\\\\r\\n]'
+        ebnf = ebnf.replace(bounded, '[^\\"\\\\\\0-\\x1f]')
+        return compiler.compile_grammar(xgr.Grammar.from_ebnf(ebnf))
     if kind == "json":
         return compiler.compile_builtin_json_grammar()
     if kind == "regex":

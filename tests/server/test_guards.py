@@ -153,7 +153,9 @@ def test_context_length_exceeded(server, client):
     b'{"prompt": "Hi", "seed": "x"}',
     b'{"prompt": "Hi", "logprobs": 21}',
     b'{"prompt": "Hi", "model": 3}',
-    b'{"prompt": "Hi", "logit_bias": {"1": 5}}',
+    b'{"prompt": "Hi", "logit_bias": {"x": 5}}',
+    b'{"prompt": "Hi", "max_tokens": 0}',
+    b'{"prompt": "Hi", "response_format": {"type": "yaml"}}',
 ])
 def test_malformed_completions(server, body):
     error_of(server.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"}),

@@ -6,6 +6,7 @@
 // Sampler ownership: vt_context_submit takes the vt_sampler on success, so
 // submit() moves the handle out of the vt.Sampler it is given (the object
 // raises VtInvalidState afterwards) and leaves it untouched on failure.
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -29,6 +30,7 @@ struct RequestEvent {
     vt_finish_reason finish = VT_FINISH_NONE;
     vt_status status = VT_OK;
     uint32_t n_prompt = 0, n_output = 0, n_cached = 0;
+    bool is_prompt = false;                             // a prompt token's event (prompt_logprobs)
 };
 
 // The package's names of the finish reasons, shared with vt.Generation and
@@ -55,13 +57,14 @@ RequestEvent copy_event(const vt_request_output &o) {
     e.n_prompt = o.n_prompt_tokens;
     e.n_output = o.n_output_tokens;
     e.n_cached = o.n_cached_tokens;
+    e.is_prompt = o.is_prompt;
     return e;
 }
 
 uint64_t submit(Context &self, const std::vector<vt_token> &prompt, std::optional<int64_t> max_tokens,
                 std::shared_ptr<Sampler> sampler, const std::vector<vt_token> &stop_token_ids,
                 const std::vector<std::string> &stop, bool ignore_eos, bool logprobs, uint32_t top_logprobs,
-                std::shared_ptr<LoRA> lora, float lora_scale) {
+                std::shared_ptr<LoRA> lora, float lora_scale, bool prompt_logprobs, uint32_t prompt_top_logprobs) {
     if (max_tokens && (*max_tokens < 1 || *max_tokens > UINT32_MAX))
         raise_status(VT_ERR_INVALID_ARGUMENT, "submit: max_tokens must be in 1 .. 2**32-1, or None (until the "
                                               "context's max_model_len)");
@@ -85,6 +88,8 @@ uint64_t submit(Context &self, const std::vector<vt_token> &prompt, std::optiona
     p.top_logprobs = top_logprobs;
     p.lora = lora ? lora->handle : nullptr;  // the request holds its own reference
     p.lora_scale = lora_scale;
+    p.prompt_logprobs = prompt_logprobs;
+    p.prompt_top_logprobs = prompt_top_logprobs;
     uint64_t id = 0;
     if (!sampler) {
         check(vt_context_submit(self.handle, &p, &id));
@@ -97,6 +102,13 @@ uint64_t submit(Context &self, const std::vector<vt_token> &prompt, std::optiona
         sampler->handle = nullptr;  // owned by the request now (freed by the context)
         sampler->has_final = false;
         sampler->moved = true;
+        // A model's tokenizer lives as long as the context's model; a
+        // standalone one is kept by the context (vt_py.h).
+        if (sampler->grammar && sampler->grammar->tok->owned) {
+            auto &pinned = self.pinned_tokenizers;
+            if (std::find(pinned.begin(), pinned.end(), sampler->grammar->tok) == pinned.end())
+                pinned.push_back(sampler->grammar->tok);
+        }
     }
     return id;
 }
@@ -159,7 +171,7 @@ static void add_engine_methods(py::class_<Context, std::shared_ptr<Context>> cls
             py::arg("sampler") = py::none(), py::arg("stop_token_ids") = std::vector<vt_token>{},
             py::arg("stop") = std::vector<std::string>{}, py::arg("ignore_eos") = false,
             py::arg("logprobs") = false, py::arg("top_logprobs") = 0, py::arg("lora") = py::none(),
-            py::arg("lora_scale") = 1.0f,
+            py::arg("lora_scale") = 1.0f, py::arg("prompt_logprobs") = false, py::arg("prompt_top_logprobs") = 0,
             "Queues a request on this context's serving engine and returns its id (> 0,\n"
             "never reused). Its events come from poll() after later step() calls.\n\n"
             "Args:\n"
@@ -181,10 +193,16 @@ static void add_engine_methods(py::class_<Context, std::shared_ptr<Context>> cls
             "        the adapter until it ends); None = the base model. Requests with\n"
             "        different adapters run batched; the prefix cache shares KV only between\n"
             "        requests with the same adapter and scale.\n"
-            "    lora_scale: the adapter's scale (1 = as trained, 0 = the base model).\n\n"
+            "    lora_scale: the adapter's scale (1 = as trained, 0 = the base model).\n"
+            "    prompt_logprobs: before the first generated token, one event per prompt token\n"
+            "        from the second on (is_prompt True): the token, its log-probability given\n"
+            "        the tokens before it, no text. Such a request computes its whole prompt\n"
+            "        (it does not read the prefix cache).\n"
+            "    prompt_top_logprobs: 0..20 most likely (token, logprob) pairs per prompt event.\n\n"
             "Thread-safe (another thread may be in step()). The first submit allocates the\n"
             "KV pool (the context's kv_cache_bytes). Raises VtInvalidArgument (empty prompt,\n"
-            "ids outside the vocabulary, bad stop strings, top_logprobs > 20, an adapter of\n"
+            "ids outside the vocabulary, bad stop strings, top_logprobs or prompt_top_logprobs\n"
+            "> 20, an adapter of\n"
             "another model, a lora_scale that is not finite), VtInvalidUTF8\n"
             "(a stop string), VtContextFull (the prompt alone reaches max_model_len),\n"
             "VtOutOfMemory (the pool), VtInvalidState (a sampler without a final stage or\n"
@@ -204,7 +222,8 @@ static void add_engine_methods(py::class_<Context, std::shared_ptr<Context>> cls
              "finish_reason \"error\" and raises its VtError; the context stays usable.")
         .def("poll", &poll,
              "Every queued event, oldest first, as a list of vt.RequestEvent (empty when there\n"
-             "is none). A request's events are: one per generated token (with the text it\n"
+             "is none). A request's events are: with prompt_logprobs, one per prompt token from\n"
+             "the second (is_prompt True); then one per generated token (with the text it\n"
              "completes), the last one carrying finish_reason.")
         .def("stats", &stats,
              "A snapshot of the engine's counters (vt_engine_stats) as a dict: n_running,\n"
@@ -235,6 +254,10 @@ void init_engine(py::module_ &m) {
                       "with logprobs=True or top_logprobs > 0.")
         .def_readonly("top_logprobs", &RequestEvent::top,
                       "The top_logprobs most likely (token, logprob) pairs, most likely first.")
+        .def_readonly("is_prompt", &RequestEvent::is_prompt,
+                      "A prompt token's event (submit(prompt_logprobs=True)): token is the prompt\n"
+                      "token, logprob and top_logprobs (prompt_top_logprobs of them) its\n"
+                      "log-probabilities given the prompt before it; no text, no finish_reason.")
         .def_property_readonly("finish_reason", [](const RequestEvent &e) -> py::object {
                 const char *n = finish_name(e.finish);
                 return n ? py::object(py::str(n)) : py::object(py::none());
@@ -252,7 +275,7 @@ void init_engine(py::module_ &m) {
             "Raises the VtError of status if the request failed; else does nothing.")
         .def("__repr__", [](const RequestEvent &e) {
             std::string r = "<vt.RequestEvent id=" + std::to_string(e.request_id);
-            if (e.token) r += " token=" + std::to_string(*e.token);
+            if (e.token) r += (e.is_prompt ? " prompt_token=" : " token=") + std::to_string(*e.token);
             if (const char *n = finish_name(e.finish)) r += std::string(" finish_reason=") + n;
             return r + ">";
         });

@@ -152,8 +152,12 @@ private:
         }
         if (fail_.set(vt_seq_reset(seq_->handle))) return false;
         if (fail_.set(vt_sampler_reset(sampler_->handle))) return false;
-        for (vt_token t : prompt_)
-            if (fail_.set(vt_sampler_accept(sampler_->handle, t))) return false;
+        // The penalties see the prompt, as vt-generate's; a grammar stage
+        // must see the output only (its matcher would refuse the prompt), so
+        // a chain with one is given nothing of the prompt.
+        if (!sampler_->grammar)
+            for (vt_token t : prompt_)
+                if (fail_.set(vt_sampler_accept(sampler_->handle, t))) return false;
         if (fail_.set(vt_seq_feed(seq_->handle, prompt_.data(), prompt_.size()))) return false;
         if (fail_.set(vt_seq_step(seq_->handle))) return false;
         // The output continues the prompt's text (a SentencePiece word keeps
@@ -257,7 +261,8 @@ void init_llm(py::module_ &m) {
         "UTF-8 character, or call run() to finish it at once (the GIL is released; Ctrl-C\n"
         "interrupts it on the main thread). The prompt is evaluated on the first next() or\n"
         "run(); the sequence is reset and the sampler reset (history cleared, RNG\n"
-        "reseeded) first.\n\n"
+        "reseeded, grammar rewound) first, and the prompt recorded in its penalty history\n"
+        "unless the chain has a grammar stage (which takes output tokens only).\n\n"
         "Thread-safety: as its Sequence and Sampler (one thread at a time, enforced).")
         .def(py::init<std::shared_ptr<Sequence>, std::shared_ptr<Sampler>, std::shared_ptr<Tokenizer>,
                       std::vector<vt_token>, std::optional<int64_t>, std::vector<vt_token>>(),

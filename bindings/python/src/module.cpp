@@ -9,6 +9,7 @@ PYBIND11_MODULE(_vt, m) {
     vt_py::init_lora(m);
     vt_py::init_tokenizer(m);
     vt_py::init_context(m);
+    vt_py::init_grammar(m);  // before init_sampler: Sampler.add_grammar names vt.Grammar
     vt_py::init_sampler(m);
     vt_py::init_engine(m);  // adds to Context; its signatures name Sampler
     vt_py::init_llm(m);

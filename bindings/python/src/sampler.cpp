@@ -20,6 +20,31 @@ template <class Add> std::shared_ptr<Sampler> add(std::shared_ptr<Sampler> self,
     return self;
 }
 
+std::shared_ptr<Sampler> add_grammar(std::shared_ptr<Sampler> self, std::shared_ptr<Grammar> grammar) {
+    if (!grammar) raise_status(VT_ERR_INVALID_ARGUMENT, "Sampler.add_grammar: grammar must be a vt.Grammar, not None");
+    Lock lock(self->mu);
+    check(vt_sampler_add_grammar(self->get("Sampler.add_grammar"), grammar->handle));
+    self->grammar = std::move(grammar);
+    return self;
+}
+
+// {token: bias} (any mapping) or an iterable of (token, bias) pairs.
+std::shared_ptr<Sampler> add_logit_bias(std::shared_ptr<Sampler> self, const py::object &bias) {
+    std::vector<vt_token> ids;
+    std::vector<float> values;
+    py::object pairs = py::hasattr(bias, "items") ? bias.attr("items")() : bias;
+    for (py::handle item : pairs) {
+        if (!PySequence_Check(item.ptr()) || py::isinstance<py::str>(item) || py::len(item) != 2)
+            throw py::type_error("Sampler.add_logit_bias: bias must be a dict {token: bias} or (token, bias) pairs");
+        py::sequence kv = py::reinterpret_borrow<py::sequence>(item);
+        ids.push_back(kv[0].cast<vt_token>());
+        values.push_back(kv[1].cast<float>());
+    }
+    return add(std::move(self), [&](vt_sampler *h) {
+        return vt_sampler_add_logit_bias(h, ids.data(), values.data(), ids.size());
+    });
+}
+
 vt_token sample_array(Sampler &self, py::array_t<float, py::array::c_style | py::array::forcecast> logits) {
     if (logits.ndim() != 1)
         raise_status(VT_ERR_INVALID_ARGUMENT, "Sampler.sample: logits must be one-dimensional (n_vocab,)");
@@ -53,7 +78,9 @@ void init_sampler(py::module_ &m) {
         "    smpl = vt.Sampler().add_top_k(40).add_top_p(0.95).add_min_p(0.05) \\\n"
         "                       .add_temp(0.8).add_dist(seed=42)\n"
         "    tok = smpl.sample(seq); smpl.accept(tok)\n\n"
-        "vt.SamplingParams(...).sampler() builds the chain LLM.generate uses.\n\n"
+        "vt.SamplingParams(...).sampler() builds the chain LLM.generate uses. Constrained\n"
+        "decoding: add_grammar(vt.Grammar) first, then the other stages; logit biases with\n"
+        "add_logit_bias({id: bias}).\n\n"
         "Context.submit moves a chain into a request (the request owns it from then on):\n"
         "the object is then empty and every method raises VtInvalidState.\n\n"
         "Thread-safety: one thread at a time (it holds the RNG and the penalty history);\n"
@@ -85,6 +112,18 @@ void init_sampler(py::module_ &m) {
                 return add(std::move(self), [&](vt_sampler *h) { return vt_sampler_add_temp(h, t); });
             },
             py::arg("t"), "Divide logits by t; t <= 0 keeps only the most likely token.")
+        .def("add_grammar", &add_grammar, py::arg("grammar"),
+             "Removes the tokens a vt.Grammar does not allow next. The chain keeps its own\n"
+             "matcher of the grammar, advanced by accept() and rewound by reset(); so a\n"
+             "chain with a grammar must be given the output tokens only, never the prompt\n"
+             "(accept raises VtInvalidArgument for a token the grammar does not allow). Add it\n"
+             "first, before top-k/top-p/min-p, so that they see allowed tokens only; a chain\n"
+             "has at most one (VtInvalidState). The chain keeps the grammar alive.")
+        .def("add_logit_bias", &add_logit_bias, py::arg("bias"),
+             "Adds bias to the logits of tokens (OpenAI's and vLLM's logit_bias): a dict\n"
+             "{token id: bias} or (token, bias) pairs; float('-inf') bans a token, a large\n"
+             "value forces it. Raises VtInvalidArgument for a negative id or a NaN or +inf\n"
+             "bias; ids past the vocabulary are ignored.")
         .def("add_greedy", [](std::shared_ptr<Sampler> self) {
                 return add(std::move(self), [](vt_sampler *h) { return vt_sampler_add_greedy(h); }, true);
             },
@@ -105,14 +144,19 @@ void init_sampler(py::module_ &m) {
                 Lock lock(self.mu);
                 check(vt_sampler_accept(self.get("Sampler.accept"), t));
             },
-            py::arg("token"), "Records a token in the penalty history (prompt and output tokens).")
+            py::arg("token"),
+            "Records a token in the penalty history (prompt and output tokens) and advances\n"
+            "the grammar stage (output tokens only); VtInvalidArgument, with nothing\n"
+            "recorded, if the grammar does not allow it.")
         .def("reset", [](Sampler &self) {
                 Lock lock(self.mu);
                 check(vt_sampler_reset(self.get("Sampler.reset")));
             },
-            "Clears the penalty history and reseeds the RNG with its original seed.")
+            "Clears the penalty history, rewinds the grammar stage and reseeds the RNG with\n"
+            "its original seed.")
         .def_property_readonly("has_final", [](const Sampler &self) { return self.has_final; },
                                "Whether the chain ends in greedy or dist (it can sample).")
+        .def_readonly("grammar", &Sampler::grammar, "The grammar stage's vt.Grammar, or None.")
         .def("__repr__", [](const Sampler &self) {
             if (self.moved) return std::string("<vt.Sampler (moved into a request)>");
             return std::string("<vt.Sampler") + (self.has_final ? "" : " (no final stage)") + ">";

@@ -156,6 +156,11 @@ struct Context {
     vt_context *handle = nullptr;
     std::shared_ptr<Model> model;
     std::mutex mu;  // guards the context and every sequence of it
+    // Standalone tokenizers (vt.Tokenizer.from_file) of grammars whose
+    // samplers were moved into requests: libvt's grammar must not outlive its
+    // tokenizer, and a request may outlive every Python object of it. Kept
+    // until the context goes; one entry per tokenizer. Changed under the GIL.
+    std::vector<std::shared_ptr<Tokenizer>> pinned_tokenizers;
     ~Context() { vt_context_destroy(handle); }
 };
 
@@ -181,12 +186,27 @@ struct Sequence {
     void check_no_views(const char *what) const;
 };
 
+// vt.Grammar: a constraint compiled for one tokenizer (vt_grammar.h).
+// Immutable; no lock. libvt needs the tokenizer to outlive the grammar, so
+// the object keeps it (and so its model) alive; matchers and samplers that
+// use the grammar keep this object alive in turn.
+struct Grammar {
+    vt_grammar *handle = nullptr;
+    std::shared_ptr<Tokenizer> tok;
+    vt_grammar_kind kind = VT_GRAMMAR_GBNF;
+    std::string source;  // the text compiled (UTF-8): GBNF, a schema, a regex, a JSON array
+    ~Grammar() { vt_grammar_destroy(handle); }
+};
+
 // vt.Sampler: one thread at a time (mu). Context.submit moves the handle
 // into a request (the C ABI takes ownership): handle is null from then on.
 struct Sampler {
     vt_sampler *handle = nullptr;
     bool has_final = false;  // ends in greedy or dist
     bool moved = false;      // given to a request by Context.submit
+    // The grammar stage's grammar (add_grammar), or null. A chain with one
+    // must not be given the prompt (vt_sampler_accept checks the grammar).
+    std::shared_ptr<Grammar> grammar;
     std::mutex mu;
     ~Sampler() { vt_sampler_destroy(handle); }
     // The live handle; raises VtInvalidState (naming `what`) once moved.
@@ -211,6 +231,8 @@ void init_context(py::module_ &m);
 // the Context class (after init_context and init_sampler).
 void init_engine(py::module_ &m);
 void init_sampler(py::module_ &m);
+// vt.Grammar and vt.GrammarMatcher (before init_sampler: add_grammar names them).
+void init_grammar(py::module_ &m);
 void init_llm(py::module_ &m);
 void init_chat(py::module_ &m);
 

@@ -10,6 +10,9 @@ High level (like vLLM's and llama-cpp-python's)::
     for piece in llm.stream("Once upon a time", vt.SamplingParams(seed=42)):
         print(piece, end="", flush=True)
     reply = llm.chat([{"role": "user", "content": "Hi!"}])[0].text   # the model's chat template
+    outs = llm.generate("A colour:", vt.SamplingParams(choice=["red", "green"]))  # structured
+    # outputs: json_schema=, grammar= (GBNF), regex=, choice=, json_object=True, or
+    # structured_outputs=vt.StructuredOutputsParams(json=...) as in vLLM
     text = vt.apply_chat_template(llm.model, [{"role": "user", "content": "Hi!"}])
 
 Low level, one class per handle of the C ABI (include/vt/*.h)::
@@ -28,6 +31,9 @@ Low level, one class per handle of the C ABI (include/vt/*.h)::
     lora = vt.LoRA(model, "adapter.gguf")       # or a PEFT folder; seq.set_lora(lora),
                                                 # ctx.submit(..., lora=lora), llm.generate(..., lora=...)
     ctx.step(); events = ctx.poll()             # vt.RequestEvent: token, text, finish_reason
+    g = vt.Grammar(model, gbnf='root ::= "yes" | "no"')   # or json_schema=, regex=, choice=
+    m = g.matcher()                             # vt.GrammarMatcher: allowed_tokens(), accept(id)
+    smpl = vt.Sampler().add_grammar(g).add_greedy()        # the grammar stage goes first
 
 Errors are vt.VtError subclasses (VtIOError, VtFormatError, VtInvalidArgument,
 ...), carrying .status and libvt's message. Models and tokenizers may be used
@@ -50,6 +56,8 @@ from ._vt import (
     Context,
     Detokenizer,
     Generation,
+    Grammar,
+    GrammarMatcher,
     LoRA,
     Model,
     ModelMeta,
@@ -77,7 +85,8 @@ from ._vt import (
     version,
 )
 from ._chat import apply_chat_template
-from ._llm import LLM, RequestOutput, SamplingParams, Stream
+from ._llm import LLM, Logprob, RequestOutput, SamplingParams, Stream
+from ._structured import StructuredOutputsParams
 
 _Mapping.register(ModelMeta)
 
@@ -85,8 +94,9 @@ __version__: str = version()
 
 __all__ = [
     "ABI_VERSION", "LOG_DEBUG", "LOG_ERROR", "LOG_INFO", "LOG_NONE", "LOG_WARN", "STATUS_CODES",
-    "ChatTemplate", "Context", "Detokenizer", "Generation", "LLM", "LoRA", "Model", "ModelMeta", "RequestEvent", "RequestOutput", "Sampler", "SamplingParams",
-    "Sequence", "Stream", "Tokenizer",
+    "ChatTemplate", "Context", "Detokenizer", "Generation", "Grammar", "GrammarMatcher", "LLM", "Logprob", "LoRA",
+    "Model", "ModelMeta", "RequestEvent", "RequestOutput", "Sampler", "SamplingParams", "Sequence", "Stream",
+    "StructuredOutputsParams", "Tokenizer",
     "VtBufferTooSmall", "VtCancelled", "VtContextFull", "VtError", "VtFormatError", "VtInternalError",
     "VtInvalidArgument", "VtInvalidState", "VtInvalidUTF8", "VtIOError", "VtNotFound", "VtOutOfMemory",
     "VtUnsupportedError",

@@ -45,6 +45,29 @@ def parse_bytes(value: Union[int, str, None]) -> int:
 
 
 @dataclass
+class Logprob:
+    """A token's log-probability in RequestOutput.prompt_logprobs (vLLM's Logprob).
+
+    Attributes:
+        logprob: the log-softmax of the raw logits at the token.
+        rank: its rank in the vocabulary (1 = the most likely) when it is
+            among the reported most likely tokens, else None (libvt reports
+            the prompt token and the top ones, not the rank of every token).
+        decoded_token: the token's text (control tokens as their text,
+            bytes that are not UTF-8 replaced by U+FFFD).
+    """
+
+    logprob: float
+    rank: Optional[int] = None
+    decoded_token: Optional[str] = None
+
+
+# A prompt position's entry: {token id: Logprob} of the prompt token and the
+# most likely tokens there.
+PromptLogprobs = List[Optional[Dict[int, Logprob]]]
+
+
+@dataclass
 class Result:
     """What one request produced (LLM.generate turns it into a RequestOutput)."""
 
@@ -54,6 +77,7 @@ class Result:
     stop_reason: Union[int, str, None] = None
     logprobs: Optional[List[Dict[int, float]]] = None
     num_cached_tokens: Optional[int] = None
+    prompt_logprobs: Optional[PromptLogprobs] = None
 
     @property
     def text(self) -> str:
@@ -61,14 +85,40 @@ class Result:
 
 
 class _Request:
-    def __init__(self, ids: List[int], params: Any, tokenizer: _vt.Tokenizer) -> None:
+    def __init__(self, ids: List[int], params: Any, tokenizer: _vt.Tokenizer, pieces: Dict[int, str]) -> None:
         self.ids = ids
         self.params = params
         self.tokenizer = tokenizer
-        self.result = Result(logprobs=[] if params.logprobs is not None else None)
+        self.pieces = pieces  # decoded tokens, shared by the batch
+        # max_tokens=0 with prompt_logprobs: the prompt is scored by a request
+        # of one token, which the result leaves out.
+        self.score_only = params.max_tokens == 0
+        self.result = Result(logprobs=[] if params.logprobs is not None else None,
+                             prompt_logprobs=[None] if params.prompt_logprobs is not None else None)
+
+    def _piece(self, tok: int) -> str:
+        s = self.pieces.get(tok)
+        if s is None:
+            s = self.pieces[tok] = self.tokenizer.token_to_piece(tok, render_special=True).decode("utf-8", "replace")
+        return s
+
+    def _on_prompt_event(self, ev: _vt.RequestEvent) -> None:
+        # vLLM's shape: the prompt token and the top ones, ranked 1.. in order.
+        entry = {t: Logprob(lp, rank, self._piece(t)) for rank, (t, lp) in enumerate(ev.top_logprobs, 1)}
+        if ev.token not in entry:
+            entry[ev.token] = Logprob(ev.logprob, None, self._piece(ev.token))
+        self.result.prompt_logprobs.append(entry)
 
     def on_event(self, ev: _vt.RequestEvent) -> None:
+        if ev.is_prompt:
+            self._on_prompt_event(ev)
+            return
         r, p = self.result, self.params
+        if self.score_only:
+            if ev.finish_reason is not None:
+                ev.check()
+                r.finish_reason, r.num_cached_tokens = "length", ev.n_cached_tokens
+            return
         final = ev.finish_reason is not None
         if final:
             ev.check()  # a request that failed raises its VtError
@@ -108,37 +158,43 @@ class _Request:
         return min(found, key=len) if found else None
 
 
-# One request of run_batch: prompt ids, SamplingParams, and the vt.LoRA it
-# computes with (None: the base model) at its scale.
-BatchRequest = Tuple[List[int], Any, Optional[_vt.LoRA], float]
+# One request of run_batch: prompt ids, SamplingParams, the vt.LoRA it
+# computes with (None: the base model) at its scale, and the vt.Grammar of
+# its constraint (None: unconstrained).
+BatchRequest = Tuple[List[int], Any, Optional[_vt.LoRA], float, Optional[_vt.Grammar]]
 
 
 def run_batch(ctx: _vt.Context, tokenizer: _vt.Tokenizer,
               requests: Sequence[BatchRequest]) -> List[Result]:
-    """Runs every (prompt ids, SamplingParams, adapter, scale) request to its
-    end, batched.
+    """Runs every (prompt ids, SamplingParams, adapter, scale, grammar)
+    request to its end, batched.
 
-    Each request gets a fresh sampler chain from its params (the engine takes
-    ownership of it). Requests with different adapters (or none) share each
+    Each request gets a fresh sampler chain from its params and grammar (the
+    engine takes ownership of it). Requests with different adapters (or none) share each
     step. Returns one Result per request, in order. On any exception (a bad
     argument, a failed step, KeyboardInterrupt) the requests still running
     are cancelled and drained before it propagates.
     """
     pending: Dict[int, _Request] = {}
     reqs: List[_Request] = []
+    pieces: Dict[int, str] = {}
     try:
-        for ids, params, lora, lora_scale in requests:
-            req = _Request(ids, params, tokenizer)
+        for ids, params, lora, lora_scale, grammar in requests:
+            req = _Request(ids, params, tokenizer, pieces)
             reqs.append(req)
-            if params.max_tokens == 0:  # the engine reads 0 as "until max_model_len"
+            if params.max_tokens == 0 and params.prompt_logprobs is None:
+                # The engine reads 0 as "until max_model_len".
                 if not ids:
                     raise _vt.VtInvalidArgument("generate: the prompt is empty (no tokens to evaluate)")
                 req.result.finish_reason = "length"
                 continue
-            rid = ctx.submit(ids, max_tokens=params.max_tokens, sampler=params.sampler(),
+            rid = ctx.submit(ids, max_tokens=1 if req.score_only else params.max_tokens,
+                             sampler=params.sampler(grammar=grammar),
                              stop_token_ids=params.stop_token_ids, stop=params.stop,
                              ignore_eos=params.ignore_eos, logprobs=params.logprobs is not None,
-                             top_logprobs=params.logprobs or 0, lora=lora, lora_scale=lora_scale)
+                             top_logprobs=params.logprobs or 0, lora=lora, lora_scale=lora_scale,
+                             prompt_logprobs=params.prompt_logprobs is not None,
+                             prompt_top_logprobs=params.prompt_logprobs or 0)
             pending[rid] = req
         idle = 0
         while pending:

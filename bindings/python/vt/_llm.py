@@ -13,9 +13,10 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _vt
 from ._chat import chat_prompt_token_ids
-from ._engine import parse_bytes, run_batch
+from ._engine import Logprob, PromptLogprobs, parse_bytes, run_batch
+from ._structured import Constraint, GrammarCache, JsonSchema, StructuredOutputsParams, constraints
 
-__all__ = ["LLM", "RequestOutput", "SamplingParams", "Stream"]
+__all__ = ["LLM", "Logprob", "RequestOutput", "SamplingParams", "Stream"]
 
 
 @dataclass
@@ -59,6 +60,30 @@ class SamplingParams:
         logprobs: None, or the number (0 .. 20) of most likely tokens whose
             log-probabilities each output token reports besides its own
             (generate only; as vLLM's logprobs).
+        prompt_logprobs: None, or the number (0 .. 20) of most likely tokens
+            reported at each prompt position besides the prompt token itself
+            (generate only; RequestOutput.prompt_logprobs, as vLLM's). Such a
+            prompt is computed whole (the prefix cache is not read). With
+            max_tokens=0 the prompt is only scored.
+        logit_bias: {token id: bias} added to the logits before sampling (as
+            OpenAI's and vLLM's; not clamped): float("-inf") bans a token,
+            a large bias forces it.
+
+    Structured outputs (constrained decoding: the text is in the
+    constraint's language and ends where a string of it does), at most one
+    of:
+        structured_outputs: a vt.StructuredOutputsParams (vLLM's way:
+            json=, regex=, choice=, grammar=, json_object=).
+        json_schema: a JSON Schema (a dict or JSON text); the text is one
+            JSON value valid against it.
+        grammar: GBNF text (llama.cpp's; start rule root), or a vt.Grammar.
+        regex: a regular expression the whole text matches.
+        choice: a list of strings; the text is one of them.
+        json_object: True for any JSON value.
+    A constraint is compiled by the LLM at its first use and kept (once per
+    LLM, not per prompt); compile errors (VtInvalidArgument,
+    VtUnsupportedError) are raised by generate() and stream(). Its grammar is
+    the chain's first stage, then logit_bias, then the stages above.
 
     Out-of-range values raise vt.VtInvalidArgument (a ValueError) when the
     object is made: libvt's own sampler checks them.
@@ -78,6 +103,14 @@ class SamplingParams:
     stop: Union[str, List[str], None] = None
     ignore_eos: bool = False
     logprobs: Optional[int] = None
+    prompt_logprobs: Optional[int] = None
+    logit_bias: Optional[Dict[int, float]] = None
+    structured_outputs: Optional[StructuredOutputsParams] = None
+    json_schema: Optional[JsonSchema] = None
+    grammar: Union[str, _vt.Grammar, None] = None
+    regex: Optional[str] = None
+    choice: Optional[List[str]] = None
+    json_object: bool = False
 
     def __post_init__(self) -> None:
         if self.seed is not None and not 0 <= self.seed < 2**32:
@@ -91,14 +124,56 @@ class SamplingParams:
         self.stop = stops
         if self.logprobs is not None and not 0 <= self.logprobs <= 20:
             raise _vt.VtInvalidArgument("SamplingParams: logprobs must be in 0 .. 20 or None")
-        self.sampler(seed=0)  # validates every value through libvt
+        if self.prompt_logprobs is not None and not 0 <= self.prompt_logprobs <= 20:
+            raise _vt.VtInvalidArgument("SamplingParams: prompt_logprobs must be in 0 .. 20 or None")
+        if self.logit_bias is not None:
+            # JSON (OpenAI's requests) has string keys: "50256" -> 50256.
+            self.logit_bias = {int(t): float(b) for t, b in dict(self.logit_bias).items()}
+        if self.structured_outputs is not None and not isinstance(self.structured_outputs, StructuredOutputsParams):
+            raise TypeError("SamplingParams: structured_outputs must be a vt.StructuredOutputsParams")
+        n = len(self._constraints())
+        if n > 1:
+            raise _vt.VtInvalidArgument(
+                f"SamplingParams: {n} structured-output constraints given; give at most one of structured_outputs, "
+                "json_schema, grammar, regex, choice or json_object")
+        self._chain(0, None)  # validates every value through libvt
 
-    def sampler(self, seed: Optional[int] = None) -> _vt.Sampler:
+    def _constraints(self) -> List[Constraint]:
+        found = constraints(json_schema=self.json_schema, regex=self.regex, choice=self.choice,
+                            grammar=self.grammar, json_object=self.json_object)
+        if self.structured_outputs is not None:
+            found.append(self.structured_outputs._constraint())
+        return found
+
+    def _constraint(self) -> Optional[Constraint]:
+        """The structured-output constraint: None, a vt.Grammar given as is,
+        or (kind, source) with kind a vt.Grammar keyword ("gbnf",
+        "json_schema", "json", "regex", "choice")."""
+        found = self._constraints()
+        return found[0] if found else None
+
+    def sampler(self, seed: Optional[int] = None, grammar: Optional[_vt.Grammar] = None) -> _vt.Sampler:
         """A new vt.Sampler chain for these parameters.
 
         seed overrides self.seed; with neither, a random seed is drawn.
+        grammar is the compiled constraint (LLM passes its own); without it a
+        constraint other than a vt.Grammar raises VtInvalidArgument: a
+        constraint is compiled for a model's vocabulary.
         """
+        if grammar is None:
+            grammar = self._constraint()
+            if grammar is not None and not isinstance(grammar, _vt.Grammar):
+                raise _vt.VtInvalidArgument(
+                    "SamplingParams.sampler: the constraint must be compiled for a model: pass "
+                    "grammar=vt.Grammar(model, ...) (LLM.generate does this)")
+        return self._chain(seed, grammar)
+
+    def _chain(self, seed: Optional[int], grammar: Optional[_vt.Grammar]) -> _vt.Sampler:
         s = _vt.Sampler()
+        if grammar is not None:
+            s.add_grammar(grammar)
+        if self.logit_bias:
+            s.add_logit_bias(self.logit_bias)
         if (self.repetition_penalty != 1.0 or self.frequency_penalty != 0.0
                 or self.presence_penalty != 0.0):
             s.add_penalties(self.penalty_last_n, self.repetition_penalty,
@@ -135,6 +210,11 @@ class RequestOutput:
             (generate); None from a stream.
         lora: the vt.LoRA the prompt was generated with, or None (the base
             model; as vLLM's lora_request).
+        prompt_logprobs: with SamplingParams.prompt_logprobs = n, vLLM's
+            shape: one entry per prompt token, None for the first, then a
+            dict {token id: vt.Logprob(logprob, rank, decoded_token)} of the
+            prompt token and the n most likely tokens at that position (the
+            prompt token's rank is None unless it is among them); else None.
     """
 
     prompt: Optional[str]
@@ -146,6 +226,7 @@ class RequestOutput:
     logprobs: Optional[List[Dict[int, float]]] = None
     num_cached_tokens: Optional[int] = None
     lora: Optional[_vt.LoRA] = None
+    prompt_logprobs: Optional[PromptLogprobs] = None
 
 
 class Stream:
@@ -242,6 +323,14 @@ class LLM:
 
         outs = llm.generate(prompts, params, lora=["a.gguf", None, "b/"])
 
+    Structured outputs: a constraint in SamplingParams (json_schema=,
+    grammar= GBNF, regex=, choice=, json_object=, or vLLM's
+    structured_outputs=vt.StructuredOutputsParams(...)) is compiled once per
+    LLM and keeps every prompt's text in its language::
+
+        params = vt.SamplingParams(json_schema={"type": "object", ...}, max_tokens=256)
+        person = json.loads(llm.generate("A person as JSON:", params)[0].text)
+
     Thread-safety: an LLM is used by one thread at a time; calls from several
     threads are serialized by a lock (generation releases the GIL). For
     parallel generation make one LLM per thread over one shared vt.Model:
@@ -318,6 +407,7 @@ class LLM:
         self._active: Optional["weakref.ref[_vt.Generation]"] = None
         self._chat_template: Optional[_vt.ChatTemplate] = None  # parsed on first chat()
         self._loras: Dict[str, _vt.LoRA] = {}  # adapters given by path, by absolute path
+        self._grammars = GrammarCache(self.tokenizer)  # structured-output constraints, compiled once
 
     def get_tokenizer(self) -> _vt.Tokenizer:
         """The model's tokenizer (as vLLM's LLM.get_tokenizer)."""
@@ -366,6 +456,9 @@ class LLM:
             VtOutOfMemory: the KV pool.
             VtIOError, VtFormatError, VtUnsupportedError: an adapter given
                 by path (see vt.LoRA).
+            VtInvalidArgument, VtUnsupportedError: a structured-output
+                constraint that does not compile (see vt.Grammar); a
+                logit_bias id outside the vocabulary.
         """
         requests = self._requests(prompts, prompt_token_ids, add_special, parse_special)
         if sampling_params is None or isinstance(sampling_params, SamplingParams):
@@ -377,12 +470,24 @@ class LLM:
                     f"generate: {len(params_list)} sampling params for {len(requests)} prompts")
         with self._lock:
             adapters = self._adapters(lora, lora_scale, len(requests), "generate")
+            grammars = [self._grammar(params) for params in params_list]
             results = run_batch(self.context, self.tokenizer,
-                                [(ids, params, adapter, scale)
-                                 for (_, ids), params, (adapter, scale) in zip(requests, params_list, adapters)])
+                                [(ids, params, adapter, scale, grammar)
+                                 for (_, ids), params, (adapter, scale), grammar
+                                 in zip(requests, params_list, adapters, grammars)])
         return [RequestOutput(prompt, ids, r.text, r.token_ids, r.finish_reason, r.stop_reason, r.logprobs,
-                              r.num_cached_tokens, adapter)
+                              r.num_cached_tokens, adapter, r.prompt_logprobs)
                 for (prompt, ids), r, (adapter, _) in zip(requests, results, adapters)]
+
+    def _grammar(self, params: SamplingParams) -> Optional[_vt.Grammar]:
+        # The compiled constraint of params (None without one); checks the
+        # logit bias against the vocabulary too. Under self._lock.
+        if params.logit_bias:
+            bad = [t for t in params.logit_bias if not 0 <= t < self.model.n_vocab]
+            if bad:
+                raise _vt.VtInvalidArgument(f"logit_bias: token ids {bad[:5]} are outside the vocabulary "
+                                            f"(0 .. {self.model.n_vocab - 1})")
+        return self._grammars.get(params._constraint())
 
     def chat(self, messages: Union[Sequence[Mapping[str, Any]], Sequence[Sequence[Mapping[str, Any]]]],
              sampling_params: Union[SamplingParams, Sequence[SamplingParams], None] = None, *,
@@ -452,14 +557,16 @@ class LLM:
         returned Stream also tells token_ids and finish_reason. Tokens are
         generated as the iterator is advanced (each step releases the GIL).
         It runs in the LLM's one sequence, vt-generate's loop, and so takes
-        neither stop strings, ignore_eos nor logprobs (VtInvalidArgument):
-        generate() does. lora and lora_scale: one adapter, as in generate()
-        (Sequence.set_lora).
+        neither stop strings, ignore_eos, logprobs nor prompt_logprobs
+        (VtInvalidArgument): generate() does. Structured outputs and
+        logit_bias work as in generate() (with a constraint, the penalties
+        see the output only, not the prompt). lora and lora_scale: one
+        adapter, as in generate() (Sequence.set_lora).
         """
         params = sampling_params or SamplingParams()
-        if params.stop or params.ignore_eos or params.logprobs is not None:
-            raise _vt.VtInvalidArgument("stream: stop strings, ignore_eos and logprobs are not supported by "
-                                        "the single-sequence path; use generate()")
+        if params.stop or params.ignore_eos or params.logprobs is not None or params.prompt_logprobs is not None:
+            raise _vt.VtInvalidArgument("stream: stop strings, ignore_eos, logprobs and prompt_logprobs are not "
+                                        "supported by the single-sequence path; use generate()")
         if isinstance(prompt, str):
             text: Optional[str] = prompt
             ids = self.tokenizer.encode(prompt, add_special=add_special, parse_special=parse_special)
@@ -467,7 +574,8 @@ class LLM:
             text, ids = None, [int(t) for t in prompt]
         with self._lock:
             [(adapter, scale)] = self._adapters(lora, lora_scale, 1, "stream")
-            gen = self._start(ids, params, adapter, scale)
+            grammar = self._grammar(params)
+            gen = self._start(ids, params, adapter, scale, grammar)
         return Stream(self, gen, text)
 
     def _requests(self, prompts, prompt_token_ids, add_special, parse_special):
@@ -485,7 +593,7 @@ class LLM:
         return [(None, [int(t) for t in ids]) for ids in ids_list]
 
     def _start(self, ids: List[int], params: SamplingParams, adapter: Optional[_vt.LoRA],
-               scale: float) -> _vt.Generation:
+               scale: float, grammar: Optional[_vt.Grammar]) -> _vt.Generation:
         # One sequence per LLM: a new generation ends an unfinished stream.
         if self._seq is None:
             self._seq = self.context.sequence(n_ctx=self._n_ctx)
@@ -497,7 +605,7 @@ class LLM:
         # adapter. The generation resets the sequence, so every token of it
         # is computed with the adapter.
         self._seq.set_lora(adapter, scale)
-        gen = _vt.Generation(self._seq, params.sampler(), self.tokenizer, ids,
+        gen = _vt.Generation(self._seq, params.sampler(grammar=grammar), self.tokenizer, ids,
                              params.max_tokens, params.stop_token_ids)
         self._active = weakref.ref(gen)
         return gen

@@ -1,6 +1,8 @@
 """Type stubs of vt._vt, the C++ extension behind the vt package."""
 import os
-from typing import Any, Callable, Dict, Mapping, Iterator, List, Optional, Sequence as _Seq, Tuple, Union, overload
+from array import array
+from typing import (Any, Callable, Dict, Iterable, Mapping, Iterator, List, Optional, Sequence as _Seq, Tuple,
+                    TypeVar, Union, overload)
 
 import numpy as np
 import numpy.typing as npt
@@ -173,14 +175,18 @@ class Context:
     def submit(self, prompt_token_ids: _Seq[int], max_tokens: Optional[int] = None,
                sampler: Optional[Sampler] = None, stop_token_ids: _Seq[int] = ...,
                stop: _Seq[str] = ..., ignore_eos: bool = False, logprobs: bool = False,
-               top_logprobs: int = 0, lora: Optional[LoRA] = None, lora_scale: float = 1.0) -> int:
+               top_logprobs: int = 0, lora: Optional[LoRA] = None, lora_scale: float = 1.0,
+               prompt_logprobs: bool = False, prompt_top_logprobs: int = 0) -> int:
         """Queues a request; returns its id (> 0). Thread-safe.
 
         sampler is MOVED into the request on success: the vt.Sampler object is
         empty afterwards and raises VtInvalidState if used; None = greedy.
         max_tokens None = until max_model_len (0 is refused). lora: the
         adapter the request computes with (held by the request), at
-        lora_scale; None = the base model.
+        lora_scale; None = the base model. prompt_logprobs: one is_prompt
+        event per prompt token from the second, before the first generated
+        token, with prompt_top_logprobs (0..20) most likely tokens each; the
+        whole prompt is computed (no prefix-cache read).
         """
     def cancel(self, request_id: int) -> None:
         """Ends a request at the next step (last event finish_reason "abort"). Thread-safe."""
@@ -235,6 +241,11 @@ class RequestEvent:
     def n_output_tokens(self) -> int: ...
     @property
     def n_cached_tokens(self) -> int: ...
+    @property
+    def is_prompt(self) -> bool:
+        """A prompt token's event (submit(prompt_logprobs=True)): token is the
+        prompt token, logprob and top_logprobs its log-probabilities given the
+        prompt before it; no text and no finish_reason."""
     def check(self) -> None:
         """Raises the VtError of status when the request failed."""
 
@@ -253,6 +264,61 @@ class Sequence:
     def context(self) -> Context: ...
     def reset(self) -> None: ...
 
+# ---- grammars ----------------------------------------------------------------
+
+_Buffer = TypeVar("_Buffer")
+
+class Grammar:
+    """A constraint compiled for a tokenizer's vocabulary (vt_grammar.h):
+    immutable, shareable; keeps its tokenizer (and model) alive."""
+    def __init__(self, model_or_tokenizer: Union[Model, Tokenizer, Any], *, gbnf: Optional[str] = None,
+                 json_schema: Union[str, Dict[str, Any], bool, None] = None, json: bool = False,
+                 regex: Optional[str] = None, choice: Optional[_Seq[str]] = None) -> None:
+        """Compiles exactly one of gbnf, json_schema, json=True, regex, choice.
+
+        Raises VtInvalidArgument (malformed source, the message says where;
+        not exactly one constraint), VtUnsupportedError (a feature vt lacks,
+        named), TypeError (a constraint of the wrong type).
+        """
+    @property
+    def kind(self) -> str:
+        """"gbnf", "json_schema", "json", "regex" or "choice"."""
+    @property
+    def source(self) -> str:
+        """The text compiled (the schema as JSON, the choices as a JSON array)."""
+    @property
+    def n_vocab(self) -> int: ...
+    @property
+    def tokenizer(self) -> Tokenizer: ...
+    def matcher(self) -> GrammarMatcher: ...
+
+class GrammarMatcher:
+    """Walks one output through a grammar's language (one thread at a time)."""
+    def __init__(self, grammar: Grammar) -> None: ...
+    @overload
+    def fill_mask(self) -> "array[int]":
+        """The allowed tokens as (n_vocab + 31) // 32 32-bit words: bit t % 32
+        of word t // 32 is set when token t is allowed."""
+    @overload
+    def fill_mask(self, out: _Buffer) -> _Buffer:
+        """Writes the mask into a writable contiguous buffer of at least that
+        many aligned 32-bit words (extra words zeroed) and returns it."""
+    def allowed_tokens(self) -> List[int]: ...
+    def accept(self, token: int) -> None:
+        """Advances over a token; VtInvalidArgument (state unchanged) if not allowed."""
+    def accept_text(self, text: Union[str, bytes]) -> None:
+        """Advances over text; VtInvalidArgument (state unchanged) if no string of
+        the language begins so."""
+    @property
+    def is_accepting(self) -> bool:
+        """The text so far is a whole string of the language (end of generation allowed)."""
+    @property
+    def is_completed(self) -> bool:
+        """Nothing but end of generation can follow, or it was accepted."""
+    def reset(self) -> None: ...
+    @property
+    def grammar(self) -> Grammar: ...
+
 # ---- sampler -----------------------------------------------------------------
 
 class Sampler:
@@ -267,6 +333,11 @@ class Sampler:
     def add_temp(self, t: float) -> Sampler: ...
     def add_greedy(self) -> Sampler: ...
     def add_dist(self, seed: int) -> Sampler: ...
+    def add_grammar(self, grammar: Grammar) -> Sampler:
+        """Masks the tokens the grammar does not allow next; add it first. A chain
+        with one must be given output tokens only (never the prompt)."""
+    def add_logit_bias(self, bias: Union[Mapping[int, float], Iterable[Tuple[int, float]]]) -> Sampler:
+        """Adds bias to the tokens' logits; float("-inf") bans a token."""
     @overload
     def sample(self, seq: Sequence, i: int = -1) -> int: ...
     @overload
@@ -275,6 +346,8 @@ class Sampler:
     def reset(self) -> None: ...
     @property
     def has_final(self) -> bool: ...
+    @property
+    def grammar(self) -> Optional[Grammar]: ...
 
 # ---- generation --------------------------------------------------------------
 
