@@ -41,7 +41,9 @@ typedef enum vt_grammar_kind {
     /* A JSON Schema (draft 2020-12 subset; see vt_grammar_compile). The output
      * is one JSON value valid against it, whitespace between tokens allowed. */
     VT_GRAMMAR_JSON_SCHEMA = 1,
-    /* Any JSON value (`source` is ignored and may be NULL). */
+    /* Any JSON object or array, with no whitespace around it (xgrammar's
+     * builtin JSON grammar, vLLM's json_object; `source` is ignored and may
+     * be NULL). */
     VT_GRAMMAR_JSON = 2,
     /* A regular expression (ECMAScript-like: classes, escapes \d \w \s,
      * groups, alternation, quantifiers, anchors ^ $ at the ends only). The
@@ -58,12 +60,17 @@ typedef enum vt_grammar_kind {
  * JSON Schema: type (one or a list), properties and required (properties come
  * in the schema's order; additionalProperties is false unless given as true
  * or as a schema), enum, const, items / prefixItems with minItems / maxItems,
- * minLength / maxLength, pattern, the formats that are regular (date,
- * time, date-time, duration, email, ipv4, ipv6, hostname, uri, uuid), minimum /
- * maximum on integers, anyOf / oneOf (as anyOf), allOf of one schema, $ref to
- * #/$defs/... or #/definitions/... (recursive refs included), nullable types.
+ * minLength / maxLength, pattern (matching the whole string, as xgrammar),
+ * the formats that are regular (date, time, date-time, duration, email,
+ * ipv4, ipv6, hostname, uri, uri-reference, uri-template, uuid, json-pointer,
+ * relative-json-pointer), minimum / maximum / exclusiveMinimum /
+ * exclusiveMaximum on integers, anyOf / oneOf (as anyOf), allOf of one
+ * schema, $ref to a #/... pointer in the document (recursive refs included,
+ * left recursion refused).
  * Every other keyword that constrains values (not, if/then/else, multipleOf,
- * patternProperties, unevaluated*, ...) is refused with VT_ERR_UNSUPPORTED
+ * patternProperties, uniqueItems, nullable, number ranges, unevaluated*, ...)
+ * and combinations whose meaning xgrammar gets wrong (format or pattern with
+ * lengths, siblings of $ref) are refused with VT_ERR_UNSUPPORTED
  * naming it, never ignored; annotations (title, description, default,
  * examples, $schema, $id) are ignored.
  *

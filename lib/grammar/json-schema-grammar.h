@@ -16,7 +16,8 @@ namespace vt::grammar {
 // implemented (named in the message).
 std::string json_schema_to_gbnf(std::string_view schema);
 
-// A GBNF grammar of any JSON value.
+// A GBNF grammar of a JSON object or array with no whitespace around it
+// (xgrammar's builtin JSON grammar).
 std::string any_json_gbnf();
 
 } // namespace vt::grammar
