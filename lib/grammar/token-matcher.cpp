@@ -384,8 +384,6 @@ void TokenMatcher::fill_mask(uint32_t *mask) {
     }
     dfa_.clear();  // its states name nodes that go now
     arena_.truncate(mark);
-    // A language with no continuation from here (cannot happen for a grammar
-    // that passed compilation's checks) still lets generation end.
 }
 
 bool TokenMatcher::accept_bytes(std::string_view bytes) { return step_bytes(bytes, true); }
