@@ -66,8 +66,11 @@ VT_API vt_status vt_tokenize(const vt_tokenizer *tok, const char *text,
 /* METHOD. Bytes of one token as it appears in text (byte-level and
  * SentencePiece pieces decoded: "Ġthe" -> " the", "<0x0A>" -> "\n").
  * Control tokens give their text only if render_special, else "".
- * May be a partial UTF-8 sequence, and pieces alone miss the spacing rules
- * of vt_detokenize: to print tokens as they come, use a vt_detokenizer. */
+ * Raw bytes, whatever the vocabulary's format: a byte token that is part of
+ * a UTF-8 character gives that one byte (as llama.cpp's token_to_piece; HF's
+ * decode([id]) gives U+FFFD instead), so a piece may be a partial UTF-8
+ * sequence. Pieces alone miss the spacing rules of vt_detokenize: to print
+ * tokens as they come, use a vt_detokenizer. */
 VT_API vt_status vt_token_to_piece(const vt_tokenizer *tok, vt_token token,
                                    bool render_special, char *buf,
                                    size_t buf_size, size_t *needed);

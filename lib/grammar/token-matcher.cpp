@@ -28,7 +28,7 @@ std::shared_ptr<const TokenVocab> TokenVocab::of(const Tokenizer &tok) {
             v->eog.push_back(int32_t(id));
             continue;
         }
-        v->bytes[id] = tok.token_bytes(int32_t(id));
+        v->bytes[id] = tok.token_to_piece(int32_t(id), /*render_special=*/false);
         if (!v->bytes[id].empty()) v->sorted.push_back(int32_t(id));
         v->max_len = std::max(v->max_len, v->bytes[id].size());
     }

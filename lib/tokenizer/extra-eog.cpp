@@ -14,7 +14,6 @@ public:
     std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const override {
         return base_->encode(text, add_special, parse_special);
     }
-    std::string token_bytes(int32_t id) const override { return base_->token_bytes(id); }
     std::string token_to_piece(int32_t id, bool render_special) const override {
         return base_->token_to_piece(id, render_special);
     }

@@ -173,11 +173,18 @@ public:
     StripDecoder(uint32_t content, size_t start, size_t stop) : start_(start), stop_(stop) {
         utf8_append(content_, content);
     }
-    void decode_chain(Tokens &tokens, size_t) const override {
+    void decode_chain(Tokens &tokens, size_t) const override { strip(tokens, start_); }
+    // After a Fuse the one token is the sequence from first_index on: its
+    // left end is the sequence's start only where first_index is 0 (a piece
+    // of a token inside a sequence keeps SentencePiece's leading space).
+    void strip_fused(Tokens &tokens, size_t first_index) const { strip(tokens, first_index == 0 ? start_ : 0); }
+
+private:
+    void strip(Tokens &tokens, size_t start) const {
         const size_t w = content_.size();
         for (std::string &t : tokens) {
             size_t b = 0, n_start = 0;
-            while (n_start < start_ && t.compare(b, w, content_) == 0) {
+            while (n_start < start && t.compare(b, w, content_) == 0) {
                 b += w;
                 ++n_start;
             }
@@ -191,7 +198,6 @@ public:
         }
     }
 
-private:
     std::string content_;
     size_t start_, stop_;
 };
@@ -306,14 +312,24 @@ private:
 class SequenceDecoder : public Decoder {
 public:
     explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps) : steps_(std::move(steps)) {}
-    void decode_chain(Tokens &tokens, size_t first_index) const override {
-        for (const auto &s : steps_) s->decode_chain(tokens, first_index);
-    }
-    void decode_chain_bytes(Tokens &tokens, size_t first_index) const override {
-        for (const auto &s : steps_) s->decode_chain_bytes(tokens, first_index);
-    }
+    void decode_chain(Tokens &tokens, size_t first_index) const override { run(tokens, first_index, false); }
+    void decode_chain_bytes(Tokens &tokens, size_t first_index) const override { run(tokens, first_index, true); }
 
 private:
+    void run(Tokens &tokens, size_t first_index, bool bytes) const {
+        bool fused = false;
+        for (const auto &s : steps_) {
+            if (auto *strip = dynamic_cast<const StripDecoder *>(s.get()); strip && fused) {
+                strip->strip_fused(tokens, first_index);
+            } else if (bytes) {
+                s->decode_chain_bytes(tokens, first_index);
+            } else {
+                s->decode_chain(tokens, first_index);
+            }
+            fused = fused || dynamic_cast<const FuseDecoder *>(s.get()) != nullptr;
+        }
+    }
+
     std::vector<std::unique_ptr<Decoder>> steps_;
 };
 

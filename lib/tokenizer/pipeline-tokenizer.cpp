@@ -341,14 +341,9 @@ std::string PipelineTokenizer::token_to_piece(int32_t id, bool render_special) c
     if (!render_special && special_[id]) return {};
     std::vector<std::string> tokens{std::string(token_text(id))};
     // As a token inside a sequence: no first-token rules (Metaspace keeps
-    // its leading space), so pieces concatenate to the decoded text.
-    return decode_tokens(tokens, 1);
-}
-
-std::string PipelineTokenizer::token_bytes(int32_t id) const {
-    if (!vocab_.valid(id)) fail(VT_ERR_INVALID_ARGUMENT, "token id %d out of range [0, %u)", id, vocab_.size());
-    if (special_[id]) return {};
-    std::vector<std::string> tokens{std::string(token_text(id))};
+    // its leading space), so pieces concatenate to the decoded text. Raw
+    // bytes, as a GGUF vocabulary gives them: a byte token that is part of a
+    // UTF-8 character is that byte, not HF's U+FFFD of decode([id]).
     return decode_tokens(tokens, 1, true);
 }
 

@@ -39,7 +39,6 @@ public:
 
     std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const override;
     std::string token_to_piece(int32_t id, bool render_special) const override;
-    std::string token_bytes(int32_t id) const override;
     std::string decode(const int32_t *ids, size_t n, bool render_special) const override;
 
     uint32_t n_vocab() const override { return vocab_.size(); }
@@ -54,7 +53,7 @@ private:
     void encode_fragment(std::string_view text, bool at_origin, bool parse_special,
                          std::vector<int32_t> &out) const;
     void encode_normalized(std::string_view text, bool at_origin, std::vector<int32_t> &out) const;
-    // raw_bytes: decode_chain_bytes (token_bytes) instead of decode_chain.
+    // raw_bytes: decode_chain_bytes (lossless pieces) instead of decode_chain.
     std::string decode_tokens(std::vector<std::string> &tokens, size_t first_index,
                               bool raw_bytes = false) const;
     std::string_view token_text(int32_t id) const;

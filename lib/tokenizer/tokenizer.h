@@ -43,14 +43,12 @@ public:
                                         bool parse_special) const = 0;
 
     // Bytes of one token ("Ġa" -> " a", "<0x0A>" -> "\n"); control tokens
-    // give their text only when render_special.
+    // give their text only when render_special. Never lossy: a byte-level or
+    // byte-fallback token that is part of a UTF-8 character gives that byte
+    // (as llama.cpp's token_to_piece; HF's decode([id]) gives U+FFFD), so
+    // pieces concatenate to the text and constrained decoding can match
+    // tokens byte by byte.
     virtual std::string token_to_piece(int32_t id, bool render_special) const = 0;
-
-    // The bytes a token stands for in text, as token_to_piece without
-    // render_special, but never lossy: a byte-level or byte-fallback token
-    // that is part of a UTF-8 character gives that byte, where a piece
-    // gives U+FFFD (constrained decoding matches tokens byte by byte).
-    virtual std::string token_bytes(int32_t id) const { return token_to_piece(id, false); }
 
     // Text of a sequence (pieces joined; SentencePiece's leading space of
     // the first token removed where the family does so).

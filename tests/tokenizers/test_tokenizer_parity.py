@@ -267,3 +267,31 @@ def test_llama_cpp_vocab_gguf(family):
         if got != want:
             failures.append(f"{text[:40]!r}: {first_difference(got, want)}")
     check_all(failures, "vectors")
+
+
+PIECES_TEXT = "naïve café 🦙 llama 日本語 \u00a0x"
+
+
+def test_pieces_are_raw_bytes():
+    """vt_token_to_piece gives a byte token's raw byte in every format (a
+    GGUF vocabulary and a tokenizer.json alike), never HF's U+FFFD of
+    decode([id]): the pieces of a lossless encoding join to the text's bytes
+    (with SentencePiece's leading space). Checked on every load that round-
+    trips the text; WordPiece and other lossy pipelines cannot."""
+    checked = []
+    for name, i in CASES:
+        load = GOLDENS[name]["loads"][i]
+        try:
+            tok = tokenizer(name, i)
+        except pytest.skip.Exception:
+            continue
+        ids = tok.encode(PIECES_TEXT, add_special=False, parse_special=False)
+        if tok.decode(ids, render_special=False) != PIECES_TEXT:
+            continue
+        joined = b"".join(tok.token_to_piece(t, render_special=False) for t in ids)
+        assert joined.decode("utf-8") in (PIECES_TEXT, " " + PIECES_TEXT), f"{load}: {joined!r}"
+        checked.append(f"{load['root']}:{load['path']}")
+    # Byte-level BPE (GGUF and tokenizer.json) and byte-fallback
+    # SentencePiece loads are in the goldens whenever their data is here.
+    assert any(p.endswith("tokenizer.json") for p in checked), checked
+    assert any(p.endswith(".gguf") for p in checked), checked
