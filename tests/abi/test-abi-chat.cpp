@@ -577,6 +577,36 @@ TEST_CASE("chat tokenize: buffer convention, flags, BOS and errors", "[roles]") 
           VT_ERR_INVALID_ARGUMENT);
 }
 
+TEST_CASE("chat tokenize: SmolLM2's GGUF tokenizer gives the role goldens of its tokenizer.json", "[model]") {
+    // The GGUF family partitions control tokens as llama.cpp does
+    // (tokenizer/special.h), not as HF's added-token matcher: both must gate.
+    const char *path = std::getenv("VT_TEST_MODEL");
+    REQUIRE(path);
+    vt_model *m = nullptr;
+    REQUIRE(vt_model_load(path, nullptr, &m) == VT_OK);
+    ModelPtr model(m);
+    const vt_tokenizer *tok = nullptr;
+    REQUIRE(vt_model_tokenizer(model.get(), &tok) == VT_OK);
+    int checked = 0;
+    const ordered_json g = role_goldens();
+    for (const auto &c : g["cases"]) {
+        if (c["fixture"] != "smollm2") continue;
+        INFO(c["name"].get<std::string>());
+        TemplatePtr t = make_template(c["template"].get<std::string>().c_str());
+        vt_chat_params p;
+        vt_chat_params_init(&p);
+        const std::string bos = c["bos_token"].get<std::string>();
+        p.bos_token = bos.c_str();
+        std::vector<vt_token> ids;
+        REQUIRE(chat_tokens(t.get(), tok, c["messages"].dump(), p, VT_TOKENIZE_NONE, ids) == VT_OK);
+        CHECK(ids == c["tokens"].get<std::vector<vt_token>>());
+        REQUIRE(chat_tokens(t.get(), tok, c["messages"].dump(), p, VT_TOKENIZE_PARSE_SPECIAL, ids) == VT_OK);
+        CHECK(ids == c["tokens_parse_special"].get<std::vector<vt_token>>());
+        ++checked;
+    }
+    CHECK(checked >= 5);
+}
+
 int main(int argc, char **argv) {
     // `test-abi-chat [model]` needs the default model, `[roles]` the
     // tokenizer fixtures: 77 tells meson the run was skipped.
