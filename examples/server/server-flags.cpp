@@ -128,6 +128,9 @@ std::optional<int> parse_flags(int argc, char **argv, ServerOptions &o) {
     std::string chat_template;
     app.add_option("--chat-template", chat_template,
                    "chat template to use instead of the model's: a Jinja file, or the template itself (as vLLM)");
+    app.add_flag("--chat-parse-special-in-content", o.chat_parse_special_in_content,
+                 "turn control-token text inside chat messages into control tokens, as vLLM and llama-server do "
+                 "(default: only the chat template's own text holds control tokens, so users cannot inject turns)");
     std::vector<std::string> loras;
     app.add_option("--lora", loras,
                    "serve a LoRA adapter (a PEFT folder or a GGUF LoRA file) as the model NAME; repeatable")

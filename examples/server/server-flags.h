@@ -35,6 +35,7 @@ struct ServerOptions {
     std::string api_key;              // empty: no authentication
     std::string served_model_name;    // empty: the model file's name
     std::string chat_template;        // --chat-template: Jinja text (read from the file named), "" = the model's
+    bool chat_parse_special_in_content = false;  // --chat-parse-special-in-content: today's injectable tokenizing
     std::vector<std::pair<std::string, std::string>> loras;  // --lora NAME=PATH, in order
     double grace_period_s = 30.0;     // SIGTERM: time in-flight requests get to finish
     Guards guards;

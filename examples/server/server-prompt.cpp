@@ -15,7 +15,8 @@ std::string last_error(vt_status s) {
 
 } // namespace
 
-Prompter::Prompter(const vt_model *model, const std::string &template_source) : model_(model) {
+Prompter::Prompter(const vt_model *model, const std::string &template_source, bool parse_special_in_content)
+    : model_(model), parse_special_in_content_(parse_special_in_content) {
     vt_model_tokenizer(model, &tok_);
     const vt_status s =
         vt_chat_template_create(template_source.empty() ? nullptr : template_source.c_str(), model, &tmpl_);
@@ -63,20 +64,21 @@ std::vector<vt_token> Prompter::tokenize_chat(const nlohmann::ordered_json &mess
         extra_text = dump_json(extra);
         cp.extra_json = extra_text.c_str();
     }
-    std::string text(msgs.size() + 1024, '\0');
-    size_t needed = 0;
-    vt_status s = vt_chat_template_apply_json(tmpl_, msgs.c_str(), &cp, text.data(), text.size(), &needed);
+    // ADD_SPECIAL adds no BOS to a prompt the template starts with one.
+    uint32_t flags = VT_TOKENIZE_ADD_SPECIAL;
+    if (parse_special_in_content_) flags |= VT_TOKENIZE_PARSE_SPECIAL;
+    std::vector<vt_token> out(msgs.size() / 2 + 256);
+    size_t n = 0;
+    vt_status s = vt_chat_template_tokenize_json(tmpl_, tok_, msgs.c_str(), &cp, flags, out.data(), out.size(), &n);
     // A template may read the clock: its size can change between two calls.
     for (int tries = 0; s == VT_ERR_BUFFER_TOO_SMALL && tries < 3; ++tries) {
-        text.resize(needed + 256);
-        s = vt_chat_template_apply_json(tmpl_, msgs.c_str(), &cp, text.data(), text.size(), &needed);
+        out.resize(n + 64);
+        s = vt_chat_template_tokenize_json(tmpl_, tok_, msgs.c_str(), &cp, flags, out.data(), out.size(), &n);
     }
+    if (s == VT_ERR_INVALID_UTF8) throw ApiError(400, "cannot tokenize the prompt: " + last_error(s));
     if (s != VT_OK) throw ApiError(400, "the chat template refused the messages: " + last_error(s), "invalid_request_error", "messages");
-    text.resize(needed);
-    // A template that writes BOS itself must not get a second one.
-    uint32_t flags = VT_TOKENIZE_PARSE_SPECIAL;
-    if (bos_text_.empty() || text.compare(0, bos_text_.size(), bos_text_) != 0) flags |= VT_TOKENIZE_ADD_SPECIAL;
-    return tokenize(text, flags);
+    out.resize(n);
+    return out;
 }
 
 std::string Prompter::piece(vt_token token) const {

@@ -18,7 +18,10 @@ public:
     // use instead of the model's ("" = the model's). A model without a chat
     // template (or with one vt cannot parse) still serves /v1/completions;
     // chat requests then fail with 400 and the reason, logged once here.
-    explicit Prompter(const vt_model *model, const std::string &template_source = "");
+    // parse_special_in_content: control-token text inside messages becomes
+    // control tokens too (--chat-parse-special-in-content).
+    explicit Prompter(const vt_model *model, const std::string &template_source = "",
+                      bool parse_special_in_content = false);
     ~Prompter();
     Prompter(const Prompter &) = delete;
     Prompter &operator=(const Prompter &) = delete;
@@ -30,8 +33,10 @@ public:
 
     // Chat messages (a JSON array of message objects, already validated)
     // rendered by the template with `extra` (an object of further template
-    // variables, or null), then tokenized with control tokens parsed and
-    // BOS added only when the rendered text does not begin with it.
+    // variables, or null), then tokenized with control tokens parsed in the
+    // template's own text only (vt_chat_template_tokenize_json; everywhere
+    // with parse_special_in_content) and BOS added only when the rendered
+    // text does not begin with it.
     // Throws ApiError (400) when the template refuses the conversation.
     std::vector<vt_token> tokenize_chat(const nlohmann::ordered_json &messages, const nlohmann::ordered_json &extra,
                                         bool add_generation_prompt) const;
@@ -59,6 +64,7 @@ private:
     vt_chat_template *tmpl_ = nullptr;
     std::string tmpl_error_;  // why there is no template
     std::string bos_text_;    // text of the BOS token, "" without one
+    bool parse_special_in_content_ = false;
     vt_tool_call_format tool_format_ = VT_TOOL_CALL_FORMAT_NONE;
 };
 

@@ -171,7 +171,7 @@ int serve(ServerState &st) {
     if (failed(vt_context_step(ctx.get(), 0, nullptr), "cannot allocate the KV cache")) return 1;
 
     Metrics metrics;
-    Prompter prompter(model.get(), o.chat_template);
+    Prompter prompter(model.get(), o.chat_template, o.chat_parse_special_in_content);
     if (!o.chat_template.empty() && !prompter.template_error().empty()) {
         std::fprintf(stderr, "vt-server: --chat-template: %s\n", prompter.template_error().c_str());
         return 1;

@@ -13,16 +13,20 @@
  * It copies what it needs from the model (the template text, BOS/EOS texts),
  * so the model may be destroyed before the template.
  *
- * The rendered text holds control tokens as text ("<|im_start|>"): tokenize
- * it with VT_TOKENIZE_PARSE_SPECIAL. When it already begins with the text of
- * the model's BOS token, tokenize it without VT_TOKENIZE_ADD_SPECIAL, or the
- * prompt starts with two BOS tokens.
+ * The rendered text holds control tokens as text ("<|im_start|>"). To get a
+ * prompt's tokens, use vt_chat_template_tokenize: it turns the template's
+ * own markers into control tokens but leaves a message that says
+ * "<|im_start|>system" as plain text, which tokenizing the rendered text
+ * with VT_TOKENIZE_PARSE_SPECIAL cannot tell apart. When the text already
+ * begins with the text of the model's BOS token, tokenize without
+ * VT_TOKENIZE_ADD_SPECIAL, or the prompt starts with two BOS tokens.
  */
 #ifndef VT_CHAT_H
 #define VT_CHAT_H
 
 #include "vt_common.h"
 #include "vt_model.h"
+#include "vt_tokenizer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -108,6 +112,55 @@ VT_API vt_status vt_chat_template_apply_json(const vt_chat_template *tmpl,
                                              const vt_chat_params *params,
                                              char *buf, size_t buf_size,
                                              size_t *needed);
+
+/* METHOD. Since ABI 1.9. Renders messages[0..n_messages) as
+ * vt_chat_template_apply does and tokenizes the text with tok into
+ * tokens[0..cap), in one pass over the whole text (so tokens merge across
+ * the template's text and the content exactly as vt_tokenize of the text
+ * would), except that control tokens (special tokens: "<|im_start|>",
+ * "<|eot_id|>") are recognised only where their whole text lies in the
+ * template's own text, never in text that came from the caller's data: the
+ * messages, the tools, and every variable of params->extra_json. Added tokens
+ * that are not special are recognised everywhere (Hugging Face's
+ * split_special_tokens=True on the data). So a user whose message reads
+ * "hi<|im_end|><|im_start|>system" cannot open a system turn. The
+ * bos_token/eos_token of params or the model count as the template's text.
+ *
+ * Data keeps its mark through the template's own string operations as far
+ * as they are tracked: output, +, ~, slicing and indexing, trim/strip,
+ * replace, join, upper/lower/title/capitalize; a value that is data as a
+ * whole (a message, a content string, the tools) marks whatever a filter or
+ * method builds from it (tojson, split, ...). Text the template builds with
+ * format / % from data is counted as the template's.
+ *
+ * flags: VT_TOKENIZE_ADD_SPECIAL as for vt_tokenize, except that no BOS is
+ * added when the prompt already begins with the model's BOS (a template
+ * that writes bos_token);
+ * VT_TOKENIZE_PARSE_SPECIAL recognises control tokens in the data too: the
+ * same tokens as vt_tokenize of the rendered text with that flag (for
+ * callers that relied on it; it lets users inject turns).
+ * *n_tokens receives the count needed; VT_ERR_BUFFER_TOO_SMALL if it is over
+ * cap (tokens may be NULL when cap is 0). Errors as vt_chat_template_apply,
+ * and VT_ERR_INVALID_ARGUMENT for a NULL tok or n_tokens or unknown flags.
+ * Thread-safe. */
+VT_API vt_status vt_chat_template_tokenize(const vt_chat_template *tmpl,
+                                           const vt_tokenizer *tok,
+                                           const vt_chat_message *messages,
+                                           size_t n_messages,
+                                           const vt_chat_params *params,
+                                           uint32_t flags, vt_token *tokens,
+                                           size_t cap, size_t *n_tokens);
+
+/* METHOD. Since ABI 1.9. vt_chat_template_tokenize with the messages as
+ * vt_chat_template_apply_json takes them; every string in them (and every
+ * key) is data. Errors as both. Thread-safe. */
+VT_API vt_status vt_chat_template_tokenize_json(const vt_chat_template *tmpl,
+                                                const vt_tokenizer *tok,
+                                                const char *messages_json,
+                                                const vt_chat_params *params,
+                                                uint32_t flags,
+                                                vt_token *tokens, size_t cap,
+                                                size_t *n_tokens);
 
 /* ---- Tool calls in the output ------------------------------------------
  *

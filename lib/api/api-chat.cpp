@@ -3,6 +3,7 @@
 // a template (messages, tools, documents, add_generation_prompt, bos_token,
 // eos_token, then the caller's extra keys). The tool-call parsers
 // (tokenizer/tool-calls.h) behind vt_chat_parse_tool_calls.
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "api/api-handles.h"
 #include "api/api-internal.h"
 #include "tokenizer/jinja/jinja.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/tool-calls.h"
 #include "tokenizer/utf8.h"
 
@@ -84,8 +86,12 @@ vt_chat_params params_or_defaults(const vt_chat_params *params) {
     return p;
 }
 
-// The variables the template sees, in transformers' order.
-ordered_json make_context(const vt_chat_template &t, ordered_json messages, const vt_chat_params &p) {
+// The variables the template sees, in transformers' order. `data` receives
+// the keys that hold the caller's data (everything but add_generation_prompt
+// and the bos/eos texts of params or the model).
+ordered_json make_context(const vt_chat_template &t, ordered_json messages, const vt_chat_params &p,
+                          std::vector<std::string> *data = nullptr) {
+    std::vector<std::string> keys{"messages", "tools", "documents"};
     ordered_json ctx = ordered_json::object();
     ctx["messages"] = std::move(messages);
     ctx["tools"] = nullptr;
@@ -102,8 +108,10 @@ ordered_json make_context(const vt_chat_template &t, ordered_json messages, cons
                          "params->extra_json must not set '%s' (pass it as the messages / the parameter)",
                          it.key().c_str());
             ctx[it.key()] = it.value();
+            if (std::find(keys.begin(), keys.end(), it.key()) == keys.end()) keys.push_back(it.key());
         }
     }
+    if (data) *data = std::move(keys);
     return ctx;
 }
 
@@ -128,6 +136,70 @@ vt_status render_out(const vt_chat_template *t, ordered_json messages, const vt_
         st = copy_out(text, buf, buf_size, needed);
     });
     return g != VT_OK ? g : st;
+}
+
+constexpr uint32_t kChatTokenizeFlags = VT_TOKENIZE_ADD_SPECIAL | VT_TOKENIZE_PARSE_SPECIAL;
+
+// Renders and tokenizes in one pass over the whole text: special tokens are
+// recognised in the template's own text, and in the data (message content)
+// too only with VT_TOKENIZE_PARSE_SPECIAL.
+vt_status tokenize_out(const vt_chat_template *t, const vt_tokenizer *tok, ordered_json messages,
+                       const vt_chat_params &p, uint32_t flags, vt_token *tokens, size_t cap, size_t *n_tokens) {
+    vt_status st = VT_OK;
+    vt_status g = guard([&] {
+        std::vector<std::string> data_keys;
+        ordered_json ctx = make_context(*t, std::move(messages), p, &data_keys);
+        vt::jinja::MarkedRender r = t->tmpl.render_marked(ctx, data_keys, render_options(p));
+        if (r.text.size() > UINT32_MAX) vt::fail(VT_ERR_INVALID_ARGUMENT, "the rendered prompt is over 4 GiB");
+        std::vector<vt::SpecialGate::Range> content;
+        content.reserve(r.data.size());
+        for (const auto &d : r.data) content.push_back({uint32_t(d.first), uint32_t(d.second)});
+        const vt::SpecialGate gate = (flags & VT_TOKENIZE_PARSE_SPECIAL) ? vt::SpecialGate(true) : vt::SpecialGate(content);
+        const vt::Tokenizer &tk = *from_handle(tok);
+        std::vector<int32_t> ids = tk.encode(r.text, flags & VT_TOKENIZE_ADD_SPECIAL, gate);
+        // A template that writes the BOS text itself gets no second BOS (as
+        // llama.cpp and transformers avoid it): the added one goes.
+        const int32_t bos = tk.bos();
+        if ((flags & VT_TOKENIZE_ADD_SPECIAL) && bos >= 0 && ids.size() >= 2 && ids[0] == bos && ids[1] == bos) {
+            const std::string bos_text = tk.token_to_piece(bos, /*render_special=*/true);
+            if (!bos_text.empty() && r.text.compare(0, bos_text.size(), bos_text) == 0) ids.erase(ids.begin());
+        }
+        *n_tokens = ids.size();
+        if (ids.size() > cap) {
+            st = vt::api::fail(VT_ERR_BUFFER_TOO_SMALL,
+                               vt::strprintf("vt_chat_template_tokenize: the prompt needs %zu tokens, cap is %zu",
+                                             ids.size(), cap));
+            return;
+        }
+        if (!ids.empty()) std::memcpy(tokens, ids.data(), ids.size() * sizeof(vt_token));
+    });
+    return g != VT_OK ? g : st;
+}
+
+// The messages of vt_chat_template_apply as the template's JSON.
+ordered_json messages_of(const vt_chat_message *messages, size_t n_messages) {
+    ordered_json msgs = ordered_json::array();
+    for (size_t i = 0; i < n_messages; ++i) {
+        if (!messages[i].role) vt::fail(VT_ERR_INVALID_ARGUMENT, "message %zu has a NULL role", i);
+        ordered_json m = ordered_json::object();
+        m["role"] = checked_text(messages[i].role, "a message role");
+        if (messages[i].content)
+            m["content"] = checked_text(messages[i].content, "a message content");
+        else
+            m["content"] = nullptr;
+        msgs.push_back(std::move(m));
+    }
+    return msgs;
+}
+
+// messages_json checked: an array of objects with a string "role".
+ordered_json messages_of_json(const char *messages_json) {
+    ordered_json msgs = parse_json(messages_json, "messages_json");
+    if (!msgs.is_array()) vt::fail(VT_ERR_INVALID_ARGUMENT, "messages_json must be a JSON array of messages");
+    for (size_t i = 0; i < msgs.size(); ++i)
+        if (!msgs[i].is_object() || !msgs[i].contains("role") || !msgs[i]["role"].is_string())
+            vt::fail(VT_ERR_INVALID_ARGUMENT, "message %zu of messages_json is not an object with a string \"role\"", i);
+    return msgs;
 }
 
 } // namespace
@@ -177,17 +249,7 @@ VT_API vt_status vt_chat_template_apply(const vt_chat_template *tmpl, const vt_c
     vt_chat_params p;
     vt_status g = guard([&] {
         p = params_or_defaults(params);
-        msgs = ordered_json::array();
-        for (size_t i = 0; i < n_messages; ++i) {
-            if (!messages[i].role) vt::fail(VT_ERR_INVALID_ARGUMENT, "message %zu has a NULL role", i);
-            ordered_json m = ordered_json::object();
-            m["role"] = checked_text(messages[i].role, "a message role");
-            if (messages[i].content)
-                m["content"] = checked_text(messages[i].content, "a message content");
-            else
-                m["content"] = nullptr;
-            msgs.push_back(std::move(m));
-        }
+        msgs = messages_of(messages, n_messages);
     });
     if (g != VT_OK) return g;
     return render_out(tmpl, std::move(msgs), p, buf, buf_size, needed);
@@ -202,15 +264,45 @@ VT_API vt_status vt_chat_template_apply_json(const vt_chat_template *tmpl, const
     vt_chat_params p;
     vt_status g = guard([&] {
         p = params_or_defaults(params);
-        msgs = parse_json(messages_json, "messages_json");
-        if (!msgs.is_array()) vt::fail(VT_ERR_INVALID_ARGUMENT, "messages_json must be a JSON array of messages");
-        for (size_t i = 0; i < msgs.size(); ++i)
-            if (!msgs[i].is_object() || !msgs[i].contains("role") || !msgs[i]["role"].is_string())
-                vt::fail(VT_ERR_INVALID_ARGUMENT, "message %zu of messages_json is not an object with a string \"role\"",
-                         i);
+        msgs = messages_of_json(messages_json);
     });
     if (g != VT_OK) return g;
     return render_out(tmpl, std::move(msgs), p, buf, buf_size, needed);
+}
+
+VT_API vt_status vt_chat_template_tokenize(const vt_chat_template *tmpl, const vt_tokenizer *tok,
+                                           const vt_chat_message *messages, size_t n_messages,
+                                           const vt_chat_params *params, uint32_t flags, vt_token *tokens,
+                                           size_t cap, size_t *n_tokens) {
+    if (!tmpl || !tok || !n_tokens || (!tokens && cap))
+        return fail_arg("vt_chat_template_tokenize: NULL tmpl, tok, n_tokens, or tokens with a nonzero cap");
+    if (!messages && n_messages) return fail_arg("vt_chat_template_tokenize: messages is NULL with a nonzero count");
+    if (flags & ~kChatTokenizeFlags) return fail_arg("vt_chat_template_tokenize: unknown flags");
+    ordered_json msgs;
+    vt_chat_params p;
+    vt_status g = guard([&] {
+        p = params_or_defaults(params);
+        msgs = messages_of(messages, n_messages);
+    });
+    if (g != VT_OK) return g;
+    return tokenize_out(tmpl, tok, std::move(msgs), p, flags, tokens, cap, n_tokens);
+}
+
+VT_API vt_status vt_chat_template_tokenize_json(const vt_chat_template *tmpl, const vt_tokenizer *tok,
+                                                const char *messages_json, const vt_chat_params *params,
+                                                uint32_t flags, vt_token *tokens, size_t cap, size_t *n_tokens) {
+    if (!tmpl || !tok || !messages_json || !n_tokens || (!tokens && cap))
+        return fail_arg("vt_chat_template_tokenize_json: NULL tmpl, tok, messages_json, n_tokens, or tokens with a "
+                        "nonzero cap");
+    if (flags & ~kChatTokenizeFlags) return fail_arg("vt_chat_template_tokenize_json: unknown flags");
+    ordered_json msgs;
+    vt_chat_params p;
+    vt_status g = guard([&] {
+        p = params_or_defaults(params);
+        msgs = messages_of_json(messages_json);
+    });
+    if (g != VT_OK) return g;
+    return tokenize_out(tmpl, tok, std::move(msgs), p, flags, tokens, cap, n_tokens);
 }
 
 VT_API vt_status vt_chat_template_tool_call_format(const vt_chat_template *tmpl, vt_tool_call_format *out) {

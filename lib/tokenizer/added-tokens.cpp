@@ -117,7 +117,7 @@ int32_t AddedTokenMatcher::longest_at(std::string_view text, size_t pos, size_t 
     return best;
 }
 
-void AddedTokenMatcher::split(std::string_view text, bool parse_special, std::vector<Match> &out) const {
+void AddedTokenMatcher::split(std::string_view text, const SpecialGate &specials, std::vector<Match> &out) const {
     size_t emitted = 0;  // text before this offset is already in `out`
     size_t pos = 0;
     while (pos < text.size()) {
@@ -130,7 +130,7 @@ void AddedTokenMatcher::split(std::string_view text, bool parse_special, std::ve
         // A match that is skipped still consumes its bytes, as HF's
         // automaton iteration does.
         pos = stop;
-        if (t.special && !parse_special) continue;
+        if (t.special && !specials.allows(start, stop)) continue;
         if (t.single_word) {
             size_t s;
             const bool word_before = start > 0 && is_word_char(decode_before(text, start, s));

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "tokenizer/tokenizer.h"
+
 namespace vt::tok {
 
 struct AddedToken {
@@ -40,8 +42,9 @@ public:
 
     bool empty() const { return node_token_.size() <= 1; }
     // Cuts `text` into added-token and text fragments covering it in order
-    // (empty text gives nothing).
-    void split(std::string_view text, bool parse_special, std::vector<Match> &out) const;
+    // (empty text gives nothing). A special token is matched only where
+    // `specials` allows its match.
+    void split(std::string_view text, const SpecialGate &specials, std::vector<Match> &out) const;
 
 private:
     int32_t longest_at(std::string_view text, size_t pos, size_t &len) const;

@@ -11,8 +11,8 @@ namespace {
 class ExtraEog final : public Tokenizer {
 public:
     ExtraEog(std::unique_ptr<Tokenizer> base, std::vector<int32_t> ids) : base_(std::move(base)), ids_(std::move(ids)) {}
-    std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const override {
-        return base_->encode(text, add_special, parse_special);
+    std::vector<int32_t> encode(std::string_view text, bool add_special, const SpecialGate &specials) const override {
+        return base_->encode(text, add_special, specials);
     }
     std::string token_to_piece(int32_t id, bool render_special) const override {
         return base_->token_to_piece(id, render_special);

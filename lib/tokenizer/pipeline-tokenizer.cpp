@@ -230,7 +230,8 @@ Scratch &scratch(int depth) {
 }
 } // namespace
 
-std::vector<int32_t> PipelineTokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+std::vector<int32_t> PipelineTokenizer::encode(std::string_view text, bool add_special,
+                                               const SpecialGate &specials) const {
     utf8_validate(text);
     if (text.size() > UINT32_MAX) fail(VT_ERR_INVALID_ARGUMENT, "tokenizer input over 4 GiB");
 
@@ -239,15 +240,15 @@ std::vector<int32_t> PipelineTokenizer::encode(std::string_view text, bool add_s
     if (add_special) out.insert(out.end(), post_.prefix.begin(), post_.prefix.end());
 
     if (raw_matcher_.empty()) {
-        if (!text.empty()) encode_fragment(text, true, parse_special, out);
+        if (!text.empty()) encode_fragment(text, true, specials, out);
     } else {
         std::vector<AddedTokenMatcher::Match> &frags = scratch(0).raw;
         frags.clear();
-        raw_matcher_.split(text, parse_special, frags);
+        raw_matcher_.split(text, specials, frags);
         // encode_fragment uses the other scratch level, so `frags` stays valid.
         for (const auto &m : frags) {
             if (m.token >= 0) out.push_back(added_[m.token].id);
-            else encode_fragment(text.substr(m.begin, m.end - m.begin), m.begin == 0, parse_special, out);
+            else encode_fragment(text.substr(m.begin, m.end - m.begin), m.begin == 0, specials.at(m.begin), out);
         }
     }
 
@@ -255,7 +256,7 @@ std::vector<int32_t> PipelineTokenizer::encode(std::string_view text, bool add_s
     return out;
 }
 
-void PipelineTokenizer::encode_fragment(std::string_view text, bool at_origin, bool parse_special,
+void PipelineTokenizer::encode_fragment(std::string_view text, bool at_origin, const SpecialGate &specials,
                                         std::vector<int32_t> &out) const {
     Scratch &s = scratch(1);
     std::string_view norm = text;
@@ -270,7 +271,12 @@ void PipelineTokenizer::encode_fragment(std::string_view text, bool at_origin, b
     }
     std::vector<AddedTokenMatcher::Match> &frags = s.normalized;
     frags.clear();
-    normalized_matcher_.split(norm, parse_special, frags);
+    // Offsets in the normalized text match the raw ones only when the
+    // normalizer changed nothing; otherwise a special token may match in it
+    // only if the whole fragment is free of gated (content) bytes.
+    const bool same = norm.data() == text.data() || norm == text;
+    const SpecialGate whole(specials.allows(0, text.size()));
+    normalized_matcher_.split(norm, same ? specials : whole, frags);
     for (const auto &m : frags) {
         if (m.token >= 0) out.push_back(added_[m.token].id);
         else encode_normalized(norm.substr(m.begin, m.end - m.begin), at_origin && m.begin == 0, out);

@@ -37,7 +37,7 @@ public:
     PipelineTokenizer(const nlohmann::json &doc, const nlohmann::json *config);
     ~PipelineTokenizer() override;
 
-    std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const override;
+    std::vector<int32_t> encode(std::string_view text, bool add_special, const SpecialGate &specials) const override;
     std::string token_to_piece(int32_t id, bool render_special) const override;
     std::string decode(const int32_t *ids, size_t n, bool render_special) const override;
 
@@ -49,8 +49,9 @@ public:
 private:
     void read_vocab(const nlohmann::json &doc, const nlohmann::json *config);
     void read_config(const nlohmann::json &config);
-    // Steps 2-3 of the class comment for one fragment of raw text.
-    void encode_fragment(std::string_view text, bool at_origin, bool parse_special,
+    // Steps 2-3 of the class comment for one fragment of raw text;
+    // `specials` is the gate at the fragment's start.
+    void encode_fragment(std::string_view text, bool at_origin, const SpecialGate &specials,
                          std::vector<int32_t> &out) const;
     void encode_normalized(std::string_view text, bool at_origin, std::vector<int32_t> &out) const;
     // raw_bytes: decode_chain_bytes (lossless pieces) instead of decode_chain.

@@ -56,26 +56,31 @@ inline bool is_space(char c) {
 
 } // namespace
 
-void SpecialMatcher::partition(std::string_view text, bool parse_special,
+void SpecialMatcher::partition(std::string_view text, const SpecialGate &specials,
                                std::vector<Fragment> &out) const {
     if (text.empty()) return;
     std::vector<Fragment> cur{{-1, 0, static_cast<uint32_t>(text.size())}};
     if (!edges_.empty()) {
         std::vector<uint32_t> ranks;
-        candidates(text, parse_special, ranks);
+        candidates(text, specials.any(), ranks);
         std::vector<Fragment> next;
         for (uint32_t rank : ranks) {
             const int32_t id = vocab_.special_ids[rank];
             const std::string_view tok = vocab_.text(id);
             const uint32_t a = vocab_.attr(id);
+            const bool gated = a & (ATTR_CONTROL | ATTR_UNKNOWN);
             next.clear();
             for (const Fragment &f : cur) {
                 if (f.token >= 0) { next.push_back(f); continue; }
                 const std::string_view raw = text.substr(f.begin, f.len);
-                size_t pos = 0;
-                while (pos < raw.size()) {
-                    const size_t m = raw.find(tok, pos);
+                size_t pos = 0, from = 0;  // raw text starts at pos; the search at from
+                while (from < raw.size()) {
+                    const size_t m = raw.find(tok, from);
                     if (m == std::string_view::npos) break;
+                    if (gated && !specials.allows(f.begin + m, f.begin + m + tok.size())) {
+                        from = m + 1;  // refused here (message content): stays text
+                        continue;
+                    }
                     size_t left_len = m - pos;
                     if (a & ATTR_LSTRIP) {
                         while (left_len > 0 && is_space(raw[pos + left_len - 1])) --left_len;
@@ -86,6 +91,7 @@ void SpecialMatcher::partition(std::string_view text, bool parse_special,
                     if (a & ATTR_RSTRIP) {
                         while (pos < raw.size() && is_space(raw[pos])) ++pos;
                     }
+                    from = pos;
                 }
                 if (pos < raw.size()) next.push_back({-1, f.begin + uint32_t(pos), uint32_t(raw.size() - pos)});
             }

@@ -4,9 +4,10 @@
 //
 // Semantics follow llama.cpp exactly: special tokens are tried longest text
 // first; each one splits every raw fragment left at its turn. USER_DEFINED
-// tokens are always recognised; CONTROL and UNKNOWN ones only with
-// parse_special (so user text cannot inject "<|im_start|>"). LSTRIP/RSTRIP
-// tokens eat adjacent ASCII whitespace.
+// tokens are always recognised; CONTROL and UNKNOWN ones only where the
+// SpecialGate lets them (so user text cannot inject "<|im_start|>"): an
+// occurrence the gate refuses stays raw text. LSTRIP/RSTRIP tokens eat
+// adjacent ASCII whitespace.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
 
 namespace vt::tok {
@@ -29,7 +31,7 @@ public:
     explicit SpecialMatcher(const Vocab &vocab);
 
     // Appends the fragments of `text` to `out` (none for empty text).
-    void partition(std::string_view text, bool parse_special, std::vector<Fragment> &out) const;
+    void partition(std::string_view text, const SpecialGate &specials, std::vector<Fragment> &out) const;
 
 private:
     // Ranks (positions in vocab.special_ids) of special tokens occurring

@@ -21,7 +21,7 @@ public:
     explicit VocabTokenizer(Vocab vocab);
 
     std::vector<int32_t> encode(std::string_view text, bool add_special,
-                                bool parse_special) const final;
+                                const SpecialGate &specials) const final;
     std::string token_to_piece(int32_t id, bool render_special) const final;
     std::string decode(const int32_t *ids, size_t n, bool render_special) const final;
 

@@ -1,7 +1,24 @@
 #include "tokenizer/tokenizer-base.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "tokenizer/utf8.h"
+
+namespace vt {
+
+bool SpecialGate::allows(size_t begin, size_t end) const {
+    if (!any_) return false;
+    if (!content_) return true;
+    begin += offset_;
+    end += offset_;
+    // The first content range that ends after `begin`; overlap if it starts before `end`.
+    auto it = std::upper_bound(content_->begin(), content_->end(), begin,
+                               [](size_t b, const Range &r) { return b < r.end; });
+    return it == content_->end() || it->begin >= end;
+}
+
+} // namespace vt
 
 namespace vt::tok {
 
@@ -17,12 +34,12 @@ int hex_digit(char c) {
 VocabTokenizer::VocabTokenizer(Vocab vocab) : vocab_(std::move(vocab)), specials_(vocab_) {}
 
 std::vector<int32_t> VocabTokenizer::encode(std::string_view text, bool add_special,
-                                            bool parse_special) const {
+                                            const SpecialGate &specials) const {
     utf8_validate(text);
     if (text.size() > UINT32_MAX) fail(VT_ERR_INVALID_ARGUMENT, "tokenizer input over 4 GiB");
 
     std::vector<Fragment> frags;
-    specials_.partition(text, parse_special, frags);
+    specials_.partition(text, specials, frags);
 
     std::vector<int32_t> out;
     out.reserve(text.size() / 3 + 4);

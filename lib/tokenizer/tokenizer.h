@@ -14,6 +14,41 @@ namespace vt {
 
 class GgufFile;
 
+// Where special tokens (GGUF CONTROL/UNKNOWN ones, Hugging Face added
+// tokens marked special) may be recognised in a text being encoded:
+// everywhere (parse_special), nowhere, or everywhere except where a match
+// would overlap given byte ranges: the spans of a rendered chat template
+// that came from message content, so that a user's "<|im_start|>" stays
+// text while the template's own markers become tokens. Non-special added
+// tokens (USER_DEFINED) are recognised everywhere in every case, as
+// transformers' split_special_tokens=True does.
+class SpecialGate {
+public:
+    struct Range {
+        uint32_t begin = 0, end = 0;  // bytes [begin, end)
+    };
+    SpecialGate(bool parse_special) : any_(parse_special) {}  // NOLINT: a bool reads as the old flag
+    // `content`: sorted, disjoint, non-empty ranges; must outlive the gate.
+    explicit SpecialGate(const std::vector<Range> &content) : any_(true), content_(&content) {}
+
+    // Whether any special token may be recognised at all.
+    bool any() const { return any_; }
+    // Whether a special token may be recognised at bytes [begin, end) of
+    // the text (offsets relative to this gate, see at()).
+    bool allows(size_t begin, size_t end) const;
+    // The same gate for the piece of the text that starts at `offset`.
+    SpecialGate at(size_t offset) const {
+        SpecialGate g = *this;
+        g.offset_ += offset;
+        return g;
+    }
+
+private:
+    bool any_ = false;
+    const std::vector<Range> *content_ = nullptr;
+    size_t offset_ = 0;
+};
+
 enum class TokenType : int32_t {  // GGUF tokenizer.ggml.token_type values
     UNDEFINED = 0, NORMAL = 1, UNKNOWN = 2, CONTROL = 3, USER_DEFINED = 4,
     UNUSED = 5, BYTE = 6,
@@ -37,10 +72,12 @@ public:
     static std::unique_ptr<Tokenizer> from_file(const std::string &path);
 
     // Encodes UTF-8 text. add_special: BOS/EOS as the metadata asks.
-    // parse_special: control/user-defined token texts become their ids.
-    // Throws vt::Error(VT_ERR_INVALID_UTF8) naming the offset of bad input.
+    // specials: where control/special token texts become their ids (a bool
+    // converts: parse_special everywhere or nowhere); user-defined ones
+    // always do. Throws vt::Error(VT_ERR_INVALID_UTF8) naming the offset of
+    // bad input.
     virtual std::vector<int32_t> encode(std::string_view text, bool add_special,
-                                        bool parse_special) const = 0;
+                                        const SpecialGate &specials) const = 0;
 
     // Bytes of one token ("Ġa" -> " a", "<0x0A>" -> "\n"); control tokens
     // give their text only when render_special. Never lossy: a byte-level or

@@ -309,3 +309,41 @@ TEST_CASE("jinja goldens: real chat templates match transformers byte for byte")
     CHECK(files >= 10);
     CHECK(cases > 100);
 }
+
+// Issue 22: which bytes of the output came from the data variables
+// (Template::render_marked), shown as the marked text between [ and ].
+namespace {
+std::string marked(const std::string &tmpl, const ordered_json &ctx) {
+    vt::jinja::Template t(tmpl);
+    std::vector<std::string> data;
+    for (auto it = ctx.begin(); it != ctx.end(); ++it)
+        if (it.key() != "lit") data.push_back(it.key());
+    vt::jinja::MarkedRender r = t.render_marked(ctx, data);
+    CHECK(r.text == t.render(ctx));  // marking never changes the text
+    std::string out;
+    size_t at = 0;
+    for (auto [b, e] : r.data) {
+        out += r.text.substr(at, b - at) + "[" + r.text.substr(b, e - b) + "]";
+        at = e;
+    }
+    return out + r.text.substr(at);
+}
+} // namespace
+
+TEST_CASE("jinja marks: data keeps its marks through string operations") {
+    const ordered_json ctx = {{"c", "  Ab<x>  "}, {"d", {{"k", "v"}}}, {"l", {"p", "q"}}, {"lit", "L"}};
+    CHECK(marked("<{{ c }}>{{ lit }}", ctx) == "<[  Ab<x>  ]>L");
+    CHECK(marked("{{ c | trim }}|{{ c.lstrip() }}|{{ c.rstrip() }}", ctx) == "[Ab<x>]|[Ab<x>  ]|[  Ab<x>]");
+    CHECK(marked("{{ '(' + c[2:4] + ')' }}{{ c[2] }}", ctx) == "([Ab])[A]");
+    CHECK(marked("{{ c | replace('b', '-') }}", ctx) == "[  A]-[<x>  ]");
+    CHECK(marked("{{ l | join(', ') }}{{ '/'.join(l) }}", ctx) == "[p], [qp]/[q]");  // adjacent marks merge
+    CHECK(marked("{{ c | upper }}{{ c ~ 1 }}", ctx) == "[  AB<X>    Ab<x>  ]1");
+    CHECK(marked("{% for ch in c[2:4] %}{{ ch }}.{% endfor %}", ctx) == "[A].[b].");
+    CHECK(marked("{{ d | tojson }}{% for k, v in d.items() %}{{ k }}={{ v }}{% endfor %}", ctx) ==
+          "[{\"k\": \"v\"}k]=[v]");
+    CHECK(marked("{% macro m(x) %}<{{ x }}>{% endmacro %}{{ m(c | trim) }}{% set s %}{{ c[2] }}!{% endset %}{{ s }}",
+                 ctx) == "<[Ab<x>]>[A]!");
+    CHECK(marked("{{ c.split('b')[1] }}{{ (c * 2)[0:3] }}", ctx) == "[<x>    A]");
+    // Lost: text the template formats from data counts as the template's.
+    CHECK(marked("{{ '%s' % c }}{{ '{}'.format(c) }}", ctx) == "  Ab<x>    Ab<x>  ");
+}

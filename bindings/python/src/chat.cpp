@@ -64,6 +64,54 @@ std::string apply(const ChatTemplate &self, const py::object &messages, bool add
     return out;
 }
 
+// Renders and tokenizes in one call (vt_chat_template_tokenize_json):
+// control tokens only from the template's own text unless
+// parse_special_in_content.
+std::vector<vt_token> tokenize(const ChatTemplate &self, const Tokenizer &tok, const py::object &messages,
+                               bool add_generation_prompt, bool add_special, bool parse_special_in_content,
+                               const py::kwargs &kwargs) {
+    py::object dumps = py::module_::import("json").attr("dumps");
+    const std::string msgs = dumps(messages).cast<std::string>();
+    // bos_token / eos_token given here are the program's, not a user's:
+    // they go through params (the template's text), not extra_json (data).
+    py::dict vars;
+    std::optional<std::string> bos, eos;
+    for (auto kv : kwargs) {
+        const std::string key = kv.first.cast<std::string>();
+        if (key == "bos_token" && py::isinstance<py::str>(kv.second)) bos = utf8_of(kv.second.cast<py::str>());
+        else if (key == "eos_token" && py::isinstance<py::str>(kv.second)) eos = utf8_of(kv.second.cast<py::str>());
+        else vars[kv.first] = kv.second;
+    }
+    std::optional<std::string> extra;
+    if (vars.size() > 0) extra = dumps(vars).cast<std::string>();
+    vt_chat_params p;
+    vt_chat_params_init(&p);
+    p.add_generation_prompt = add_generation_prompt;
+    p.extra_json = extra ? extra->c_str() : nullptr;
+    p.bos_token = bos ? bos->c_str() : nullptr;
+    p.eos_token = eos ? eos->c_str() : nullptr;
+    uint32_t flags = VT_TOKENIZE_NONE;
+    if (add_special) flags |= VT_TOKENIZE_ADD_SPECIAL;
+    if (parse_special_in_content) flags |= VT_TOKENIZE_PARSE_SPECIAL;
+    std::vector<vt_token> out;
+    Failure f;
+    {
+        py::gil_scoped_release nogil;
+        out.resize(msgs.size() / 2 + 256);
+        size_t n = 0;
+        vt_status s = vt_chat_template_tokenize_json(self.handle, tok.handle, msgs.c_str(), &p, flags, out.data(),
+                                                     out.size(), &n);
+        for (int tries = 0; s == VT_ERR_BUFFER_TOO_SMALL && tries < 3; ++tries) {  // the clock may grow it
+            out.resize(n + 64);
+            s = vt_chat_template_tokenize_json(self.handle, tok.handle, msgs.c_str(), &p, flags, out.data(),
+                                               out.size(), &n);
+        }
+        if (!f.set(s)) out.resize(n);
+    }
+    f.raise_if_failed();
+    return out;
+}
+
 } // namespace
 
 void init_chat(py::module_ &m) {
@@ -97,7 +145,24 @@ void init_chat(py::module_ &m) {
              "Raises:\n"
              "    VtInvalidArgument: the template failed (raise_exception: its message), a\n"
              "        message without a string \"role\", a kwarg named messages.\n"
-             "    TypeError: messages or kwargs json.dumps cannot serialize.");
+             "    TypeError: messages or kwargs json.dumps cannot serialize.")
+        .def("tokenize", &tokenize, py::arg("tokenizer"), py::arg("messages"), py::arg("add_generation_prompt") = true,
+             py::kw_only(), py::arg("add_special") = true, py::arg("parse_special_in_content") = false,
+             "Renders a conversation and returns the prompt's token ids, in one pass over the\n"
+             "text, with control tokens (<|im_start|>, ...) taken only from the template's own\n"
+             "text: a message, tool or kwarg that contains \"<|im_start|>system\" stays plain\n"
+             "text, so users cannot open turns of their own (vt_chat_template_tokenize).\n\n"
+             "Args:\n"
+             "    tokenizer: a vt.Tokenizer (model.tokenizer).\n"
+             "    messages, add_generation_prompt, **kwargs: as apply(); every string in\n"
+             "        messages and kwargs is data, except bos_token / eos_token, which are\n"
+             "        the template's text.\n"
+             "    add_special: the model's BOS/EOS rules, without a second BOS when the\n"
+             "        template writes one.\n"
+             "    parse_special_in_content: control-token text inside the data becomes\n"
+             "        control tokens too: tokenize(apply(...), parse_special=True), as\n"
+             "        transformers' apply_chat_template(tokenize=True) and vLLM do.\n\n"
+             "Raises: as apply().");
 }
 
 } // namespace vt_py

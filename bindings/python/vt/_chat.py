@@ -1,7 +1,7 @@
 """vt.apply_chat_template: a conversation rendered with a chat template."""
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Sequence, Union
+from typing import Any, List, Mapping, Optional, Sequence, Union
 
 from . import _vt
 
@@ -24,10 +24,20 @@ def _template_of(source: Union[str, _vt.Model, _vt.ChatTemplate, Any]) -> _vt.Ch
                     f"not {type(source).__name__}")
 
 
+def _tokenizer_of(source: Any) -> Optional[_vt.Tokenizer]:
+    if isinstance(source, _vt.Model):
+        return source.tokenizer
+    model = getattr(source, "model", None)  # a vt.LLM
+    return model.tokenizer if isinstance(model, _vt.Model) else None
+
+
 def apply_chat_template(template: Union[str, _vt.Model, _vt.ChatTemplate, Any], messages: Sequence[Message],
-                        add_generation_prompt: bool = True, **kwargs: Any) -> str:
+                        add_generation_prompt: bool = True, *, tokenize: bool = False,
+                        tokenizer: Optional[_vt.Tokenizer] = None, parse_special_in_content: bool = False,
+                        **kwargs: Any) -> Union[str, List[int]]:
     """Renders messages with a chat template, as transformers'
-    ``tokenizer.apply_chat_template(messages, tokenize=False, ...)`` does.
+    ``tokenizer.apply_chat_template(messages, tokenize=False, ...)`` does;
+    with tokenize=True, the prompt's token ids instead.
 
     Args:
         template: a vt.Model or vt.LLM (its tokenizer.chat_template, with its
@@ -36,26 +46,43 @@ def apply_chat_template(template: Union[str, _vt.Model, _vt.ChatTemplate, Any], 
         messages: a list of dicts such as {"role": "user", "content": "Hi"};
             other fields (tool_calls, tool_call_id, content parts) pass through.
         add_generation_prompt: end with the header of an assistant turn.
+        tokenize: return token ids (ChatTemplate.tokenize): control tokens
+            come only from the template's own text, so a message holding
+            "<|im_end|><|im_start|>system" stays text (transformers,
+            vLLM and llama-server turn it into control tokens). BOS is added
+            by the model's rules unless the template writes it.
+        tokenizer: the vt.Tokenizer for tokenize=True; default: the model's
+            (template a vt.Model or vt.LLM).
+        parse_special_in_content: with tokenize=True, control-token text in
+            the messages and kwargs becomes control tokens too (the old,
+            injectable behaviour, for callers that rely on it).
         **kwargs: further template variables: tools=[...], documents=[...],
             enable_thinking=False, bos_token="<s>", ...
 
     Returns:
-        The prompt text. It holds control tokens as text: tokenize it with
-        parse_special=True (chat_prompt_token_ids does).
+        The prompt text (it holds control tokens as text), or with
+        tokenize=True its token ids.
 
     Raises:
         VtNotFound: the model has no chat template.
         VtFormatError: a template with a syntax error.
         VtInvalidArgument: the template raised (raise_exception) or failed.
     """
-    return _template_of(template).apply(messages, add_generation_prompt, **kwargs)
+    if not tokenize:
+        return _template_of(template).apply(messages, add_generation_prompt, **kwargs)
+    tok = tokenizer if tokenizer is not None else _tokenizer_of(template)
+    if tok is None:
+        raise TypeError("apply_chat_template(tokenize=True): pass tokenizer=, or a vt.Model / vt.LLM as template")
+    return _template_of(template).tokenize(tok, messages, add_generation_prompt,
+                                           parse_special_in_content=parse_special_in_content, **kwargs)
 
 
 def chat_prompt_token_ids(tokenizer: _vt.Tokenizer, prompt: str) -> List[int]:
     """Token ids of a rendered chat prompt.
 
-    Control-token text becomes control tokens (the template wrote it, not the
-    user). The model's BOS is added by its own rules (add_special) unless the
+    Control-token text becomes control tokens anywhere in it, the users'
+    messages included: prefer ChatTemplate.tokenize, which takes them only
+    from the template's own text. The model's BOS is added by its own rules (add_special) unless the
     text already begins with the BOS text, as llama.cpp and transformers
     avoid a doubled BOS.
     """

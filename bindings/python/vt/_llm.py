@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _vt
-from ._chat import chat_prompt_token_ids
 from ._engine import Logprob, PromptLogprobs, parse_bytes, run_batch
 from ._structured import Constraint, GrammarCache, JsonSchema, StructuredOutputsParams, constraints
 
@@ -495,13 +494,16 @@ class LLM:
              tools: Optional[List[Dict[str, Any]]] = None,
              chat_template_kwargs: Optional[Dict[str, Any]] = None,
              lora: Union[LoRALike, Sequence[LoRALike]] = None,
-             lora_scale: Union[float, Sequence[float]] = 1.0) -> List[RequestOutput]:
+             lora_scale: Union[float, Sequence[float]] = 1.0,
+             parse_special_in_content: bool = False) -> List[RequestOutput]:
         """Generates the assistant's reply to a conversation (as vLLM's LLM.chat).
 
         Each conversation is rendered with the model's chat template (or
-        chat_template), tokenized with control-token text as control tokens
-        and without a second BOS when the text already starts with one, and
-        generated from as generate() does with those token ids.
+        chat_template) and tokenized with control tokens taken from the
+        template's own text only (ChatTemplate.tokenize: a message holding
+        "<|im_start|>system" stays text) and without a second BOS when the
+        text already starts with one, and generated from as generate() does
+        with those token ids.
 
         Args:
             messages: one conversation (a list of message dicts such as
@@ -515,6 +517,9 @@ class LLM:
                 (e.g. {"enable_thinking": False}).
             lora, lora_scale: as in generate(), a list having one entry per
                 conversation.
+            parse_special_in_content: control-token text inside messages,
+                tools and chat_template_kwargs becomes control tokens too
+                (as vLLM does; lets users inject turns).
 
         Returns:
             One RequestOutput per conversation, in order; prompt is the
@@ -532,7 +537,9 @@ class LLM:
         if tools is not None:
             kwargs["tools"] = tools
         prompts = [template.apply(conv, add_generation_prompt, **kwargs) for conv in conversations]
-        ids = [chat_prompt_token_ids(self.tokenizer, p) for p in prompts]
+        ids = [template.tokenize(self.tokenizer, conv, add_generation_prompt,
+                                 parse_special_in_content=parse_special_in_content, **kwargs)
+               for conv in conversations]
         outputs = self.generate(sampling_params=sampling_params, prompt_token_ids=ids, lora=lora,
                                 lora_scale=lora_scale)
         for out, text in zip(outputs, prompts):

@@ -6,6 +6,7 @@
 #include "builtins.h"
 #include "core/error.h"
 #include "globals.h"
+#include "taint.h"
 #include "text.h"
 
 namespace vt::jinja {
@@ -191,6 +192,7 @@ Value slice(const Value &obj, const Value &start_v, const Value &stop_v, const V
     std::vector<size_t> idx;
     for (int64_t i = b; step > 0 ? i < e : i > e; i += step) idx.push_back(size_t(i));
     if (obj.is_string()) {
+        if (obj.mask()) return pick_code_points(obj, idx);
         std::string out;
         for (size_t i : idx) append_utf8(out, cps[i]);
         return Value(std::move(out));
@@ -204,7 +206,7 @@ class Interpreter {
 public:
     explicit Interpreter(const RenderOptions &opt) : opt_(opt) {}
 
-    Flow exec(const Body &body, const ScopePtr &scope, std::string &out) {
+    Flow exec(const Body &body, const ScopePtr &scope, MarkedText &out) {
         for (const StmtPtr &s : body) {
             Flow f;
             try {
@@ -234,9 +236,18 @@ private:
         if (++steps_ > opt_.max_steps) fail(VT_ERR_INVALID_ARGUMENT, "template exceeded %llu steps", (unsigned long long)opt_.max_steps);
     }
 
-    void write(std::string &out, const std::string &s) {
-        out += s;
-        if (out.size() > opt_.max_output_bytes) fail(VT_ERR_INVALID_ARGUMENT, "template output exceeded %zu bytes", opt_.max_output_bytes);
+    void write(MarkedText &out, const Value &v) {
+        out.append(v);
+        check_size(out);
+    }
+
+    void write_text(MarkedText &out, const std::string &s) {
+        out.append(s, nullptr);
+        check_size(out);
+    }
+
+    void check_size(const MarkedText &out) {
+        if (out.text.size() > opt_.max_output_bytes) fail(VT_ERR_INVALID_ARGUMENT, "template output exceeded %zu bytes", opt_.max_output_bytes);
     }
 
     static void assign(Scope &scope, const std::vector<std::string> &targets, const Value &v) {
@@ -252,11 +263,11 @@ private:
         for (size_t i = 0; i < targets.size(); ++i) scope.vars[targets[i]] = items[i];
     }
 
-    Flow exec_one(const Stmt &s, const ScopePtr &scope, std::string &out) {
+    Flow exec_one(const Stmt &s, const ScopePtr &scope, MarkedText &out) {
         step();
         switch (s.kind) {
-        case Stmt::Kind::Text: write(out, s.text); return Flow::Normal;
-        case Stmt::Kind::Output: write(out, eval(*s.expr, scope).to_str()); return Flow::Normal;
+        case Stmt::Kind::Text: write_text(out, s.text); return Flow::Normal;
+        case Stmt::Kind::Output: write(out, eval(*s.expr, scope)); return Flow::Normal;
         case Stmt::Kind::If:
             return exec(eval(*s.expr, scope).truthy() ? s.body : s.else_body, scope, out);
         case Stmt::Kind::For: return exec_for(s, scope, out);
@@ -273,9 +284,9 @@ private:
             return Flow::Normal;
         }
         case Stmt::Kind::SetBlock: {
-            std::string text;
+            MarkedText text;
             exec(s.body, scope, text);
-            scope->vars[s.targets[0]] = Value(std::move(text));
+            scope->vars[s.targets[0]] = std::move(text).value();
             return Flow::Normal;
         }
         case Stmt::Kind::Macro: scope->vars[s.text] = make_macro(s, scope); return Flow::Normal;
@@ -287,17 +298,17 @@ private:
             caller->name = "caller";
             caller->call = [this, &s, scope](Args &a) { return invoke_body(s, s.params, scope, a, "caller"); };
             args.kw.emplace_back("caller", Value(std::move(caller)));
-            write(out, call_value(callee, args).to_str());
+            write(out, call_value(callee, args));
             return Flow::Normal;
         }
         case Stmt::Kind::Break: return Flow::Break;
         case Stmt::Kind::Continue: return Flow::Continue;
         case Stmt::Kind::FilterBlock: {
             ScopePtr inner = child_of(scope);
-            std::string text;
+            MarkedText text;
             exec(s.body, inner, text);  // Jinja scopes a filter block's sets to it
-            inner->vars[kFilterBlockBody] = Value(std::move(text));
-            write(out, eval(*s.expr, inner).to_str());
+            inner->vars[kFilterBlockBody] = std::move(text).value();
+            write(out, eval(*s.expr, inner));
             return Flow::Normal;
         }
         case Stmt::Kind::Scope: return exec(s.body, scope, out);
@@ -305,9 +316,12 @@ private:
         return Flow::Normal;
     }
 
-    Flow exec_for(const Stmt &s, const ScopePtr &scope, std::string &out) {
+    Flow exec_for(const Stmt &s, const ScopePtr &scope, MarkedText &out) {
         Value iterable = eval(*s.expr, scope);
-        List all = iterable.items_for_iteration();
+        // Characters of a marked str and keys of a marked dict keep their marks.
+        List all = iterable.is_string() && iterable.mask() ? marked_characters(iterable)
+                   : iterable.is_dict() && iterable.dict().marked_keys ? mark_all(iterable).items_for_iteration()
+                                                                        : iterable.items_for_iteration();
         List items;
         if (s.filter) {
             for (const Value &item : all) {
@@ -384,9 +398,9 @@ private:
             scope->vars[p.name] = p.default_value ? eval(*p.default_value, scope)
                                                   : Value::undefined("parameter '" + p.name + "' was not provided");
         }
-        std::string text;
+        MarkedText text;
         exec(s.body, scope, text);
-        return Value(std::move(text));
+        return std::move(text).value();
     }
 
     Args eval_args(const Expr &call, const ScopePtr &scope) {
@@ -394,6 +408,19 @@ private:
         for (size_t i = 1; i < call.args.size(); ++i) a.pos.push_back(eval(*call.args[i], scope));
         for (auto &kv : call.kwargs) a.kw.emplace_back(kv.first, eval(*kv.second, scope));
         return a;
+    }
+
+    // A bound method of a str/list/dict: its result gets its marks from the
+    // receiver (taint.h). Others pass through.
+    static Value with_method_marks(const Value &obj, const std::string &name, Value m) {
+        if (!m.is_function() || !(obj.is_string() || obj.is_list() || obj.is_dict())) return m;
+        if (obj.is_dict() && obj.dict().is_namespace) return m;
+        if (!obj.any_marked() && name != "join") return m;
+        auto inner = std::make_shared<Function>(m.function());
+        auto f = std::make_shared<Function>();
+        f->name = inner->name;
+        f->call = [obj, name, inner](Args &a) { return method_marks(name, obj, a, inner->call(a)); };
+        return Value(std::move(f));
     }
 
     Value call_value(const Value &callee, Args &args) {
@@ -439,8 +466,19 @@ private:
             }
             return Value(std::move(d));
         }
-        case Expr::Kind::GetAttr: return get_attr(eval(*e.args[0], scope), e.name);
-        case Expr::Kind::GetItem: return get_item(eval(*e.args[0], scope), eval(*e.args[1], scope));
+        case Expr::Kind::GetAttr: {
+            Value obj = eval(*e.args[0], scope);
+            return with_method_marks(obj, e.name, get_attr(obj, e.name));
+        }
+        case Expr::Kind::GetItem: {
+            Value obj = eval(*e.args[0], scope), key = eval(*e.args[1], scope);
+            Value r = get_item(obj, key);
+            if (obj.is_string() && obj.mask() && r.is_string() && (key.is_int() || key.is_bool())) {
+                int64_t i = key.as_int(), n = int64_t(code_point_count(obj.str()));
+                return pick_code_points(obj, {size_t(i < 0 ? i + n : i)});  // in range: get_item gave a str
+            }
+            return key.is_string() ? with_method_marks(obj, key.str(), std::move(r)) : r;
+        }
         case Expr::Kind::Slice: {
             Value obj = eval(*e.args[0], scope);
             Value parts[3];
@@ -457,7 +495,7 @@ private:
             Value v = eval(*e.args[0], scope);
             Args a = eval_args(e, scope);
             step();
-            return call_filter(e.name, v, a);
+            return filter_marks(e.name, v, a, call_filter(e.name, v, a));
         }
         case Expr::Kind::Test: {
             Value v = eval(*e.args[0], scope);
@@ -478,7 +516,12 @@ private:
             Value a = eval(*e.args[0], scope);
             if (e.name == "and") return a.truthy() ? eval(*e.args[1], scope) : a;
             if (e.name == "or") return a.truthy() ? a : eval(*e.args[1], scope);
-            return arithmetic(e.name, a, eval(*e.args[1], scope));
+            Value b = eval(*e.args[1], scope);
+            Value r = arithmetic(e.name, a, b);
+            if (!r.is_string()) return r;
+            if (e.name == "+" || e.name == "~") return concat_marks(a, b, std::move(r));
+            if (e.name == "*") return repeat_marks(a.is_string() ? a : b, std::move(r));
+            return r;
         }
         case Expr::Kind::Compare: {
             Value left = eval(*e.args[0], scope);
@@ -499,13 +542,13 @@ private:
 
 } // namespace
 
-std::string render_body(const Body &body, const Dict &variables, const RenderOptions &opt) {
+MarkedText render_body(const Body &body, const Dict &variables, const RenderOptions &opt) {
     auto globals = std::make_shared<Scope>();
     for (auto &kv : make_globals(opt).items) globals->vars[kv.first] = kv.second;
     ScopePtr root = child_of(globals);
     for (const auto &kv : variables.items) root->vars[kv.first] = kv.second;
     Interpreter interp(opt);
-    std::string out;
+    MarkedText out;
     interp.exec(body, root, out);
     return out;
 }

@@ -7,12 +7,14 @@
 
 #include "ast.h"
 #include "jinja.h"
+#include "taint.h"
 #include "value.h"
 
 namespace vt::jinja {
 
 // `variables` become the outermost scope, in front of the globals
 // (raise_exception, strftime_now, namespace, dict, range).
-std::string render_body(const Body &body, const Dict &variables, const RenderOptions &opt);
+// The output carries the marks of the variables' data (taint.h).
+MarkedText render_body(const Body &body, const Dict &variables, const RenderOptions &opt);
 
 } // namespace vt::jinja

@@ -21,6 +21,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +37,16 @@ struct RenderOptions {
     // (statements, loop iterations and calls).
     size_t max_output_bytes = size_t(64) << 20;
     uint64_t max_steps = 20'000'000;
+};
+
+// A rendering that knows which of its bytes came from the caller's data.
+struct MarkedRender {
+    std::string text;
+    // Byte ranges [begin, end) of text that came from the variables named as
+    // data (message content, tools, ...), sorted and disjoint; the rest is the
+    // template's own text. How far marks follow data through filters and
+    // methods: taint.h.
+    std::vector<std::pair<size_t, size_t>> data;
 };
 
 // A parsed template: parse once, render many times. Rendering is const and
@@ -55,6 +67,11 @@ public:
     // constructs outside the subset.
     std::string render(const nlohmann::ordered_json &context, const RenderOptions &opt = {}) const;
     std::string render(const nlohmann::json &context, const RenderOptions &opt = {}) const;
+    // As render, also telling where the values of the context keys named in
+    // `data_keys` (every string in them, and dict keys) ended up. The text is
+    // the same as render's.
+    MarkedRender render_marked(const nlohmann::ordered_json &context, const std::vector<std::string> &data_keys,
+                               const RenderOptions &opt = {}) const;
 
 private:
     struct Impl;

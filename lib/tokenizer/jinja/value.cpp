@@ -57,7 +57,7 @@ const std::string &Value::undefined_name() const {
 namespace {
 
 template <class J>
-Value convert(const J &j) {
+Value convert(const J &j, bool mark) {
     switch (j.type()) {
     case nlohmann::json::value_t::null: return Value(nullptr);
     case nlohmann::json::value_t::boolean: return Value(j.template get<bool>());
@@ -67,16 +67,22 @@ Value convert(const J &j) {
         return u > uint64_t(INT64_MAX) ? Value(double(u)) : Value(int64_t(u));
     }
     case nlohmann::json::value_t::number_float: return Value(j.template get<double>());
-    case nlohmann::json::value_t::string: return Value(j.template get<std::string>());
+    case nlohmann::json::value_t::string: {
+        std::string s = j.template get<std::string>();
+        if (!mark || s.empty()) return Value(std::move(s));
+        std::string m(s.size(), '\1');
+        return Value::marked(std::move(s), std::move(m));
+    }
     case nlohmann::json::value_t::array: {
         List l;
         l.reserve(j.size());
-        for (const auto &e : j) l.push_back(convert(e));
+        for (const auto &e : j) l.push_back(convert(e, mark));
         return Value(std::move(l));
     }
     case nlohmann::json::value_t::object: {
         Dict d;
-        for (auto it = j.begin(); it != j.end(); ++it) d.items.emplace_back(it.key(), convert(it.value()));
+        d.marked_keys = mark;
+        for (auto it = j.begin(); it != j.end(); ++it) d.items.emplace_back(it.key(), convert(it.value(), mark));
         return Value(std::move(d));
     }
     default: return Value(nullptr);  // binary / discarded: not JSON data
@@ -107,8 +113,36 @@ std::string repr_string(const std::string &s) {
 
 } // namespace
 
-Value Value::from_json(const nlohmann::ordered_json &j) { return convert(j); }
-Value Value::from_json(const nlohmann::json &j) { return convert(j); }
+Value Value::from_json(const nlohmann::ordered_json &j) { return convert(j, false); }
+Value Value::from_json(const nlohmann::json &j) { return convert(j, false); }
+Value Value::from_json_marked(const nlohmann::ordered_json &j) { return convert(j, true); }
+
+Value Value::marked(std::string s, std::string mask) {
+    Value v(std::move(s));
+    if (mask.size() == v.s_->size() && mask.find_first_not_of('\0') != std::string::npos)
+        v.mask_ = std::make_shared<const std::string>(std::move(mask));
+    return v;
+}
+
+bool Value::all_marked() const {
+    return mask_ && kind_ == Kind::String && mask_->find('\0') == std::string::npos;
+}
+
+bool Value::any_marked() const {
+    switch (kind_) {
+    case Kind::String: return mask_ != nullptr;
+    case Kind::List:
+        for (const Value &x : *list_)
+            if (x.any_marked()) return true;
+        return false;
+    case Kind::Dict:
+        if (dict_->marked_keys && !dict_->items.empty()) return true;
+        for (const auto &kv : dict_->items)
+            if (kv.second.any_marked()) return true;
+        return false;
+    default: return false;
+    }
+}
 
 bool Value::truthy() const {
     switch (kind_) {

@@ -25,6 +25,7 @@ using List = std::vector<Value>;
 struct Dict {
     std::vector<std::pair<std::string, Value>> items;
     bool is_namespace = false;  // namespace(): the one object `set x.y` may change
+    bool marked_keys = false;   // the keys are the caller's data (see Value::mask)
 
     const Value *find(std::string_view key) const;
     void set(const std::string &key, Value v);
@@ -69,6 +70,12 @@ public:
     static Value tuple(List l);
     static Value from_json(const nlohmann::ordered_json &j);
     static Value from_json(const nlohmann::json &j);
+    // Caller's data (message content, tools): every string and key in it
+    // marked (see mask()).
+    static Value from_json_marked(const nlohmann::ordered_json &j);
+    // A str whose bytes are marked where mask[i] != 0 (mask empty, or the
+    // same size as s).
+    static Value marked(std::string s, std::string mask);
 
     Kind kind() const { return kind_; }
     bool is_undefined() const { return kind_ == Kind::Undefined; }
@@ -93,6 +100,19 @@ public:
     Function &function() const { return *fn_; }
     const std::string &undefined_name() const;
 
+    // Marks ("taint") on the bytes of a str that came from the caller's
+    // data rather than from the template's own text: one byte per byte,
+    // nonzero where marked; nullptr when no byte is. A rendered chat
+    // template is tokenized with special tokens recognised only in unmarked
+    // text (vt_chat_template_tokenize). Values passed along keep their
+    // marks; operations that build new strings carry them as far as
+    // interpreter.cpp / taint.cpp say.
+    const std::string *mask() const { return kind_ == Kind::String ? mask_.get() : nullptr; }
+    // Whether any byte of this value, or of a string or key inside it, is marked.
+    bool any_marked() const;
+    // Whether every byte of a str is marked (false for an empty or unmarked str).
+    bool all_marked() const;
+
     // Python's bool(x): empty containers, 0, None and Undefined are false.
     bool truthy() const;
     // Python's str(x) (Undefined prints as nothing, as Jinja's Undefined).
@@ -111,6 +131,7 @@ private:
     int64_t i_ = 0;
     double f_ = 0;
     std::shared_ptr<std::string> s_;  // String; also the name of an Undefined
+    std::shared_ptr<const std::string> mask_;  // String: see mask()
     std::shared_ptr<List> list_;
     std::shared_ptr<Dict> dict_;
     std::shared_ptr<Function> fn_;
