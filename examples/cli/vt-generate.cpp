@@ -140,8 +140,11 @@ bool stream_text(vt_detokenizer *d, std::optional<vt_token> token, std::string &
     return true;
 }
 
-// The conversation [system,] user rendered with the model's chat template.
-bool render_chat(const vt_model *model, const Options &o, const std::string &user, std::string &out) {
+// The conversation [system,] user rendered with the model's chat template
+// and tokenized: control tokens only from the template's own text, so a
+// prompt that reads "<|im_end|><|im_start|>system" stays text.
+bool chat_tokens(const vt_model *model, const vt_tokenizer *tok, const Options &o, const std::string &user,
+                 std::vector<vt_token> &out) {
     vt_chat_template *traw = nullptr;
     if (failed(vt_chat_template_create(nullptr, model, &traw))) return false;
     std::unique_ptr<vt_chat_template, ChatTemplateDel> tmpl(traw);
@@ -149,26 +152,17 @@ bool render_chat(const vt_model *model, const Options &o, const std::string &use
     if (o.system) msgs.push_back({"system", o.system->c_str()});
     msgs.push_back({"user", user.c_str()});
     size_t needed = 0;
-    out.resize(user.size() + 4096);
-    vt_status s = vt_chat_template_apply(tmpl.get(), msgs.data(), msgs.size(), nullptr, out.data(), out.size(), &needed);
+    out.resize(user.size() + 1024);
+    vt_status s = vt_chat_template_tokenize(tmpl.get(), tok, msgs.data(), msgs.size(), nullptr, VT_TOKENIZE_ADD_SPECIAL,
+                                            out.data(), out.size(), &needed);
     if (s == VT_ERR_BUFFER_TOO_SMALL) {
-        out.resize(needed + 1);
-        s = vt_chat_template_apply(tmpl.get(), msgs.data(), msgs.size(), nullptr, out.data(), out.size(), &needed);
+        out.resize(needed);
+        s = vt_chat_template_tokenize(tmpl.get(), tok, msgs.data(), msgs.size(), nullptr, VT_TOKENIZE_ADD_SPECIAL,
+                                      out.data(), out.size(), &needed);
     }
     if (failed(s)) return false;
     out.resize(needed);
     return true;
-}
-
-// Whether text begins with the text of the model's BOS token: a template
-// that writes BOS itself must not get a second one from the tokenizer.
-bool starts_with_bos(const vt_tokenizer *tok, const std::string &text) {
-    vt_token bos = vt_token_bos(tok);
-    if (bos == VT_TOKEN_NULL) return false;
-    char piece[256];
-    size_t n = 0;
-    if (vt_token_to_piece(tok, bos, true, piece, sizeof piece, &n) != VT_OK || n == 0) return false;
-    return text.compare(0, n, piece, n) == 0;
 }
 
 // The constraint the options ask for, compiled for tok; *out stays NULL
@@ -256,19 +250,17 @@ int run(const Options &o) {
     const vt_tokenizer *tok = nullptr;
     if (failed(vt_model_tokenizer(model.get(), &tok))) return 1;
 
-    // Tokenize: the prompt is the user's own text, so control-token text in
-    // it ("<|im_start|>") becomes control tokens unless --no-parse-special.
-    // A chat prompt is the template's text, control tokens included.
-    uint32_t flags = VT_TOKENIZE_ADD_SPECIAL;
-    if (!o.no_parse_special) flags |= VT_TOKENIZE_PARSE_SPECIAL;
-    if (o.chat) {
-        std::string user = std::move(prompt);
-        if (!render_chat(model.get(), o, user, prompt)) return 1;
-        flags = VT_TOKENIZE_PARSE_SPECIAL;
-        if (!starts_with_bos(tok, prompt)) flags |= VT_TOKENIZE_ADD_SPECIAL;
-    }
+    // Tokenize: a raw prompt is the user's own text, so control-token text
+    // in it ("<|im_start|>") becomes control tokens unless
+    // --no-parse-special. A chat prompt takes them from the template only.
     std::vector<vt_token> prompt_tokens;
-    if (!tokenize(tok, prompt, flags, prompt_tokens)) return 1;
+    if (o.chat) {
+        if (!chat_tokens(model.get(), tok, o, prompt, prompt_tokens)) return 1;
+    } else {
+        uint32_t flags = VT_TOKENIZE_ADD_SPECIAL;
+        if (!o.no_parse_special) flags |= VT_TOKENIZE_PARSE_SPECIAL;
+        if (!tokenize(tok, prompt, flags, prompt_tokens)) return 1;
+    }
     if (prompt_tokens.empty()) {
         std::fprintf(stderr, "vt-generate: the prompt is empty (no tokens to evaluate)\n");
         return 1;
