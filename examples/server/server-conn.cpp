@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -215,4 +217,12 @@ extern "C" ssize_t recv(int fd, void *buf, size_t len, int flags) {
         }
     }
     return recvfrom(fd, buf, len, flags, nullptr, nullptr);
+}
+
+// httplib 0.11 listens with a backlog of 5: a burst of connections (a
+// thousand clients at once) overflows it, and each dropped SYN costs its
+// client a retransmission, 1 s and more. The kernel caps the backlog at
+// net.core.somaxconn. There is no libc alias of listen() to call.
+extern "C" int listen(int fd, int backlog) {
+    return (int)syscall(SYS_listen, fd, backlog < 4096 ? 4096 : backlog);
 }

@@ -133,6 +133,17 @@ httplib::Server::HandlerWithContentReader with_body(ServerState &st, uint64_t ca
     return [&st, cap, handler](const httplib::Request &req, httplib::Response &res,
                                const httplib::ContentReader &reader) {
         std::string body;
+        if (req.is_multipart_form_data()) {
+            // Read (into nothing) so that the connection stays in step;
+            // httplib's plain reader cannot take a multipart body.
+            reader([](const httplib::MultipartFormData &) { return true; },
+                   [](const char *, size_t) { return true; });
+            request_body_read();
+            send_error(res, ApiError(415, "the request body must be JSON (Content-Type: application/json), not "
+                                          "multipart/form-data",
+                                     "invalid_request_error", "", "unsupported_media_type"));
+            return;
+        }
         auto err = read_body(reader, res, cap, body);
         request_body_read();
         if (err) {
