@@ -5,7 +5,8 @@
 //             [--lora NAME=PATH ...] ...
 //
 // Threads: main (load, then httplib's accept loop), one engine thread that
-// steps the context (server-engine.h), httplib's connection threads (parse,
+// steps the context (server-engine.h), connection threads (one per open
+// connection, server-conn.h: read the request within its deadlines, parse,
 // tokenize, submit, then wait on their request's channel), and a signal
 // thread: SIGTERM/SIGINT stop the accept loop, requests in flight get
 // --grace-period seconds to finish and are cancelled after it, then the
