@@ -12,15 +12,27 @@
 
 namespace vts {
 
+// what() is a C string: a NUL quoted from the request (a model name, a
+// content part's type) would cut an error message short, so it is spelled.
+inline std::string visible_nul(const std::string &s) {
+    if (s.find('\0') == std::string::npos) return s;
+    std::string out;
+    for (char c : s) {
+        if (c == '\0') out += "\\u0000";
+        else out += c;
+    }
+    return out;
+}
+
 struct ApiError : std::runtime_error {
     int status;        // HTTP status
     std::string type;  // "invalid_request_error", "authentication_error", ...
     std::string param; // the offending request field, or ""
     std::string code;  // a machine-readable code, or ""
 
-    ApiError(int status_, std::string message, std::string type_ = "invalid_request_error",
+    ApiError(int status_, const std::string &message, std::string type_ = "invalid_request_error",
              std::string param_ = "", std::string code_ = "")
-        : std::runtime_error(std::move(message)), status(status_), type(std::move(type_)),
+        : std::runtime_error(visible_nul(message)), status(status_), type(std::move(type_)),
           param(std::move(param_)), code(std::move(code_)) {}
 };
 

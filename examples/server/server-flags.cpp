@@ -108,8 +108,23 @@ std::optional<int> parse_flags(int argc, char **argv, ServerOptions &o) {
     app.add_option("--port", o.port, "port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
     app.add_option("-t,--threads", o.threads, "compute threads, 0 = physical cores")->capture_default_str();
     app.add_option("--http-threads", o.http_threads,
-                   "connection threads (each open connection holds one), 0 = max-num-seqs + 16, at least 32")
+                   "most connection threads (each open connection holds one; they start per connection and "
+                   "exit when idle), 0 = 4096 capped by the open-file limit")
         ->capture_default_str();
+    app.add_option("--keep-alive-timeout", o.keep_alive_timeout_s,
+                   "seconds an idle connection is kept open, before its first request or between requests")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 3600u));
+    app.add_option("--header-timeout", o.header_timeout_s,
+                   "seconds a request's head (request line and headers) may take from its first byte; "
+                   "slower clients get 408 and are disconnected (0 = no limit)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 86400.0));
+    app.add_option("--body-timeout", o.body_timeout_s,
+                   "seconds a request's body may take after its head; slower clients get 408 and are "
+                   "disconnected (0 = no limit). Responses (streams, long generations) have no limit")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 86400.0));
     app.add_option("--kv-cache-memory", kv_mem, "KV block pool size (e.g. 2GiB); default: the engine's")
         ->check(size_check);
     app.add_option("--max-num-seqs", o.max_num_seqs, "requests running at once, 0 = engine default (64)")

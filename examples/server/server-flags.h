@@ -25,7 +25,10 @@ struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080;
     unsigned threads = 0;             // compute threads, 0 = physical cores
-    unsigned http_threads = 0;        // connection threads, 0 = max_num_seqs + 16 (at least 32)
+    unsigned http_threads = 0;        // most connection threads, 0 = 4096 (capped by the fd limit)
+    unsigned keep_alive_timeout_s = 5;  // an idle connection (before or between requests) is closed after it
+    double header_timeout_s = 10;     // a request's head must arrive within it of its first byte (0: no limit)
+    double body_timeout_s = 60;       // its body within it of the head's end (0: no limit)
     uint64_t kv_cache_bytes = 0;      // 0 = the engine's default
     uint32_t max_num_seqs = 0;        // 0 = the engine's default (64)
     uint32_t max_model_len = 0;       // 0 = the model's training context, capped by the pool

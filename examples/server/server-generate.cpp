@@ -155,7 +155,8 @@ void generate(ServerState &st, const std::string &body_text, bool chat, httplib:
     Body body;
     try {
         body = Body::parse(body_text);
-    } catch (const Body::parse_error &e) {
+    } catch (const Body::exception &e) {
+        // parse_error, and out_of_range for a number beyond a double (1e400)
         throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
     }
     GenRequest r = parse_request(body, chat, st.opts.guards, st.n_vocab);

@@ -94,7 +94,7 @@ json parse_object(const std::string &text) {
     json body;
     try {
         body = json::parse(text);
-    } catch (const json::parse_error &e) {
+    } catch (const json::exception &e) {  // parse_error, and out_of_range for 1e400
         throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
     }
     if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");

@@ -42,11 +42,18 @@ std::optional<int64_t> opt_int(const json &body, const char *key, int64_t lo, in
     int64_t i;
     if (v->is_number_integer()) {
         if (v->is_number_unsigned() && v->get<uint64_t>() > (uint64_t)INT64_MAX)
-            throw bad_param(key, std::string("'") + key + "' is too large");
+            throw bad_param(key, std::string("'") + key + "' must be between " + std::to_string(lo) + " and " +
+                                     std::to_string(hi));
         i = v->get<int64_t>();
     } else if (v->is_number_float() && std::isfinite(v->get<double>()) &&
-               v->get<double>() == std::floor(v->get<double>()) && std::fabs(v->get<double>()) < 9e18) {
-        i = (int64_t)v->get<double>();
+               v->get<double>() == std::floor(v->get<double>())) {
+        // 5.0 is 5 (as Python and vLLM take it); 2^64 and beyond arrive
+        // here as floats, since they fit no integer type.
+        const double d = v->get<double>();
+        if (std::fabs(d) >= 9e18)
+            throw bad_param(key, std::string("'") + key + "' must be between " + std::to_string(lo) + " and " +
+                                     std::to_string(hi));
+        i = (int64_t)d;
     } else {
         throw bad_param(key, std::string("'") + key + "' must be an integer");
     }
@@ -127,6 +134,8 @@ void parse_messages(const json &body, GenRequest &r, const Guards &g) {
         auto role = m.find("role");
         if (role == m.end() || !role->is_string())
             throw bad_param("messages", "each message needs a string 'role'");
+        if (role->get_ref<const std::string &>().find('\0') != std::string::npos)
+            throw bad_param("messages", "a message's 'role' must not hold NUL characters");
         json msg = m;  // keep name, tool_calls, tool_call_id, ... for the template
         // NOTE: as vLLM gives templates that take string content: a null
         // content (an assistant turn that only called tools) is "".
@@ -239,6 +248,8 @@ GenRequest parse_request(const json &body, bool chat, const Guards &g, uint32_t 
     r.chat = chat;
     if (const json *m = field(body, "model")) {
         if (!m->is_string()) throw bad_param("model", "'model' must be a string");
+        if (m->get_ref<const std::string &>().find('\0') != std::string::npos)
+            throw bad_param("model", "'model' must not hold NUL characters");
         r.model = m->get<std::string>();
     }
     refuse_unsupported(body, chat);

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "server-conn.h"
 #include "server-engine.h"
 #include "server-errors.h"
 #include "server-generate.h"
@@ -48,6 +49,12 @@ bool authorized(const ServerState &st, const httplib::Request &req) {
     return starts_with(h, bearer.c_str()) && same_secret(h.substr(bearer.size()), st.opts.api_key);
 }
 
+// 408 for a request not read in time (server-conn.h); the connection closes.
+ApiError timeout_error(const char *what) {
+    return ApiError(408, std::string(what) + " did not arrive in time (see --header-timeout and --body-timeout)",
+                    "invalid_request_error", "", "request_timeout");
+}
+
 // Reads the body into `body` up to `cap` bytes (0: no cap). A declared
 // Content-Length over the cap is refused by httplib itself
 // (set_payload_max_length) and skipped without buffering; a chunked body
@@ -66,12 +73,15 @@ std::optional<ApiError> read_body(const httplib::ContentReader &reader, httplib:
         body.append(data, len);
         return true;
     });
+    if (const char *late = request_timed_out()) return timeout_error(late);
     if (too_large || res.status == 413)
         return ApiError(413,
                         "the request body is larger than this server accepts (" + std::to_string(cap) +
                             " bytes; see --max-body-bytes)",
                         "invalid_request_error", "", "request_too_large");
-    if (!ok) return ApiError(400, "cannot read the request body");
+    if (!ok)
+        return ApiError(400, "cannot read the request body: the client sent less than its Content-Length, "
+                             "or stalled (closed)");
     return std::nullopt;
 }
 
@@ -123,7 +133,20 @@ httplib::Server::HandlerWithContentReader with_body(ServerState &st, uint64_t ca
     return [&st, cap, handler](const httplib::Request &req, httplib::Response &res,
                                const httplib::ContentReader &reader) {
         std::string body;
-        if (auto err = read_body(reader, res, cap, body)) {
+        if (req.is_multipart_form_data()) {
+            // Read (into nothing) so that the connection stays in step;
+            // httplib's plain reader cannot take a multipart body.
+            reader([](const httplib::MultipartFormData &) { return true; },
+                   [](const char *, size_t) { return true; });
+            request_body_read();
+            send_error(res, ApiError(415, "the request body must be JSON (Content-Type: application/json), not "
+                                          "multipart/form-data",
+                                     "invalid_request_error", "", "unsupported_media_type"));
+            return;
+        }
+        auto err = read_body(reader, res, cap, body);
+        request_body_read();
+        if (err) {
             send_error(res, *err);
             return;
         }
@@ -143,6 +166,7 @@ void setup_routes(httplib::Server &svr, ServerState &st) {
     // httplib 0.11 keeps the connection open after an early answer, and an
     // unread body would be parsed as the next request.
     svr.set_pre_routing_handler([&st](const httplib::Request &req, httplib::Response &res) {
+        request_head_read(has_body(req));  // the body's deadline starts, or reading is over
         if (!starts_with(req.path, "/v1/") || has_body(req)) return httplib::Server::HandlerResponse::Unhandled;
         return refuse(st, req, res) ? httplib::Server::HandlerResponse::Handled
                                     : httplib::Server::HandlerResponse::Unhandled;
@@ -164,6 +188,11 @@ void setup_routes(httplib::Server &svr, ServerState &st) {
     // Errors httplib answers itself (404, 413 of a declared length, 400 of a
     // bad request line) get an OpenAI error object too.
     svr.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request &, httplib::Response &res) {
+        if (const char *late = request_timed_out()) {  // httplib answers a failed read with 400
+            send_error(res, timeout_error(late));
+            res.set_header("Connection", "close");
+            return httplib::Server::HandlerResponse::Handled;
+        }
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
         const char *msg = res.status == 404   ? "no such endpoint"
                           : res.status == 413 ? "the request body is too large (see --max-body-bytes)"
@@ -187,6 +216,10 @@ void setup_routes(httplib::Server &svr, ServerState &st) {
     // Counted before the response goes out (httplib runs this just before
     // writing it, the logger only after): a client that has its response and
     // then reads /metrics finds it counted.
+    // Runs once a response is written: the next byte on the connection
+    // starts the next request's deadline.
+    svr.set_logger([](const httplib::Request &, const httplib::Response &) { request_done(); });
+
     svr.set_post_routing_handler([&st](const httplib::Request &req, httplib::Response &res) {
         if (starts_with(req.path, "/v1/")) st.metrics->count_response(res.status);
     });

@@ -5,7 +5,8 @@
 //             [--lora NAME=PATH ...] ...
 //
 // Threads: main (load, then httplib's accept loop), one engine thread that
-// steps the context (server-engine.h), httplib's connection threads (parse,
+// steps the context (server-engine.h), connection threads (one per open
+// connection, server-conn.h: read the request within its deadlines, parse,
 // tokenize, submit, then wait on their request's channel), and a signal
 // thread: SIGTERM/SIGINT stop the accept loop, requests in flight get
 // --grace-period seconds to finish and are cancelled after it, then the
@@ -25,6 +26,7 @@
 #include <thread>
 
 #include "../common/devices.h"
+#include "server-conn.h"
 #include "server-engine.h"
 #include "server-errors.h"
 #include "server-flags.h"
@@ -186,19 +188,35 @@ int serve(ServerState &st) {
     engine.start();
 
     httplib::Server svr;
+    // Each open connection (a stream, a keep-alive client between requests,
+    // one that has not sent its request yet) holds a thread, so threads
+    // start per connection (server-conn.h): idle or slow connections cannot
+    // hold the threads that others need. The default cap is far above any
+    // running batch and below the descriptors a connection needs anyway.
+    const size_t fd_limit = raise_fd_limit();
     const unsigned max_seqs = o.max_num_seqs ? o.max_num_seqs : 64;
-    const unsigned http_threads = o.http_threads ? o.http_threads : std::max(32u, max_seqs + 16);
-    // Each open connection (a stream, or a keep-alive client between
-    // requests) holds a thread: the pool must cover every running request.
-    svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
+    const size_t http_threads =
+        o.http_threads ? o.http_threads
+                       : std::max<size_t>(max_seqs + 16, std::min<size_t>(4096, fd_limit > 128 ? fd_limit - 64 : 64));
+    svr.new_task_queue = [http_threads] {
+        return new ConnectionPool(http_threads, std::chrono::seconds(10));
+    };
+    svr.set_keep_alive_timeout((time_t)o.keep_alive_timeout_s);
+    // httplib's own timeout is per read (5 s): shorter deadlines shorten it,
+    // so that a silent client is let go at about its deadline too.
+    double read_timeout_s = 5.0;
+    for (double d : {o.header_timeout_s, o.body_timeout_s})
+        if (d > 0) read_timeout_s = std::min(read_timeout_s, d);
+    svr.set_read_timeout((time_t)read_timeout_s, (time_t)((read_timeout_s - (time_t)read_timeout_s) * 1e6));
+    set_read_deadlines(o.header_timeout_s, o.body_timeout_s);
     setup_routes(svr, st);
     if (!svr.bind_to_port(o.host.c_str(), o.port)) {
         std::fprintf(stderr, "vt-server: cannot listen on %s:%d\n", o.host.c_str(), o.port);
         engine.stop();
         return 1;
     }
-    std::fprintf(stderr, "vt-server: serving '%s' on http://%s:%d (%u connection threads)\n",
-                 st.model_name.c_str(), o.host.c_str(), o.port, http_threads);
+    std::fprintf(stderr, "vt-server: serving '%s' on http://%s:%d (up to %zu connection threads, %zu open files)\n",
+                 st.model_name.c_str(), o.host.c_str(), o.port, http_threads, fd_limit);
     {
         SignalWatcher watcher(st, svr);
         // Returns after stop() once every connection thread is done: the
