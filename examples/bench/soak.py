@@ -20,7 +20,16 @@ of 127.0.0.1 and runs --concurrency (32) closed-loop workers for --duration
   max_tokens  1-48 (70%), 49-128 (25%) or 129-256 (5%); ignore_eos on a third;
               temperature 0 or 0.8
 The words are serve_load.py's passage, so every run sends the same bytes for
-the same --seed.
+the same --seed. The server runs with -t --threads (2), --kv-cache-memory
+(512MiB: ~23k tokens of SmolLM2, room for the 32 requests, so preemption is
+rare) and --grace-period; --server-arg adds flags.
+
+Before the load, every KV block is used once (long prompts, max_tokens 1,
+until the computed prompt tokens exceed the pool by 10%; --no-fill skips it):
+the pool's pages come from mmap and only become resident when a block is
+first written, and free blocks are handed out in FIFO order, so without the
+fill RSS grows by design (up to the pool's size) for as long as it takes the
+load to cycle through the pool, and the RSS check would measure that.
 
 Outcomes of a request: ok (a complete answer, finish_reason stop/length, the
 stream ended with its usage chunk and [DONE]); cancelled / disconnected (this
@@ -89,7 +98,9 @@ or cancelled/disconnected by this script; for requests sent after it:
 shutdown or refused. Checks then: sigterm_inflight_clean, sigterm_new_clean,
 sigterm_exit (status 0 within --grace-period + --exit-slack seconds), plus
 no_failed and no_5xx for what came before the signal (metrics, drain and RSS
-checks are skipped: the server is gone).
+checks are skipped: the server is gone; so is the KV fill). A short
+--grace-period (e.g. 3 s at c=32) makes the requests in flight end "aborted";
+a long one lets them finish.
 
 --fail-forward N: the server runs with VT_DEBUG_FAIL_FORWARD=N (every N-th
 forward pass of the engine fails). The requests in that pass end with a clean
@@ -98,9 +109,15 @@ or a streamed error event and [DONE]); they are expected, not failures. The
 checks become: fault_seen (at least one error: the hook is there and on),
 no_failed, still_serving (ok requests ended after the first error, and after
 the drain at least one of 10 small requests succeeds), drained, status_counts,
-finished, gen_tokens (errored requests count as not ok), monotonic, clean_exit.
-no_5xx becomes: every 5xx the client saw was a clean error, and the server
-counted as many 5xx as the client saw plus at most the statuses never seen.
+finished, gen_tokens (errored requests count as not ok), monotonic, clean_exit
+(prompt_tokens and prefix_hits are skipped: a failed pass starts the prefix
+cache over). no_5xx becomes: every 5xx the client saw was a clean error, and
+the server counted as many 5xx as the client saw plus at most the statuses
+never seen. vt-server answers a failed pass with HTTP 200 (the status went
+out when the request was admitted) and an error object: "generation failed:
+..." as the body, or as an SSE event before [DONE]. N should leave most passes
+working (at c=32 a pass holds every running request, and all of them fail
+with it): 20 or more.
 
 Usage (from the repository root; --duration 60 for a quick run):
     .venv/bin/python examples/bench/soak.py                     # 10 min, c=32
@@ -631,16 +648,30 @@ def delta(before: dict, after: dict, key: str) -> float:
 
 
 def wait_idle(port: int, timeout: float) -> tuple[dict | None, float, dict]:
-    """Polls /metrics until nothing runs or waits and no KV block is held.
-    Returns (metrics when idle or None, seconds waited, last metrics)."""
+    """Polls /metrics until nothing runs or waits and no KV block is held,
+    twice 0.5 s apart with the same counters: a handler whose client reset
+    the connection may still be on its way to the engine when the first idle
+    reading comes. Returns (metrics when idle or None, seconds until the
+    first idle reading, last metrics)."""
     t0 = time.monotonic()
     last: dict = {}
+    first: dict | None = None
+    first_s = 0.0
     while True:
         try:
             last = get_metrics(port)
-            if (last.get("vt_num_requests_running") == 0 and last.get("vt_num_requests_waiting") == 0
-                    and last.get("vt_kv_blocks_used") == 0):
-                return last, time.monotonic() - t0, last
+            idle = (last.get("vt_num_requests_running") == 0 and last.get("vt_num_requests_waiting") == 0
+                    and last.get("vt_kv_blocks_used") == 0)
+            if idle and first is not None and all(last.get(k) == v for k, v in first.items()
+                                                  if k.endswith("_total") or "_total{" in k):
+                return last, first_s, last
+            if idle:
+                if first is None:
+                    first_s = time.monotonic() - t0
+                first = last
+                time.sleep(0.5)
+                continue
+            first = None
         except (OSError, RuntimeError, http.client.HTTPException):
             pass
         if time.monotonic() - t0 > timeout:
