@@ -96,7 +96,11 @@ its usage and [DONE], a non-streamed answer is a 200 whose choices say
 signal is: ok, aborted, shutdown (its handler ran after the signal), refused,
 or cancelled/disconnected by this script; for requests sent after it:
 shutdown or refused. Checks then: sigterm_inflight_clean, sigterm_new_clean,
-sigterm_exit (status 0 within --grace-period + --exit-slack seconds), plus
+sigterm_exit (status 0 within --grace-period + --exit-slack seconds),
+sigterm_preparing_clean (--sigterm-race N, default 3: N fresh servers, each
+SIGTERMed 50 ms after one request arrived whose preparation, a grammar
+compile, takes longer, with nothing else in flight; that request must end as
+ok or 503 too, and the server exit 0), plus
 no_failed and no_5xx for what came before the signal (metrics, drain and RSS
 checks are skipped: the server is gone; so is the KV fill). A short
 --grace-period (e.g. 3 s at c=32) makes the requests in flight end "aborted";
@@ -599,6 +603,25 @@ class Load:
             client.close()
 
 
+TCP_EXT = ("ListenOverflows", "ListenDrops", "TCPReqQFullDoCookies", "SyncookiesFailed")
+
+
+def tcp_ext() -> dict[str, int]:
+    """The kernel's listen-queue counters (/proc/net/netstat, the whole
+    machine's). A connection burst larger than the server's listen backlog
+    overflows it; connections answered with SYN cookies then may be reset
+    (SyncookiesFailed), which the client sees as "Connection reset by peer"
+    for a request the server never read."""
+    out: dict[str, int] = {}
+    try:
+        lines = Path("/proc/net/netstat").read_text().splitlines()
+    except OSError:
+        return out
+    for head, vals in zip(lines[::2], lines[1::2]):
+        out.update({k: int(v) for k, v in zip(head.split()[1:], vals.split()[1:]) if k in TCP_EXT})
+    return out
+
+
 def read_rss_kib(pid: int) -> int | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -696,7 +719,7 @@ class Checks:
 # The run
 
 
-def start_server(a, port: int, logs: Path):
+def start_cmd(a, port: int) -> list[str]:
     exe = sb.find_vt_server(a.vt_server)
     if exe is None or not exe.is_file():
         sys.exit("no vt-server: build it (ninja -C build examples/server/vt-server) or pass --vt-server")
@@ -706,7 +729,11 @@ def start_server(a, port: int, logs: Path):
            "--grace-period", str(a.grace_period)]
     if a.kv_cache_memory:
         cmd += ["--kv-cache-memory", a.kv_cache_memory]
-    cmd += a.server_arg
+    return cmd + a.server_arg
+
+
+def start_server(a, port: int, logs: Path):
+    cmd = start_cmd(a, port)
     env = dict(os.environ)
     if a.fail_forward:
         env["VT_DEBUG_FAIL_FORWARD"] = str(a.fail_forward)
@@ -954,12 +981,16 @@ def main() -> int:
     ap.add_argument("--start-timeout", type=float, default=180.0)
     ap.add_argument("--grace-period", type=float, default=30.0, help="vt-server --grace-period")
     ap.add_argument("--sigterm-at", type=float, help="SIGTERM the server this many seconds into the load")
+    ap.add_argument("--sigterm-race", type=int, default=3, metavar="N",
+                    help="with --sigterm-at, then N times: a fresh server, one request with a slow-to-compile "
+                         "grammar, SIGTERM 50 ms after it (0: skip)")
     ap.add_argument("--exit-slack", type=float, default=10.0,
                     help="seconds past the grace period the server may take to exit after SIGTERM")
     ap.add_argument("--fail-forward", type=int, default=0, metavar="N",
                     help="run the server with VT_DEBUG_FAIL_FORWARD=N (every N-th forward pass fails)")
     ap.add_argument("--server-arg", action="append", default=[], help="extra vt-server flag (repeatable)")
     ap.add_argument("--log-dir", help="keep the server log here (default: a temporary directory)")
+    ap.add_argument("--records", help="write every request (Rec) as a JSON line to this file")
     ap.add_argument("--verbose", action="store_true", help="log every failed request as it happens")
     a = ap.parse_args()
     if a.sigterm_at is not None and a.fail_forward:
@@ -978,6 +1009,7 @@ def main() -> int:
         log(str(e))
         return 2
     checks = Checks()
+    load = None
     report: dict = {"duration_s": a.duration, "concurrency": a.concurrency, "seed": a.seed,
                     "model": str(a.model), "server_cmd": srv.cmd, "server_log": str(srv.log_path),
                     "fail_forward": a.fail_forward, "sigterm_at": a.sigterm_at}
@@ -1005,6 +1037,7 @@ def main() -> int:
                 sampler_stop.wait(a.rss_interval)
 
         load.t0 = time.monotonic()
+        report["tcp_ext_before"] = tcp_ext()
         st = threading.Thread(target=sampler, daemon=True)
         st.start()
         workers = [threading.Thread(target=load.worker, args=(i,), daemon=True) for i in range(a.concurrency)]
@@ -1088,7 +1121,7 @@ def main() -> int:
     finally:
         if srv.proc.poll() is None:
             srv.stop()
-    return finish_report(report, checks)
+    return finish_report(report, checks, load, a.records)
 
 
 def pick(m: dict) -> dict:
@@ -1164,10 +1197,76 @@ def sigterm_run(a, srv, load: Load, workers, samples, sampler_stop, checks: Chec
     report["sigterm"] = {"at_s": t_sig, "exit_status": code, "exit_after_s": exit_s,
                          "inflight": c_in, "new": dict(Counter(r.outcome for r in new)),
                          "records_before_signal": n_before}
-    return finish_report(report, checks)
+    if a.sigterm_race:
+        report["sigterm_race"] = sigterm_race(a, srv.log_path.parent, a.sigterm_race, checks)
+    return finish_report(report, checks, load, a.records)
 
 
-def finish_report(report: dict, checks: Checks) -> int:
+def slow_schema(tag: str) -> dict:
+    """A JSON schema vt-server takes a while to compile (0.5 s for 40
+    patterned properties on a busy 2-core VM; ~30 ms for a plain request),
+    different for every tag so that its grammar cache never has it."""
+    props = {f"{tag}_{i}": {"type": "string", "pattern": "[a-z]{1,%d}" % (5 + i)} for i in range(40)}
+    return {"type": "json_schema",
+            "json_schema": {"name": "slow", "schema": {"type": "object", "properties": props,
+                                                       "required": list(props)}}}
+
+
+def sigterm_race(a, logs: Path, tries: int, checks: Checks) -> dict:
+    """SIGTERM to an otherwise idle server 50 ms after a request arrived
+    whose preparation (parse, grammar compile, tokenization) takes longer:
+    it passed the "shutting down" check, the engine has nothing in flight.
+    It must still end cleanly (its answer, or a 503): the soak's SIGTERM
+    never sees this, since it always has requests in flight."""
+    outcomes = []
+    for t in range(tries):
+        port = sb.free_port()
+        srv = sb.Server(f"vt-server-race{t}", [*start_cmd(a, port)], port, logs, dict(os.environ))
+        try:
+            srv.start()
+            srv.wait_healthy(a.start_timeout)
+        except RuntimeError as e:
+            checks.add("sigterm_preparing_clean", False, f"race server {t}: {e}")
+            return {"outcomes": outcomes}
+        rec = Rec("completions", True, "raw", "race", 8, "race", 0)
+        body = {"model": srv.model_id(a.model.name), "prompt": "Name five ships.", "max_tokens": 8,
+                "stream": True, "stream_options": {"include_usage": True},
+                "response_format": slow_schema(f"r{a.seed}_{t}_{time.time_ns()}")}
+        th = threading.Thread(target=raw_request, args=(port, rec, body, a.request_timeout, None, None))
+        th.start()
+        time.sleep(0.05)
+        srv.proc.send_signal(signal.SIGTERM)
+        th.join(a.grace_period + a.exit_slack + 60)
+        try:
+            code = srv.proc.wait(a.grace_period + a.exit_slack)
+        except subprocess.TimeoutExpired:
+            code = None
+        srv.stop()
+        outcomes.append({"outcome": rec.outcome or "hung", "status": rec.status, "detail": rec.detail,
+                         "exit": code})
+    bad = [o for o in outcomes if o["outcome"] not in ("ok", "shutdown", "refused") or o["exit"] != 0]
+    checks.add("sigterm_preparing_clean", not bad,
+               f"{tries} requests being prepared at SIGTERM (idle server): "
+               f"{dict(Counter(o['outcome'] for o in outcomes))}"
+               + (f"; not clean: {bad[:3]}" if bad else ""))
+    return {"outcomes": outcomes}
+
+
+def finish_report(report: dict, checks: Checks, load: Load | None = None, path: str | None = None) -> int:
+    if load is not None and path:
+        with open(path, "w") as f:
+            for r in load.records:
+                f.write(json.dumps(asdict(r)) + "\n")
+    if "tcp_ext_before" in report:
+        after = tcp_ext()
+        report["tcp_ext"] = {k: after.get(k, 0) - v for k, v in report.pop("tcp_ext_before").items()}
+        bad = [n for n, r in checks.results.items() if not r["ok"] and "reset by peer" in r["detail"]]
+        if bad and report["tcp_ext"].get("SyncookiesFailed"):
+            for n in bad:
+                checks.results[n]["detail"] += (
+                    f" (the kernel reset {report['tcp_ext']['SyncookiesFailed']} SYN-cookie connections during "
+                    f"the run, listen queue overflows {report['tcp_ext'].get('ListenOverflows')}: the "
+                    "server's listen backlog overflowed)")
     report["checks"] = checks.results
     report["ok"] = checks.ok
     c = report.get("client", {})
