@@ -1,5 +1,6 @@
 """vt-server under load: concurrent streams, exact batching, a burst over the
 KV pool (preemption), clients that leave, and SIGTERM."""
+import http.client
 import json
 import socket
 import threading
@@ -160,6 +161,43 @@ def test_sigterm_grace_period_cancels(start_server):
     assert srv.proc.wait(60) == 0, srv.stderr()
     assert time.time() - t0 < 30
     assert "grace period over" in srv.stderr()
+
+
+def test_sigterm_waits_for_a_request_being_prepared(start_server):
+    """SIGTERM while the only request is still being prepared (its grammar
+    compiles, nothing is in the engine yet): the listener used to close at
+    once, and httplib then sent the 200 header and cut the body."""
+    srv = start_server("--kv-cache-memory", "64MiB")
+    # 80 patterned properties: about a second to compile on the 2-core VMs.
+    props = {f"p{i}": {"type": "string", "pattern": "[a-z]{1,%d}" % (5 + i)} for i in range(80)}
+    body = {"model": srv.model, "prompt": "Name a ship.", "max_tokens": 4, "stream": True,
+            "response_format": {"type": "json_schema", "json_schema": {
+                "name": "slow", "schema": {"type": "object", "properties": props, "required": list(props)}}}}
+    result = {}
+
+    def run():
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
+        try:
+            conn.request("POST", "/v1/completions", body=json.dumps(body),
+                         headers={"Content-Type": "application/json"})
+            r = conn.getresponse()
+            result["status"] = r.status
+            result["body"] = r.read()  # IncompleteRead when the chunked body is cut
+        except (OSError, http.client.HTTPException) as e:
+            result["error"] = repr(e)
+        finally:
+            conn.close()
+
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.1)
+    srv.proc.send_signal(15)
+    t.join(120)
+    assert "error" not in result, (result, srv.stderr())
+    assert result["status"] in (200, 503), result
+    if result["status"] == 200:
+        assert result["body"].endswith(b"data: [DONE]\n\n"), result["body"][-200:]
+    assert srv.proc.wait(60) == 0, srv.stderr()
 
 
 def test_zz_server_idle_at_the_end(server):
