@@ -13,11 +13,14 @@
 #include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <memory>
 #include <optional>
@@ -192,11 +195,24 @@ int serve(ServerState &st) {
     // requests) holds a thread: the pool must cover every running request.
     svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
     setup_routes(svr, st);
+    // cpp-httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG,
+    // built into Debian's library): a burst of more new connections overflows
+    // the kernel's queues, and connections it answered with SYN cookies may
+    // then be reset before vt-server sees them (58 of 100 simultaneous ones,
+    // examples/bench/soak.py). listen() again on the bound socket raises the
+    // backlog; httplib calls its socket options hook on that socket only.
+    socket_t listen_sock = INVALID_SOCKET;
+    svr.set_socket_options([&listen_sock](socket_t sock) {
+        httplib::default_socket_options(sock);
+        listen_sock = sock;
+    });
     if (!svr.bind_to_port(o.host.c_str(), o.port)) {
         std::fprintf(stderr, "vt-server: cannot listen on %s:%d\n", o.host.c_str(), o.port);
         engine.stop();
         return 1;
     }
+    if (listen_sock != INVALID_SOCKET && ::listen(listen_sock, SOMAXCONN) != 0)
+        std::fprintf(stderr, "vt-server: warning: cannot raise the listen backlog: %s\n", std::strerror(errno));
     std::fprintf(stderr, "vt-server: serving '%s' on http://%s:%d (%u connection threads)\n",
                  st.model_name.c_str(), o.host.c_str(), o.port, http_threads);
     {
