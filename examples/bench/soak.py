@@ -127,7 +127,12 @@ Usage (from the repository root; --duration 60 for a quick run):
     .venv/bin/python examples/bench/soak.py                     # 10 min, c=32
     .venv/bin/python examples/bench/soak.py --duration 90 --sigterm-at 60 --grace-period 5
     .venv/bin/python examples/bench/soak.py --duration 120 --fail-forward 50
-Prints a summary, then one JSON line (the last line of stdout).
+Prints a summary, then one JSON line (the last line of stdout); --records
+FILE also writes every request as a JSON line. The report carries the kernel's
+listen-queue counters over the run (/proc/net/netstat: ListenOverflows,
+SyncookiesFailed, ...): a "Connection reset by peer" for a request the server
+never read comes with SyncookiesFailed > 0 when the listen backlog overflowed
+(httplib's default of 5 did, with 32 clients starting at once).
 """
 from __future__ import annotations
 
