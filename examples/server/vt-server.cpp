@@ -201,9 +201,13 @@ int serve(ServerState &st) {
     // then be reset before vt-server sees them (58 of 100 simultaneous ones,
     // examples/bench/soak.py). listen() again on the bound socket raises the
     // backlog; httplib calls its socket options hook on that socket only.
+    // SO_REUSEADDR and not httplib's default SO_REUSEPORT: with that, a
+    // second vt-server on the same port started without an error and took
+    // half of the connections.
     socket_t listen_sock = INVALID_SOCKET;
     svr.set_socket_options([&listen_sock](socket_t sock) {
-        httplib::default_socket_options(sock);
+        const int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
         listen_sock = sock;
     });
     if (!svr.bind_to_port(o.host.c_str(), o.port)) {

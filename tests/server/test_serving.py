@@ -3,6 +3,7 @@ KV pool (preemption), clients that leave, and SIGTERM."""
 import http.client
 import json
 import socket
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -190,6 +191,15 @@ def test_connection_burst_is_served(server):
         for t in threads:
             t.join()
     assert results == [400] * (3 * n), [r for r in results if r != 400][:5]
+
+
+def test_port_in_use_is_an_error(server, server_bin, model_path):
+    """httplib's default socket options set SO_REUSEPORT: a second server on
+    the same port started and shared its connections with the first."""
+    p = subprocess.run([server_bin, "-m", model_path, "--port", str(server.port), "-t", "1",
+                        "--kv-cache-memory", "16MiB"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=120)
+    assert p.returncode == 1 and "cannot listen" in p.stdout, p.stdout[-2000:]
 
 
 def test_sigterm_waits_for_a_request_being_prepared(start_server):
