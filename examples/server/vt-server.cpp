@@ -215,11 +215,11 @@ int serve(ServerState &st) {
         engine.stop();
         return 1;
     }
-    if (listen_sock != INVALID_SOCKET && ::listen(listen_sock, SOMAXCONN) != 0)
-        std::fprintf(stderr, "vt-server: warning: cannot raise the listen backlog: %s\n", std::strerror(errno));
     std::fprintf(stderr, "vt-server: serving '%s' on http://%s:%d (%u connection threads)\n",
                  st.model_name.c_str(), o.host.c_str(), o.port, http_threads);
     {
+        if (listen_sock != INVALID_SOCKET && ::listen(listen_sock, SOMAXCONN) != 0)
+            std::fprintf(stderr, "vt-server: warning: cannot raise the listen backlog: %s\n", std::strerror(errno));
         SignalWatcher watcher(st, svr);
         // Returns after stop() once every connection thread is done: the
         // requests in flight have finished or been cancelled.
