@@ -179,7 +179,7 @@ void Engine::cancel_all() {
 
 size_t Engine::n_in_flight() const {
     std::lock_guard<std::mutex> lock(mu_);
-    return pending_.size();
+    return pending_.size() + holds_.load();
 }
 
 vt_engine_stats Engine::stats() const {

@@ -95,7 +95,39 @@ public:
     void cancel(uint64_t id);
     // Cancels every request in flight and refuses new ones. Thread-safe.
     void cancel_all();
-    // Engine requests submitted and not yet finished. Thread-safe.
+
+    // Counts toward n_in_flight() while it lives. An HTTP handler takes one
+    // before it checks whether the server is draining and keeps it until its
+    // response is written: the shutdown closes the listener once
+    // n_in_flight() is 0, and httplib then ends every chunked response whose
+    // writer has not started, so a request still being prepared (a grammar
+    // compiling) when SIGTERM came, with nothing else in flight, got its 200
+    // header and then a cut body.
+    class Hold {
+    public:
+        Hold() = default;
+        explicit Hold(std::atomic<size_t> *n) : n_(n) { n_->fetch_add(1); }
+        Hold(Hold &&o) noexcept : n_(std::exchange(o.n_, nullptr)) {}
+        Hold &operator=(Hold &&o) noexcept {
+            if (this != &o) {
+                release();
+                n_ = std::exchange(o.n_, nullptr);
+            }
+            return *this;
+        }
+        ~Hold() { release(); }
+
+    private:
+        void release() {
+            if (n_) n_->fetch_sub(1);
+            n_ = nullptr;
+        }
+        std::atomic<size_t> *n_ = nullptr;
+    };
+    Hold hold() { return Hold(&holds_); }
+
+    // Engine requests submitted and not yet finished, plus the live Holds.
+    // Thread-safe.
     size_t n_in_flight() const;
     vt_engine_stats stats() const;
 
@@ -110,6 +142,10 @@ private:
     std::atomic<bool> running_{false};
     std::atomic<bool> stop_{false};
     std::atomic<bool> refuse_{false};  // cancel_all() ran
+    // Live Holds. Sequentially consistent, as ServerState::draining: a
+    // handler that counts itself and then finds draining false is seen by a
+    // shutdown that sets draining and then reads the count.
+    std::atomic<size_t> holds_{0};
     mutable std::mutex mu_;
     std::map<Pending *, std::shared_ptr<Pending>> pending_;  // submitted (or being submitted), not finished
 };

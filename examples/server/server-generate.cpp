@@ -27,6 +27,7 @@ struct Generation {
     std::shared_ptr<Channel> channel = std::make_shared<Channel>();
     std::vector<uint64_t> ids;
     ResponseBuilder rb;
+    Engine::Hold hold;  // until the response is written (destroyed after ~Generation's cancel)
 
     Generation(Engine &e, ResponseBuilder builder) : engine(e), rb(std::move(builder)) {}
     ~Generation() { cancel(); }
@@ -151,6 +152,7 @@ bool pump(Generation &g, httplib::DataSink &sink) {
 }
 
 void generate(ServerState &st, const std::string &body_text, bool chat, httplib::Response &res) {
+    Engine::Hold hold = st.engine->hold();  // before the check: see Engine::Hold
     if (st.draining.load()) throw ApiError(503, "the server is shutting down", "server_error");
     Body body;
     try {
@@ -197,6 +199,7 @@ void generate(ServerState &st, const std::string &body_text, bool chat, httplib:
     }
     auto g = std::make_shared<Generation>(*st.engine, ResponseBuilder(std::move(ro), std::move(infos), r.n,
                                                                       *st.prompter));
+    g->hold = std::move(hold);
     SubmitParams sp;
     sp.max_tokens = score_only ? 1 : r.max_tokens.value_or(0);
     sp.stop = r.stop;
