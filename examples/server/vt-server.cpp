@@ -213,20 +213,13 @@ int serve(ServerState &st) {
     svr.set_read_timeout((time_t)read_timeout_s, (time_t)((read_timeout_s - (time_t)read_timeout_s) * 1e6));
     set_read_deadlines(o.header_timeout_s, o.body_timeout_s);
     setup_routes(svr, st);
-    // cpp-httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG,
-    // built into Debian's library): a burst of more new connections overflows
-    // the kernel's queues, and connections it answered with SYN cookies may
-    // then be reset before vt-server sees them (58 of 100 simultaneous ones,
-    // examples/bench/soak.py). listen() again on the bound socket raises the
-    // backlog; httplib calls its socket options hook on that socket only.
     // SO_REUSEADDR and not httplib's default SO_REUSEPORT: with that, a
     // second vt-server on the same port started without an error and took
-    // half of the connections.
-    socket_t listen_sock = INVALID_SOCKET;
-    svr.set_socket_options([&listen_sock](socket_t sock) {
+    // half of the connections. (The listen backlog is raised in
+    // server-conn.cpp's listen().)
+    svr.set_socket_options([](socket_t sock) {
         const int yes = 1;
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-        listen_sock = sock;
     });
     if (!svr.bind_to_port(o.host.c_str(), o.port)) {
         std::fprintf(stderr, "vt-server: cannot listen on %s:%d\n", o.host.c_str(), o.port);
@@ -236,8 +229,6 @@ int serve(ServerState &st) {
     std::fprintf(stderr, "vt-server: serving '%s' on http://%s:%d (up to %zu connection threads, %zu open files)\n",
                  st.model_name.c_str(), o.host.c_str(), o.port, http_threads, fd_limit);
     {
-        if (listen_sock != INVALID_SOCKET && ::listen(listen_sock, SOMAXCONN) != 0)
-            std::fprintf(stderr, "vt-server: warning: cannot raise the listen backlog: %s\n", std::strerror(errno));
         SignalWatcher watcher(st, svr);
         // Returns after stop() once every connection thread is done: the
         // requests in flight have finished or been cancelled.
