@@ -175,6 +175,7 @@ Value f_join(const Value &v, Args &a) {
         if (!first && sep) out += sep->to_str();
         first = false;
         out += (attr && !attr->is_none() ? attribute_of(item, attr->to_str()) : item).to_str();
+        RenderBudget::check_size(out.size());
     }
     return Value(std::move(out));
 }
@@ -399,7 +400,9 @@ Value f_rejectattr(const Value &v, Args &a) { return select_impl(v, a, true, fal
 
 Value f_indent(const Value &v, Args &a) {
     const Value *w = a.get(0, "width");
-    std::string unit = w && w->is_string() ? w->str() : std::string(size_t(std::max<int64_t>(0, to_int_arg(w, 4, "width"))), ' ');
+    const int64_t width = w && w->is_string() ? 0 : std::max<int64_t>(0, to_int_arg(w, 4, "width"));
+    RenderBudget::check_size(size_t(std::min<uint64_t>(uint64_t(width), SIZE_MAX)));
+    std::string unit = w && w->is_string() ? w->str() : std::string(size_t(width), ' ');
     bool first = flag(a, 1, "first");
     bool blank = flag(a, 2, "blank");
     Args none;
@@ -410,6 +413,7 @@ Value f_indent(const Value &v, Args &a) {
         const std::string &line = lines[i].str();
         if (i > 0) rv += "\n" + (blank || !line.empty() ? unit : std::string());
         rv += line;
+        RenderBudget::check_size(rv.size());
     }
     if (first) rv = unit + rv;
     return Value(std::move(rv));
