@@ -290,6 +290,10 @@ TEST_CASE("jinja bounds the values a template builds") {
             "nested deeper");
     refused("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}", "itself");
     refused("{% set ns = namespace() %}{% set ns.me = [1, {'a': [ns]}] %}{{ ns }}", "itself");
+    // snprintf's work grows with a width or precision (glibc allocates for it).
+    refused("{{ '%.999999999f' % 1.5 }}", "above 999");
+    refused("{{ '%0999999999d' % 1 }}", "above 999");
+    CHECK(render("{{ '%5.2f|%-4d|%03d' % (3.14159, 7, 5) }}") == " 3.14|7   |005");
     // The bounds leave real work alone.
     CHECK(render("{% set ns = namespace(s='') %}{% for i in range(1000) %}{% set ns.s = ns.s ~ 'abc' %}{% endfor %}"
                  "{{ ns.s | length }}") == "3000");

@@ -42,6 +42,13 @@ std::string percent_format(const std::string &fmt, const Value &args) {
         std::string spec = "%";
         while (j < fmt.size() && std::string_view("-+ 0#.123456789").find(fmt[j]) != std::string_view::npos) spec += fmt[j++];
         if (j >= fmt.size()) fail(VT_ERR_INVALID_ARGUMENT, "incomplete format");
+        // Widths and precisions go to snprintf, whose work (and glibc's
+        // buffer for a precision) grows with them; the result is cut at
+        // 512 bytes anyway. Real templates use a few digits.
+        for (size_t k = 0, run = 0; k < spec.size(); ++k) {
+            run = spec[k] >= '0' && spec[k] <= '9' ? run + 1 : 0;
+            if (run > 3) fail(VT_ERR_UNSUPPORTED, "format width or precision above 999 in '%s'", spec.c_str());
+        }
         char conv = fmt[j];
         if (next >= list.size()) fail(VT_ERR_INVALID_ARGUMENT, "not enough arguments for format string");
         const Value &a = list[next++];
