@@ -354,3 +354,50 @@ TEST_CASE("model-sweep: a tiny Hugging Face folder with config.json or model.saf
     report("folder cuts", t);
     CHECK(t.bad.empty());
 }
+
+// config.json values that load (they shape no tensor) but feed the graph:
+// windows, epsilons, rope bases and scalings, softcaps at 0, negative, huge.
+// Through vt_model_load and one forward pass: a working model (whatever its
+// logits) or a clean status, never a crash.
+TEST_CASE("model-sweep: config.json values that reach the forward pass", "[sweep][folder]") {
+    vt_log_set(nullptr, nullptr, VT_LOG_LEVEL_NONE);
+    const fs::path tiny = fs::path(VT_SOURCE_ROOT) / "tests" / "models" / "tiny";
+    if (!fs::exists(tiny / "gemma3" / "model.safetensors")) {
+        WARN("no " << tiny.string() << ": skipped");
+        return;
+    }
+    const char *values[] = {"0", "1", "-1", "0.5", "1e-30", "1e30", "1e300", "-1e300", "2147483648", "null", "true"};
+    const std::map<std::string, std::vector<std::string>> keys = {
+        {"gemma3", {"sliding_window", "rms_norm_eps", "query_pre_attn_scalar", "final_logit_softcapping",
+                    "attn_logit_softcapping", "max_position_embeddings"}},
+        {"mistral", {"sliding_window", "rope_theta", "rms_norm_eps"}},
+        {"llama", {"rms_norm_eps", "max_position_embeddings"}},
+        {"qwen3_moe", {"num_experts_per_tok", "norm_topk_prob", "rms_norm_eps"}},
+        {"deepseek_v3", {"routed_scaling_factor", "n_group", "topk_group", "num_experts_per_tok"}},
+    };
+    Tally t;
+    for (const auto &[name, ks] : keys) {
+        const fs::path src = tiny / name;
+        std::ifstream in(src / "config.json");
+        const std::string cfg((std::istreambuf_iterator<char>(in)), {});
+        vt::test::TempDir dir;
+        for (const char *f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json", "model.safetensors"})
+            if (fs::exists(src / f)) fs::create_symlink(src / f, dir.path() / f);
+        for (const std::string &k : ks) {
+            for (const char *v : values) {
+                // The key first in the object: a later duplicate would win in nlohmann's
+                // parse, so drop the original one by renaming it.
+                std::string c = cfg;
+                const std::string quoted = "\"" + k + "\"";
+                if (size_t at = c.find(quoted); at != std::string::npos) c.replace(at, quoted.size(), "\"_was_" + k + "\"");
+                c.insert(c.find('{') + 1, "\n  " + quoted + ": " + v + ",");
+                std::vector<uint8_t> bytes(c.begin(), c.end());
+                write_bytes(dir.path() / "config.json", bytes, bytes.size());
+                load_once(dir.path().string(), name + " " + k + "=" + v, t, /*run_forward=*/true);
+            }
+        }
+    }
+    report("config values", t);
+    CHECK(t.bad.empty());
+    CHECK(t.ok > 0);
+}
