@@ -169,9 +169,10 @@ TEST_CASE("model-sweep: a tiny GGUF cut short at every byte offset", "[sweep][gg
     REQUIRE(load_once(p.string(), "whole file", whole, true) == VT_OK);
     REQUIRE(whole.forward == 1);
 
+    // From the end down: each cut is one truncate() of the same file.
     Tally t;
-    for (size_t n = 0; n < full.size(); ++n) {
-        write_bytes(p, full, n);
+    for (size_t n = full.size(); n-- > 0;) {
+        fs::resize_file(p, n);
         const vt_status st = load_once(p.string(), "cut at " + std::to_string(n), t, false);
         // Every tensor's bytes are needed; only the last one's padding may go.
         if (st == VT_OK && n < data_at) t.bad.push_back("cut at " + std::to_string(n) + " (in the header) loaded");
@@ -341,14 +342,15 @@ TEST_CASE("model-sweep: a tiny Hugging Face folder with config.json or model.saf
     REQUIRE(load_once(d.string(), "whole folder", t, true) == VT_OK);
     // Every offset of the header; then the tensor bytes, every 509th offset
     // (they are ~1 MB of float32 weights whose cuts all read the same way).
-    for (size_t n = 0; n < st.size(); n += n < 8 + header_len + 64 ? 1 : 509) {
-        write_bytes(d / "model.safetensors", st, n);
+    for (size_t n = st.size(); n-- > 0;) {
+        if (n >= 8 + header_len + 64 && n % 509 != 0) continue;
+        fs::resize_file(d / "model.safetensors", n);
         if (load_once(d.string(), "safetensors cut at " + std::to_string(n), t, false) == VT_OK)
             t.bad.push_back("safetensors cut at " + std::to_string(n) + " loaded");
     }
     write_bytes(d / "model.safetensors", st, st.size());
-    for (size_t n = 0; n < cfg.size(); ++n) {
-        write_bytes(d / "config.json", cfg, n);
+    for (size_t n = cfg.size(); n-- > 0;) {
+        fs::resize_file(d / "config.json", n);
         load_once(d.string(), "config.json cut at " + std::to_string(n), t, false);
     }
     report("folder cuts", t);
