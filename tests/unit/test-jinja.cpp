@@ -294,6 +294,11 @@ TEST_CASE("jinja bounds the values a template builds") {
     refused("{{ '%.999999999f' % 1.5 }}", "above 999");
     refused("{{ '%0999999999d' % 1 }}", "above 999");
     CHECK(render("{{ '%5.2f|%-4d|%03d' % (3.14159, 7, 5) }}") == " 3.14|7   |005");
+    // range() steps that would pass INT64's end stop there (signed overflow before).
+    CHECK(render("{{ range(-9223372036854775807, 9223372036854775807, 4611686018427387904) | list }}") ==
+          "[-9223372036854775807, -4611686018427387903, 1, 4611686018427387905]");
+    CHECK(render("{{ range(9223372036854775807, -9223372036854775807, -9223372036854775807) | list }}") ==
+          "[9223372036854775807, 0]");
     // The bounds leave real work alone.
     CHECK(render("{% set ns = namespace(s='') %}{% for i in range(1000) %}{% set ns.s = ns.s ~ 'abc' %}{% endfor %}"
                  "{{ ns.s | length }}") == "3000");
