@@ -91,7 +91,9 @@ VT_API void vt_chat_template_destroy(vt_chat_template *tmpl);
  * n_messages is 0. Errors: VT_ERR_INVALID_ARGUMENT (NULL tmpl or needed, a
  * message with a NULL role, extra_json not an object or naming a reserved
  * key, or the template failed at run time: raise_exception() (its message
- * is vt_last_error()), an undefined call, a type error), VT_ERR_FORMAT
+ * is vt_last_error()), an undefined call, a type error, or a bound of the
+ * renderer: 20 million steps, 64 MiB of output or of any one string, 256 MiB
+ * of strings and lists built in all, values nested over 512 deep), VT_ERR_FORMAT
  * (extra_json is not JSON), VT_ERR_INVALID_UTF8 (a string is not UTF-8),
  * VT_ERR_UNSUPPORTED, VT_ERR_BUFFER_TOO_SMALL. Thread-safe. */
 VT_API vt_status vt_chat_template_apply(const vt_chat_template *tmpl,

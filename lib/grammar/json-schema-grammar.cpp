@@ -86,7 +86,9 @@ void refuse_unused(const Json &s, unsigned domain, std::initializer_list<const c
     for (const auto &[key, value] : s.items()) {
         const Keyword *k = find_keyword(key);
         if (!k || !(k->domain & (domain | D_ANY)) || !constrains(key, value)) continue;
-        if (std::any_of(used.begin(), used.end(), [&](const char *u) { return key == u; })) continue;
+        // A named copy: clang before 16 cannot capture a structured binding.
+        const std::string &name = key;
+        if (std::any_of(used.begin(), used.end(), [&](const char *u) { return name == u; })) continue;
         fail(VT_ERR_UNSUPPORTED, "JSON Schema: keyword '%s' is not supported %s", key.c_str(), where);
     }
 }

@@ -151,6 +151,31 @@ double num(const json &cfg, const char *key, double def) {
     return it != cfg.end() && it->is_number() ? it->get<double>() : def;
 }
 
+// A string or bool of the config, its default when absent or null; a value
+// of another type is the config's error (json::value would throw a
+// nlohmann type_error, which is no vt::Error).
+std::string text(const json &cfg, const char *key, const char *def) {
+    auto it = cfg.find(key);
+    if (it == cfg.end() || it->is_null()) return def;
+    if (!it->is_string()) fail(VT_ERR_FORMAT, "config.json: '%s' is not a string", key);
+    return it->get<std::string>();
+}
+bool flag(const json &cfg, const char *key, bool def) {
+    auto it = cfg.find(key);
+    if (it == cfg.end() || it->is_null()) return def;
+    if (!it->is_boolean()) fail(VT_ERR_FORMAT, "config.json: '%s' is not true or false", key);
+    return it->get<bool>();
+}
+
+// A count or position of the config (a double, as num() reads it) as the
+// uint32 GGUF key it becomes; outside that range, or not whole, it is the
+// config's error (a cast would be undefined behaviour).
+uint64_t whole_u32(double v, const char *what) {
+    if (!(v >= 0 && v <= (double)UINT32_MAX) || v != std::floor(v))
+        fail(VT_ERR_FORMAT, "config.json: %s %g is not an integer from 0 to %u", what, v, UINT32_MAX);
+    return (uint64_t)v;
+}
+
 // The rope parameters of one layer type: transformers 5's rope_parameters
 // (flat, or one dict per layer type), else 4's rope_theta + rope_scaling.
 json rope_params(const json &cfg, const char *layer_type) {
@@ -186,7 +211,7 @@ std::vector<float> llama3_rope_factors(const json &rope, double base, int64_t di
 }
 
 std::string rope_type(const json &rope) {
-    return rope.value("rope_type", rope.value("type", std::string("default")));
+    return text(rope, "rope_type", text(rope, "type", "default").c_str());
 }
 
 void add_rope(Meta &meta, const json &rope, const json &cfg, const std::string &arch) {
@@ -203,7 +228,7 @@ void add_rope(Meta &meta, const json &rope, const json &cfg, const std::string &
         const double attn = rope.contains("attention_factor") && rope["attention_factor"].is_number()
                                 ? rope["attention_factor"].get<double>()
                                 : scale > 1.0 ? std::sqrt(1 + std::log(scale) / std::log(orig)) : 1.0;
-        meta.u32("rope.scaling.original_context_length", (uint64_t)orig);
+        meta.u32("rope.scaling.original_context_length", whole_u32(orig, "original_max_position_embeddings"));
         meta.f32("rope.scaling.attn_factor", attn);
         return;
     }
@@ -216,7 +241,7 @@ void add_rope(Meta &meta, const json &rope, const json &cfg, const std::string &
         meta.f32("rope.scaling.factor", factor);
         if (rope.contains("original_max_position_embeddings"))
             meta.u32("rope.scaling.original_context_length",
-                     (uint64_t)num(rope, "original_max_position_embeddings", 0));
+                     whole_u32(num(rope, "original_max_position_embeddings", 0), "original_max_position_embeddings"));
         meta.f32("rope.scaling.yarn_beta_fast", num(rope, "beta_fast", 32.0));
         meta.f32("rope.scaling.yarn_beta_slow", num(rope, "beta_slow", 1.0));
         if (rope.contains("attention_factor")) meta.f32("rope.scaling.attn_factor", num(rope, "attention_factor", 1.0));
@@ -226,12 +251,21 @@ void add_rope(Meta &meta, const json &rope, const json &cfg, const std::string &
     }
 }
 
-uint64_t need_u(const json &cfg, const char *key, const fs::path &p) {
+// An integer of the config that becomes a uint32 GGUF key; sizes (positive)
+// must not be 0: they divide, and size tensors.
+// Far above any real model's (64 to 512); bounds what a config can make us compute.
+constexpr uint64_t kMaxHeadDim = 1 << 16;
+
+uint64_t need_u(const json &cfg, const char *key, const fs::path &p, bool positive = false) {
     auto it = cfg.find(key);
     if (it == cfg.end() || !it->is_number_unsigned())
-        fail(VT_ERR_FORMAT, "%s: '%s' is missing or not a positive integer", p.c_str(), key);
-    return it->get<uint64_t>();
+        fail(VT_ERR_FORMAT, "%s: '%s' is missing or not a non-negative integer", p.c_str(), key);
+    const uint64_t v = it->get<uint64_t>();
+    if (v > UINT32_MAX) fail(VT_ERR_FORMAT, "%s: '%s' %llu is too large", p.c_str(), key, (unsigned long long)v);
+    if (positive && v == 0) fail(VT_ERR_FORMAT, "%s: '%s' must not be 0", p.c_str(), key);
+    return v;
 }
+uint64_t need_size(const json &cfg, const char *key, const fs::path &p) { return need_u(cfg, key, p, true); }
 
 // DeepSeek's latent attention (kv_lora_rank in the config).
 struct MlaShape {
@@ -241,11 +275,11 @@ std::optional<MlaShape> mla_shape(const json &cfg, uint64_t n_head, const fs::pa
     if (!cfg.contains("kv_lora_rank") || cfg["kv_lora_rank"].is_null()) return std::nullopt;
     MlaShape s;
     s.n_head = n_head;
-    s.kv_lora = need_u(cfg, "kv_lora_rank", p);
+    s.kv_lora = need_size(cfg, "kv_lora_rank", p);
     s.q_lora = cfg.contains("q_lora_rank") && !cfg["q_lora_rank"].is_null() ? need_u(cfg, "q_lora_rank", p) : 0;
-    s.nope = need_u(cfg, "qk_nope_head_dim", p);
-    s.rope = need_u(cfg, "qk_rope_head_dim", p);
-    s.v = need_u(cfg, "v_head_dim", p);
+    s.nope = need_size(cfg, "qk_nope_head_dim", p);
+    s.rope = need_size(cfg, "qk_rope_head_dim", p);
+    s.v = need_size(cfg, "v_head_dim", p);
     return s;
 }
 
@@ -269,7 +303,7 @@ void add_mla(Meta &meta, const MlaShape &s, const json &cfg, const fs::path &p) 
             fail(VT_ERR_UNSUPPORTED, "%s: rope mscale different from mscale_all_dim is not supported", p.c_str());
         meta.f32("rope.scaling.yarn_log_multiplier", 0.1 * num(rope, "mscale_all_dim", 0));
     }
-    const std::string method = cfg.value("topk_method", std::string("greedy"));
+    const std::string method = text(cfg, "topk_method", "greedy");
     if (method == "noaux_tc") {
         meta.u32("expert_group_count", need_u(cfg, "n_group", p));
         meta.u32("expert_group_used_count", need_u(cfg, "topk_group", p));
@@ -284,6 +318,8 @@ void add_mla(Meta &meta, const MlaShape &s, const json &cfg, const fs::path &p) 
 void split_kv_b(const SafetensorsTensor &t, const MlaShape &s, const std::string &blk,
                 std::deque<std::vector<uint8_t>> &store, std::vector<GgufTensorInfo> &out) {
     const DTypeInfo &di = dtype_info(t.type);
+    // Every size is below 2^32 (need_u): n_head * (nope + v) fits in 64 bits,
+    // and a product that matches ne[1] is bounded by the tensor's bytes.
     if (di.block_elems != 1 || t.n_dims != 2 || t.ne[0] != (int64_t)s.kv_lora ||
         t.ne[1] != (int64_t)(s.n_head * (s.nope + s.v)))
         fail(VT_ERR_FORMAT, "%s: kv_b_proj is not (%llu, %llu) of a float type", t.name.c_str(),
@@ -333,7 +369,7 @@ void add_experts(Meta &meta, const json &cfg, const fs::path &p) {
     if (cfg.contains("routed_scaling_factor")) meta.f32("expert_weights_scale", num(cfg, "routed_scaling_factor", 1.0));
     if (cfg.contains("first_k_dense_replace"))
         meta.u32("leading_dense_block_count", need_u(cfg, "first_k_dense_replace", p));
-    if (cfg.value("scoring_func", std::string("softmax")) == "sigmoid") meta.u32("expert_gating_func", 2);
+    if (text(cfg, "scoring_func", "softmax") == "sigmoid") meta.u32("expert_gating_func", 2);
     // Qwen3-MoE's dense layers between sparse ones: llama.cpp reads none either.
     if (num(cfg, "decoder_sparse_step", 1) != 1 ||
         (cfg.contains("mlp_only_layers") && cfg["mlp_only_layers"].is_array() && !cfg["mlp_only_layers"].empty()))
@@ -359,8 +395,9 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
              hf_arch.c_str(), hf_architecture_names().c_str());
     const std::string a = arch->gguf_arch;
     Meta meta(a);
-    const uint64_t n_embd = need_u(cfg, "hidden_size", cfg_path), n_head = need_u(cfg, "num_attention_heads", cfg_path);
-    const uint64_t n_layer = need_u(cfg, "num_hidden_layers", cfg_path);
+    const uint64_t n_embd = need_size(cfg, "hidden_size", cfg_path);
+    const uint64_t n_head = need_size(cfg, "num_attention_heads", cfg_path);
+    const uint64_t n_layer = need_size(cfg, "num_hidden_layers", cfg_path);
     meta.u32("context_length",
              cfg.contains("max_position_embeddings") ? need_u(cfg, "max_position_embeddings", cfg_path) : 4096);
     meta.u32("embedding_length", n_embd);
@@ -370,9 +407,14 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     const std::optional<MlaShape> mla = mla_shape(cfg, n_head, cfg_path);
     if (!mla)  // MLA has one (latent) KV head: add_mla
         meta.u32("attention.head_count_kv",
-                 cfg.contains("num_key_value_heads") ? need_u(cfg, "num_key_value_heads", cfg_path) : n_head);
+                 cfg.contains("num_key_value_heads") ? need_size(cfg, "num_key_value_heads", cfg_path) : n_head);
     const uint64_t head_dim =
-        cfg.contains("head_dim") && !cfg["head_dim"].is_null() ? need_u(cfg, "head_dim", cfg_path) : n_embd / n_head;
+        cfg.contains("head_dim") && !cfg["head_dim"].is_null() ? need_size(cfg, "head_dim", cfg_path) : n_embd / n_head;
+    // Llama 3's rope factors are computed from it before any tensor is
+    // checked: a hostile head_dim must not size them.
+    if (head_dim == 0 || head_dim > kMaxHeadDim)
+        fail(VT_ERR_FORMAT, "%s: head_dim %llu is not from 1 to %llu", cfg_path.c_str(), (unsigned long long)head_dim,
+             (unsigned long long)kMaxHeadDim);
     if (mla) {
         add_mla(meta, *mla, cfg, cfg_path);
     } else {
@@ -398,7 +440,7 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     }
     if (cfg.contains("sliding_window") && cfg["sliding_window"].is_number_unsigned()) {
         if (a == "qwen2" || a == "qwen3" || a == "qwen3moe") {
-            if (cfg.value("use_sliding_window", false))
+            if (flag(cfg, "use_sliding_window", false))
                 fail(VT_ERR_UNSUPPORTED, "%s: use_sliding_window is not supported for %s", cfg_path.c_str(), a.c_str());
         } else {
             meta.u32("attention.sliding_window", cfg["sliding_window"].get<uint64_t>());

@@ -117,7 +117,10 @@ void LoraAdapter::load_peft(const std::string &dir_s) {
     auto a_it = cfg.find("lora_alpha");
     if (a_it != cfg.end() && !a_it->is_number()) fail(VT_ERR_FORMAT, "%s: \"lora_alpha\" is not a number", cfg_path.c_str());
     alpha_ = a_it == cfg.end() ? 8.0f : a_it->get<float>();  // PEFT's default
-    const bool rslora = cfg.value("use_rslora", false);
+    auto rs_it = cfg.find("use_rslora");  // json::value() would throw a nlohmann type_error on a non-bool
+    if (rs_it != cfg.end() && !rs_it->is_null() && !rs_it->is_boolean())
+        fail(VT_ERR_FORMAT, "%s: \"use_rslora\" is not true or false", cfg_path.c_str());
+    const bool rslora = rs_it != cfg.end() && rs_it->is_boolean() && rs_it->get<bool>();
     scale_ = rslora ? alpha_ / std::sqrt((float)r) : alpha_ / (float)r;
     if (!std::isfinite(scale_)) fail(VT_ERR_FORMAT, "%s: lora_alpha gives a scale that is not finite", cfg_path.c_str());
 

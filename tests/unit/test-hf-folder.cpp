@@ -175,3 +175,39 @@ TEST_CASE("safetensors headers that lie") {
     CHECK(parse("{not json", 0).first == VT_ERR_FORMAT);
     CHECK(parse(R"({"__metadata__": {"format": "pt"}})", 0) == std::make_pair(VT_OK, (size_t)0));
 }
+
+// What fuzz-config-json looks for (tests/fuzz): a value of the wrong type,
+// a zero size (a divisor) or a number outside uint32 in config.json is the
+// config's error, VT_ERR_FORMAT naming the key; it once was a nlohmann
+// type_error (no vt::Error: VT_ERR_INTERNAL through the ABI), a division by
+// zero, or an out-of-range float-to-integer cast.
+TEST_CASE("config.json values of the wrong type, zero or out of range") {
+    struct Case {
+        const char *from, *to, *names;
+    };
+    const Case cases[] = {
+        {"\"num_attention_heads\": 4", "\"num_attention_heads\": 0", "num_attention_heads"},
+        {"\"num_key_value_heads\": 2", "\"num_key_value_heads\": 0", "num_key_value_heads"},
+        {"\"hidden_size\": 64", "\"hidden_size\": 2", "head_dim"},  // 2 / 4 heads = 0
+        {"\"num_hidden_layers\": 2", "\"num_hidden_layers\": 4294967298", "num_hidden_layers"},
+        {"\"sliding_window\": null", "\"sliding_window\": 4", ""},  // then use_sliding_window: "no"
+        {"\"rope_type\": \"default\"", "\"rope_type\": 5", "rope_type"},
+        {"\"rope_type\": \"default\"", "\"rope_type\": \"yarn\", \"original_max_position_embeddings\": -5",
+         "original_max_position_embeddings"},
+        {"\"rope_type\": \"default\"", "\"rope_type\": \"yarn\", \"original_max_position_embeddings\": 1e300",
+         "original_max_position_embeddings"},
+        {"\"rope_type\": \"default\"", "\"rope_type\": \"longrope\", \"original_max_position_embeddings\": 1e30",
+         "original_max_position_embeddings"},
+        {"\"num_attention_heads\": 4", "\"num_attention_heads\": 4, \"head_dim\": 4294967295", "head_dim"},
+    };
+    for (const Case &c : cases) {
+        INFO(c.to);
+        Scratch s;
+        s.replace_in("config.json", c.from, c.to);
+        if (std::string(c.to).find("sliding_window") != std::string::npos)
+            s.replace_in("config.json", "\"use_sliding_window\": false", "\"use_sliding_window\": \"no\"");
+        auto [st, msg] = load(s.dir);
+        CHECK(st == VT_ERR_FORMAT);
+        CHECK_THAT(msg, Catch::Contains(std::string(*c.names ? c.names : "use_sliding_window")));
+    }
+}

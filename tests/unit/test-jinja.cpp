@@ -251,6 +251,60 @@ TEST_CASE("jinja bounds hostile templates") {
     CHECK_THROWS_AS(render(nested), vt::Error);
 }
 
+// The bounds fuzz-chat-template (tests/fuzz) needed beyond steps and output:
+// each of these once took memory without limit (a doubling string reached
+// gigabytes in 30 steps), recursed without limit, or leaked a cycle.
+TEST_CASE("jinja bounds the values a template builds") {
+    auto refused = [](const std::string &tmpl, const std::string &part, const ordered_json &ctx = ordered_json::object()) {
+        INFO(tmpl);
+        try {
+            std::string out = render(tmpl, ctx);
+            FAIL("rendered " << out.size() << " bytes");
+        } catch (const vt::Error &e) {
+            CHECK(e.status() != VT_OK);
+            CHECK_THAT(e.what(), Catch::Contains(part));
+        }
+    };
+    // A string doubled 40 times: 1 TB at the end, refused at 64 MiB (max_output_bytes).
+    refused("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"
+            "{{ ns.s | length }}",
+            "more than");
+    refused("{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}"
+            "{{ ns.l | length }}",
+            "more than");
+    refused("{{ [1, 2] * 30000000 }}", "more than");
+    refused("{{ 'x' | indent(10000000000) }}", "more than");
+    refused("{% set s = 'ab' * 4000000 %}{{ s | replace('', s) | length }}", "more than");
+    refused("{% set l = range(10000) | list %}{{ (l | join('x' * 60000000)) | length }}", "more than");
+    // All the values together: 2 MiB strings, each alone small enough, 300 of them.
+    refused("{% set ns = namespace(n=0) %}{% for i in range(300) %}{% set ns.n = ns.n + ('x' * 2000000 ~ i) | length %}"
+            "{% endfor %}{{ ns.n }}",
+            "max_value_bytes");
+    // A string of 4M characters iterated: 4M one-character strings.
+    refused("{% for c in 'xy' * 2000000 %}{% endfor %}", "max_value_bytes");
+    // Nesting: of the caller's JSON, of lists a loop builds, of namespaces.
+    ordered_json deep = ordered_json::array();
+    for (int i = 0; i < 5000; ++i) deep = ordered_json::array({std::move(deep)});  // nlohmann copies recursively
+    refused("{{ messages }}", "nested deeper", ordered_json{{"messages", deep}});
+    refused("{% set ns = namespace(l=[]) %}{% for i in range(2000) %}{% set ns.l = [ns.l] %}{% endfor %}{{ ns.l }}",
+            "nested deeper");
+    refused("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}", "itself");
+    refused("{% set ns = namespace() %}{% set ns.me = [1, {'a': [ns]}] %}{{ ns }}", "itself");
+    // snprintf's work grows with a width or precision (glibc allocates for it).
+    refused("{{ '%.999999999f' % 1.5 }}", "above 999");
+    refused("{{ '%0999999999d' % 1 }}", "above 999");
+    CHECK(render("{{ '%5.2f|%-4d|%03d' % (3.14159, 7, 5) }}") == " 3.14|7   |005");
+    // range() steps that would pass INT64's end stop there (signed overflow before).
+    CHECK(render("{{ range(-9223372036854775807, 9223372036854775807, 4611686018427387904) | list }}") ==
+          "[-9223372036854775807, -4611686018427387903, 1, 4611686018427387905]");
+    CHECK(render("{{ range(9223372036854775807, -9223372036854775807, -9223372036854775807) | list }}") ==
+          "[9223372036854775807, 0]");
+    // The bounds leave real work alone.
+    CHECK(render("{% set ns = namespace(s='') %}{% for i in range(1000) %}{% set ns.s = ns.s ~ 'abc' %}{% endfor %}"
+                 "{{ ns.s | length }}") == "3000");
+    CHECK(render("{% set a = namespace(x=1) %}{% set b = namespace(inner=a) %}{% set a.x = 2 %}{{ b.inner.x }}") == "2");
+}
+
 TEST_CASE("jinja template parses once and renders many") {
     vt::jinja::Template t("{% for m in messages %}<{{ m.role }}>{{ m.content | trim }}{% endfor %}"
                           "{% if add_generation_prompt %}<assistant>{% endif %}");

@@ -42,6 +42,13 @@ std::string percent_format(const std::string &fmt, const Value &args) {
         std::string spec = "%";
         while (j < fmt.size() && std::string_view("-+ 0#.123456789").find(fmt[j]) != std::string_view::npos) spec += fmt[j++];
         if (j >= fmt.size()) fail(VT_ERR_INVALID_ARGUMENT, "incomplete format");
+        // Widths and precisions go to snprintf, whose work (and glibc's
+        // buffer for a precision) grows with them; the result is cut at
+        // 512 bytes anyway. Real templates use a few digits.
+        for (size_t k = 0, run = 0; k < spec.size(); ++k) {
+            run = spec[k] >= '0' && spec[k] <= '9' ? run + 1 : 0;
+            if (run > 3) fail(VT_ERR_UNSUPPORTED, "format width or precision above 999 in '%s'", spec.c_str());
+        }
         char conv = fmt[j];
         if (next >= list.size()) fail(VT_ERR_INVALID_ARGUMENT, "not enough arguments for format string");
         const Value &a = list[next++];
@@ -175,6 +182,7 @@ Value f_join(const Value &v, Args &a) {
         if (!first && sep) out += sep->to_str();
         first = false;
         out += (attr && !attr->is_none() ? attribute_of(item, attr->to_str()) : item).to_str();
+        RenderBudget::check_size(out.size());
     }
     return Value(std::move(out));
 }
@@ -399,7 +407,9 @@ Value f_rejectattr(const Value &v, Args &a) { return select_impl(v, a, true, fal
 
 Value f_indent(const Value &v, Args &a) {
     const Value *w = a.get(0, "width");
-    std::string unit = w && w->is_string() ? w->str() : std::string(size_t(std::max<int64_t>(0, to_int_arg(w, 4, "width"))), ' ');
+    const int64_t width = w && w->is_string() ? 0 : std::max<int64_t>(0, to_int_arg(w, 4, "width"));
+    RenderBudget::check_size(size_t(std::min<uint64_t>(uint64_t(width), SIZE_MAX)));
+    std::string unit = w && w->is_string() ? w->str() : std::string(size_t(width), ' ');
     bool first = flag(a, 1, "first");
     bool blank = flag(a, 2, "blank");
     Args none;
@@ -410,6 +420,7 @@ Value f_indent(const Value &v, Args &a) {
         const std::string &line = lines[i].str();
         if (i > 0) rv += "\n" + (blank || !line.empty() ? unit : std::string());
         rv += line;
+        RenderBudget::check_size(rv.size());
     }
     if (first) rv = unit + rv;
     return Value(std::move(rv));

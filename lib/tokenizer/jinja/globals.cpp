@@ -59,11 +59,12 @@ Value range(Args &a) {
     }
     if (step == 0) fail(VT_ERR_INVALID_ARGUMENT, "range() arg 3 must not be zero");
     List out;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
         if (int64_t(out.size()) >= kMaxRange)
             fail(VT_ERR_INVALID_ARGUMENT, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (%lld).",
                  (long long)kMaxRange);
         out.emplace_back(i);
+        if (__builtin_add_overflow(i, step, &i)) break;  // past INT64's end: past stop too (found by fuzz-chat-template)
     }
     return Value(std::move(out));
 }

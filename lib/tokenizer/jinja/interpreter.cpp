@@ -45,6 +45,22 @@ ScopePtr child_of(const ScopePtr &parent) {
 
 enum class Flow { Normal, Break, Continue };
 
+// Whether v is, or holds (in lists, dicts, namespaces), the dict d. Only
+// containers are walked, never deeper than Value::kMaxDepth.
+bool holds(const Value &v, const Dict *d, uint32_t depth) {
+    if (v.depth() == 0 || (v.is_list() && v.depth() == 1)) return false;  // no dict inside
+    if (depth > Value::kMaxDepth) fail(VT_ERR_INVALID_ARGUMENT, "value nested too deeply");
+    if (v.is_dict()) {
+        if (&v.dict() == d) return true;
+        for (const auto &kv : v.dict().items)
+            if (holds(kv.second, d, depth + 1)) return true;
+    } else if (v.is_list()) {
+        for (const Value &x : v.list())
+            if (holds(x, d, depth + 1)) return true;
+    }
+    return false;
+}
+
 [[noreturn]] void undefined_error(const Value &u) {
     fail(VT_ERR_INVALID_ARGUMENT, "%s", u.undefined_name().empty() ? "value is undefined" : u.undefined_name().c_str());
 }
@@ -93,6 +109,7 @@ Value arithmetic(const std::string &op, const Value &a, const Value &b) {
             int64_t count = std::max<int64_t>(0, n.as_int());
             size_t unit = seq.is_string() ? seq.str().size() : seq.list().size();
             if (unit && uint64_t(count) > (uint64_t(1) << 26) / unit) fail(VT_ERR_INVALID_ARGUMENT, "repeated sequence too large");
+            RenderBudget::check_size(size_t(count) * unit * (seq.is_string() ? 1 : sizeof(Value)));
             if (seq.is_string()) {
                 std::string s;
                 for (int64_t i = 0; i < count; ++i) s += seq.str();
@@ -277,6 +294,11 @@ private:
                 Value ns = eval(*s.target_obj, scope);
                 if (!ns.is_dict() || !ns.dict().is_namespace)
                     fail(VT_ERR_INVALID_ARGUMENT, "can only assign attributes of a namespace");
+                // A namespace inside itself would be a reference cycle (leaked,
+                // and endless to print or compare); no template needs one.
+                if (holds(v, &ns.dict(), 0))
+                    fail(VT_ERR_UNSUPPORTED, "a namespace cannot hold itself");
+                ns.note_depth(v.depth());
                 ns.mutable_dict().set(s.text, std::move(v));
             } else {
                 assign(*scope, s.targets, v);
@@ -547,6 +569,7 @@ MarkedText render_body(const Body &body, const Dict &variables, const RenderOpti
     for (auto &kv : make_globals(opt).items) globals->vars[kv.first] = kv.second;
     ScopePtr root = child_of(globals);
     for (const auto &kv : variables.items) root->vars[kv.first] = kv.second;
+    RenderBudget budget(opt.max_output_bytes, opt.max_value_bytes);
     Interpreter interp(opt);
     MarkedText out;
     interp.exec(body, root, out);

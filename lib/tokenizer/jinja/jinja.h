@@ -33,10 +33,15 @@ struct Stmt;
 struct RenderOptions {
     // The clock strftime_now() reads, as local broken-down time; unset: now.
     std::optional<std::tm> now;
-    // Bounds for hostile templates: output size and executed steps
-    // (statements, loop iterations and calls).
+    // Bounds for hostile templates: output size (also the most bytes of any
+    // one string a template builds), executed steps (statements, loop
+    // iterations and calls), and the bytes of all the strings and lists a
+    // render builds, together (memory and work: a doubling loop, or a
+    // string split into characters, reaches it long before the steps).
+    // Past one, render throws VT_ERR_INVALID_ARGUMENT saying which.
     size_t max_output_bytes = size_t(64) << 20;
     uint64_t max_steps = 20'000'000;
+    uint64_t max_value_bytes = uint64_t(256) << 20;
 };
 
 // A rendering that knows which of its bytes came from the caller's data.

@@ -2,6 +2,8 @@
 
 #include <utf8proc.h>
 
+#include "value.h"  // RenderBudget
+
 namespace vt::jinja {
 
 namespace {
@@ -170,6 +172,7 @@ std::string replace_all(std::string_view s, std::string_view from, std::string_v
             if (count < 0 || done < count) {
                 out += to;
                 ++done;
+                RenderBudget::check_size(out.size());
             }
             if (i < cps.size()) append_utf8(out, cps[i]);
         }
@@ -182,6 +185,7 @@ std::string replace_all(std::string_view s, std::string_view from, std::string_v
         if (hit == std::string_view::npos) break;
         out.append(s.substr(pos, hit - pos));
         out.append(to);
+        RenderBudget::check_size(out.size());
         pos = hit + from.size();
         ++done;
     }

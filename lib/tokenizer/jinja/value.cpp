@@ -1,5 +1,6 @@
 #include "value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -31,6 +32,59 @@ const Value *Args::get(size_t index, std::string_view name) const {
     return nullptr;
 }
 
+namespace {
+thread_local RenderBudget *t_budget = nullptr;
+// What a string or list Value costs beyond its bytes (the Value, the shared
+// block): a string split into characters is charged what it really takes.
+constexpr size_t kValueOverhead = sizeof(Value) + 32;
+} // namespace
+
+RenderBudget::RenderBudget(size_t max_each, uint64_t max_total)
+    : max_each_(max_each), left_(max_total), outer_(t_budget) {
+    t_budget = this;
+}
+
+RenderBudget::~RenderBudget() { t_budget = outer_; }
+
+void RenderBudget::check_size(size_t bytes) {
+    if (t_budget && bytes > t_budget->max_each_)
+        fail(VT_ERR_INVALID_ARGUMENT, "template built a value of more than %zu bytes", t_budget->max_each_);
+}
+
+void Value::charge_value(size_t bytes) {
+    RenderBudget *b = t_budget;
+    if (!b) return;
+    RenderBudget::check_size(bytes);
+    const uint64_t cost = uint64_t(bytes) + kValueOverhead;
+    if (cost > b->left_) {
+        b->left_ = 0;
+        fail(VT_ERR_INVALID_ARGUMENT, "template built more values than its limit allows (RenderOptions::max_value_bytes)");
+    }
+    b->left_ -= cost;
+}
+
+static uint32_t checked_depth(uint32_t inner) {
+    if (inner + 1 > Value::kMaxDepth)
+        fail(VT_ERR_INVALID_ARGUMENT, "value nested deeper than %u levels", Value::kMaxDepth);
+    return inner + 1;
+}
+
+uint32_t Value::nested_depth(const List &l) {
+    uint32_t d = 0;
+    for (const Value &x : l) d = std::max(d, x.depth());
+    return checked_depth(d);
+}
+
+uint32_t Value::nested_depth(const Dict &dict) {
+    uint32_t d = 0;
+    for (const auto &kv : dict.items) d = std::max(d, kv.second.depth());
+    return checked_depth(d);
+}
+
+void Value::note_depth(uint32_t d) const {
+    if (kind_ == Kind::Dict) dict_->depth = std::max(dict_->depth, checked_depth(d));
+}
+
 Value Value::undefined(std::string name) {
     Value v;
     v.s_ = std::make_shared<std::string>(std::move(name));
@@ -57,7 +111,9 @@ const std::string &Value::undefined_name() const {
 namespace {
 
 template <class J>
-Value convert(const J &j, bool mark) {
+Value convert(const J &j, bool mark, uint32_t depth = 0) {
+    // The caller's JSON may nest as deep as it likes: refuse before recursing.
+    if (depth > Value::kMaxDepth) fail(VT_ERR_INVALID_ARGUMENT, "JSON nested deeper than %u levels", Value::kMaxDepth);
     switch (j.type()) {
     case nlohmann::json::value_t::null: return Value(nullptr);
     case nlohmann::json::value_t::boolean: return Value(j.template get<bool>());
@@ -76,13 +132,14 @@ Value convert(const J &j, bool mark) {
     case nlohmann::json::value_t::array: {
         List l;
         l.reserve(j.size());
-        for (const auto &e : j) l.push_back(convert(e, mark));
+        for (const auto &e : j) l.push_back(convert(e, mark, depth + 1));
         return Value(std::move(l));
     }
     case nlohmann::json::value_t::object: {
         Dict d;
         d.marked_keys = mark;
-        for (auto it = j.begin(); it != j.end(); ++it) d.items.emplace_back(it.key(), convert(it.value(), mark));
+        for (auto it = j.begin(); it != j.end(); ++it)
+            d.items.emplace_back(it.key(), convert(it.value(), mark, depth + 1));
         return Value(std::move(d));
     }
     default: return Value(nullptr);  // binary / discarded: not JSON data
@@ -210,6 +267,7 @@ std::string Value::repr() const {
         for (size_t i = 0; i < list_->size(); ++i) {
             if (i) out += ", ";
             out += (*list_)[i].repr();
+            RenderBudget::check_size(out.size());
         }
         if (tuple_ && list_->size() == 1) out += ",";
         return out + (tuple_ ? ")" : "]");
@@ -219,6 +277,7 @@ std::string Value::repr() const {
         for (size_t i = 0; i < dict_->items.size(); ++i) {
             if (i) out += ", ";
             out += repr_string(dict_->items[i].first) + ": " + dict_->items[i].second.repr();
+            RenderBudget::check_size(out.size());
         }
         return out + (dict_->is_namespace ? "}>" : "}");
     }
@@ -354,6 +413,7 @@ void dump(std::string &out, const Value &v, const JsonDumpOptions &opt, int dept
     auto newline = [&](int d) {
         out += '\n';
         for (int i = 0; i < d; ++i) out += unit;
+        RenderBudget::check_size(out.size());
     };
     switch (v.kind()) {
     case Value::Kind::None: out += "null"; return;
@@ -375,6 +435,7 @@ void dump(std::string &out, const Value &v, const JsonDumpOptions &opt, int dept
             if (i) out += item_sep;
             if (pretty) newline(depth + 1);
             dump(out, l[i], opt, depth + 1);
+            RenderBudget::check_size(out.size());
         }
         if (pretty) newline(depth);
         out += ']';
@@ -394,6 +455,7 @@ void dump(std::string &out, const Value &v, const JsonDumpOptions &opt, int dept
             dump_string(out, items[i]->first, opt.ensure_ascii);
             out += key_sep;
             dump(out, items[i]->second, opt, depth + 1);
+            RenderBudget::check_size(out.size());
         }
         if (pretty) newline(depth);
         out += '}';

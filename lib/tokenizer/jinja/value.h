@@ -26,6 +26,7 @@ struct Dict {
     std::vector<std::pair<std::string, Value>> items;
     bool is_namespace = false;  // namespace(): the one object `set x.y` may change
     bool marked_keys = false;   // the keys are the caller's data (see Value::mask)
+    uint32_t depth = 1;         // Value::depth(); a namespace's grows with what is set in it
 
     const Value *find(std::string_view key) const;
     void set(const std::string &key, Value v);
@@ -55,10 +56,15 @@ public:
     Value(int v) : kind_(Kind::Int), i_(v) {}
     Value(int64_t v) : kind_(Kind::Int), i_(v) {}
     Value(double v) : kind_(Kind::Float), f_(v) {}
-    Value(std::string s) : kind_(Kind::String), s_(std::make_shared<std::string>(std::move(s))) {}
+    Value(std::string s) : kind_(Kind::String), s_(std::make_shared<std::string>(std::move(s))) {
+        charge_value(s_->size());
+    }
     Value(const char *s) : Value(std::string(s)) {}
-    Value(List l) : kind_(Kind::List), list_(std::make_shared<List>(std::move(l))) {}
-    Value(Dict d) : kind_(Kind::Dict), dict_(std::make_shared<Dict>(std::move(d))) {}
+    Value(List l) : kind_(Kind::List), list_(std::make_shared<List>(std::move(l))) {
+        charge_value(list_->size() * sizeof(Value));
+        depth_ = nested_depth(*list_);
+    }
+    Value(Dict d) : kind_(Kind::Dict), dict_(std::make_shared<Dict>(std::move(d))) { dict_->depth = nested_depth(*dict_); }
     Value(std::shared_ptr<Function> f) : kind_(Kind::Function), fn_(std::move(f)) {}
 
     // An Undefined that remembers the name it stands for, for error messages.
@@ -124,10 +130,24 @@ public:
     // Iteration as in a for loop: list items, dict keys, string characters.
     List items_for_iteration() const;
 
+    // Containers in containers: 0 for a scalar, 1 for a flat list or dict.
+    // A Value nested deeper than kMaxDepth is refused when it is built
+    // (VT_ERR_INVALID_ARGUMENT), so printing, comparing and destroying
+    // values never recurse deeper than that.
+    static constexpr uint32_t kMaxDepth = 512;
+    uint32_t depth() const { return kind_ == Kind::Dict ? dict_->depth : depth_; }
+    // For `set ns.attr = v`: a namespace's depth as it grows.
+    void note_depth(uint32_t d) const;
+
 private:
+    static void charge_value(size_t bytes);  // RenderBudget's accounting
+    static uint32_t nested_depth(const List &l);
+    static uint32_t nested_depth(const Dict &d);
+
     Kind kind_ = Kind::Undefined;
     bool markup_ = false;  // String: Markup
     bool tuple_ = false;   // List: tuple
+    uint32_t depth_ = 0;  // List: see depth() (a Dict keeps its own)
     int64_t i_ = 0;
     double f_ = 0;
     std::shared_ptr<std::string> s_;  // String; also the name of an Undefined
@@ -135,6 +155,29 @@ private:
     std::shared_ptr<List> list_;
     std::shared_ptr<Dict> dict_;
     std::shared_ptr<Function> fn_;
+};
+
+// The size bounds of the render running on this thread (RenderOptions'
+// max_output_bytes and max_value_bytes): while one is in scope, every string
+// and list Value built is charged to it, and check_size() refuses a string
+// being built past max_output_bytes. Without one (parsing, the caller's
+// context) nothing is counted.
+class RenderBudget {
+public:
+    RenderBudget(size_t max_each, uint64_t max_total);
+    ~RenderBudget();
+    RenderBudget(const RenderBudget &) = delete;
+    RenderBudget &operator=(const RenderBudget &) = delete;
+
+    // Throws vt::Error(VT_ERR_INVALID_ARGUMENT) when a string or list of
+    // `bytes` is over the bound of the render in scope, if any.
+    static void check_size(size_t bytes);
+
+private:
+    friend class Value;
+    size_t max_each_;
+    uint64_t left_;
+    RenderBudget *outer_;
 };
 
 // Python ==; numbers compare across int/float/bool.
