@@ -84,6 +84,13 @@ TEST_CASE("engine threads: submit and cancel from 4 threads while forward passes
     unsetenv("VT_DEBUG_FAIL_FORWARD");
     REQUIRE(first == VT_OK);
 
+    vt_engine_stats s0{};
+    s0.struct_size = sizeof s0;
+    REQUIRE(vt_context_stats(c.get(), &s0) == VT_OK);
+    REQUIRE(s0.max_model_len > 0);
+    const std::vector<vt_token> too_long(s0.max_model_len, 65);
+    std::atomic<long> refused{0};
+
     std::vector<std::unique_ptr<Track>> tracks(kClients * kPerClient);
     for (auto &t : tracks) t = std::make_unique<Track>();
     std::atomic<bool> stop{false};
@@ -119,7 +126,17 @@ TEST_CASE("engine threads: submit and cancel from 4 threads while forward passes
                     int open = 0;
                     for (int j = t * kPerClient; j < k; ++j) open += tracks[j]->finals.load() == 0;
                     if (open < kOutstanding || std::chrono::steady_clock::now() > wait_until) break;
-                    std::this_thread::sleep_for(std::chrono::microseconds(200));
+                    // Meanwhile, a prompt one token too long: refused by
+                    // submit itself (VT_ERR_CONTEXT_FULL), which reads the
+                    // engine's max_model_len while fail_all may be running.
+                    vt_request_params p;
+                    vt_request_params_init(&p);
+                    p.prompt = too_long.data();
+                    p.n_prompt = too_long.size();
+                    uint64_t id = 0;
+                    if (vt_context_submit(c.get(), &p, &id) == VT_ERR_CONTEXT_FULL && id == 0) ++refused;
+                    else ++submit_errors;
+                    std::this_thread::yield();
                 }
                 Track &tr = *tracks[k];
                 tr.max_tokens = 1 + (uint32_t)(k * 5) % 12;
@@ -189,8 +206,9 @@ TEST_CASE("engine threads: submit and cancel from 4 threads while forward passes
             ++bad;  // ignore_eos: no stop
         }
     }
+    CHECK(refused > 0);
     INFO("length " << n_length << ", cancelled " << n_cancelled << ", error " << n_error << ", failed steps "
-                   << failed_steps);
+                   << failed_steps << ", refused " << refused);
     CHECK(bad == 0);
     CHECK(n_length + n_cancelled + n_error == kClients * kPerClient);
     // fail_all ran many times and each kind of ending happened.
