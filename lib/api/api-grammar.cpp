@@ -15,7 +15,14 @@ VT_API vt_status vt_grammar_compile(const vt_tokenizer *tok, vt_grammar_kind kin
                                     size_t len, vt_grammar **out) {
     if (out) *out = nullptr;
     if (!tok || !out) return fail_arg("vt_grammar_compile: tok and out must not be NULL");
-    if (kind < VT_GRAMMAR_GBNF || kind > VT_GRAMMAR_CHOICE) return fail_arg("vt_grammar_compile: unknown kind");
+    // A C caller may pass any int: in C++ an enum value outside the
+    // enumerators' range is undefined behaviour to load (UBSan: -fsanitize=enum),
+    // so the check reads the argument's bits as the int they are.
+    int kind_value;
+    static_assert(sizeof kind_value == sizeof kind, "vt_grammar_kind is int-sized");
+    std::memcpy(&kind_value, &kind, sizeof kind_value);
+    if (kind_value < VT_GRAMMAR_GBNF || kind_value > VT_GRAMMAR_CHOICE)
+        return fail_arg("vt_grammar_compile: unknown kind");
     if (!source && (len || kind != VT_GRAMMAR_JSON)) return fail_arg("vt_grammar_compile: source is NULL");
     return guard([&] {
         auto g = std::make_unique<vt_grammar>();

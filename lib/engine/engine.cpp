@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -24,6 +25,16 @@ BlockHash lora_cache_key(const LoraAdapter *a, float scale) {
 }
 
 constexpr double kRateWindowSeconds = 10.0;
+
+// A fault-injection period from the environment (engine.h): 0 when unset.
+uint64_t debug_env_count(const char *name) {
+    const char *v = std::getenv(name);
+    if (!v || !*v) return 0;
+    char *end = nullptr;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    if (*end || v[0] == '-') fail(VT_ERR_INVALID_ARGUMENT, "%s=%s is not a positive count", name, v);
+    return n;
+}
 
 int32_t argmax(const float *row, size_t n) {
     size_t best = 0;
@@ -111,6 +122,11 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     sched_cfg_.max_num_seqs = max_num_seqs;
     sched_cfg_.max_model_len = max_len;
     max_model_len_ = max_len;
+    fail_every_ = debug_env_count("VT_DEBUG_FAIL_FORWARD");
+    fail_once_ = debug_env_count("VT_DEBUG_FAIL_FORWARD_ONCE");
+    if (fail_every_ || fail_once_)
+        VT_LOG_WARN("fault injection: forward passes fail (VT_DEBUG_FAIL_FORWARD=%llu, VT_DEBUG_FAIL_FORWARD_ONCE=%llu)",
+                    (unsigned long long)fail_every_, (unsigned long long)fail_once_);
     kv_ = std::make_unique<KvCacheManager>(kv_cfg_);
     sched_ = std::make_unique<Scheduler>(*kv_, sched_cfg_);
     uint32_t total_blocks = 0;
@@ -286,7 +302,15 @@ size_t Engine::step(uint32_t wait_ms) {
     return so.num_tokens();
 }
 
+void Engine::maybe_inject_failure() {
+    if (!fail_every_ && !fail_once_) return;
+    ++forward_passes_;
+    if ((fail_every_ && forward_passes_ % fail_every_ == 0) || forward_passes_ == fail_once_)
+        fail(VT_ERR_INTERNAL, "injected forward failure (VT_DEBUG_FAIL_FORWARD)");
+}
+
 const Tensor *Engine::run_forward(const SchedulerOutput &so) {
+    maybe_inject_failure();
     batch_.clear();
     for (const ScheduledSeq &s : so.seqs) {
         Context::BatchSeq b;
@@ -403,6 +427,7 @@ void Engine::fail_all(vt_status st) {
     sched_.reset();
     kv_ = std::make_unique<KvCacheManager>(kv_cfg_);
     sched_ = std::make_unique<Scheduler>(*kv_, sched_cfg_);
+    update_stats(0);  // stats() shows the empty pool, not the failed step's
 }
 
 void Engine::update_stats(size_t n_tokens) {

@@ -7,6 +7,16 @@
 // Threads: submit(), cancel() and stats() may be called from any thread;
 // step() and poll() belong to one engine thread. Requests waiting in the
 // inbox join the scheduler at the next step.
+//
+// Testing hook (not API): fault injection, read from the environment when
+// the engine is made, so that tests can drive the failure path (fail_all)
+// through the public ABI and vt-server:
+//   VT_DEBUG_FAIL_FORWARD=N       every N-th forward pass of the engine fails;
+//   VT_DEBUG_FAIL_FORWARD_ONCE=N  only its N-th forward pass fails.
+// A failing pass throws vt::Error(VT_ERR_INTERNAL, "injected forward failure
+// (VT_DEBUG_FAIL_FORWARD)") before any work, exactly where a real one would:
+// step() then ends that step's requests with VT_FINISH_ERROR and starts the
+// scheduler and KV bookkeeping over.
 #pragma once
 
 #include <chrono>
@@ -74,6 +84,7 @@ private:
     };
 
     void admit_inbox();
+    void maybe_inject_failure();
     const Tensor *run_forward(const SchedulerOutput &so);
     void sample_and_record(const SchedulerOutput &so, const float *logits, size_t n_vocab);
     // A request with prompt_logprobs whose scheduled chunk holds prompt
@@ -110,6 +121,11 @@ private:
     // Events of requests without a callback.
     std::deque<OwnedEvent> queue_;
     OwnedEvent polled_;
+
+    // Fault injection (see the top of this file); engine thread only.
+    uint64_t fail_every_ = 0;  // VT_DEBUG_FAIL_FORWARD
+    uint64_t fail_once_ = 0;   // VT_DEBUG_FAIL_FORWARD_ONCE
+    uint64_t forward_passes_ = 0;
 
     // Step scratch, reused.
     std::vector<Context::BatchSeq> batch_;
