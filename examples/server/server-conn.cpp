@@ -5,6 +5,7 @@
 #include "server-conn.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -44,10 +45,11 @@ struct ReadClock {
     bool expired;
     const char *what;  // what missed its deadline
     std::chrono::steady_clock::time_point deadline;
+    int fd;  // the connection's socket, as its last recv() saw it (-1: none yet)
 };
 
 // Plain data: no thread-local constructor runs inside recv().
-thread_local ReadClock tl_clock{Phase::off, false, nullptr, {}};
+thread_local ReadClock tl_clock{Phase::off, false, nullptr, {}, -1};
 
 std::atomic<int64_t> g_header_ms{0}, g_body_ms{0};
 
@@ -93,8 +95,15 @@ const char *request_timed_out() {
     return c.expired ? c.what : nullptr;
 }
 
+bool client_hung_up() {
+    const int fd = tl_clock.fd;
+    if (tl_clock.phase == Phase::off || fd < 0) return false;
+    pollfd p{fd, POLLRDHUP, 0};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 // A connection thread's state around one connection.
-static void connection_begin() { tl_clock = ReadClock{Phase::between, false, nullptr, {}}; }
+static void connection_begin() { tl_clock = ReadClock{Phase::between, false, nullptr, {}, -1}; }
 static void connection_end() { tl_clock.phase = Phase::off; }
 
 // ---- ConnectionPool --------------------------------------------------------
@@ -204,6 +213,7 @@ size_t raise_fd_limit() {
 // and is not interposed.
 extern "C" ssize_t recv(int fd, void *buf, size_t len, int flags) {
     vts::ReadClock &c = vts::tl_clock;
+    if (c.phase != vts::Phase::off) c.fd = fd;
     if (c.phase != vts::Phase::off && !(flags & MSG_PEEK)) {
         if (c.phase == vts::Phase::between) vts::arm(c, vts::Phase::head, vts::g_header_ms.load());
         if (!c.expired && (c.phase == vts::Phase::head || c.phase == vts::Phase::body) &&

@@ -78,6 +78,10 @@ void request_done();
 // body"), or nullptr. Once missed, every later read on it fails, so it
 // closes after its 408.
 const char *request_timed_out();
+// Whether the client of this connection thread's request hung up (its
+// socket reads EOF or fails): a handler that computes a whole answer before
+// writing anything watches it to cancel work nobody will read.
+bool client_hung_up();
 
 // Raises the soft RLIMIT_NOFILE to the hard limit (each connection is a
 // descriptor); returns the soft limit in force.

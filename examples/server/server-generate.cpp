@@ -5,6 +5,7 @@
 #include <memory>
 #include <random>
 
+#include "server-conn.h"
 #include "server-engine.h"
 #include "server-errors.h"
 #include "server-lora.h"
@@ -151,6 +152,40 @@ bool pump(Generation &g, httplib::DataSink &sink) {
     return true;
 }
 
+// A non-streamed answer, computed in the handler before anything is
+// written: its status is then known, so a generation that failed is a 500
+// (not an error object under a 200 already sent). The client's connection is
+// watched meanwhile: one that hung up cancels its requests.
+void answer_whole(Generation &g, httplib::Response &res) {
+    using namespace std::chrono_literals;
+    std::vector<TokenEvent> events;
+    auto idle_since = std::chrono::steady_clock::now();
+    while (!g.rb.all_finished()) {
+        events.clear();
+        g.channel->wait(events, 100ms);
+        g.rb.consume(events);  // accumulates: a whole answer writes nothing yet
+        if (client_hung_up()) {
+            g.cancel();
+            return;  // nobody reads the response
+        }
+        // As pump(): a last resort against waiting forever on a wedged engine.
+        if (!events.empty()) idle_since = std::chrono::steady_clock::now();
+        else if (!g.engine.running() && std::chrono::steady_clock::now() - idle_since > 5s) {
+            res.status = 500;
+            res.set_content(g.rb.error_text(500, "the engine stopped"), "application/json");
+            return;
+        }
+    }
+    vt_status st = VT_OK;
+    if (g.rb.failed(&st)) {
+        res.status = 500;
+        res.set_content(g.rb.error_text(500, std::string("generation failed: ") + vt_status_str(st)),
+                        "application/json");
+        return;
+    }
+    res.set_content(g.rb.final_text(), "application/json");
+}
+
 void generate(ServerState &st, const std::string &body_text, bool chat, httplib::Response &res) {
     Engine::Hold hold = st.engine->hold();  // before the check: see Engine::Hold
     if (st.draining.load()) throw ApiError(503, "the server is shutting down", "server_error");
@@ -238,16 +273,12 @@ void generate(ServerState &st, const std::string &body_text, bool chat, httplib:
     }
     log_kv_pool_once(st);
 
-    auto provider = [g](size_t, httplib::DataSink &sink) { return pump(*g, sink); };
     if (r.stream) {
         res.set_header("Cache-Control", "no-cache");
-        res.set_chunked_content_provider("text/event-stream", provider);
+        res.set_chunked_content_provider("text/event-stream",
+                                         [g](size_t, httplib::DataSink &sink) { return pump(*g, sink); });
     } else {
-        // NOTE: chunked even when not streaming: the provider runs with the
-        // connection at hand, so it can notice a client that left and cancel.
-        // The price: an engine failure after admission arrives as an error
-        // object under status 200.
-        res.set_chunked_content_provider("application/json", provider);
+        answer_whole(*g, res);
     }
 }
 
