@@ -425,6 +425,9 @@ void Engine::fail_all(vt_status st) {
     for (auto &[id, r] : requests_) ids.push_back(id);
     for (uint64_t id : ids) finish(id, VT_FINISH_ERROR, st);
     sched_.reset();
+    // The counters are the engine's, not the pool's: they go on from here.
+    prefix_query_base_ += kv_->prefix_query_tokens();
+    prefix_hit_base_ += kv_->prefix_hit_tokens();
     kv_ = std::make_unique<KvCacheManager>(kv_cfg_);
     sched_ = std::make_unique<Scheduler>(*kv_, sched_cfg_);
     update_stats(0);  // stats() shows the empty pool, not the failed step's
@@ -461,8 +464,8 @@ void Engine::update_stats(size_t n_tokens) {
     stats_.n_waiting = (uint32_t)(sched_waiting_ + n_inbox);
     stats_.kv_blocks_used = blocks_used;
     stats_.kv_blocks_cached = blocks_cached;
-    stats_.prefix_query_tokens = kv_->prefix_query_tokens();
-    stats_.prefix_hit_tokens = kv_->prefix_hit_tokens();
+    stats_.prefix_query_tokens = prefix_query_base_ + kv_->prefix_query_tokens();
+    stats_.prefix_hit_tokens = prefix_hit_base_ + kv_->prefix_hit_tokens();
 }
 
 void Engine::stats(vt_engine_stats &out) const {

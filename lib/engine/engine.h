@@ -107,6 +107,8 @@ private:
     // reach into them.
     uint32_t max_model_len_ = 0;
     std::unique_ptr<KvCacheManager> kv_;
+    // Prefix-cache counters of the pools fail_all replaced (stats go on).
+    uint64_t prefix_query_base_ = 0, prefix_hit_base_ = 0;
     std::unique_ptr<Scheduler> sched_;
 
     std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;  // engine thread only

@@ -67,8 +67,10 @@ def test_failed_forward_pass_ends_its_requests_and_serving_goes_on(start_server,
     assert log.count("engine step failed") == 1, log
 
     # The pool starts over and the server goes on: new requests, several at
-    # once and streamed, finish normally.
-    server.wait_idle()
+    # once and streamed, finish normally. The prefix-cache counters are the
+    # engine's: the three prompts' lookups stay counted across the new pool.
+    after_failure = server.wait_idle()
+    assert after_failure["vt_prefix_cache_queries_total"] > 0, after_failure
     client = server.client()
 
     def stream_ok(i):
@@ -92,5 +94,7 @@ def test_failed_forward_pass_ends_its_requests_and_serving_goes_on(start_server,
     body = json.loads(text)
     assert body["choices"][0]["finish_reason"] == "length"
     assert body["usage"]["completion_tokens"] == 8
-    server.wait_idle()
+    final = server.wait_idle()
+    for counter in ("vt_prefix_cache_queries_total", "vt_prefix_cache_hits_total"):
+        assert final[counter] >= after_failure[counter], (counter, after_failure, final)
     assert server.terminate() == 0, server.stderr()
