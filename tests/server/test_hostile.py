@@ -434,10 +434,12 @@ def test_slow_second_request_on_keep_alive(hostile):
 def test_streams_outlive_the_deadlines(hostile):
     """A stream longer than both deadlines together runs to its end, and its
     keep-alive connection serves the next request."""
-    conn = http.client.HTTPConnection("127.0.0.1", hostile.port, timeout=120)
+    # MAX_NEW tokens: at least 2 s at SmolLM2's decode rate on 2 threads (300
+    # took only 1.4 s on a quiet CI machine), minutes on a loaded one.
+    conn = http.client.HTTPConnection("127.0.0.1", hostile.port, timeout=600)
     t0 = time.time()
     conn.request("POST", "/v1/completions", headers={"Content-Type": "application/json"},
-                 body=json.dumps({"prompt": "Once upon a time", "max_tokens": 300, "ignore_eos": True,
+                 body=json.dumps({"prompt": "Once upon a time", "max_tokens": MAX_NEW, "ignore_eos": True,
                                   "stream": True, "stream_options": {"include_usage": True}}))
     r = conn.getresponse()
     assert r.status == 200
@@ -445,7 +447,7 @@ def test_streams_outlive_the_deadlines(hostile):
     elapsed = time.time() - t0
     assert events[-1] == b"data: [DONE]"
     usage = json.loads(events[-2][6:])["usage"]
-    assert usage["completion_tokens"] == 300
+    assert usage["completion_tokens"] == MAX_NEW
     assert elapsed > HEADER_S + BODY_S, f"the stream took {elapsed:.1f} s: too short to prove anything"
     conn.request("POST", "/v1/completions", headers={"Content-Type": "application/json"},
                  body=json.dumps({"prompt": "Hi", "max_tokens": 1}))
