@@ -108,45 +108,55 @@ void check_lengths(const GenRequest &r, const std::vector<std::vector<vt_token>>
     }
 }
 
-// Waits for the events of g and writes them as they come (streaming) or
-// the whole response at the end. Returns false, after cancelling, when the client
-// is gone.
-bool pump(Generation &g, httplib::DataSink &sink) {
+// How waiting for a generation ended.
+enum class Ended { finished, client_left, engine_stopped };
+
+// Feeds g's events to its ResponseBuilder until every choice finished.
+// deliver(text) sends what a stream has to send now (empty: nothing) and
+// says whether the client is still there; a client that left cancels g.
+template <class Deliver>
+Ended drain(Generation &g, Deliver deliver) {
     using namespace std::chrono_literals;
     std::vector<TokenEvent> events;
     auto idle_since = std::chrono::steady_clock::now();
     while (true) {
         events.clear();
         g.channel->wait(events, 100ms);
-        std::string out = g.rb.consume(events);
-        if (!out.empty()) {
-            if (!sink.write(out.data(), out.size())) {
-                g.cancel();
-                return false;
-            }
-        } else if (!sink.is_writable()) {  // peer closed: the socket reads EOF
+        if (!deliver(g.rb.consume(events))) {
             g.cancel();
-            return false;
+            return Ended::client_left;
         }
-        if (g.rb.all_finished()) break;
+        if (g.rb.all_finished()) return Ended::finished;
         // The engine thread only stops after every handler returned; this
         // is a last resort against waiting forever on a wedged engine.
         if (!events.empty()) idle_since = std::chrono::steady_clock::now();
-        else if (!g.engine.running() && std::chrono::steady_clock::now() - idle_since > 5s) {
-            const std::string err = g.rb.error_text(500, "the engine stopped");
-            sink.write(err.data(), err.size());
-            sink.done();
-            return true;
-        }
+        else if (!g.engine.running() && std::chrono::steady_clock::now() - idle_since > 5s)
+            return Ended::engine_stopped;
     }
+}
+
+// The last text of a drained generation (the whole answer when not
+// streamed) and its HTTP status, were it not sent yet.
+std::string closing_text(const Generation &g, Ended e, int &status) {
     vt_status st = VT_OK;
-    std::string out;
-    if (g.rb.failed(&st)) {
-        // The step failed on the engine thread: only its status is known here.
-        out = g.rb.error_text(500, std::string("generation failed: ") + vt_status_str(st));
-    } else {
-        out = g.rb.final_text();
-    }
+    status = 500;
+    if (e == Ended::engine_stopped) return g.rb.error_text(500, "the engine stopped");
+    // The step failed on the engine thread: only its status is known here.
+    if (g.rb.failed(&st)) return g.rb.error_text(500, std::string("generation failed: ") + vt_status_str(st));
+    status = 200;
+    return g.rb.final_text();
+}
+
+// A stream: events are written as they come. Returns false when the
+// client is gone.
+bool pump(Generation &g, httplib::DataSink &sink) {
+    const Ended e = drain(g, [&sink](const std::string &out) {
+        return out.empty() ? sink.is_writable()  // peer closed: the socket reads EOF
+                           : sink.write(out.data(), out.size());
+    });
+    if (e == Ended::client_left) return false;
+    int status = 0;
+    const std::string out = closing_text(g, e, status);
     if (!sink.write(out.data(), out.size())) return false;
     sink.done();
     return true;
@@ -157,33 +167,11 @@ bool pump(Generation &g, httplib::DataSink &sink) {
 // (not an error object under a 200 already sent). The client's connection is
 // watched meanwhile: one that hung up cancels its requests.
 void answer_whole(Generation &g, httplib::Response &res) {
-    using namespace std::chrono_literals;
-    std::vector<TokenEvent> events;
-    auto idle_since = std::chrono::steady_clock::now();
-    while (!g.rb.all_finished()) {
-        events.clear();
-        g.channel->wait(events, 100ms);
-        g.rb.consume(events);  // accumulates: a whole answer writes nothing yet
-        if (client_hung_up()) {
-            g.cancel();
-            return;  // nobody reads the response
-        }
-        // As pump(): a last resort against waiting forever on a wedged engine.
-        if (!events.empty()) idle_since = std::chrono::steady_clock::now();
-        else if (!g.engine.running() && std::chrono::steady_clock::now() - idle_since > 5s) {
-            res.status = 500;
-            res.set_content(g.rb.error_text(500, "the engine stopped"), "application/json");
-            return;
-        }
-    }
-    vt_status st = VT_OK;
-    if (g.rb.failed(&st)) {
-        res.status = 500;
-        res.set_content(g.rb.error_text(500, std::string("generation failed: ") + vt_status_str(st)),
-                        "application/json");
-        return;
-    }
-    res.set_content(g.rb.final_text(), "application/json");
+    const Ended e = drain(g, [](const std::string &) { return !client_hung_up(); });
+    if (e == Ended::client_left) return;  // nobody reads the response
+    int status = 0;
+    res.set_content(closing_text(g, e, status), "application/json");
+    res.status = status;
 }
 
 void generate(ServerState &st, const std::string &body_text, bool chat, httplib::Response &res) {
