@@ -81,12 +81,21 @@ void for_each_run(const int32_t *idx, int64_t n_tok, F &&f) {
     }
 }
 
+// f32 rows to f16 and back through the active table's F16 kernels (the
+// SIMD ones where the CPU has them; every table's bits equal the reference's).
+inline void to_f16(const float *x, uint16_t *h, int64_t n) {
+    quant::active_kernels().quant[(int)DType::F16](x, h, n);
+}
+inline void from_f16(const uint16_t *h, float *x, int64_t n) {
+    quant::active_kernels().dequant[(int)DType::F16](h, x, n);
+}
+
 // Phase 1's K write: the f32 row kr (kv_row values) rounded to f16 into
 // column slot % block_size of every dimension row of its block in the K
 // pool kc (keys transposed). k16: scratch of kv_row f16.
 inline void write_k_row(const Tensor *kc, const float *kr, int64_t slot, int64_t kv_row, uint16_t *k16) {
     const int64_t bs = kc->ne[0];
-    quantize_row(DType::F16, kr, k16, kv_row);
+    to_f16(kr, k16, kv_row);
     uint8_t *kblk = static_cast<uint8_t *>(kc->data) + (size_t)(slot / bs) * kc->nb[2] + (size_t)(slot % bs) * 2;
     for (int64_t d = 0; d < kv_row; ++d) *reinterpret_cast<uint16_t *>(kblk + (size_t)d * kc->nb[1]) = k16[d];
 }
@@ -106,8 +115,8 @@ inline void write_new_rows(const Node &n, const OpCtx &c, const PagedShape &s, u
         if (slot < 0 || slot >= n_slots) continue;  // the runner never sends one; never write outside
         write_k_row(kc, static_cast<const float *>(n.src[1]->data) + t * s.kv_row, slot, s.kv_row, k16);
         if (vc)
-            quantize_row(DType::F16, static_cast<const float *>(n.src[2]->data) + t * s.kv_row,
-                         static_cast<uint8_t *>(vc->data) + (size_t)slot * vc->nb[1], s.kv_row);
+            to_f16(static_cast<const float *>(n.src[2]->data) + t * s.kv_row,
+                   reinterpret_cast<uint16_t *>(static_cast<uint8_t *>(vc->data) + (size_t)slot * vc->nb[1]), s.kv_row);
     }
     c.barrier();
 }
@@ -115,25 +124,35 @@ inline void write_new_rows(const Node &n, const OpCtx &c, const PagedShape &s, u
 // Scores of a unit's nq queries (qf: f16-rounded, hd each) against the keys
 // of KV head hk in blocks b_lo .. b_hi - 1 of its table, clipped to keys
 // key0 .. n_keys - 1, into pf (query i's row at i * ps, key j at j - key0).
-// Each score is its own chain, so any split of the blocks gives the same bits.
+// Each score is its own chain, so any split of the blocks gives the same bits;
+// the blocks go to the kernel in batches, so that it can keep several key
+// vectors in flight across block boundaries.
 inline void block_scores(const quant::Kernels &kern, const Tensor *kc, const int32_t *table, int64_t hk,
                          const float *qf, int64_t nq, int64_t hd, int64_t key0, int64_t n_keys, int64_t b_lo,
                          int64_t b_hi, float *pf, int64_t ps) {
+    constexpr int64_t kBatch = 64;
     const int64_t bs = kc->ne[0];
     const uint8_t *kbase = static_cast<const uint8_t *>(kc->data);
-    for (int64_t b = b_lo; b < b_hi; ++b) {
-        const int64_t j0 = std::max(key0, b * bs), j1 = std::min(n_keys, (b + 1) * bs);
-        const uint16_t *kt =
-            reinterpret_cast<const uint16_t *>(kbase + (size_t)table[b] * kc->nb[2] + (size_t)(hk * hd) * kc->nb[1]) +
-            (j0 - b * bs);
-        kern.attn_scores(qf, nq, hd, kt, (size_t)(kc->nb[1] / 2), j1 - j0, pf + (j0 - key0), (size_t)ps);
+    const uint16_t *kt[kBatch];
+    int64_t nk[kBatch];
+    for (int64_t b0 = b_lo; b0 < b_hi; b0 += kBatch) {
+        const int64_t n = std::min(kBatch, b_hi - b0);
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t b = b0 + i, j0 = std::max(key0, b * bs), j1 = std::min(n_keys, (b + 1) * bs);
+            kt[i] = reinterpret_cast<const uint16_t *>(kbase + (size_t)table[b] * kc->nb[2] +
+                                                       (size_t)(hk * hd) * kc->nb[1]) +
+                    (j0 - b * bs);
+            nk[i] = j1 - j0;
+        }
+        const int64_t first = std::max(key0, b0 * bs);
+        kern.attn_scores(qf, nq, hd, kt, nk, n, (size_t)(kc->nb[1] / 2), pf + (first - key0), (size_t)ps);
     }
 }
 
 // A query row rounded to f16 and back (llama.cpp's f16 Q), through p16.
 inline void round_query(const float *q, float *qf, uint16_t *p16, int64_t hd) {
-    quantize_row(DType::F16, q, p16, hd);
-    dequantize_row(DType::F16, p16, qf, hd);
+    to_f16(q, p16, hd);
+    from_f16(p16, qf, hd);
 }
 
 // One query's probabilities in place of its scores: row is indexed by key
@@ -149,8 +168,8 @@ inline void softmax_probs(const quant::Kernels &kern, float *row, int64_t key0, 
     const int64_t nw = n_kv - lo;
     const float inv = (float)(1.0 / kern.softmax(win, nw, scale));
     for (int64_t j = 0; j < nw; ++j) win[j] *= inv;
-    quantize_row(DType::F16, win, p16, nw);
-    dequantize_row(DType::F16, p16, win, nw);
+    to_f16(win, p16, nw);
+    from_f16(p16, win, nw);
     std::fill(row + n_kv, row + n_keys, 0.0f);
 }
 

@@ -66,14 +66,16 @@ void quantize_row(DType t, const float *src, void *dst, int64_t n);
 float vec_dot(DType t, int64_t n, const void *w, const void *a);
 
 // Attention products, each output one f32 FMA chain in index order (the
-// CPU tables reproduce them lane by lane). Scores: sc[i * scs + j] = sum_d
-// qf[i * hd + d] * f16 kt[d * kts + j] (K transposed), i < nq, j < n_keys.
+// CPU tables reproduce them lane by lane). Scores over the runs of a paged
+// K (keys transposed: key j of run r is f16 kt[r][d * kts + j], j < nk[r]):
+// sc[i * scs + c] = sum_d qf[i * hd + d] * key(c), i < nq, with the runs'
+// keys numbered c = 0, 1, ... across runs in order.
 // Values: out[i][d] = sum_j pf[i * ps + j] * f16 v[j * vs + d]; with
 // accumulate the chain starts from out[i][d] instead of 0, so a product over
 // keys in consecutive runs (the blocks of a paged cache) gives the bits of
 // one call over all of them.
-void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *kt, size_t kts, int64_t n_keys, float *sc,
-                 size_t scs);
+void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *const *kt, const int64_t *nk,
+                 int64_t n_runs, size_t kts, float *sc, size_t scs);
 void attn_values(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const uint16_t *v, size_t vs, int64_t hd,
                  float *const *out, bool accumulate);
 

@@ -211,8 +211,9 @@ TEST_CASE("attention products of every table equal the scalar reference bit for 
     REQUIRE(ref->attn_scores);
     int checked = 0;
     for (int64_t hd : {64, 20, 128}) {
-        for (int64_t n_keys : {1, 15, 16, 37, 64}) {
-            const int64_t nq = 13, kts = n_keys + 5, vs = hd + 3;
+        for (int64_t n_keys : {1, 15, 16, 37, 64, 150})
+        for (int64_t nq : {1, 3, 4, 13}) {  // decode groups (the tiles of 2 key vectors) and prefill runs
+            const int64_t kts = n_keys + 5, vs = hd + 3;
             std::vector<float> qf((size_t)(nq * hd)), pf((size_t)(nq * n_keys));
             for (float &x : qf) x = fp16_to_f32(f32_to_fp16(nd(rng)));
             for (float &x : pf) x = fp16_to_f32(f32_to_fp16(std::fabs(nd(rng)) / (float)n_keys));
@@ -221,7 +222,19 @@ TEST_CASE("attention products of every table equal the scalar reference bit for 
             for (uint16_t &x : v) x = f32_to_fp16(nd(rng));
             auto scores = [&](const Kernels &k) {
                 std::vector<float> sc((size_t)(nq * (n_keys + 1)), -7.f);
-                k.attn_scores(qf.data(), nq, hd, kt.data(), (size_t)kts, n_keys, sc.data(), (size_t)(n_keys + 1));
+                // In runs of 16, 16, 1, 16, 16 and 5 keys cycling (a paged
+                // cache's blocks, some short; a few queries take 4 runs at once).
+                std::vector<const uint16_t *> runs;
+                std::vector<int64_t> nk;
+                const int64_t sizes[6] = {16, 16, 1, 16, 16, 5};
+                for (int64_t j = 0, r = 0; j < n_keys; ++r) {
+                    const int64_t n = std::min(sizes[r % 6], n_keys - j);
+                    runs.push_back(kt.data() + j);
+                    nk.push_back(n);
+                    j += n;
+                }
+                k.attn_scores(qf.data(), nq, hd, runs.data(), nk.data(), (int64_t)runs.size(), (size_t)kts, sc.data(),
+                              (size_t)(n_keys + 1));
                 return sc;
             };
             auto values = [&](const Kernels &k) {
@@ -253,7 +266,7 @@ TEST_CASE("attention products of every table equal the scalar reference bit for 
             for (int i = 1; i < quant::kIsaCount; ++i) {
                 const Kernels *k = quant::kernels_for((Isa)i);
                 if (!k) continue;
-                INFO(std::string(k->isa) + " hd=" + std::to_string(hd) + " keys=" + std::to_string(n_keys));
+                INFO(std::string(k->isa) + " hd=" + std::to_string(hd) + " keys=" + std::to_string(n_keys) + " nq=" + std::to_string(nq));
                 const std::vector<float> got_s = scores(*k), got_v = values(*k);
                 CHECK(std::memcmp(got_s.data(), want_s.data(), got_s.size() * 4) == 0);
                 CHECK(std::memcmp(got_v.data(), want_v.data(), got_v.size() * 4) == 0);

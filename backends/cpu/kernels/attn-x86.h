@@ -26,77 +26,139 @@ constexpr int kAttnQ = 12;
 template <class V>
 constexpr int kAttnP = V::W == 8 ? 4 : 8;
 
+// A vector of W keys of one run: its first key's column in K^T, and its
+// score column.
+struct KeyChunk {
+    const uint16_t *k;
+    int64_t col;
+};
+
+// Q queries x C chunks of W keys at once: Q * C independent chains, so a
+// decode token's few queries still keep the FMA units busy.
+template <class V, int Q, int C>
+static void scores_tile(const float *qf, int64_t hd, const KeyChunk *ch, size_t kts, float *sc, size_t scs) {
+    typename V::F acc[C][Q];
+    for (int c = 0; c < C; ++c)
+        for (int i = 0; i < Q; ++i) acc[c][i] = V::zero();
+    for (int64_t d = 0; d < hd; ++d) {
+        typename V::F k[C];
+        for (int c = 0; c < C; ++c) k[c] = V::f16(ch[c].k + d * kts);
+        for (int i = 0; i < Q; ++i) {
+            const typename V::F q = V::set1(qf[i * hd + d]);
+            for (int c = 0; c < C; ++c) acc[c][i] = V::fma(q, k[c], acc[c][i]);
+        }
+    }
+    for (int c = 0; c < C; ++c)
+        for (int i = 0; i < Q; ++i) V::store(sc + i * scs + ch[c].col, acc[c][i]);
+}
+template <class V, int Q, int C>
+static void scores_tiles(int q, const float *qf, int64_t hd, const KeyChunk *ch, size_t kts, float *sc, size_t scs) {
+    if constexpr (Q > 1)
+        if (q < Q) return scores_tiles<V, Q - 1, C>(q, qf, hd, ch, kts, sc, scs);
+    scores_tile<V, Q, C>(qf, hd, ch, kts, sc, scs);
+}
+// Q queries x the first n (< W) keys of a chunk: masked lanes, the same chains.
 template <class V, int Q>
-static void scores_tile(const float *qf, int64_t hd, const uint16_t *kt, size_t kts, int64_t j0, float *sc, size_t scs) {
+static void scores_tile_n(const float *qf, int64_t hd, const KeyChunk &ch, int n, size_t kts, float *sc, size_t scs) {
     typename V::F acc[Q];
     for (int i = 0; i < Q; ++i) acc[i] = V::zero();
     for (int64_t d = 0; d < hd; ++d) {
-        const typename V::F k = V::f16(kt + d * kts + j0);
+        const typename V::F k = V::f16_n(ch.k + d * kts, n);
         for (int i = 0; i < Q; ++i) acc[i] = V::fma(V::set1(qf[i * hd + d]), k, acc[i]);
     }
-    for (int i = 0; i < Q; ++i) V::store(sc + i * scs + j0, acc[i]);
+    for (int i = 0; i < Q; ++i) V::store_n(sc + i * scs + ch.col, acc[i], n);
 }
 template <class V, int Q>
-static void scores_tiles(int q, const float *qf, int64_t hd, const uint16_t *kt, size_t kts, int64_t j0, float *sc,
-                         size_t scs) {
+static void scores_tiles_n(int q, const float *qf, int64_t hd, const KeyChunk &ch, int n, size_t kts, float *sc,
+                           size_t scs) {
     if constexpr (Q > 1)
-        if (q < Q) return scores_tiles<V, Q - 1>(q, qf, hd, kt, kts, j0, sc, scs);
-    scores_tile<V, Q>(qf, hd, kt, kts, j0, sc, scs);
+        if (q < Q) return scores_tiles_n<V, Q - 1>(q, qf, hd, ch, n, kts, sc, scs);
+    scores_tile_n<V, Q>(qf, hd, ch, n, kts, sc, scs);
 }
 
-// sc[i * scs + j] = sum_d qf[i * hd + d] * K^T[d * kts + j], i < nq, j < n_keys.
+// Queries at most that take several key chunks at once, and how many.
+constexpr int kAttnFewQ = 4;
 template <class V>
-void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *kt, size_t kts, int64_t n_keys, float *sc,
-                 size_t scs) {
-    int64_t j0 = 0;
-    for (; j0 + V::W <= n_keys; j0 += V::W)
+constexpr int kAttnChunks = V::W == 8 ? 2 : 4;
+
+// core/quant.h's ref::attn_scores: full chunks of W keys in groups (a few
+// queries) or one by one (query tiles of kAttnQ), a run's last keys masked.
+template <class V>
+void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *const *kt, const int64_t *nk, int64_t n_runs,
+                 size_t kts, float *sc, size_t scs) {
+    constexpr int C = kAttnChunks<V>;
+    const bool few = nq <= kAttnFewQ;
+    KeyChunk pend[C];
+    int np = 0;
+    auto one = [&](const KeyChunk &ch) {
         for (int64_t i0 = 0; i0 < nq; i0 += kAttnQ<V>)
-            scores_tiles<V, kAttnQ<V>>((int)(nq - i0), qf + i0 * hd, hd, kt, kts, j0, sc + i0 * scs, scs);
-    for (int64_t i = 0; i < nq; ++i)
-        for (int64_t j = j0; j < n_keys; ++j) {
-            float s = 0.f;
-            for (int64_t d = 0; d < hd; ++d) s = std::fma(qf[i * hd + d], f16f(kt[d * kts + j]), s);
-            sc[i * scs + j] = s;
+            scores_tiles<V, kAttnQ<V>, 1>((int)(nq - i0), qf + i0 * hd, hd, &ch, kts, sc + i0 * scs, scs);
+    };
+    int64_t col = 0;
+    for (int64_t r = 0; r < n_runs; ++r) {
+        int64_t j = 0;
+        for (; j + V::W <= nk[r]; j += V::W) {
+            const KeyChunk ch{kt[r] + j, col + j};
+            if (!few) {
+                one(ch);
+                continue;
+            }
+            pend[np++] = ch;
+            if (np == C) {
+                scores_tiles<V, kAttnFewQ, C>((int)nq, qf, hd, pend, kts, sc, scs);
+                np = 0;
+            }
         }
+        if (j < nk[r]) {
+            const KeyChunk ch{kt[r] + j, col + j};
+            for (int64_t i0 = 0; i0 < nq; i0 += kAttnQ<V>)
+                scores_tiles_n<V, kAttnQ<V>>((int)(nq - i0), qf + i0 * hd, hd, ch, (int)(nk[r] - j), kts,
+                                              sc + i0 * scs, scs);
+        }
+        col += nk[r];
+    }
+    for (int c = 0; c < np; ++c) one(pend[c]);
 }
 
-template <class V, int P>
+// P queries x D vectors of dimensions from d0: P * D chains over the keys.
+template <class V, int P, int D>
 static void values_tile(const float *pf, size_t ps, int64_t n_keys, const uint16_t *v, size_t vs, int64_t d0,
                         float *const *out, bool accumulate) {
-    typename V::F a0[P], a1[P];
-    for (int i = 0; i < P; ++i) {
-        a0[i] = accumulate ? V::load(out[i] + d0) : V::zero();
-        a1[i] = accumulate ? V::load(out[i] + d0 + V::W) : V::zero();
-    }
+    typename V::F a[P][D];
+    for (int i = 0; i < P; ++i)
+        for (int e = 0; e < D; ++e) a[i][e] = accumulate ? V::load(out[i] + d0 + e * V::W) : V::zero();
     for (int64_t j = 0; j < n_keys; ++j) {
-        const typename V::F v0 = V::f16(v + j * vs + d0), v1 = V::f16(v + j * vs + d0 + V::W);
+        typename V::F x[D];
+        for (int e = 0; e < D; ++e) x[e] = V::f16(v + j * vs + d0 + e * V::W);
         for (int i = 0; i < P; ++i) {
             const typename V::F p = V::set1(pf[i * ps + j]);
-            a0[i] = V::fma(p, v0, a0[i]);
-            a1[i] = V::fma(p, v1, a1[i]);
+            for (int e = 0; e < D; ++e) a[i][e] = V::fma(p, x[e], a[i][e]);
         }
     }
-    for (int i = 0; i < P; ++i) {
-        V::store(out[i] + d0, a0[i]);
-        V::store(out[i] + d0 + V::W, a1[i]);
-    }
+    for (int i = 0; i < P; ++i)
+        for (int e = 0; e < D; ++e) V::store(out[i] + d0 + e * V::W, a[i][e]);
 }
-template <class V, int P>
+template <class V, int P, int D>
 static void values_tiles(int q, const float *pf, size_t ps, int64_t n_keys, const uint16_t *v, size_t vs, int64_t d0,
                          float *const *out, bool accumulate) {
     if constexpr (P > 1)
-        if (q < P) return values_tiles<V, P - 1>(q, pf, ps, n_keys, v, vs, d0, out, accumulate);
-    values_tile<V, P>(pf, ps, n_keys, v, vs, d0, out, accumulate);
+        if (q < P) return values_tiles<V, P - 1, D>(q, pf, ps, n_keys, v, vs, d0, out, accumulate);
+    values_tile<V, P, D>(pf, ps, n_keys, v, vs, d0, out, accumulate);
 }
 
-// out[i][d] = sum_j pf[i * ps + j] * V[j * vs + d], i < nq, d < hd.
+// out[i][d] = sum_j pf[i * ps + j] * V[j * vs + d], i < nq, d < hd. A few
+// queries (a decode token's group) take 4 vectors of dimensions at once
+// where the registers allow (AVX-512), for as many chains as a prefill run.
 template <class V>
 void attn_values(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const uint16_t *v, size_t vs, int64_t hd,
                  float *const *out, bool accumulate) {
     int64_t d0 = 0;
+    if (V::W == 16 && nq <= kAttnFewQ)
+        for (; d0 + 4 * V::W <= hd; d0 += 4 * V::W)
+            values_tiles<V, kAttnFewQ, 4>((int)nq, pf, ps, n_keys, v, vs, d0, out, accumulate);
     for (; d0 + 2 * V::W <= hd; d0 += 2 * V::W)
         for (int64_t i0 = 0; i0 < nq; i0 += kAttnP<V>)
-            values_tiles<V, kAttnP<V>>((int)(nq - i0), pf + i0 * ps, ps, n_keys, v, vs, d0, out + i0, accumulate);
+            values_tiles<V, kAttnP<V>, 2>((int)(nq - i0), pf + i0 * ps, ps, n_keys, v, vs, d0, out + i0, accumulate);
     for (int64_t i = 0; i < nq; ++i)
         for (int64_t d = d0; d < hd; ++d) {
             float o = accumulate ? out[i][d] : 0.f;

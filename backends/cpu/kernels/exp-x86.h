@@ -103,12 +103,22 @@ double softmax_row(float *x, int64_t n, float scale) {
             V::add_doubles(acc + 2 * h, e); // Ymm: h = 0, 1; Zmm: h = 0
         }
     }
+    if (j < n) {
+        // The last n - j (< 16) elements as one more step, through a padded
+        // copy: lane l < r gets element j + l, exactly as the scalar
+        // exp_ref and sums[l] += would; the padding's lanes add +0.
+        const int r = (int)(n - j);
+        alignas(64) float t[16];
+        for (int l = 0; l < 16; ++l) t[l] = l < r ? x[j + l] : mx;
+        for (int h = 0; h < 16 / V::W; ++h) {
+            const typename V::F e = V::keep_first(V::exp(V::sub(V::load(t + h * V::W), m)), r - h * V::W);
+            V::store(t + h * V::W, e);
+            V::add_doubles(acc + 2 * h, e);
+        }
+        std::memcpy(x + j, t, (size_t)r * sizeof(float));
+    }
     double sums[16];
     for (int i = 0; i < V::kDoubles; ++i) V::dstore(sums + i * (16 / V::kDoubles), acc[i]);
-    for (; j < n; ++j) {
-        x[j] = expf_poly::exp_ref(x[j] - mx);
-        sums[j % 16] += (double)x[j];
-    }
     return expf_poly::fold16(sums);
 }
 

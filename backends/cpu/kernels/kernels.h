@@ -36,8 +36,8 @@ using GemmFn = void (*)(int64_t k, const void *w, size_t w_stride, int64_t nr, c
 // The attention products and the exp-based row kernels: core/quant.h's
 // ref::attn_scores, attn_values, softmax_row and swiglu_row, reproduced bit
 // for bit by every table.
-using AttnScoresFn = void (*)(const float *qf, int64_t nq, int64_t hd, const uint16_t *kt, size_t kts, int64_t n_keys,
-                              float *sc, size_t scs);
+using AttnScoresFn = void (*)(const float *qf, int64_t nq, int64_t hd, const uint16_t *const *kt, const int64_t *nk,
+                              int64_t n_runs, size_t kts, float *sc, size_t scs);
 using AttnValuesFn = void (*)(const float *pf, size_t ps, int64_t nq, int64_t n_keys, const uint16_t *v, size_t vs,
                               int64_t hd, float *const *out, bool accumulate);
 

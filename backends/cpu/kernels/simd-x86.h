@@ -32,6 +32,18 @@ struct Ymm {
     static inline F load(const float *p) { return _mm256_loadu_ps(p); }
     static inline void store(float *p, F v) { _mm256_storeu_ps(p, v); }
     static inline F f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+    // The first n (< W) lanes, the others zero: nothing past p + n is read.
+    static inline F f16_n(const uint16_t *p, int n) {
+        alignas(16) uint16_t t[W] = {};
+        std::memcpy(t, p, (size_t)n * sizeof *p);
+        return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)t));
+    }
+    static inline __m256i first_n(int n) {
+        return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    }
+    static inline void store_n(float *p, F v, int n) { _mm256_maskstore_ps(p, first_n(n), v); }
+    // Lanes n and above zeroed (n may be <= 0 or >= W).
+    static inline F keep_first(F v, int n) { return _mm256_and_ps(v, _mm256_castsi256_ps(first_n(n))); }
     static inline F bf16(const uint16_t *p) {
         const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
         return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
@@ -59,6 +71,15 @@ struct Zmm {
     static inline F load(const float *p) { return _mm512_loadu_ps(p); }
     static inline void store(float *p, F v) { _mm512_storeu_ps(p, v); }
     static inline F f16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+    // The first n (< W) lanes, the others zero: masked, nothing past p + n is read.
+    static inline F f16_n(const uint16_t *p, int n) {
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16((__mmask16)((1u << n) - 1), p));
+    }
+    static inline void store_n(float *p, F v, int n) { _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), v); }
+    // Lanes n and above zeroed (n may be <= 0 or >= W).
+    static inline F keep_first(F v, int n) {
+        return _mm512_maskz_mov_ps(n <= 0 ? 0 : n >= W ? 0xFFFF : (__mmask16)((1u << n) - 1), v);
+    }
     static inline F bf16(const uint16_t *p) {
         const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
         return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));

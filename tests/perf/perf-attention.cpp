@@ -1,0 +1,123 @@
+// perf-attention: time of one ATTN_PAGED node (the CPU backend's paged
+// attention) for a decode step of B sequences at a depth, or one prompt chunk
+// of a sequence; the kernel micro-benchmark behind the attention changes of
+// issue 23. It uses internal headers, so it is neither an example nor a test:
+// built by `ninja -C build tests/perf/perf-attention`, never run by the suite.
+//
+//   perf-attention [--b 64] [--depth 192] [--chunk 1] [--heads 9] [--kv-heads 3] [--head-dim 64]
+//                  [--threads 1] [--reps 200]            (VT_CPU_ISA=avx2 for the AVX2 table)
+//
+// Prints the median wall time per call, the thread CPU time per call (what
+// matters on a loaded machine), and the rate of the QK^T and PV products in
+// GFLOP/s of 2 * (queries x keys x head_dim) each.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/graph.h"
+#include "core/quant.h"
+#include "cpu/kernels/kernels.h"
+
+using namespace vt;
+
+namespace {
+
+double cpu_seconds() {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int arg(int argc, char **argv, const char *name, int def) {
+    for (int i = 1; i + 1 < argc; ++i)
+        if (!std::strcmp(argv[i], name)) return std::atoi(argv[i + 1]);
+    return def;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    const int64_t B = arg(argc, argv, "--b", 64), depth = arg(argc, argv, "--depth", 192),
+                  chunk = arg(argc, argv, "--chunk", 1), n_head = arg(argc, argv, "--heads", 9),
+                  n_head_kv = arg(argc, argv, "--kv-heads", 3), hd = arg(argc, argv, "--head-dim", 64),
+                  bs = 16;
+    const int threads = arg(argc, argv, "--threads", 1), reps = arg(argc, argv, "--reps", 200);
+    if (B < 1 || depth < 0 || chunk < 1 || n_head < 1 || n_head_kv < 1 || n_head % n_head_kv || hd < 1 ||
+        threads < 1 || reps < 1) {
+        std::fprintf(stderr, "perf-attention: bad arguments\n");
+        return 2;
+    }
+    // Each sequence: depth tokens in its blocks already, chunk new ones.
+    const int64_t n_tok = B * chunk, seq_len = depth + chunk, seq_blocks = (seq_len + bs - 1) / bs;
+    const int64_t n_blocks = B * seq_blocks, kv_row = hd * n_head_kv;
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.f, 1.f);
+
+    std::vector<uint16_t> kc((size_t)(bs * kv_row * n_blocks)), vc(kc.size());
+    for (uint16_t &x : kc) x = f32_to_fp16(nd(rng));
+    for (uint16_t &x : vc) x = f32_to_fp16(nd(rng));
+    Tensor kct, vct;
+    tensor_init(kct, DType::F16, bs, kv_row, n_blocks, 1, kc.data(), "k_pool");
+    tensor_init(vct, DType::F16, kv_row, bs * n_blocks, 1, 1, vc.data(), "v_pool");
+
+    // Sequence s owns blocks s, s + B, s + 2B, ... (scattered, as a pool's are).
+    std::vector<int32_t> index((size_t)(3 * n_tok));
+    for (int64_t s = 0; s < B; ++s) {
+        const int32_t at = (int32_t)index.size();
+        for (int64_t b = 0; b < seq_blocks; ++b) index.push_back((int32_t)(s + b * B));
+        for (int64_t i = 0; i < chunk; ++i) {
+            const int64_t t = s * chunk + i, pos = depth + i;
+            index[(size_t)(3 * t)] = (int32_t)(index[(size_t)at + (size_t)(pos / bs)] * bs + pos % bs);
+            index[(size_t)(3 * t + 1)] = (int32_t)(pos + 1);
+            index[(size_t)(3 * t + 2)] = at;
+        }
+    }
+
+    Graph g;
+    Tensor *q = g.input(DType::F32, {hd, n_head, n_tok}), *k = g.input(DType::F32, {hd, n_head_kv, n_tok}),
+           *v = g.input(DType::F32, {hd, n_head_kv, n_tok}), *ix = g.input(DType::I32, {(int64_t)index.size()});
+    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {hd, n_head, n_tok}, {q, k, v, &kct, &vct, ix},
+                                     {1.0f / std::sqrt((float)hd), 0, (int32_t)(seq_blocks * bs)});
+    g.mark_output(y);
+    BufferPtr buf = buffer_alloc(cpu_device(), g.plan() + 64, "perf arena");
+    g.bind(static_cast<uint8_t *>(buf->iface->get_base(buf.get())), buf.get());
+    for (Tensor *t : {q, k, v}) {
+        float *p = static_cast<float *>(t->data);
+        for (int64_t i = 0; i < t->nelements(); ++i) p[i] = nd(rng);
+    }
+    std::memcpy(ix->data, index.data(), index.size() * sizeof(int32_t));
+    StreamPtr stream = stream_create(cpu_device(), (uint32_t)threads);
+    auto run = [&] { return stream->iface->graph_compute(stream.get(), g.nodes().data(), (int)g.nodes().size()); };
+    for (int i = 0; i < 5; ++i)
+        if (run() != VT_OK) {
+            std::fprintf(stderr, "perf-attention: the node did not run\n");
+            return 1;
+        }
+    std::vector<double> wall;
+    const double c0 = cpu_seconds();
+    for (int i = 0; i < reps; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run();
+        wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    const double cpu = (cpu_seconds() - c0) / reps;
+    std::sort(wall.begin(), wall.end());
+    const double med = wall[wall.size() / 2];
+    // Keys each query sees, summed: depth + 1 .. depth + chunk per sequence.
+    double keys = 0;
+    for (int64_t i = 0; i < chunk; ++i) keys += (double)(depth + i + 1);
+    const double flops = 2.0 * 2.0 * (double)B * (double)n_head * keys * (double)hd;
+    std::printf("isa %s, B %lld, depth %lld, chunk %lld, heads %lld/%lld x %lld, %d thread(s): "
+                "%.1f us wall (median), %.1f us CPU per call, %.2f GFLOP/s per CPU-second\n",
+                quant::active_kernels().isa, (long long)B, (long long)depth, (long long)chunk, (long long)n_head,
+                (long long)n_head_kv, (long long)hd, threads, med * 1e6, cpu * 1e6, flops / cpu * 1e-9);
+    return 0;
+}
