@@ -119,10 +119,6 @@ def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, **kw)
 
 
-def llama_bench_binary(build: Path) -> Path:
-    return build / "bin" / "llama-bench"
-
-
 # llama.cpp's CPU feature flags per --isa (with GGML_NATIVE=OFF).
 # Native without AMX: on CPUs with AMX (Sapphire Rapids VMs), llama-bench of
 # this llama.cpp dies with SIGILL in ggml's AMX mul_mat (tilezero on worker
@@ -135,10 +131,12 @@ LLAMA_ISA_FLAGS = {
 }
 
 
-def ensure_llama_bench(cache: Path, jobs: int, nice: int, isa: str = "native") -> Path:
+def ensure_llama_bench(cache: Path, jobs: int, nice: int, isa: str = "native",
+                       target: str = "llama-bench") -> Path:
+    """The llama.cpp tool `target` (llama-bench, llama-batched-bench), built once."""
     src_root = cache / "llama.cpp-src"
     build = cache / ("llama.cpp-build-noamx" if isa == "native" else f"llama.cpp-build-{isa}")
-    exe = llama_bench_binary(build)
+    exe = build / "bin" / target
     if exe.is_file() and os.access(exe, os.X_OK):
         return exe
     src_root.mkdir(parents=True, exist_ok=True)
@@ -168,9 +166,9 @@ def ensure_llama_bench(cache: Path, jobs: int, nice: int, isa: str = "native") -
            "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF"]
     if run(nice_cmd + cfg).returncode != 0:
         sys.exit("cmake configure of llama.cpp failed")
-    if run(nice_cmd + ["cmake", "--build", str(build), "--target", "llama-bench",
+    if run(nice_cmd + ["cmake", "--build", str(build), "--target", target,
                        "-j", str(jobs)]).returncode != 0:
-        sys.exit("building llama-bench failed")
+        sys.exit(f"building {target} failed")
     if not exe.is_file():
         sys.exit(f"built, but {exe} is missing")
     return exe
