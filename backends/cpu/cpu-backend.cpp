@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend/backend-impl.h"
 #include "core/error.h"
@@ -27,12 +28,14 @@ struct CpuBackend {
     std::unique_ptr<ThreadPool> pool;
     uint8_t *wdata = nullptr;  // grows to the largest work size seen, then stays
     size_t wsize = 0;
+    std::vector<uint8_t> acts_ready;  // per node of the graph being computed
 };
 
 struct GraphJob {
     CpuBackend *be;
     const Node *nodes;
     int n_nodes;
+    const uint8_t *acts_ready;  // per node: OpCtx::acts_ready
 };
 
 struct CpuOp {
@@ -53,6 +56,7 @@ void graph_job(void *p, int ith, int nth) {
     auto *job = static_cast<GraphJob *>(p);
     OpCtx c{ith, nth, job->be->wdata, job->be->wsize, job->be->pool.get()};
     for (int i = 0; i < job->n_nodes; ++i) {
+        c.acts_ready = job->acts_ready[i] != 0;
         run_node(job->nodes[i], c);
         c.barrier();
     }
@@ -155,7 +159,9 @@ vt_status stream_compute(vt_stream *s, const Node *nodes, int n_nodes) {
         if (!be->wdata) return VT_ERR_OUT_OF_MEMORY;
         be->wsize = size;
     }
-    GraphJob job{be, nodes, n_nodes};
+    be->acts_ready.resize((size_t)n_nodes);
+    acts_converted_before(nodes, n_nodes, nth, be->acts_ready.data());
+    GraphJob job{be, nodes, n_nodes, be->acts_ready.data()};
     be->pool->run(graph_job, &job);
     return VT_OK;
 }

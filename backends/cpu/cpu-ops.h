@@ -23,8 +23,18 @@ struct OpCtx {
     uint8_t *wdata;   // scratch shared by all threads of the op
     size_t wsize;
     ThreadPool *pool;
+    // MUL_MAT: wdata already holds this node's activations, converted by the
+    // MUL_MAT before it (the same input and weight form, e.g. Q, K and V of
+    // one layer): skip the conversion (acts_converted_before decides).
+    bool acts_ready = false;
     void barrier() const { pool->barrier(); }
 };
+
+// For each node, whether it may take the converted activations that an
+// earlier MUL_MAT left in the scratch (OpCtx::acts_ready): the last node
+// before it that used the scratch is a MUL_MAT of the same input, converted
+// the same way, and no node in between wrote over that input.
+void acts_converted_before(const Node *nodes, int n_nodes, int nth, uint8_t *ready);
 
 #define VT_OP(NAME, field, n_src, Params, desc)                                    \
     void op_##field(const Node &n, const OpCtx &c);                                 \

@@ -21,6 +21,8 @@ bool weight_ok(const Tensor &w);
 bool converts_acts(const Tensor &w);
 // Bytes of one converted activation row of k values for weight w.
 size_t act_row_bytes(const Tensor &w, int64_t k);
+// Whether w and w2 read the same converted rows (same type and form).
+bool same_acts(const Tensor &w, const Tensor &w2);
 // x (k f32 values) converted for w's kernels into out (act_row_bytes).
 void convert_act_row(const Tensor &w, const float *x, uint8_t *out, int64_t k);
 

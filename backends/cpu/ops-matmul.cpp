@@ -43,6 +43,11 @@ namespace matmul {
 
 bool converts_acts(const Tensor &w) { return vec_dot_type(w.type) != DType::F32; }
 
+bool same_acts(const Tensor &w, const Tensor &w2) {
+    return converts_acts(w) && converts_acts(w2) && act_type(w) == act_type(w2) &&
+           vec_dot_type(w.type) == vec_dot_type(w2.type);
+}
+
 size_t act_row_bytes(const Tensor &w, int64_t k) { return row_bytes(act_type(w), k); }
 
 void convert_act_row(const Tensor &w, const float *x, uint8_t *out, int64_t k) {
@@ -118,17 +123,42 @@ void op_mul_mat(const Node &n, const OpCtx &c) {
     size_t act_stride = x->nb[1];
     if (matmul::converts_acts(*w)) {
         act_stride = matmul::act_row_bytes(*w, k);
-        int64_t b, e;
-        split(m, c.ith, c.nth, b, e);
-        for (int64_t r = b; r < e; ++r)
-            matmul::convert_act_row(*w, static_cast<const float *>(x->data) + r * k, c.wdata + (size_t)r * act_stride, k);
-        c.barrier();
+        if (!c.acts_ready) {
+            int64_t b, e;
+            split(m, c.ith, c.nth, b, e);
+            for (int64_t r = b; r < e; ++r)
+                matmul::convert_act_row(*w, static_cast<const float *>(x->data) + r * k,
+                                        c.wdata + (size_t)r * act_stride, k);
+            c.barrier();
+        }
         act = c.wdata;
     }
     int64_t b, e;
     matmul::split_rows(*w, n_out, c.ith, c.nth, b, e);
     matmul::dot_rows(*w, static_cast<const uint8_t *>(w->data), act, act_stride, m, static_cast<float *>(n.dst->data),
                      (size_t)n_out, b, e);
+}
+
+namespace {
+bool overlaps(const Tensor *a, const Tensor *b) {
+    const uint8_t *a0 = static_cast<const uint8_t *>(a->data), *b0 = static_cast<const uint8_t *>(b->data);
+    return a0 < b0 + b->nbytes() && b0 < a0 + a->nbytes();
+}
+} // namespace
+
+void acts_converted_before(const Node *nodes, int n_nodes, int nth, uint8_t *ready) {
+    int last = -1;  // the last node that used the scratch
+    for (int i = 0; i < n_nodes; ++i) {
+        const Node &n = nodes[i];
+        ready[i] = 0;
+        if (n.op == Op::MUL_MAT && last >= 0 && nodes[last].op == Op::MUL_MAT && nodes[last].src[1] == n.src[1] &&
+            matmul::same_acts(*nodes[last].src[0], *n.src[0])) {
+            bool clean = true;
+            for (int j = last + 1; j < i && clean; ++j) clean = !overlaps(nodes[j].dst, n.src[1]);
+            ready[i] = clean;
+        }
+        if (work_size(n, nth) > 0) last = i;
+    }
 }
 
 } // namespace vt::cpu
