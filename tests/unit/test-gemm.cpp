@@ -212,7 +212,7 @@ TEST_CASE("attention products of every table equal the scalar reference bit for 
     int checked = 0;
     for (int64_t hd : {64, 20, 128}) {
         for (int64_t n_keys : {1, 15, 16, 37, 64, 150})
-        for (int64_t nq : {1, 3, 4, 13}) {  // decode groups (the tiles of 2 key vectors) and prefill runs
+        for (int64_t nq : {1, 3, 4, 6, 13}) {  // decode groups (several key vectors at once) and prefill runs
             const int64_t kts = n_keys + 5, vs = hd + 3;
             std::vector<float> qf((size_t)(nq * hd)), pf((size_t)(nq * n_keys));
             for (float &x : qf) x = fp16_to_f32(f32_to_fp16(nd(rng)));

@@ -76,18 +76,20 @@ static void scores_tiles_n(int q, const float *qf, int64_t hd, const KeyChunk &c
     scores_tile_n<V, Q>(qf, hd, ch, n, kts, sc, scs);
 }
 
-// Queries at most that take several key chunks at once, and how many.
-constexpr int kAttnFewQ = 4;
+// Key chunks in flight for nq queries: enough chains to cover the FMA
+// latency, no more accumulators than the registers hold (Q * C <= 16 of
+// 32 zmm, <= 8 of 16 ymm); 1 for many queries (tiles of kAttnQ).
 template <class V>
-constexpr int kAttnChunks = V::W == 8 ? 2 : 4;
+constexpr int attn_chunks(int64_t nq) {
+    if (V::W == 16) return nq <= 4 ? 4 : nq <= 8 ? 2 : 1;
+    return nq <= 4 ? 2 : 1;
+}
 
 // core/quant.h's ref::attn_scores: full chunks of W keys in groups (a few
 // queries) or one by one (query tiles of kAttnQ), a run's last keys masked.
-template <class V>
-void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *const *kt, const int64_t *nk, int64_t n_runs,
-                 size_t kts, float *sc, size_t scs) {
-    constexpr int C = kAttnChunks<V>;
-    const bool few = nq <= kAttnFewQ;
+template <class V, int C>
+void attn_scores_c(const float *qf, int64_t nq, int64_t hd, const uint16_t *const *kt, const int64_t *nk,
+                   int64_t n_runs, size_t kts, float *sc, size_t scs) {
     KeyChunk pend[C];
     int np = 0;
     auto one = [&](const KeyChunk &ch) {
@@ -99,14 +101,14 @@ void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *const 
         int64_t j = 0;
         for (; j + V::W <= nk[r]; j += V::W) {
             const KeyChunk ch{kt[r] + j, col + j};
-            if (!few) {
+            if constexpr (C == 1) {
                 one(ch);
-                continue;
-            }
-            pend[np++] = ch;
-            if (np == C) {
-                scores_tiles<V, kAttnFewQ, C>((int)nq, qf, hd, pend, kts, sc, scs);
-                np = 0;
+            } else {
+                pend[np++] = ch;
+                if (np == C) {
+                    scores_tiles<V, (V::W == 16 ? 16 : 8) / C, C>((int)nq, qf, hd, pend, kts, sc, scs);
+                    np = 0;
+                }
             }
         }
         if (j < nk[r]) {
@@ -119,6 +121,19 @@ void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *const 
     }
     for (int c = 0; c < np; ++c) one(pend[c]);
 }
+
+template <class V>
+void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *const *kt, const int64_t *nk, int64_t n_runs,
+                 size_t kts, float *sc, size_t scs) {
+    switch (attn_chunks<V>(nq)) {
+    case 4: return attn_scores_c<V, 4>(qf, nq, hd, kt, nk, n_runs, kts, sc, scs);
+    case 2: return attn_scores_c<V, 2>(qf, nq, hd, kt, nk, n_runs, kts, sc, scs);
+    default: return attn_scores_c<V, 1>(qf, nq, hd, kt, nk, n_runs, kts, sc, scs);
+    }
+}
+
+// Queries at most that take 4 vectors of dimensions at once in attn_values.
+constexpr int kAttnFewQ = 4;
 
 // P queries x D vectors of dimensions from d0: P * D chains over the keys.
 template <class V, int P, int D>
