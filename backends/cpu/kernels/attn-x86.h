@@ -34,46 +34,38 @@ struct KeyChunk {
 };
 
 // Q queries x C chunks of W keys at once: Q * C independent chains, so a
-// decode token's few queries still keep the FMA units busy.
-template <class V, int Q, int C>
-static void scores_tile(const float *qf, int64_t hd, const KeyChunk *ch, size_t kts, float *sc, size_t scs) {
+// decode token's few queries still keep the FMA units busy. With P the last
+// chunk holds only its first n keys (a run's end): masked lanes, the same
+// chains, nothing read or written past them.
+template <class V, int Q, int C, bool P>
+static void scores_tile(const float *qf, int64_t hd, const KeyChunk *ch, int n, size_t kts, float *sc, size_t scs) {
     typename V::F acc[C][Q];
     for (int c = 0; c < C; ++c)
         for (int i = 0; i < Q; ++i) acc[c][i] = V::zero();
     for (int64_t d = 0; d < hd; ++d) {
         typename V::F k[C];
-        for (int c = 0; c < C; ++c) k[c] = V::f16(ch[c].k + d * kts);
+        for (int c = 0; c < C; ++c)
+            k[c] = P && c == C - 1 ? V::f16_n(ch[c].k + d * kts, n) : V::f16(ch[c].k + d * kts);
         for (int i = 0; i < Q; ++i) {
             const typename V::F q = V::set1(qf[i * hd + d]);
             for (int c = 0; c < C; ++c) acc[c][i] = V::fma(q, k[c], acc[c][i]);
         }
     }
     for (int c = 0; c < C; ++c)
-        for (int i = 0; i < Q; ++i) V::store(sc + i * scs + ch[c].col, acc[c][i]);
+        for (int i = 0; i < Q; ++i) {
+            if (P && c == C - 1) V::store_n(sc + i * scs + ch[c].col, acc[c][i], n);
+            else V::store(sc + i * scs + ch[c].col, acc[c][i]);
+        }
 }
-template <class V, int Q, int C>
-static void scores_tiles(int q, const float *qf, int64_t hd, const KeyChunk *ch, size_t kts, float *sc, size_t scs) {
+// scores_tile for q <= Q queries and c <= C chunks.
+template <class V, int Q, int C, bool P>
+static void scores_tiles(int q, int c, const float *qf, int64_t hd, const KeyChunk *ch, int n, size_t kts, float *sc,
+                         size_t scs) {
     if constexpr (Q > 1)
-        if (q < Q) return scores_tiles<V, Q - 1, C>(q, qf, hd, ch, kts, sc, scs);
-    scores_tile<V, Q, C>(qf, hd, ch, kts, sc, scs);
-}
-// Q queries x the first n (< W) keys of a chunk: masked lanes, the same chains.
-template <class V, int Q>
-static void scores_tile_n(const float *qf, int64_t hd, const KeyChunk &ch, int n, size_t kts, float *sc, size_t scs) {
-    typename V::F acc[Q];
-    for (int i = 0; i < Q; ++i) acc[i] = V::zero();
-    for (int64_t d = 0; d < hd; ++d) {
-        const typename V::F k = V::f16_n(ch.k + d * kts, n);
-        for (int i = 0; i < Q; ++i) acc[i] = V::fma(V::set1(qf[i * hd + d]), k, acc[i]);
-    }
-    for (int i = 0; i < Q; ++i) V::store_n(sc + i * scs + ch.col, acc[i], n);
-}
-template <class V, int Q>
-static void scores_tiles_n(int q, const float *qf, int64_t hd, const KeyChunk &ch, int n, size_t kts, float *sc,
-                           size_t scs) {
-    if constexpr (Q > 1)
-        if (q < Q) return scores_tiles_n<V, Q - 1>(q, qf, hd, ch, n, kts, sc, scs);
-    scores_tile_n<V, Q>(qf, hd, ch, n, kts, sc, scs);
+        if (q < Q) return scores_tiles<V, Q - 1, C, P>(q, c, qf, hd, ch, n, kts, sc, scs);
+    if constexpr (C > 1)
+        if (c < C) return scores_tiles<V, Q, C - 1, P>(q, c, qf, hd, ch, n, kts, sc, scs);
+    scores_tile<V, Q, C, P>(qf, hd, ch, n, kts, sc, scs);
 }
 
 // Key chunks in flight for nq queries: enough chains to cover the FMA
@@ -85,43 +77,42 @@ constexpr int attn_chunks(int64_t nq) {
     return nq <= 4 ? 2 : 1;
 }
 
-// core/quant.h's ref::attn_scores: full chunks of W keys in groups (a few
-// queries) or one by one (query tiles of kAttnQ), a run's last keys masked.
+// attn_scores with up to C chunks at once: the full chunks of W keys are
+// gathered across runs into groups of C, a run's last keys (fewer than W)
+// close the group they end as its masked chunk; with C == 1, query tiles of
+// kAttnQ.
 template <class V, int C>
 void attn_scores_c(const float *qf, int64_t nq, int64_t hd, const uint16_t *const *kt, const int64_t *nk,
                    int64_t n_runs, size_t kts, float *sc, size_t scs) {
+    constexpr int QC = C == 1 ? kAttnQ<V> : (V::W == 16 ? 16 : 8) / C;
     KeyChunk pend[C];
     int np = 0;
-    auto one = [&](const KeyChunk &ch) {
-        for (int64_t i0 = 0; i0 < nq; i0 += kAttnQ<V>)
-            scores_tiles<V, kAttnQ<V>, 1>((int)(nq - i0), qf + i0 * hd, hd, &ch, kts, sc + i0 * scs, scs);
+    auto flush = [&](int n_last, bool partial) {
+        for (int64_t i0 = 0; i0 < nq; i0 += QC) {
+            if (partial)
+                scores_tiles<V, QC, C, true>((int)(nq - i0), np, qf + i0 * hd, hd, pend, n_last, kts, sc + i0 * scs, scs);
+            else
+                scores_tiles<V, QC, C, false>((int)(nq - i0), np, qf + i0 * hd, hd, pend, 0, kts, sc + i0 * scs, scs);
+        }
+        np = 0;
     };
     int64_t col = 0;
     for (int64_t r = 0; r < n_runs; ++r) {
         int64_t j = 0;
         for (; j + V::W <= nk[r]; j += V::W) {
-            const KeyChunk ch{kt[r] + j, col + j};
-            if constexpr (C == 1) {
-                one(ch);
-            } else {
-                pend[np++] = ch;
-                if (np == C) {
-                    scores_tiles<V, (V::W == 16 ? 16 : 8) / C, C>((int)nq, qf, hd, pend, kts, sc, scs);
-                    np = 0;
-                }
-            }
+            pend[np++] = KeyChunk{kt[r] + j, col + j};
+            if (np == C) flush(0, false);
         }
         if (j < nk[r]) {
-            const KeyChunk ch{kt[r] + j, col + j};
-            for (int64_t i0 = 0; i0 < nq; i0 += kAttnQ<V>)
-                scores_tiles_n<V, kAttnQ<V>>((int)(nq - i0), qf + i0 * hd, hd, ch, (int)(nk[r] - j), kts,
-                                              sc + i0 * scs, scs);
+            pend[np++] = KeyChunk{kt[r] + j, col + j};
+            flush((int)(nk[r] - j), true);
         }
         col += nk[r];
     }
-    for (int c = 0; c < np; ++c) one(pend[c]);
+    if (np) flush(0, false);
 }
 
+// core/quant.h's ref::attn_scores.
 template <class V>
 void attn_scores(const float *qf, int64_t nq, int64_t hd, const uint16_t *const *kt, const int64_t *nk, int64_t n_runs,
                  size_t kts, float *sc, size_t scs) {
