@@ -62,19 +62,25 @@ class BenchError(RuntimeError):
     pass
 
 
-def run_vt(exe: Path, model: Path, p: int, n: int, b: int, t: int, timeout: float) -> tuple[float, float]:
-    cmd = [str(exe), "-m", str(model), "--npp", str(p), "--ntg", str(n), "--npl", str(b), "-t", str(t), "--json"]
+def run_tool(name: str, cmd: list[str], timeout: float) -> str:
+    """The tool's stdout; BenchError when it fails or runs past timeout."""
     log("$ " + " ".join(cmd))
     try:
         res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise BenchError(f"vt-batched-bench timed out after {timeout} s") from None
+        raise BenchError(f"{name} timed out after {timeout} s") from None
     if res.returncode != 0:
-        raise BenchError(f"vt-batched-bench failed (rc {res.returncode}): {res.stderr.strip()[-1500:]}")
+        raise BenchError(f"{name} failed (rc {res.returncode}): {res.stderr.strip()[-1500:]}")
+    return res.stdout
+
+
+def run_vt(exe: Path, model: Path, p: int, n: int, b: int, t: int, timeout: float) -> tuple[float, float]:
+    cmd = [str(exe), "-m", str(model), "--npp", str(p), "--ntg", str(n), "--npl", str(b), "-t", str(t), "--json"]
+    out = run_tool("vt-batched-bench", cmd, timeout)
     try:
-        row = json.loads(res.stdout.strip().splitlines()[-1])["rows"][0]
+        row = json.loads(out.strip().splitlines()[-1])["rows"][0]
     except (ValueError, IndexError, KeyError):
-        raise BenchError(f"vt-batched-bench printed no JSON: {res.stdout[-800:]}") from None
+        raise BenchError(f"vt-batched-bench printed no JSON: {out[-800:]}") from None
     return float(row["pp_tps"]), float(row["tg_tps"])
 
 
@@ -82,20 +88,14 @@ def run_llama(exe: Path, model: Path, p: int, n: int, b: int, t: int, extra: lis
               timeout: float) -> tuple[float, float]:
     cmd = [str(exe), "-m", str(model), "-npp", str(p), "-ntg", str(n), "-npl", str(b), "-t", str(t),
            "-c", str(b * (p + n) + 256), "--output-format", "jsonl", *extra]
-    log("$ " + " ".join(cmd))
-    try:
-        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise BenchError(f"llama-batched-bench timed out after {timeout} s") from None
-    if res.returncode != 0:
-        raise BenchError(f"llama-batched-bench failed (rc {res.returncode}): {res.stderr.strip()[-1500:]}")
-    for line in res.stdout.splitlines():
+    out = run_tool("llama-batched-bench", cmd, timeout)
+    for line in out.splitlines():
         line = line.strip()
         if line.startswith("{"):
             obj = json.loads(line)
             if "speed_pp" in obj:
                 return float(obj["speed_pp"]), float(obj["speed_tg"])
-    raise BenchError(f"llama-batched-bench printed no result line: {res.stdout[-800:]}")
+    raise BenchError(f"llama-batched-bench printed no result line: {out[-800:]}")
 
 
 def med(v: list[float]) -> float | None:

@@ -11,12 +11,10 @@
 // matters on a loaded machine), and the rate of the QK^T and PV products in
 // GFLOP/s of 2 * (queries x keys x head_dim) each.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,16 +23,11 @@
 #include "core/graph.h"
 #include "core/quant.h"
 #include "cpu/kernels/kernels.h"
+#include "perf-timing.h"
 
 using namespace vt;
 
 namespace {
-
-double cpu_seconds() {
-    timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int arg(int argc, char **argv, const char *name, int def) {
     for (int i = 1; i + 1 < argc; ++i)
@@ -94,23 +87,12 @@ int main(int argc, char **argv) {
         for (int64_t i = 0; i < t->nelements(); ++i) p[i] = nd(rng);
     }
     std::memcpy(ix->data, index.data(), index.size() * sizeof(int32_t));
-    StreamPtr stream = stream_create(cpu_device(), (uint32_t)threads);
-    auto run = [&] { return stream->iface->graph_compute(stream.get(), g.nodes().data(), (int)g.nodes().size()); };
-    for (int i = 0; i < 5; ++i)
-        if (run() != VT_OK) {
-            std::fprintf(stderr, "perf-attention: the node did not run\n");
-            return 1;
-        }
-    std::vector<double> wall;
-    const double c0 = cpu_seconds();
-    for (int i = 0; i < reps; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        run();
-        wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const perf::Timing tm = perf::time_graph(g, threads, 5, reps);
+    if (!tm.ok) {
+        std::fprintf(stderr, "perf-attention: the node did not run\n");
+        return 1;
     }
-    const double cpu = (cpu_seconds() - c0) / reps;
-    std::sort(wall.begin(), wall.end());
-    const double med = wall[wall.size() / 2];
+    const double cpu = tm.cpu, med = tm.wall_median;
     // Keys each query sees, summed: depth + 1 .. depth + chunk per sequence.
     double keys = 0;
     for (int64_t i = 0; i < chunk; ++i) keys += (double)(depth + i + 1);

@@ -12,11 +12,9 @@
 // bandwidth: compare vt-membw) and the multiply-adds per CPU-second as
 // GFLOP/s (2 per weight per token: compare vt-flops for F16/BF16).
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,17 +24,12 @@
 #include "core/graph.h"
 #include "core/quant.h"
 #include "cpu/kernels/kernels.h"
+#include "perf-timing.h"
 #include "cpu/kernels/repack.h"
 
 using namespace vt;
 
 namespace {
-
-double cpu_seconds() {
-    timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 const char *arg(int argc, char **argv, const char *name, const char *def) {
     for (int i = 1; i + 1 < argc; ++i)
@@ -99,23 +92,12 @@ int main(int argc, char **argv) {
     g.bind(static_cast<uint8_t *>(buf->iface->get_base(buf.get())), buf.get());
     std::normal_distribution<float> nd(0.f, 1.f);
     for (int64_t i = 0; i < x->nelements(); ++i) static_cast<float *>(x->data)[i] = nd(rng);
-    StreamPtr stream = stream_create(cpu_device(), (uint32_t)threads);
-    auto run = [&] { return stream->iface->graph_compute(stream.get(), g.nodes().data(), (int)g.nodes().size()); };
-    for (int i = 0; i < 3; ++i)
-        if (run() != VT_OK) {
-            std::fprintf(stderr, "perf-matmul: the node did not run (no kernel for this type and layout?)\n");
-            return 1;
-        }
-    std::vector<double> wall;
-    const double c0 = cpu_seconds();
-    for (int i = 0; i < reps; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        run();
-        wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const perf::Timing tm = perf::time_graph(g, threads, 3, reps);
+    if (!tm.ok) {
+        std::fprintf(stderr, "perf-matmul: the node did not run (no kernel for this type and layout?)\n");
+        return 1;
     }
-    const double cpu = (cpu_seconds() - c0) / reps;
-    std::sort(wall.begin(), wall.end());
-    const double med = wall[wall.size() / 2];
+    const double cpu = tm.cpu, med = tm.wall_median;
     std::printf("isa %s, %s%s %lld x %lld, %lld token(s), %d thread(s): %.1f us wall (median), %.1f us CPU per call; "
                 "%.2f GB/s of weights, %.1f GFLOP/s per CPU-second\n",
                 quant::active_kernels().isa, type_name.c_str(), wt.layout ? "_X16" : "", (long long)n, (long long)k,
