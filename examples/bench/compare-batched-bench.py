@@ -20,7 +20,8 @@ head and the attention over each sequence's KV, which prefill amortizes).
 llama-batched-bench runs with its defaults (-b 2048 -ub 512, flash attention
 "auto", prompts not shared: -pps off) and -c B * (P + N) + 256; --llama-arg
 adds flags (e.g. --llama-arg=-fa --llama-arg=off). vt runs with n_batch 512
-(its default) and prefix caching off, so every prompt is computed.
+(its default); its pp phase computes every prompt (prefix caching off), its
+tg phase starts the sequences from prompts it computed just before.
 
 Usage (from the repository root, after `meson compile -C build`):
     python3 examples/bench/compare-batched-bench.py                     # SmolLM2 Q4_1, 2 threads

@@ -4,17 +4,20 @@
 //
 //   vt-batched-bench -m model.gguf --npp 128 --ntg 128 --npl 1,4,16,32,64 -t 2 [--json]
 //
-// For each B in -npl, on a fresh context (prefix caching off, so every
-// prompt is computed; each sequence gets its own random prompt):
+// For each B in -npl, on a fresh context (each sequence gets its own random
+// prompt):
 //  pp: B requests of P random ids, one output token each, submitted
-//      together; the time until the last one ends. B * P prompt tokens /
+//      together, prefix caching off; the time until the last one ends. B * P prompt tokens /
 //      that time (the engine chunks the prompts into steps of n_batch tokens,
 //      as llama-batched-bench decodes them in n_batch batches).
-//  tg: B requests of P ids again; once every one has its first token, the
+//  tg: B requests of P ids again, on a context with prefix caching, first
+//      with one output token each (untimed: their prompts' blocks land in
+//      the prefix cache), then again with the same prompts, which start at
+//      once from their cached blocks. Once every one has its first token, the
 //      next N steps are timed. Each of them must compute exactly B tokens
 //      (one per sequence: no prompt chunk, no sequence missing), so the rate
-//      B * N / time is pure batched decode at depths P+1 .. P+N, as
-//      llama-batched-bench's tg phase.
+//      B * N / time is pure batched decode at depths P+1 .. P+N (give or take
+//      the few steps the starts take), as llama-batched-bench's tg phase.
 // Greedy sampling, end-of-generation ignored. Each (B) runs -r times after
 // one untimed warmup of the smallest B; the table shows medians.
 #include <CLI/CLI.hpp>
@@ -70,13 +73,13 @@ struct Bench {
     uint32_t n_vocab;
     std::mt19937 rng{1234};
 
-    std::unique_ptr<vt_context, ContextDel> context(int B) {
+    std::unique_ptr<vt_context, ContextDel> context(int B, bool prefix_caching) {
         vt_context_params cp;
         vt_context_params_init(&cp);
         cp.n_threads = o.threads;
         cp.n_batch = o.n_batch;
         cp.max_num_seqs = (uint32_t)B;
-        cp.no_prefix_caching = true;
+        cp.no_prefix_caching = !prefix_caching;
         // Room for every sequence's whole run, with the tg phase's slack.
         cp.max_model_len = (uint32_t)(o.n_prompt + o.n_gen + slack(B) + 16);
         // kv_cache_bytes 0: the engine sizes the pool for max_num_seqs * max_model_len.
@@ -90,17 +93,18 @@ struct Bench {
     // once the early sequences decode beside them; twice that bound, checked.
     int slack(int B) const { return 2 * (int)(((int64_t)B * o.n_prompt + o.n_batch - 1) / o.n_batch + B) + 4; }
 
-    std::vector<vt_token> prompt() {
+    std::vector<std::vector<vt_token>> prompts(int B) {
         std::uniform_int_distribution<int32_t> d(0, (int32_t)n_vocab - 1);
-        std::vector<vt_token> p((size_t)o.n_prompt);
-        for (vt_token &t : p) t = d(rng);
-        return p;
+        std::vector<std::vector<vt_token>> ps((size_t)B, std::vector<vt_token>((size_t)o.n_prompt));
+        for (auto &p : ps)
+            for (vt_token &t : p) t = d(rng);
+        return ps;
     }
 
-    bool submit(vt_context *ctx, int B, uint32_t max_tokens, std::vector<uint64_t> &ids) {
+    bool submit(vt_context *ctx, const std::vector<std::vector<vt_token>> &ps, uint32_t max_tokens,
+                std::vector<uint64_t> &ids) {
         ids.clear();
-        for (int i = 0; i < B; ++i) {
-            const std::vector<vt_token> p = prompt();
+        for (const std::vector<vt_token> &p : ps) {
             vt_request_params rp;
             vt_request_params_init(&rp);
             rp.prompt = p.data();
@@ -134,27 +138,36 @@ struct Bench {
         }
     }
 
-    bool pp(int B, double &tps) {
-        auto ctx = context(B);
-        if (!ctx) return false;
+    // Submits the prompts for one token each and steps until all are done.
+    bool prefill(vt_context *ctx, const std::vector<std::vector<vt_token>> &ps) {
         std::vector<uint64_t> ids;
-        const auto t0 = Clock::now();
-        if (!submit(ctx.get(), B, 1, ids)) return false;
-        std::vector<char> started((size_t)B, 0);
+        if (!submit(ctx, ps, 1, ids)) return false;
+        std::vector<char> started(ps.size(), 0);
         size_t n_started = 0, n_done = 0;
-        while (n_done < (size_t)B) {
-            if (failed(vt_context_step(ctx.get(), 0, nullptr), "vt_context_step")) return false;
-            if (!drain(ctx.get(), started, n_started, n_done, ids[0])) return false;
+        while (n_done < ps.size()) {
+            if (failed(vt_context_step(ctx, 0, nullptr), "vt_context_step")) return false;
+            if (!drain(ctx, started, n_started, n_done, ids[0])) return false;
         }
+        return true;
+    }
+
+    bool pp(int B, double &tps) {
+        auto ctx = context(B, false);
+        if (!ctx) return false;
+        const std::vector<std::vector<vt_token>> ps = prompts(B);
+        const auto t0 = Clock::now();
+        if (!prefill(ctx.get(), ps)) return false;
         tps = (double)B * o.n_prompt / seconds_since(t0);
         return true;
     }
 
     bool tg(int B, double &tps) {
-        auto ctx = context(B);
+        auto ctx = context(B, true);
         if (!ctx) return false;
+        const std::vector<std::vector<vt_token>> ps = prompts(B);
+        if (!prefill(ctx.get(), ps)) return false;  // into the prefix cache
         std::vector<uint64_t> ids;
-        if (!submit(ctx.get(), B, (uint32_t)(o.n_gen + slack(B)), ids)) return false;
+        if (!submit(ctx.get(), ps, (uint32_t)(o.n_gen + slack(B)), ids)) return false;
         std::vector<char> started((size_t)B, 0);
         size_t n_started = 0, n_done = 0;
         for (int steps = 0; n_started < (size_t)B; ++steps) {
