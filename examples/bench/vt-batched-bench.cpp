@@ -18,8 +18,14 @@
 //      (one per sequence: no prompt chunk, no sequence missing), so the rate
 //      B * N / time is pure batched decode at depths P+1 .. P+N (give or take
 //      the few steps the starts take), as llama-batched-bench's tg phase.
-// Greedy sampling, end-of-generation ignored. Each (B) runs -r times after
-// one untimed warmup of the smallest B; the table shows medians.
+// End-of-generation ignored. --sampler picks how each request samples (the
+// cost of sampling is part of the step): none (the engine's own argmax, the
+// default), greedy (a vt_sampler greedy chain), topk (top_k 40, top_p 0.9,
+// temp 0.7, dist), penalty (repetition/frequency/presence penalties, then
+// topk's chain), temp (temp 1.0 and dist over the whole vocabulary: an
+// OpenAI request with the default top_p). dist seeds differ per request.
+// Each (B) runs -r times after one untimed warmup of the smallest B; the
+// table shows medians.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -45,6 +51,7 @@ struct Options {
     int reps = 1;
     bool json = false;
     bool skip_pp = false;
+    std::string sampler = "none";
 };
 
 bool failed(vt_status s, const char *what) {
@@ -101,6 +108,35 @@ struct Bench {
         return ps;
     }
 
+    // The chain --sampler names (null for none); out is owned by the caller
+    // until a submit succeeds.
+    bool make_sampler(uint32_t seed, vt_sampler *&out) {
+        out = nullptr;
+        if (o.sampler == "none") return true;
+        vt_sampler *s = nullptr;
+        if (failed(vt_sampler_create(&s), "vt_sampler_create")) return false;
+        bool bad = false;
+        auto add = [&](vt_status st) { bad = bad || failed(st, "vt_sampler_add"); };
+        if (o.sampler == "greedy") {
+            add(vt_sampler_add_greedy(s));
+        } else if (o.sampler == "temp") {
+            add(vt_sampler_add_temp(s, 1.0f));
+            add(vt_sampler_add_dist(s, seed));
+        } else {
+            if (o.sampler == "penalty") add(vt_sampler_add_penalties(s, -1, 1.1f, 0.2f, 0.2f));
+            add(vt_sampler_add_top_k(s, 40));
+            add(vt_sampler_add_top_p(s, 0.9f, 1));
+            add(vt_sampler_add_temp(s, 0.7f));
+            add(vt_sampler_add_dist(s, seed));
+        }
+        if (bad) {
+            vt_sampler_destroy(s);
+            return false;
+        }
+        out = s;
+        return true;
+    }
+
     bool submit(vt_context *ctx, const std::vector<std::vector<vt_token>> &ps, uint32_t max_tokens,
                 std::vector<uint64_t> &ids) {
         ids.clear();
@@ -111,8 +147,12 @@ struct Bench {
             rp.n_prompt = p.size();
             rp.max_tokens = max_tokens;
             rp.ignore_eos = true;
+            if (!make_sampler((uint32_t)ids.size(), rp.sampler)) return false;
             uint64_t id = 0;
-            if (failed(vt_context_submit(ctx, &rp, &id), "vt_context_submit")) return false;
+            if (failed(vt_context_submit(ctx, &rp, &id), "vt_context_submit")) {
+                vt_sampler_destroy(rp.sampler);
+                return false;
+            }
             ids.push_back(id);
         }
         return true;
@@ -247,8 +287,8 @@ int run(const Options &o) {
         rows.push_back(std::move(r));
     }
     if (o.json) {
-        std::printf("{\"model\": \"%s\", \"threads\": %u, \"n_batch\": %u, \"n_prompt\": %d, \"n_gen\": %d, \"rows\": [",
-                    o.model.c_str(), o.threads, o.n_batch, o.n_prompt, o.n_gen);
+        std::printf("{\"model\": \"%s\", \"sampler\": \"%s\", \"threads\": %u, \"n_batch\": %u, \"n_prompt\": %d, \"n_gen\": %d, \"rows\": [",
+                    o.model.c_str(), o.sampler.c_str(), o.threads, o.n_batch, o.n_prompt, o.n_gen);
         for (size_t i = 0; i < rows.size(); ++i)
             std::printf("%s{\"B\": %d, \"pp_tps\": %.3f, \"tg_tps\": %.3f, \"pp_samples\": [%s], \"tg_samples\": [%s]}",
                         i ? ", " : "", rows[i].B, median(rows[i].pp), median(rows[i].tg), join(rows[i].pp).c_str(),
@@ -273,6 +313,8 @@ int main(int argc, char **argv) {
     app.add_option("-b,--batch", o.n_batch, "most tokens per step (n_batch)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
     app.add_option("-r,--repetitions", o.reps, "timed repetitions of each B (the median is shown)")
         ->capture_default_str()->check(CLI::Range(1, 1000));
+    app.add_option("--sampler", o.sampler, "each request's sampler: none, greedy, topk, penalty, temp")
+        ->capture_default_str()->check(CLI::IsMember({"none", "greedy", "topk", "penalty", "temp"}));
     app.add_flag("--skip-pp", o.skip_pp, "run only the tg phase (for profiling decode)");
     app.add_flag("--json", o.json, "print one JSON object instead of the table");
     try {
