@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <limits>
 
 #include "core/error.h"
@@ -29,7 +31,71 @@ inline float rel_exp(float l, float max) {
 // and only sort the rest when the nucleus is wider.
 constexpr size_t kTopPPrefix = 256;
 
+// llama.cpp's penalty of one token seen `count` times (see run_penalties);
+// the one arithmetic of both the candidate list and the edited row.
+inline float penalized(float logit, int32_t count, float repeat, float freq, float present) {
+    logit = logit <= 0.0f ? logit * repeat : logit / repeat;
+    return logit - ((float)count * freq + (count > 0 ? present : 0.0f));
+}
+
+bool penalties_act(int32_t last_n, float repeat, float freq, float present, size_t n_counts) {
+    return last_n != 0 && !(repeat == 1.0f && freq == 0.0f && present == 0.0f) && n_counts != 0;
+}
+
+// The maximum scans run on GCC/Clang vector types: kLanes independent
+// running maxima (x > m ? x : m is what maxps computes, so NaN never
+// replaces m), lowered to whatever vectors the target has.
+typedef float Vec4 __attribute__((vector_size(16)));
+constexpr size_t kLanes = 16;
+// Elements per block of the top-k bound (four lane rounds).
+constexpr size_t kBlock = 64;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+inline Vec4 load4(const float *p) {
+    Vec4 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+inline Vec4 splat(float x) { return Vec4{x, x, x, x}; }
+
+inline Vec4 vmax(Vec4 x, Vec4 m) { return x > m ? x : m; }
+
+// The greatest non-NaN value of p[0..n), -inf if none.
+inline float max_of(const float *p, size_t n) {
+    Vec4 a0 = splat(kNegInf), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        a0 = vmax(load4(p + i), a0);
+        a1 = vmax(load4(p + i + 4), a1);
+        a2 = vmax(load4(p + i + 8), a2);
+        a3 = vmax(load4(p + i + 12), a3);
+    }
+    a0 = vmax(vmax(a2, a0), vmax(a3, a1));
+    float m = kNegInf;
+    for (; i < n; ++i) m = p[i] > m ? p[i] : m;
+    for (int j = 0; j < 4; ++j) m = a0[j] > m ? a0[j] : m;
+    return m;
+}
+
 } // namespace
+
+size_t first_max_index(const float *row, size_t n) {
+    const float m = max_of(row, n);
+    // Everything -inf or NaN: the first element is as good as any, and the
+    // lowest id wins ties.
+    if (m == kNegInf) return 0;
+    size_t i = 0;
+    const Vec4 mv = splat(m);
+    for (; i + kLanes <= n; i += kLanes) {
+        const auto hit = (load4(row + i) == mv) | (load4(row + i + 4) == mv) | (load4(row + i + 8) == mv) |
+                         (load4(row + i + 12) == mv);
+        if (hit[0] | hit[1] | hit[2] | hit[3]) break;
+    }
+    for (; i < n; ++i)
+        if (row[i] == m) return i;
+    return 0;  // not reached: m is one of the values
+}
 
 // ---- building the chain ------------------------------------------------------
 
@@ -191,8 +257,7 @@ void Sampler::run_penalties(Stage &s) {
     const auto &counts = s.hist.counts;
     if (counts.empty()) return;
     auto penalize = [&](SamplerCandidate &c, int32_t count) {
-        c.logit = c.logit <= 0.0f ? c.logit * repeat : c.logit / repeat;
-        c.logit -= (float)count * freq + (count > 0 ? present : 0.0f);
+        c.logit = penalized(c.logit, count, repeat, freq, present);
     };
     if (identity_) {
         // Candidates still are the full row in id order: index directly.
@@ -352,21 +417,29 @@ size_t Sampler::argmax() const {
 size_t Sampler::draw() {
     float max = -std::numeric_limits<float>::infinity();
     for (size_t i = 0; i < n_; ++i) max = std::max(max, cands_[i].logit);
+    // Each weight is computed once: the walk reads back the very values summed.
+    if (weights_.size() < n_) weights_.resize(std::max(n_, cands_.size()));
+    float *w = weights_.data();
     double sum = 0.0;
-    for (size_t i = 0; i < n_; ++i) sum += rel_exp(cands_[i].logit, max);
+    for (size_t i = 0; i < n_; ++i) {
+        w[i] = rel_exp(cands_[i].logit, max);
+        sum += w[i];
+    }
     const uint32_t r = (uint32_t)rng_();
     const double u = (double)(r >> 8) * (1.0 / 16777216.0);  // [0, 1), 24 bits
     const double target = u * sum;
     double cum = 0.0;
-    size_t last_nonzero = argmax();
+    bool any = false;
+    size_t last_nonzero = 0;
     for (size_t i = 0; i < n_; ++i) {
-        float w = rel_exp(cands_[i].logit, max);
-        if (w <= 0.0f) continue;
-        cum += w;
+        if (w[i] <= 0.0f) continue;
+        cum += w[i];
         last_nonzero = i;
+        any = true;
         if (target < cum) return i;
     }
-    return last_nonzero;  // only reached through rounding at u close to 1
+    // Only reached through rounding at u close to 1 (or no weight at all).
+    return any ? last_nonzero : argmax();
 }
 
 // ---- running the chain ----------------------------------------------------------
@@ -382,10 +455,14 @@ std::span<const SamplerCandidate> Sampler::apply(const float *logits, size_t n_v
     return {cands_.data(), n_};
 }
 
-void Sampler::load(const float *logits, size_t n_vocab) {
+void Sampler::check_row(const float *logits, size_t n_vocab) {
     if (!logits) fail(VT_ERR_INVALID_ARGUMENT, "sampler: logits is NULL");
     if (n_vocab == 0 || n_vocab > (size_t)std::numeric_limits<int32_t>::max())
         fail(VT_ERR_INVALID_ARGUMENT, "sampler: n_vocab %zu out of range", n_vocab);
+}
+
+void Sampler::load(const float *logits, size_t n_vocab) {
+    check_row(logits, n_vocab);
     if (cands_.size() < n_vocab) cands_.resize(n_vocab);  // the only allocation
     for (size_t i = 0; i < n_vocab; ++i) {
         float l = logits[i];
@@ -396,8 +473,11 @@ void Sampler::load(const float *logits, size_t n_vocab) {
     identity_ = true;
 }
 
-void Sampler::run_stages(bool skip_grammar) {
-    for (Stage &s : stages_) {
+void Sampler::run_stages(bool skip_grammar) { run_stages_from(0, skip_grammar); }
+
+void Sampler::run_stages_from(size_t first, bool skip_grammar) {
+    for (size_t i = first; i < stages_.size(); ++i) {
+        Stage &s = stages_[i];
         switch (s.kind) {
         case Kind::penalties: run_penalties(s); break;
         case Kind::top_k: run_top_k(s.n); break;
@@ -424,9 +504,102 @@ int32_t Sampler::sample(const float *logits, size_t n_vocab) {
         int32_t t = cands_[argmax()].id;
         if (matcher_->allows(t)) return t;
     }
+    check_row(logits, n_vocab);
+    const int32_t t = sample_fast(logits, n_vocab);
+    if (t >= 0) return t;
     apply(logits, n_vocab);
+    return finish();
+}
+
+int32_t Sampler::finish() {
     size_t i = final_ == Final::greedy ? argmax() : draw();
     return cands_[i].id;
+}
+
+// ---- the shortcut -----------------------------------------------------------------
+
+int32_t Sampler::sample_fast(const float *logits, size_t n_vocab) {
+    if (matcher_) return -1;
+    size_t lead = 0;
+    while (lead < stages_.size() && (stages_[lead].kind == Kind::penalties || stages_[lead].kind == Kind::logit_bias))
+        ++lead;
+    const bool greedy_only = lead == stages_.size() && final_ == Final::greedy;
+    const bool top_k = lead < stages_.size() && stages_[lead].kind == Kind::top_k && stages_[lead].n > 0 &&
+                       (size_t)stages_[lead].n < n_vocab;
+    if (!greedy_only && !top_k) return -1;
+    const float *row = edited_row(logits, n_vocab, lead);
+    if (!row) return -1;
+    if (greedy_only) return (int32_t)first_max_index(row, n_vocab);
+    if (!select_top_k(row, n_vocab, (size_t)stages_[lead].n)) return -1;
+    run_stages_from(lead + 1, false);
+    return finish();
+}
+
+const float *Sampler::edited_row(const float *logits, size_t n_vocab, size_t n_lead) {
+    bool edits = false;
+    for (size_t i = 0; i < n_lead; ++i) {
+        const Stage &s = stages_[i];
+        edits = edits || (s.kind == Kind::logit_bias ? !s.bias.empty()
+                                                     : penalties_act(s.n, s.a, s.b, s.c, s.hist.counts.size()));
+    }
+    if (!edits) return logits;  // the scans below read NaN as -inf themselves
+    if (row_.size() < n_vocab) row_.resize(n_vocab);
+    float *row = row_.data();
+    for (size_t i = 0; i < n_vocab; ++i) {
+        const float l = logits[i];
+        row[i] = l == l ? l : kNegInf;
+    }
+    // Each token's value depends only on its own logit and the stage: the
+    // same values, in the same stage order, as on the candidate list.
+    for (size_t i = 0; i < n_lead; ++i) {
+        const Stage &s = stages_[i];
+        if (s.kind == Kind::logit_bias) {
+            for (const auto &[tok, b] : s.bias)
+                if ((size_t)tok < n_vocab) {
+                    row[(size_t)tok] += b;
+                    if (row[(size_t)tok] != row[(size_t)tok]) return nullptr;  // +inf - inf: the full path's NaN
+                }
+        } else if (penalties_act(s.n, s.a, s.b, s.c, s.hist.counts.size())) {
+            for (const auto &[tok, count] : s.hist.counts)
+                if ((size_t)tok < n_vocab) {
+                    row[(size_t)tok] = penalized(row[(size_t)tok], count, s.a, s.b, s.c);
+                    if (row[(size_t)tok] != row[(size_t)tok]) return nullptr;
+                }
+        }
+    }
+    return row;
+}
+
+// The k-th best value is at least T, the k-th greatest of the block maxima
+// (k blocks each hold a value >= T). So the blocks whose maximum is below T
+// hold none of the k best, and neither do values below T: the k best of the
+// row are the k best of what is gathered, in the one total order.
+bool Sampler::select_top_k(const float *row, size_t n_vocab, size_t k) {
+    const size_t n_blocks = (n_vocab + kBlock - 1) / kBlock;
+    if (k * 4 > n_blocks) return false;  // the bound would gather most of the row
+    if (block_max_.size() != n_blocks) {
+        block_max_.resize(n_blocks);
+        kth_.resize(n_blocks);
+    }
+    for (size_t b = 0; b < n_blocks; ++b)
+        block_max_[b] = max_of(row + b * kBlock, std::min(kBlock, n_vocab - b * kBlock));
+    std::copy(block_max_.begin(), block_max_.end(), kth_.begin());
+    std::nth_element(kth_.begin(), kth_.begin() + (ptrdiff_t)(k - 1), kth_.end(), std::greater<float>());
+    const float t = kth_[k - 1];
+    if (t == kNegInf) return false;  // fewer than k finite values: -inf ties everywhere
+    if (cands_.size() < n_vocab) cands_.resize(n_vocab);
+    size_t m = 0;
+    for (size_t b = 0; b < n_blocks; ++b) {
+        if (block_max_[b] < t) continue;
+        const size_t end = std::min(n_vocab, (b + 1) * kBlock);
+        for (size_t i = b * kBlock; i < end; ++i)
+            if (row[i] >= t) cands_[m++] = {(int32_t)i, row[i]};
+    }
+    std::partial_sort(cands_.begin(), cands_.begin() + (ptrdiff_t)k, cands_.begin() + (ptrdiff_t)m, better);
+    n_ = k;
+    sorted_ = true;
+    identity_ = false;
+    return true;
 }
 
 } // namespace vt

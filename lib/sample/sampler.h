@@ -23,6 +23,13 @@
 // Memory: the candidate buffer is sized on the first sample() and reused;
 // later calls with the same (or a smaller) n_vocab do not allocate. accept()
 // may allocate (history ring and counts).
+//
+// Speed: sample() of a chain without a grammar whose stages before the first
+// top-k (or before greedy) are only penalties and logit biases never builds
+// the full candidate list: those stages edit a copy of the row, then a block
+// maximum scan bounds the k-th best logit and only the blocks that can hold
+// the k best are gathered and sorted (greedy: one vectorizable maximum scan).
+// Every shortcut yields the candidates and token the full path does.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +46,11 @@ namespace grammar {
 class CompiledGrammar;
 class TokenMatcher;
 }
+
+// The lowest index of the greatest value of row[0..n), NaN counting as -inf
+// (all -inf or NaN: 0). A vectorizable scan; the same index as comparing
+// one element after the other with ties to the lower index.
+size_t first_max_index(const float *row, size_t n);
 
 struct SamplerCandidate {
     int32_t id;    // token id = index into the logits row
@@ -123,6 +135,19 @@ private:
     void run_grammar();
     void run_stages(bool skip_grammar);
     void load(const float *logits, size_t n_vocab);  // candidates = the row
+    static void check_row(const float *logits, size_t n_vocab);
+    // The shortcut of sample() (see the top of this file): the token, or -1
+    // when the chain does not qualify and the full path must run.
+    int32_t sample_fast(const float *logits, size_t n_vocab);
+    // The leading penalties / logit-bias stages that change something,
+    // applied to row_ (a NaN-free copy of logits); returns row_ or, when
+    // there are none, logits itself.
+    const float *edited_row(const float *logits, size_t n_vocab, size_t n_lead);
+    // cands_ = the k best of row (NaN as -inf) in order; false (cands_
+    // untouched) when the block bound cannot prove the selection.
+    bool select_top_k(const float *row, size_t n_vocab, size_t k);
+    void run_stages_from(size_t first, bool skip_grammar);
+    int32_t finish();  // the final stage over the current candidates
     void apply_unmasked(const float *logits, size_t n_vocab);
     void sort_prefix(size_t m);  // makes cands[0..m) the m best, in order
     size_t argmax() const;
@@ -140,6 +165,12 @@ private:
     size_t n_ = 0;
     bool sorted_ = false;    // cands_[0..n_) in (logit desc, id asc) order
     bool identity_ = false;  // cands_[i].id == i for all i < n_ == n_vocab
+
+    // Scratch of the shortcut and of dist, sized once like cands_.
+    std::vector<float> row_;        // the edited row
+    std::vector<float> block_max_;  // per block of the row
+    std::vector<float> kth_;        // block_max_ copy for nth_element
+    std::vector<float> weights_;    // dist: exp(logit - max) per candidate
 };
 
 } // namespace vt
