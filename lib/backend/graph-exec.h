@@ -22,6 +22,8 @@ public:
     GraphExecutor(vt_device *device, uint32_t n_threads);
 
     vt_device *device() const { return device_; }
+    // The host threads asked for (0: the backend's default).
+    uint32_t n_threads() const { return n_threads_; }
 
     // Computes nodes in order. Throws vt::Error with the backend's status.
     void compute(const std::vector<Node> &nodes);

@@ -1,6 +1,8 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/pages.h"
+#include "core/threadpool.h"
 
 namespace vt {
 
@@ -36,12 +39,6 @@ uint64_t debug_env_count(const char *name) {
     return n;
 }
 
-int32_t argmax(const float *row, size_t n) {
-    size_t best = 0;
-    for (size_t i = 1; i < n; ++i)
-        if (row[i] > row[best]) best = i;  // ties: the lower id, as the greedy sampler
-    return (int32_t)best;
-}
 } // namespace
 
 uint64_t default_kv_cache_bytes() {
@@ -143,6 +140,11 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
                       groups[g].layers.size(), cache_kind_name(groups[g].kind));
         layout += part;
     }
+    // Sampling has the compute threads' count of its own threads (the
+    // engine's is the first); they sleep between steps rather than spin,
+    // leaving the cores to the forward pass's pool.
+    const uint32_t n_threads = ctx.executor().n_threads();
+    sample_pool_ = std::make_unique<ThreadPool>(n_threads ? (int)n_threads : default_thread_count(), 0);
     VT_LOG_INFO("KV cache: %.2f GiB of %u-token blocks (%s); up to %u requests of %u tokens%s",
                 (double)kv_pool_->bytes() / (1 << 30), block_size_, layout.c_str(), max_num_seqs, max_len,
                 cfg.prefix_caching ? ", prefix caching on" : "");
@@ -327,11 +329,64 @@ const Tensor *Engine::run_forward(const SchedulerOutput &so) {
     return ctx_.forward(*kv_pool_, batch_, max_model_len_);
 }
 
+// One sequence's token of a step: sampled, checked against the stops and
+// turned into its event. Touches only its own request (its sampler, text and
+// counters) and reads the shared tokenizer, so the jobs of a step run on any
+// threads, each request on one.
+void Engine::sample_one(SampleJob &j, const Tokenizer &tok, size_t n_vocab) {
+    Request &r = *j.r;
+    OwnedEvent &ev = j.ev;
+    ev.out.token = -1;  // stays so when sampling fails: the event then carries no token
+    try {
+        const int32_t t = r.spec.sampler ? r.spec.sampler->sample(j.row, n_vocab) : greedy_token(j.row, n_vocab);
+        if (r.spec.sampler) r.spec.sampler->accept(t);
+        ev.out.token = t;
+        if (r.spec.logprobs || r.spec.top_logprobs)
+            token_logprobs(j.row, n_vocab, t, r.spec.top_logprobs, ev.out.logprob, ev.top_tokens, ev.top_logprobs);
+        j.stop = (!r.spec.ignore_eos && tok.is_eog(t)) ||
+                 std::find(r.spec.stop_tokens.begin(), r.spec.stop_tokens.end(), t) != r.spec.stop_tokens.end();
+        if (!j.stop) j.stop = j.stop_string = r.text->push(t, ev.text);
+        // A grammar that can take nothing more ends the request now
+        // rather than after one more step for its end-of-generation token.
+        if (!j.stop && r.spec.sampler && r.spec.sampler->grammar_completed()) j.stop = true;
+    } catch (const Error &e) {
+        r.failed = true;
+        r.error = e.status();
+        j.stop = true;
+    } catch (...) {
+        j.error = std::current_exception();  // rethrown on the engine thread
+    }
+    ++r.n_output;
+}
+
+struct Engine::SampleRun {
+    Engine *engine;
+    std::vector<SampleJob> *jobs;
+    const Tokenizer *tok;
+    size_t n_vocab;
+    std::atomic<size_t> next{0};
+};
+
+void Engine::sample_jobs_on_pool(void *p, int, int) {
+    auto *run = static_cast<SampleRun *>(p);
+    for (;;) {
+        const size_t i = run->next.fetch_add(1, std::memory_order_relaxed);
+        if (i >= run->jobs->size()) return;
+        run->engine->sample_one((*run->jobs)[i], *run->tok, run->n_vocab);
+    }
+}
+
+int32_t Engine::greedy_token(const float *row, size_t n) {
+    // Comparing one element after the other, a NaN first element is never
+    // replaced (nothing compares greater than NaN) and other NaNs are never
+    // taken: first_max_index's answer but for that case.
+    return row[0] != row[0] ? 0 : (int32_t)first_max_index(row, n);
+}
+
 void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, size_t n_vocab) {
     const Tokenizer &tok = model_.tokenizer();
-    std::vector<SampledToken> sampled;
-    std::vector<std::pair<uint64_t, OwnedEvent>> events;
-    std::vector<bool> hit_stop_string;
+    std::vector<SampleJob> jobs;
+    jobs.reserve(so.seqs.size());
     size_t row = 0;
     uint64_t prompt_computed = 0;
     for (const ScheduledSeq &s : so.seqs) {
@@ -346,49 +401,42 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
             --row;  // the last row is also the one to sample from
         }
         if (!s.needs_logits) continue;
-        const float *lg = logits + row++ * n_vocab;
-        OwnedEvent ev;
-        ev.out.token = -1;  // stays so when sampling fails: the event then carries no token
-        bool stop = false, stop_string = false;
-        try {
-            const int32_t t = r.spec.sampler ? r.spec.sampler->sample(lg, n_vocab) : argmax(lg, n_vocab);
-            if (r.spec.sampler) r.spec.sampler->accept(t);
-            ev.out.token = t;
-            if (r.spec.logprobs || r.spec.top_logprobs)
-                token_logprobs(lg, n_vocab, t, r.spec.top_logprobs, ev.out.logprob, ev.top_tokens, ev.top_logprobs);
-            stop = (!r.spec.ignore_eos && tok.is_eog(t)) ||
-                   std::find(r.spec.stop_tokens.begin(), r.spec.stop_tokens.end(), t) != r.spec.stop_tokens.end();
-            if (!stop) stop = stop_string = r.text->push(t, ev.text);
-            // A grammar that can take nothing more ends the request now
-            // rather than after one more step for its end-of-generation token.
-            if (!stop && r.spec.sampler && r.spec.sampler->grammar_completed()) stop = true;
-        } catch (const Error &e) {
-            r.failed = true;
-            r.error = e.status();
-            stop = true;
-        }
-        ++r.n_output;
-        sampled.push_back({s.id, ev.out.token < 0 ? 0 : ev.out.token, stop});
-        hit_stop_string.push_back(stop_string);
-        events.emplace_back(s.id, std::move(ev));
+        SampleJob j;
+        j.id = s.id;
+        j.r = &r;
+        j.row = logits + row++ * n_vocab;
+        jobs.push_back(std::move(j));
     }
+    // The step's sequences sample in parallel: each job touches only its
+    // own request, so the tokens are those of sampling them one by one.
+    if (jobs.size() >= 2 && sample_pool_ && sample_pool_->size() > 1) {
+        SampleRun run{this, &jobs, &tok, n_vocab};
+        sample_pool_->run(sample_jobs_on_pool, &run);
+    } else {
+        for (SampleJob &j : jobs) sample_one(j, tok, n_vocab);
+    }
+    for (SampleJob &j : jobs)
+        if (j.error) std::rethrow_exception(j.error);
+    std::vector<SampledToken> sampled;
+    sampled.reserve(jobs.size());
+    for (const SampleJob &j : jobs) sampled.push_back({j.id, j.ev.out.token < 0 ? 0 : j.ev.out.token, j.stop});
     std::unordered_map<uint64_t, FinishReason> finished;
     for (const FinishedSeq &f : sched_->update(so, sampled)) finished.emplace(f.id, f.reason);
-    for (size_t i = 0; i < events.size(); ++i) {
-        const uint64_t id = events[i].first;
-        Request &r = *requests_.at(id);
+    for (SampleJob &j : jobs) {
+        const uint64_t id = j.id;
+        Request &r = *j.r;
         auto f = finished.find(id);
         if (f == finished.end()) {
-            emit(r, std::move(events[i].second), VT_FINISH_NONE);
+            emit(r, std::move(j.ev), VT_FINISH_NONE);
             continue;
         }
         // Ended for length (or a stop token): nothing more can match a stop
         // string, so the held-back text is shown.
-        if (!hit_stop_string[i]) r.text->flush(events[i].second.text);
+        if (!j.stop_string) r.text->flush(j.ev.text);
         const vt_finish_reason reason = r.failed ? VT_FINISH_ERROR
                                         : f->second == FinishReason::length ? VT_FINISH_LENGTH
                                                                             : VT_FINISH_STOP;
-        emit(r, std::move(events[i].second), reason);
+        emit(r, std::move(j.ev), reason);
         requests_.erase(id);
     }
     std::lock_guard<std::mutex> lk(stats_mu_);

@@ -23,11 +23,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
+#include "core/threadpool.h"
 #include "engine/request-output.h"
 #include "kv/kv-cache-manager.h"
 #include "runner/sequence.h"
@@ -83,6 +85,21 @@ private:
         vt_status error = VT_OK;
     };
 
+    // One sequence to sample in a step (sample_and_record).
+    struct SampleJob {
+        uint64_t id = 0;
+        Request *r = nullptr;
+        const float *row = nullptr;  // its logits
+        OwnedEvent ev;
+        bool stop = false, stop_string = false;
+        std::exception_ptr error;  // anything but vt::Error, rethrown by the engine thread
+    };
+    struct SampleRun;  // a step's jobs on the pool
+    void sample_one(SampleJob &j, const Tokenizer &tok, size_t n_vocab);
+    // The engine's own greedy choice (no sampler): the first maximum.
+    static int32_t greedy_token(const float *row, size_t n);
+    static void sample_jobs_on_pool(void *run, int ith, int nth);
+
     void admit_inbox();
     void maybe_inject_failure();
     const Tensor *run_forward(const SchedulerOutput &so);
@@ -131,6 +148,8 @@ private:
 
     // Step scratch, reused.
     std::vector<Context::BatchSeq> batch_;
+    // The threads that sample a step's sequences (see sample_and_record).
+    std::unique_ptr<ThreadPool> sample_pool_;
 
     // Counters; guarded by stats_mu_ for readers on other threads.
     mutable std::mutex stats_mu_;
