@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 #include <new>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -321,4 +322,151 @@ TEST_CASE("sample does not allocate after the first call", "[sampler]") {
     before = g_allocs.load();
     (void)wide.sample(l.data(), l.size());
     REQUIRE(g_allocs.load() == before);
+}
+
+namespace {
+
+// The scan the vectorized one replaces: one element after the other, ties
+// to the lower index, NaN as -inf.
+size_t scalar_first_max(const float *row, size_t n) {
+    size_t best = 0;
+    float bv = row[0] == row[0] ? row[0] : -kInf;
+    for (size_t i = 1; i < n; ++i)
+        if (row[i] > bv) {
+            best = i;
+            bv = row[i];
+        }
+    return best;
+}
+
+// Rows with many exact ties (values on a 0.5 grid), signed zeros, and some
+// NaN and infinite entries.
+std::vector<float> tied_row(std::mt19937 &rng, size_t n, bool specials) {
+    std::uniform_int_distribution<int> v(-40, 24);
+    std::uniform_int_distribution<int> kind(0, 199);
+    std::vector<float> row(n);
+    for (float &x : row) {
+        x = (float)v(rng) * 0.5f;
+        if (x == 0.0f && kind(rng) % 2) x = -0.0f;
+        if (!specials) continue;
+        const int k = kind(rng);
+        if (k == 0) x = kNaN;
+        else if (k == 1) x = -kInf;
+    }
+    return row;
+}
+
+} // namespace
+
+TEST_CASE("the vectorized first maximum is the scalar scan's, ties and NaN included", "[sampler]") {
+    std::mt19937 rng(7);
+    for (size_t n : {1u, 2u, 15u, 16u, 17u, 63u, 64u, 65u, 1000u, 49152u}) {
+        for (int rep = 0; rep < 20; ++rep) {
+            std::vector<float> row = tied_row(rng, n, rep % 2 == 1);
+            INFO("n " << n << " rep " << rep);
+            REQUIRE(vt::first_max_index(row.data(), n) == scalar_first_max(row.data(), n));
+            // The maximum once more, later: the first one still wins.
+            const size_t at = scalar_first_max(row.data(), n);
+            if (at + 1 < n) {
+                row[n - 1] = row[at];
+                REQUIRE(vt::first_max_index(row.data(), n) == at);
+            }
+        }
+    }
+    std::vector<float> all_nan(40, kNaN), all_ninf(40, -kInf), mixed(40, -kInf);
+    mixed[3] = kNaN;
+    REQUIRE(vt::first_max_index(all_nan.data(), all_nan.size()) == 0);
+    REQUIRE(vt::first_max_index(all_ninf.data(), all_ninf.size()) == 0);
+    REQUIRE(vt::first_max_index(mixed.data(), mixed.size()) == 0);
+    std::vector<float> zeros(33, -0.0f);
+    zeros[20] = 0.0f;  // +0 and -0 tie: the first one
+    REQUIRE(vt::first_max_index(zeros.data(), zeros.size()) == 0);
+    std::vector<float> inf_late(100, 3.0f);
+    inf_late[77] = kInf;
+    REQUIRE(vt::first_max_index(inf_late.data(), inf_late.size()) == 77);
+}
+
+namespace {
+
+// Two chains of the same stages, the second led by temp(1), which changes
+// nothing but keeps it on the full candidate-list path; `build` adds the
+// stages. Both sample the same rows and accept what they draw.
+template <typename Build>
+void same_tokens_both_paths(Build build, size_t n_vocab, int steps, bool specials) {
+    Sampler fast, full;
+    full.add_temp(1.0f);
+    build(fast);
+    build(full);
+    std::mt19937 rng(11);
+    for (int step = 0; step < steps; ++step) {
+        std::vector<float> row = tied_row(rng, n_vocab, specials);
+        const int32_t a = fast.sample(row.data(), row.size());
+        const int32_t b = full.sample(row.data(), row.size());
+        INFO("step " << step);
+        REQUIRE(a == b);
+        fast.accept(a);
+        full.accept(b);
+    }
+}
+
+} // namespace
+
+TEST_CASE("the top-k and greedy shortcuts pick the full path's tokens", "[sampler]") {
+    const size_t n = 49152;  // SmolLM2's vocabulary: the shortcut applies up to k = 192
+    for (bool specials : {false, true}) {
+        INFO("NaN and -inf entries: " << specials);
+        same_tokens_both_paths([](Sampler &s) { s.add_greedy(); }, n, 20, specials);
+        same_tokens_both_paths(
+            [](Sampler &s) {
+                s.add_penalties(-1, 1.3f, 0.5f, 0.5f);
+                s.add_greedy();
+            },
+            n, 30, specials);
+        same_tokens_both_paths(
+            [](Sampler &s) {
+                s.add_top_k(40);
+                s.add_top_p(0.9f, 1);
+                s.add_temp(0.7f);
+                s.add_dist(3);
+            },
+            n, 40, specials);
+        const int32_t bias_ids[] = {5, 17, 40000};
+        const float bias[] = {30.0f, -kInf, 2.0f};
+        same_tokens_both_paths(
+            [&](Sampler &s) {
+                s.add_logit_bias(bias_ids, bias, 3);
+                s.add_penalties(64, 1.1f, 0.2f, 0.2f);
+                s.add_top_k(192);
+                s.add_min_p(0.05f, 1);
+                s.add_temp(1.5f);
+                s.add_dist(9);
+            },
+            n, 40, specials);
+        // k = 1 and a top-k chain ending in greedy.
+        same_tokens_both_paths(
+            [](Sampler &s) {
+                s.add_top_k(1);
+                s.add_dist(1);
+            },
+            n, 10, specials);
+        same_tokens_both_paths(
+            [](Sampler &s) {
+                s.add_top_k(10);
+                s.add_greedy();
+            },
+            n, 10, specials);
+    }
+    // Fewer finite values than k: the -inf ties go to the full path.
+    std::vector<float> sparse(n, -kInf);
+    sparse[100] = 1.0f;
+    sparse[30000] = 2.0f;
+    Sampler a, b;
+    b.add_temp(1.0f);
+    for (Sampler *s : {&a, &b}) {
+        s->add_top_k(5);
+        s->add_greedy();
+    }
+    REQUIRE(a.apply(sparse.data(), n).size() == 5);
+    REQUIRE(a.sample(sparse.data(), n) == 30000);
+    REQUIRE(b.sample(sparse.data(), n) == 30000);
 }
