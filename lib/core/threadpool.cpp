@@ -39,8 +39,7 @@ void relax(int &round) {
 
 } // namespace
 
-ThreadPool::ThreadPool(int n_threads, int spin_rounds)
-    : n_threads_(n_threads < 1 ? 1 : n_threads), spin_rounds_(spin_rounds < 0 ? kSpinRounds : spin_rounds) {
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
     workers_.reserve((size_t)n_threads_ - 1);
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back(&ThreadPool::worker_main, this, i);
 }
@@ -79,7 +78,7 @@ void ThreadPool::worker_main(int ith) {
     uint64_t seen = 0;
     for (;;) {
         uint64_t gen = job_gen_.load(std::memory_order_acquire);
-        for (int i = 0, round = 0; gen == seen && i < spin_rounds_; ++i) {
+        for (int i = 0, round = 0; gen == seen && i < kSpinRounds; ++i) {
             relax(round);
             gen = job_gen_.load(std::memory_order_acquire);
         }

@@ -21,11 +21,7 @@ class ThreadPool {
 public:
     using JobFn = void (*)(void *ctx, int ith, int nth);
 
-    // spin_rounds: how long an idle worker polls for the next job before it
-    // sleeps (-1: the default, tuned for back-to-back graph nodes). A pool
-    // used once per step beside another pool passes 0, so that its idle
-    // workers do not take cores from the other one's.
-    explicit ThreadPool(int n_threads, int spin_rounds = -1);
+    explicit ThreadPool(int n_threads);
     ~ThreadPool();
     ThreadPool(const ThreadPool &) = delete;
     ThreadPool &operator=(const ThreadPool &) = delete;
@@ -42,7 +38,6 @@ private:
     void worker_main(int ith);
 
     int n_threads_;
-    int spin_rounds_;
     std::vector<std::thread> workers_;
 
     // Job hand-off: a new job bumps job_gen_; finished workers bump done_.

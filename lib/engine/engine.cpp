@@ -1,7 +1,6 @@
 #include "engine/engine.h"
 
 #include <algorithm>
-#include <atomic>
 #include <exception>
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/pages.h"
-#include "core/threadpool.h"
+#include "core/threadpool.h"  // default_thread_count
 
 namespace vt {
 
@@ -140,11 +139,10 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
                       groups[g].layers.size(), cache_kind_name(groups[g].kind));
         layout += part;
     }
-    // Sampling has the compute threads' count of its own threads (the
-    // engine's is the first); they sleep between steps rather than spin,
-    // leaving the cores to the forward pass's pool.
+    // The step's sequences are sampled by as many threads as the forward
+    // pass computes on: the engine's and helpers that sleep between steps.
     const uint32_t n_threads = ctx.executor().n_threads();
-    sample_pool_ = std::make_unique<ThreadPool>(n_threads ? (int)n_threads : default_thread_count(), 0);
+    step_workers_ = std::make_unique<StepWorkers>((n_threads ? (int)n_threads : default_thread_count()) - 1);
     VT_LOG_INFO("KV cache: %.2f GiB of %u-token blocks (%s); up to %u requests of %u tokens%s",
                 (double)kv_pool_->bytes() / (1 << 30), block_size_, layout.c_str(), max_num_seqs, max_len,
                 cfg.prefix_caching ? ", prefix caching on" : "");
@@ -364,16 +362,11 @@ struct Engine::SampleRun {
     std::vector<SampleJob> *jobs;
     const Tokenizer *tok;
     size_t n_vocab;
-    std::atomic<size_t> next{0};
 };
 
-void Engine::sample_jobs_on_pool(void *p, int, int) {
+void Engine::sample_job(void *p, size_t i) {
     auto *run = static_cast<SampleRun *>(p);
-    for (;;) {
-        const size_t i = run->next.fetch_add(1, std::memory_order_relaxed);
-        if (i >= run->jobs->size()) return;
-        run->engine->sample_one((*run->jobs)[i], *run->tok, run->n_vocab);
-    }
+    run->engine->sample_one((*run->jobs)[i], *run->tok, run->n_vocab);
 }
 
 int32_t Engine::greedy_token(const float *row, size_t n) {
@@ -409,9 +402,9 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
     }
     // The step's sequences sample in parallel: each job touches only its
     // own request, so the tokens are those of sampling them one by one.
-    if (jobs.size() >= 2 && sample_pool_ && sample_pool_->size() > 1) {
+    if (jobs.size() >= 2 && step_workers_ && step_workers_->n_helpers() > 0) {
         SampleRun run{this, &jobs, &tok, n_vocab};
-        sample_pool_->run(sample_jobs_on_pool, &run);
+        step_workers_->run(jobs.size(), sample_job, &run);
     } else {
         for (SampleJob &j : jobs) sample_one(j, tok, n_vocab);
     }

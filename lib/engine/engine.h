@@ -29,8 +29,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/threadpool.h"
 #include "engine/request-output.h"
+#include "engine/step-workers.h"
 #include "kv/kv-cache-manager.h"
 #include "runner/sequence.h"
 #include "sched/scheduler.h"
@@ -98,7 +98,7 @@ private:
     void sample_one(SampleJob &j, const Tokenizer &tok, size_t n_vocab);
     // The engine's own greedy choice (no sampler): the first maximum.
     static int32_t greedy_token(const float *row, size_t n);
-    static void sample_jobs_on_pool(void *run, int ith, int nth);
+    static void sample_job(void *run, size_t i);
 
     void admit_inbox();
     void maybe_inject_failure();
@@ -149,7 +149,7 @@ private:
     // Step scratch, reused.
     std::vector<Context::BatchSeq> batch_;
     // The threads that sample a step's sequences (see sample_and_record).
-    std::unique_ptr<ThreadPool> sample_pool_;
+    std::unique_ptr<StepWorkers> step_workers_;
 
     // Counters; guarded by stats_mu_ for readers on other threads.
     mutable std::mutex stats_mu_;
