@@ -9,11 +9,14 @@
 // config, N steps in a row (a step samples every row once, and each chain
 // accepts its token, so penalty histories grow as in a decode); the table
 // shows ms per step, and a checksum of the tokens drawn, equal between
-// builds that sample the same tokens. Configs: greedy; topk (top_k 40,
+// builds that sample the same tokens. cpu ms/step is the thread's CPU time
+// (clock_gettime), steadier than the wall time on a shared machine. Configs: greedy; topk (top_k 40,
 // top_p 0.9, temp 0.7, dist); penalty (repetition 1.1, frequency and
 // presence 0.2, then topk's chain); temp (temp 1.0 and dist over the whole
 // vocabulary).
 #include <CLI/CLI.hpp>
+
+#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -26,6 +29,12 @@
 #include "vt/vt.h"
 
 namespace {
+
+double thread_cpu_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 bool failed(vt_status s, const char *what) {
     if (s == VT_OK) return false;
@@ -112,8 +121,8 @@ int main(int argc, char **argv) {
         vt_seq_destroy(seq);
     }
 
-    std::printf("| %4s | %-8s | %12s | %12s |\n", "B", "sampler", "ms/step", "checksum");
-    std::printf("| ---: | :--- | ---: | ---: |\n");
+    std::printf("| %4s | %-8s | %12s | %12s | %16s |\n", "B", "sampler", "ms/step", "cpu ms/step", "checksum");
+    std::printf("| ---: | :--- | ---: | ---: | ---: |\n");
     for (int B : n_parallel) {
         for (const char *kind : {"greedy", "topk", "penalty", "temp"}) {
             std::vector<vt_sampler *> s((size_t)B);
@@ -121,6 +130,7 @@ int main(int argc, char **argv) {
                 if (!(s[(size_t)i] = make(kind, (uint32_t)i))) return 1;
             uint64_t checksum = 0;
             const auto t0 = std::chrono::steady_clock::now();
+            const double c0 = thread_cpu_ms();
             for (int step = 0; step < n_steps; ++step)
                 for (int i = 0; i < B; ++i) {
                     vt_token t = -1;
@@ -131,7 +141,9 @@ int main(int argc, char **argv) {
                     checksum = checksum * 1000003u + (uint64_t)t;
                 }
             const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-            std::printf("| %4d | %-8s | %12.3f | %016llx |\n", B, kind, ms / n_steps, (unsigned long long)checksum);
+            const double cpu = thread_cpu_ms() - c0;
+            std::printf("| %4d | %-8s | %12.3f | %12.3f | %016llx |\n", B, kind, ms / n_steps, cpu / n_steps,
+                        (unsigned long long)checksum);
             std::fflush(stdout);
             for (vt_sampler *x : s) vt_sampler_destroy(x);
         }
