@@ -87,6 +87,7 @@ struct Request {
     uint32_t max_tokens = 16;
     std::vector<std::string> stops;
     uint32_t seed = 0;  // 0: greedy
+    int chain = 0;      // with a seed: 0 top-k 40, temp 0.9; 1 penalties, top-k, top-p, temp; 2 temp 1 (whole vocabulary)
     bool logprobs = false;
     uint32_t top_logprobs = 0;
     bool ignore_eos = false;
@@ -108,8 +109,10 @@ vt_status submit(vt_context *ctx, const Request &r, uint64_t *id) {
     if (r.seed) {
         vt_sampler *s = nullptr;
         REQUIRE(vt_sampler_create(&s) == VT_OK);
-        REQUIRE(vt_sampler_add_top_k(s, 40) == VT_OK);
-        REQUIRE(vt_sampler_add_temp(s, 0.9f) == VT_OK);
+        if (r.chain == 1) REQUIRE(vt_sampler_add_penalties(s, -1, 1.1f, 0.2f, 0.2f) == VT_OK);
+        if (r.chain != 2) REQUIRE(vt_sampler_add_top_k(s, 40) == VT_OK);
+        if (r.chain == 1) REQUIRE(vt_sampler_add_top_p(s, 0.9f, 1) == VT_OK);
+        REQUIRE(vt_sampler_add_temp(s, r.chain == 1 ? 0.7f : r.chain == 2 ? 1.0f : 0.9f) == VT_OK);
         REQUIRE(vt_sampler_add_dist(s, r.seed) == VT_OK);
         p.sampler = s;
         const vt_status st = vt_context_submit(ctx, &p, id);
@@ -613,6 +616,39 @@ TEST_CASE("engine: SmolLM2 greedy follows the single-sequence path and batches e
         CHECK(run(alone_ctx.get(), {reqs[i]})[0].tokens == batch[i].tokens);
     }
     CHECK(stats_of(c.get()).kv_blocks_used == 0);
+}
+
+TEST_CASE("engine: SmolLM2 seeded sampler chains give the same tokens alone and sampled in parallel in a batch",
+          "[model]") {
+    // A step's sequences sample on several threads (n_threads 2 here); each
+    // request's chain must draw what it draws alone, on the real vocabulary
+    // where the top-k shortcut applies.
+    const auto path = vt::test::default_model();
+    if (path.empty()) {
+        VT_SKIP(vt::test::default_model_hint());
+    }
+    ModelPtr m = load_model(path.string());
+    const char *texts[] = {"The capital of France is", "Once upon a time", "def fibonacci(n):",
+                           "The three primary colors are", "1, 2, 3, 4,", "Water boils at",
+                           "The quick brown fox", "In 1492, Columbus"};
+    std::vector<Request> reqs;
+    for (int i = 0; i < 16; ++i) {
+        Request r;
+        r.prompt = tokenize(m.get(), texts[i % 8]);
+        r.max_tokens = 20;
+        r.ignore_eos = true;
+        r.seed = i % 4 ? 77 + (uint32_t)i : 0;  // a quarter the engine's own greedy
+        r.chain = i % 3;
+        reqs.push_back(r);
+    }
+    ContextPtr c = make_context(m.get(), 64ull << 20, /*n_batch=*/128);
+    std::vector<Result> batch = run(c.get(), reqs);
+    ContextPtr alone_ctx = make_context(m.get(), 64ull << 20, 128);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        INFO("request " << i);
+        REQUIRE(batch[i].tokens.size() == reqs[i].max_tokens);
+        CHECK(run(alone_ctx.get(), {reqs[i]})[0].tokens == batch[i].tokens);
+    }
 }
 
 TEST_CASE("engine: SmolLM2 greedy, all prompts batched, follows llama.cpp's greedy tokens", "[model]") {
