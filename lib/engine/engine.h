@@ -6,7 +6,10 @@
 //
 // Threads: submit(), cancel() and stats() may be called from any thread;
 // step() and poll() belong to one engine thread. Requests waiting in the
-// inbox join the scheduler at the next step.
+// inbox join the scheduler at the next step. Within a step, the sequences
+// to sample are shared between the engine thread and n_threads - 1 helper
+// threads (StepWorkers), each request's sampler, text and counters on one
+// thread at a time; events are still emitted, in order, by the engine thread.
 //
 // Testing hook (not API): fault injection, read from the environment when
 // the engine is made, so that tests can drive the failure path (fail_all)
