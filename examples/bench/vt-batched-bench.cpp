@@ -22,8 +22,8 @@
 // cost of sampling is part of the step): none (the engine's own argmax, the
 // default), greedy (a vt_sampler greedy chain), topk (top_k 40, top_p 0.9,
 // temp 0.7, dist), penalty (repetition/frequency/presence penalties, then
-// topk's chain), temp (temp 1.0 and dist over the whole vocabulary: an
-// OpenAI request with the default top_p). dist seeds differ per request.
+// topk's chain), topp (top_p 0.9, temp 0.7, dist), temp (temp 1.0 and
+// dist over the whole vocabulary: vt-server's defaults). dist seeds differ per request.
 // Each (B) runs -r times after one untimed warmup of the smallest B; the
 // table shows medians.
 #include <CLI/CLI.hpp>
@@ -119,6 +119,10 @@ struct Bench {
         auto add = [&](vt_status st) { bad = bad || failed(st, "vt_sampler_add"); };
         if (o.sampler == "greedy") {
             add(vt_sampler_add_greedy(s));
+        } else if (o.sampler == "topp") {
+            add(vt_sampler_add_top_p(s, 0.9f, 1));
+            add(vt_sampler_add_temp(s, 0.7f));
+            add(vt_sampler_add_dist(s, seed));
         } else if (o.sampler == "temp") {
             add(vt_sampler_add_temp(s, 1.0f));
             add(vt_sampler_add_dist(s, seed));
@@ -313,8 +317,8 @@ int main(int argc, char **argv) {
     app.add_option("-b,--batch", o.n_batch, "most tokens per step (n_batch)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
     app.add_option("-r,--repetitions", o.reps, "timed repetitions of each B (the median is shown)")
         ->capture_default_str()->check(CLI::Range(1, 1000));
-    app.add_option("--sampler", o.sampler, "each request's sampler: none, greedy, topk, penalty, temp")
-        ->capture_default_str()->check(CLI::IsMember({"none", "greedy", "topk", "penalty", "temp"}));
+    app.add_option("--sampler", o.sampler, "each request's sampler: none, greedy, topk, penalty, topp, temp")
+        ->capture_default_str()->check(CLI::IsMember({"none", "greedy", "topk", "penalty", "topp", "temp"}));
     app.add_flag("--skip-pp", o.skip_pp, "run only the tg phase (for profiling decode)");
     app.add_flag("--json", o.json, "print one JSON object instead of the table");
     try {

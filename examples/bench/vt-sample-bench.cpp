@@ -12,8 +12,9 @@
 // builds that sample the same tokens. cpu ms/step is the thread's CPU time
 // (clock_gettime), steadier than the wall time on a shared machine. Configs: greedy; topk (top_k 40,
 // top_p 0.9, temp 0.7, dist); penalty (repetition 1.1, frequency and
-// presence 0.2, then topk's chain); temp (temp 1.0 and dist over the whole
-// vocabulary).
+// presence 0.2, then topk's chain); topp (top_p 0.9, temp 0.7, dist: the
+// nucleus over the whole vocabulary); temp (temp 1.0 and dist over the
+// whole vocabulary: vt-server's defaults).
 #include <CLI/CLI.hpp>
 
 #include <time.h>
@@ -50,6 +51,10 @@ vt_sampler *make(const std::string &kind, uint32_t seed) {
     auto add = [&](vt_status st) { bad = bad || failed(st, "vt_sampler_add"); };
     if (kind == "greedy") {
         add(vt_sampler_add_greedy(s));
+    } else if (kind == "topp") {
+        add(vt_sampler_add_top_p(s, 0.9f, 1));
+        add(vt_sampler_add_temp(s, 0.7f));
+        add(vt_sampler_add_dist(s, seed));
     } else if (kind == "temp") {
         add(vt_sampler_add_temp(s, 1.0f));
         add(vt_sampler_add_dist(s, seed));
@@ -124,7 +129,7 @@ int main(int argc, char **argv) {
     std::printf("| %4s | %-8s | %12s | %12s | %16s |\n", "B", "sampler", "ms/step", "cpu ms/step", "checksum");
     std::printf("| ---: | :--- | ---: | ---: | ---: |\n");
     for (int B : n_parallel) {
-        for (const char *kind : {"greedy", "topk", "penalty", "temp"}) {
+        for (const char *kind : {"greedy", "topk", "penalty", "topp", "temp"}) {
             std::vector<vt_sampler *> s((size_t)B);
             for (int i = 0; i < B; ++i)
                 if (!(s[(size_t)i] = make(kind, (uint32_t)i))) return 1;
