@@ -300,12 +300,16 @@ void Sampler::run_top_p(float p, size_t min_keep) {
     if (p >= 1.0f || n_ == 0) return;
     float max = -std::numeric_limits<float>::infinity();
     for (size_t i = 0; i < n_; ++i) max = std::max(max, cands_[i].logit);
+    if (weights_.size() < n_) weights_.resize(std::max(n_, cands_.size()));
+    float *w = weights_.data();
     double sum = 0.0;
-    for (size_t i = 0; i < n_; ++i) sum += rel_exp(cands_[i].logit, max);
+    for (size_t i = 0; i < n_; ++i) {
+        w[i] = rel_exp(cands_[i].logit, max);
+        sum += w[i];
+    }
     const double target = (double)p * sum;
 
-    size_t m = sorted_ ? n_ : std::min(n_, kTopPPrefix);
-    sort_prefix(m);
+    size_t m = sorted_ ? n_ : nucleus_prefix(max, target);
     double cum = 0.0;
     size_t keep = n_;
     for (size_t i = 0; i < n_; ++i) {
@@ -325,6 +329,49 @@ void Sampler::run_top_p(float p, size_t min_keep) {
     // (rounding, or min_keep > n) after sorting everything: sorted either way.
     n_ = keep;
     sorted_ = true;
+}
+
+// Sorts a prefix of the candidates that holds the m best, in order, and
+// returns m: the kTopPPrefix best for short lists; for long ones, every
+// candidate in the logit buckets (below the maximum) whose weights (the
+// first n_ of weights_) reach the target, and one bucket more against
+// rounding. A bucket is a range of logits, so those candidates are the m
+// best, whatever order the partition leaves them in before the sort.
+size_t Sampler::nucleus_prefix(float max, double target) {
+    constexpr int kBuckets = 512;
+    constexpr float kPerLogit = 8.0f;  // buckets of 1/8 logit, 64 logits below the maximum
+    const size_t prefix = std::min(n_, kTopPPrefix);
+    if (n_ <= 4 * kTopPPrefix || !std::isfinite(max)) {
+        sort_prefix(prefix);
+        return prefix;
+    }
+    // Monotone in the logit, equal logits in one bucket; -inf in the last.
+    auto bucket = [&](float l) {
+        const float d = (max - l) * kPerLogit;
+        return d < (float)(kBuckets - 1) ? (int)d : kBuckets - 1;
+    };
+    double mass[kBuckets] = {};
+    const float *w = weights_.data();
+    for (size_t i = 0; i < n_; ++i) mass[bucket(cands_[i].logit)] += w[i];
+    const double want = target * (1.0 + 1e-9);
+    double cum = 0.0;
+    int last = kBuckets - 1;
+    for (int b = 0; b < kBuckets - 1; ++b) {
+        cum += mass[b];
+        if (cum >= want) {
+            last = std::min(b + 1, kBuckets - 2);
+            break;
+        }
+    }
+    if (last == kBuckets - 1) {  // the nucleus reaches far down: as for short lists
+        sort_prefix(prefix);
+        return prefix;
+    }
+    const auto mid = std::partition(cands_.begin(), cands_.begin() + (ptrdiff_t)n_,
+                                    [&](const SamplerCandidate &c) { return bucket(c.logit) <= last; });
+    std::sort(cands_.begin(), mid, better);
+    identity_ = false;
+    return (size_t)(mid - cands_.begin());
 }
 
 // llama.cpp min-p: keep tokens with logit >= max + log(p), i.e. probability

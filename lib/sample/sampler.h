@@ -150,6 +150,7 @@ private:
     int32_t finish();  // the final stage over the current candidates
     void apply_unmasked(const float *logits, size_t n_vocab);
     void sort_prefix(size_t m);  // makes cands[0..m) the m best, in order
+    size_t nucleus_prefix(float max, double target);  // run_top_p's sorted prefix
     size_t argmax() const;
     size_t draw();
 
@@ -170,7 +171,7 @@ private:
     std::vector<float> row_;        // the edited row
     std::vector<float> block_max_;  // per block of the row
     std::vector<float> kth_;        // block_max_ copy for nth_element
-    std::vector<float> weights_;    // dist: exp(logit - max) per candidate
+    std::vector<float> weights_;    // dist, top-p: exp(logit - max) per candidate
 };
 
 } // namespace vt

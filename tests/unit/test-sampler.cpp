@@ -3,6 +3,7 @@
 // (tests/unit comment below), chain-state errors and the no-allocation rule.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -469,4 +470,54 @@ TEST_CASE("the top-k and greedy shortcuts pick the full path's tokens", "[sample
     REQUIRE(a.apply(sparse.data(), n).size() == 5);
     REQUIRE(a.sample(sparse.data(), n) == 30000);
     REQUIRE(b.sample(sparse.data(), n) == 30000);
+}
+
+TEST_CASE("top-p over a whole vocabulary keeps the fully sorted walk's nucleus", "[sampler]") {
+    // The reference: every candidate sorted, the mass summed in id order,
+    // the walk down the sorted list (the stage's definition, above).
+    auto reference = [](const std::vector<float> &row, float p, size_t min_keep) {
+        Cands c;
+        float max = -kInf;
+        for (size_t i = 0; i < row.size(); ++i) {
+            const float l = row[i] == row[i] ? row[i] : -kInf;
+            c.emplace_back((int32_t)i, l);
+            max = std::max(max, l);
+        }
+        auto w = [&](float l) {
+            const float d = l - max;
+            return d == d ? std::exp(d) : 1.0f;
+        };
+        double sum = 0.0;
+        for (const auto &x : c) sum += w(x.second);
+        std::sort(c.begin(), c.end(), [](auto &a, auto &b) {
+            return a.second > b.second || (a.second == b.second && a.first < b.first);
+        });
+        double cum = 0.0;
+        for (size_t i = 0; i < c.size(); ++i) {
+            cum += w(c[i].second);
+            if (cum >= (double)p * sum && i + 1 >= min_keep) {
+                c.resize(i + 1);
+                break;
+            }
+        }
+        return c;
+    };
+    std::mt19937 rng(5);
+    const size_t n = 49152;
+    for (int rep = 0; rep < 12; ++rep) {
+        // Flat rows (a wide nucleus), peaked ones, and rows spread over more
+        // than the 64 logits the buckets cover.
+        std::vector<float> row = tied_row(rng, n, rep % 3 == 2);
+        const float spread = rep % 4 == 0 ? 0.1f : rep % 4 == 1 ? 1.0f : rep % 4 == 2 ? 4.0f : 9.0f;
+        for (float &x : row) x *= spread;
+        for (float p : {0.0f, 0.3f, 0.9f, 0.99f}) {
+            for (size_t min_keep : {(size_t)1, (size_t)3000}) {
+                Sampler s;
+                s.add_top_p(p, min_keep);
+                INFO("rep " << rep << " p " << p << " min_keep " << min_keep);
+                const Cands got = run(s, row);
+                REQUIRE(got == reference(row, p, min_keep));
+            }
+        }
+    }
 }
