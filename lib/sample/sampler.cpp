@@ -19,6 +19,11 @@ namespace {
 inline bool better(const SamplerCandidate &x, const SamplerCandidate &y) {
     return x.logit > y.logit || (x.logit == y.logit && x.id < y.id);
 }
+// The same order as a type, for the sorts: a function pointer would make
+// every comparison an indirect call.
+struct Better {
+    bool operator()(const SamplerCandidate &x, const SamplerCandidate &y) const { return better(x, y); }
+};
 
 // exp(l - max) with the inf - inf cases defined: equal infinities weigh 1
 // (all -inf rows are uniform; +inf logits share the mass).
@@ -276,11 +281,11 @@ void Sampler::sort_prefix(size_t m) {
     m = std::min(m, n_);
     if (sorted_) return;
     if (m == n_) {
-        std::sort(cands_.begin(), cands_.begin() + (ptrdiff_t)n_, better);
+        std::sort(cands_.begin(), cands_.begin() + (ptrdiff_t)n_, Better{});
         sorted_ = true;
     } else {
         std::partial_sort(cands_.begin(), cands_.begin() + (ptrdiff_t)m,
-                          cands_.begin() + (ptrdiff_t)n_, better);
+                          cands_.begin() + (ptrdiff_t)n_, Better{});
     }
     identity_ = false;
 }
@@ -316,7 +321,7 @@ void Sampler::run_top_p(float p, size_t min_keep) {
         if (i == m) {
             // The nucleus is wider than the sorted prefix: sort the rest
             // (the prefix already holds the m best, in order).
-            std::sort(cands_.begin() + (ptrdiff_t)m, cands_.begin() + (ptrdiff_t)n_, better);
+            std::sort(cands_.begin() + (ptrdiff_t)m, cands_.begin() + (ptrdiff_t)n_, Better{});
             m = n_;
         }
         cum += rel_exp(cands_[i].logit, max);
@@ -369,7 +374,7 @@ size_t Sampler::nucleus_prefix(float max, double target) {
     }
     const auto mid = std::partition(cands_.begin(), cands_.begin() + (ptrdiff_t)n_,
                                     [&](const SamplerCandidate &c) { return bucket(c.logit) <= last; });
-    std::sort(cands_.begin(), mid, better);
+    std::sort(cands_.begin(), mid, Better{});
     identity_ = false;
     return (size_t)(mid - cands_.begin());
 }
@@ -642,7 +647,7 @@ bool Sampler::select_top_k(const float *row, size_t n_vocab, size_t k) {
         for (size_t i = b * kBlock; i < end; ++i)
             if (row[i] >= t) cands_[m++] = {(int32_t)i, row[i]};
     }
-    std::partial_sort(cands_.begin(), cands_.begin() + (ptrdiff_t)k, cands_.begin() + (ptrdiff_t)m, better);
+    std::partial_sort(cands_.begin(), cands_.begin() + (ptrdiff_t)k, cands_.begin() + (ptrdiff_t)m, Better{});
     n_ = k;
     sorted_ = true;
     identity_ = false;
