@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -163,6 +165,18 @@ void ConnectionPool::enqueue(std::function<void()> fn) {
 }
 
 void ConnectionPool::work() {
+    pthread_setname_np(pthread_self(), "vt-conn");
+    // The cores belong to the engine's step thread and its pool. A stream's
+    // thread wakes for every token, and as a normal thread its wake-up
+    // preempted the running engine thread at once (measured at c16: about
+    // one preemption of the step thread per token, each holding up the
+    // whole step while it builds and sends a chunk). SCHED_BATCH threads
+    // never preempt on wake-up: they run when a core is free (the pool's
+    // spin-waits yield) or at the next tick. Same nice level, so they keep
+    // their CPU share. Best effort: a refusal leaves a normal thread.
+    sched_param sp{};
+    sp.sched_priority = 0;
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
         ++idle_;

@@ -117,6 +117,8 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     sched_cfg_.max_num_batched_tokens = max_batched;
     sched_cfg_.max_num_seqs = max_num_seqs;
     sched_cfg_.max_model_len = max_len;
+    sched_cfg_.prefill_tokens_beside_decodes = cfg.prefill_tokens_beside_decodes;
+    sched_cfg_.prefill_tokens_per_decode = cfg.prefill_tokens_per_decode;
     max_model_len_ = max_len;
     fail_every_ = debug_env_count("VT_DEBUG_FAIL_FORWARD");
     fail_once_ = debug_env_count("VT_DEBUG_FAIL_FORWARD_ONCE");

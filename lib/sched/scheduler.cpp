@@ -8,7 +8,8 @@ namespace vt {
 
 Scheduler::Scheduler(KvCacheManager &kv, const SchedulerConfig &cfg)
     : kv_(kv), max_batched_tokens_(cfg.max_num_batched_tokens), max_num_seqs_(cfg.max_num_seqs),
-      max_model_len_(cfg.max_model_len) {
+      max_model_len_(cfg.max_model_len), prefill_beside_decodes_(cfg.prefill_tokens_beside_decodes),
+      prefill_per_decode_(cfg.prefill_tokens_per_decode) {
     const uint64_t capacity = std::min<uint64_t>(kv.max_seq_tokens(), UINT32_MAX);
     if (max_model_len_ == 0) max_model_len_ = (uint32_t)capacity;
     if (max_batched_tokens_ == 0 || max_num_seqs_ == 0)
@@ -123,13 +124,27 @@ SchedulerOutput Scheduler::schedule() {
     process_cancels(out);
     uint32_t budget = max_batched_tokens_;
 
+    // Decode priority: the decodes among the running, and the prefill
+    // tokens the step may compute beside them.
+    uint32_t decodes_left = 0;
+    for (SeqId id : running_) decodes_left += decoding(seqs_.at(id));
+    uint32_t prefill_left = UINT32_MAX;
+    if (decodes_left > 0 && (prefill_beside_decodes_ || prefill_per_decode_))
+        prefill_left = std::max<uint32_t>(prefill_beside_decodes_,
+                                          (uint32_t)std::min<uint64_t>((uint64_t)prefill_per_decode_ * decodes_left,
+                                                                       UINT32_MAX));
+    // The prefill tokens a step may take now: within the cap, and leaving a
+    // token for every decode not yet scheduled.
+    auto prefill_room = [&] { return std::min(prefill_left, budget > decodes_left ? budget - decodes_left : 0u); };
+
     // Running sequences first, oldest first; the newest give way when the
     // pool runs dry. Victims come from the back, which is not scheduled yet.
     for (size_t i = 0; i < running_.size() && budget > 0;) {
         SeqId id = running_[i];
         Seq &s = seqs_.at(id);
-        uint32_t n = std::min<uint32_t>((uint32_t)s.tokens.size() - s.num_computed, budget);
-        if (n == 0) {  // its sampled token is not in yet (schedule() twice without update())
+        const bool decode = decoding(s);
+        uint32_t n = std::min<uint32_t>((uint32_t)s.tokens.size() - s.num_computed, decode ? budget : prefill_room());
+        if (n == 0) {  // its sampled token is not in yet (schedule() twice without update()), or no prefill room
             ++i;
             continue;
         }
@@ -141,10 +156,13 @@ SchedulerOutput Scheduler::schedule() {
             }
             SeqId victim = running_.back();
             running_.pop_back();
+            if (decoding(seqs_.at(victim))) --decodes_left;  // it needs no token this step any more
             preempt(victim, out);
             if (victim == id) break;
         }
         if (!scheduled) break;  // it preempted itself: everything after it is gone too
+        if (decode) --decodes_left;
+        else prefill_left -= prefill_left == UINT32_MAX ? 0 : n;
         emit(id, s, n, out);
         budget -= n;
         ++i;
@@ -152,17 +170,18 @@ SchedulerOutput Scheduler::schedule() {
 
     // Then waiting sequences, first come first served; a step that had to
     // preempt admits nobody, or the victims would be readmitted at once.
-    while (out.preempted.empty() && !waiting_.empty() && budget > 0 && running_.size() < max_num_seqs_) {
+    while (out.preempted.empty() && !waiting_.empty() && prefill_room() > 0 && running_.size() < max_num_seqs_) {
         SeqId id = waiting_.front();
         Seq &s = seqs_.at(id);
         PrefixHit hit = s.read_prefix_cache ? kv_.find_prefix(s.tokens, s.cache_key) : PrefixHit{};
-        uint32_t n = std::min<uint32_t>((uint32_t)s.tokens.size() - hit.num_tokens, budget);
+        uint32_t n = std::min<uint32_t>((uint32_t)s.tokens.size() - hit.num_tokens, prefill_room());
         if (!kv_.allocate(id, s.tokens, hit.num_tokens, n, hit, s.cache_key)) break;
         waiting_.pop_front();
         running_.push_back(id);
         s.num_computed = hit.num_tokens;
         emit(id, s, n, out);
         budget -= n;
+        prefill_left -= prefill_left == UINT32_MAX ? 0 : n;
     }
     return out;
 }

@@ -17,6 +17,19 @@
 // sequences are then admitted first come, first served, while budget, the
 // sequence cap and blocks last; none are admitted in a step that preempted.
 //
+// Decode priority (vLLM's long_prefill_token_threshold, in spirit). A step
+// runs as long as its slowest part: were it to compute a whole 512-token
+// prompt chunk beside the running decodes, every running sequence's next
+// token would wait for that chunk. So while any running sequence decodes
+// (all its tokens but the last sampled one are computed), the step's
+// prefill tokens (prompt chunks, recomputes after preemption, admissions)
+// are capped at max(prefill_tokens_beside_decodes, prefill_tokens_per_decode
+// * decodes): the chunk grows with the decode batch, whose own step time
+// grows with it, so a prompt slows each decode step by a bounded factor and
+// still moves on every step. Decodes are never held back for prefill: the
+// budget a prefill takes leaves room for every decode after it. With no
+// decode running, prompts get the whole budget (an idle server's TTFT).
+//
 // Pure bookkeeping: no tensors. Thread-safety: cancel() may be called from
 // any thread; everything else belongs to the engine's thread.
 #pragma once
@@ -36,6 +49,11 @@ struct SchedulerConfig {
     uint32_t max_num_batched_tokens = 2048;  // token budget of one step
     uint32_t max_num_seqs = 256;             // running sequences at most
     uint32_t max_model_len = 0;              // tokens per sequence; 0: all the KV blocks
+    // Decode priority (above): prefill tokens of a step that decodes are at
+    // most max(prefill_tokens_beside_decodes, prefill_tokens_per_decode *
+    // decodes). 0 and 0: no cap, prompts share the whole budget.
+    uint32_t prefill_tokens_beside_decodes = 0;
+    uint32_t prefill_tokens_per_decode = 0;
 };
 
 // One sequence's share of a step.
@@ -139,7 +157,13 @@ private:
     void process_cancels(SchedulerOutput &out);
 
     KvCacheManager &kv_;
+    // Whether s is a decode: only its last sampled token is not computed.
+    static bool decoding(const Seq &s) {
+        return s.tokens.size() > s.num_prompt && s.tokens.size() - s.num_computed == 1;
+    }
+
     uint32_t max_batched_tokens_, max_num_seqs_, max_model_len_;
+    uint32_t prefill_beside_decodes_, prefill_per_decode_;
     std::unordered_map<SeqId, Seq> seqs_;
     std::deque<SeqId> waiting_;
     std::vector<SeqId> running_;  // admission order: the back is preempted first

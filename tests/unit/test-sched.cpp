@@ -31,12 +31,24 @@ KvCacheConfig kv_cfg(uint32_t num_blocks) {
     return c;
 }
 
-SchedulerConfig sched_cfg(uint32_t budget, uint32_t max_seqs = 8, uint32_t max_len = 0) {
+SchedulerConfig sched_cfg(uint32_t budget, uint32_t max_seqs = 8, uint32_t max_len = 0, uint32_t prefill_floor = 0,
+                          uint32_t prefill_per_decode = 0) {
     SchedulerConfig c;
     c.max_num_batched_tokens = budget;
     c.max_num_seqs = max_seqs;
     c.max_model_len = max_len;
+    c.prefill_tokens_beside_decodes = prefill_floor;
+    c.prefill_tokens_per_decode = prefill_per_decode;
     return c;
+}
+
+// Prompt (not decode) tokens of a step: every sequence scheduled for more
+// than one token, or for one that is not its first sampled one.
+uint32_t prefill_tokens(const SchedulerOutput &o, const std::vector<SeqId> &decodes) {
+    uint32_t n = 0;
+    for (const ScheduledSeq &q : o.seqs)
+        if (std::find(decodes.begin(), decodes.end(), q.id) == decodes.end()) n += q.n_tokens;
+    return n;
 }
 
 Toks prompt(size_t n, int32_t first) {
@@ -118,6 +130,70 @@ TEST_CASE("the token budget splits long prompts into chunks beside decodes", "[s
     CHECK(o.seqs[1].needs_logits);
     CHECK(o.tokens == Toks{1001, 104, 105});
     CHECK(o.positions == Toks{20, 4, 5});
+    finish_step(s, o);
+    s.check();
+    drain(s, kv);
+}
+
+TEST_CASE("while sequences decode, a step's prompt tokens are capped (decode priority)", "[sched]") {
+    // Budget 64; beside decodes at most max(6, 2 per decode) prompt tokens.
+    KvCacheManager kv(kv_cfg(256));
+    Scheduler s(kv, sched_cfg(64, 16, 0, 6, 2));
+    s.add(1, prompt(20, 0), 100);
+    s.add(2, prompt(30, 100), 100);
+
+    // Nobody decodes yet: the prompts share the whole budget.
+    SchedulerOutput o = s.schedule();
+    REQUIRE(o.seqs.size() == 2);
+    CHECK(o.seqs[0].n_tokens == 20);
+    CHECK(o.seqs[1].n_tokens == 30);
+    finish_step(s, o);
+
+    // Two decodes: a new 40-token prompt gets max(6, 2 * 2) = 6 tokens a
+    // step, not the 62 the budget has left.
+    s.add(3, prompt(40, 200), 100);
+    o = s.schedule();
+    REQUIRE(o.seqs.size() == 3);
+    CHECK(o.seqs[0].n_tokens == 1);
+    CHECK(o.seqs[1].n_tokens == 1);
+    CHECK(o.seqs[2].id == 3);
+    CHECK(o.seqs[2].n_tokens == 6);
+    CHECK(o.positions == Toks{20, 30, 0, 1, 2, 3, 4, 5});
+    finish_step(s, o);
+
+    // The cap is the step's, shared by a running chunk and admissions: seq
+    // 3 continues (6 tokens), seq 4 waits.
+    s.add(4, prompt(5, 300), 100);
+    o = s.schedule();
+    REQUIRE(o.seqs.size() == 3);
+    CHECK(o.seqs[2].id == 3);
+    CHECK(o.seqs[2].start_pos == 6);
+    CHECK(o.seqs[2].n_tokens == 6);
+    CHECK(prefill_tokens(o, {1, 2}) == 6);
+    finish_step(s, o);
+    s.check();
+
+    // More decodes, a larger cap: 2 per decode. Seq 3's prompt, then seq
+    // 4's and five one-token prompts run to their first token, every step
+    // capped by the decodes it started with...
+    for (SeqId id = 5; id <= 9; ++id) s.add(id, prompt(1, (int32_t)(400 + id)), 100);
+    std::vector<SeqId> decodes = {1, 2};
+    for (int step = 0; step < 30 && decodes.size() < 9; ++step) {
+        o = s.schedule();
+        CHECK(prefill_tokens(o, decodes) <= std::max<uint32_t>(6, 2 * (uint32_t)decodes.size()));
+        for (const ScheduledSeq &q : o.seqs)
+            if (q.needs_logits && !std::count(decodes.begin(), decodes.end(), q.id)) decodes.push_back(q.id);
+        finish_step(s, o);
+    }
+    REQUIRE(decodes.size() == 9);
+    // ...then with 9 decodes a 40-token prompt gets max(6, 2 * 9) = 18.
+    s.add(10, prompt(40, 500), 100);
+    o = s.schedule();
+    REQUIRE(o.seqs.size() == 10);
+    CHECK(prefill_tokens(o, decodes) == 18);
+    CHECK(o.seqs.back().id == 10);
+    CHECK(o.seqs.back().n_tokens == 18);
+    for (size_t i = 0; i + 1 < o.seqs.size(); ++i) CHECK(o.seqs[i].n_tokens == 1);
     finish_step(s, o);
     s.check();
     drain(s, kv);
@@ -354,9 +430,14 @@ uint64_t prefix_print(const Toks &t, size_t p) {
 } // namespace
 
 TEST_CASE("random traffic keeps every invariant and every read slot right", "[sched][stress]") {
-    const uint32_t num_blocks = 24;
+    // Without and with decode priority (a cap of max(3, 1 per decode)),
+    // which fills the pool slower: it gets fewer blocks, to preempt too.
+    const bool capped = GENERATE(false, true);
+    CAPTURE(capped);
+    const uint32_t num_blocks = capped ? 16 : 24;
     KvCacheManager kv(kv_cfg(num_blocks));
-    Scheduler s(kv, sched_cfg(16, 6, 40));
+    Scheduler s(kv, sched_cfg(16, 6, 40, capped ? 3 : 0, capped ? 1 : 0));
+    std::vector<SeqId> decodes;  // sampled in the last step and still running: they decode next
     std::mt19937 rng(42);
     std::vector<uint64_t> slots(num_blocks * kBlock, 0);  // what the runner would have written
     std::map<SeqId, Toks> known;  // our copy of every live sequence's tokens
@@ -388,6 +469,21 @@ TEST_CASE("random traffic keeps every invariant and every read slot right", "[sc
         }
         REQUIRE(o.num_tokens() <= 16);
         REQUIRE(o.seqs.size() <= 6);
+        // Every decode that was not cancelled or preempted runs (the budget
+        // covers max_num_seqs), and with the cap, prompts stay under it.
+        for (SeqId id : decodes) {
+            if (std::count(o.cancelled.begin(), o.cancelled.end(), id) ||
+                std::count(o.preempted.begin(), o.preempted.end(), id))
+                continue;
+            auto q = std::find_if(o.seqs.begin(), o.seqs.end(), [&](const ScheduledSeq &x) { return x.id == id; });
+            REQUIRE(q != o.seqs.end());
+            REQUIRE(q->n_tokens == 1);
+        }
+        std::vector<SeqId> live;  // decodes the step's cancels left: the scheduler's count
+        for (SeqId id : decodes)
+            if (!std::count(o.cancelled.begin(), o.cancelled.end(), id)) live.push_back(id);
+        if (capped && !live.empty())
+            REQUIRE(prefill_tokens(o, live) <= std::max<uint32_t>(3, (uint32_t)live.size()));
         // Write every scheduled token's slot first (the runner's contract),
         // then check that each sequence would read its own prefix.
         for (const ScheduledSeq &q : o.seqs) {
@@ -414,8 +510,11 @@ TEST_CASE("random traffic keeps every invariant and every read slot right", "[sc
                 known.at(q.id).push_back(tok);
                 sampled.push_back({q.id, tok, rng() % 20 == 0});
             }
+        decodes.clear();
+        for (const SampledToken &t : sampled) decodes.push_back(t.id);
         for (const FinishedSeq &f : s.update(o, sampled)) {
             REQUIRE(known.erase(f.id) == 1);
+            decodes.erase(std::find(decodes.begin(), decodes.end(), f.id));
             ++n_finished;
         }
         s.check();
