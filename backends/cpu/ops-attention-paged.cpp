@@ -110,6 +110,13 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
                 round_query(q, qf + i * hd, p16, hd);
             }
             // Scores of keys key0 .. n_keys - 1 into pf (row i at i * ps, key j at j - key0).
+            // This head's K rows of every block (hd rows of bs f16, contiguous):
+            // the blocks lie anywhere in the pool, where no hardware
+            // prefetcher follows, and a decode reads each only once.
+            for (int64_t b = b0; b < b1; ++b)
+                prefetch_rows(static_cast<const uint8_t *>(kc->data) + (size_t)table[b] * kc->nb[2] +
+                                  (size_t)(hk * hd) * kc->nb[1],
+                              1, 0, (size_t)(hd * kc->nb[1]));
             block_scores(kern, kc, table, hk, qf, nq, hd, key0, n_keys, b0, b1, pf, ps);
             // Softmax per query over its own window; probabilities rounded to
             // f16 and back, zero outside it.
@@ -120,6 +127,11 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
                 const uint16_t *v = reinterpret_cast<const uint16_t *>(vbase + (size_t)(table[b] * bs + (j0 - b * bs)) *
                                                                                    vc->nb[1]) +
                                     hk * hd;
+                // The next block's rows of this head: a pool's blocks lie
+                // anywhere, so the hardware prefetchers cannot see them coming.
+                if (b + 1 < b1)
+                    prefetch_rows(vbase + (size_t)table[b + 1] * bs * vc->nb[1] + (size_t)hk * hd * 2, bs, vc->nb[1],
+                                  (size_t)hd * 2);
                 kern.attn_values(pf + (j0 - key0), (size_t)ps, nq, j1 - j0, v, vs, hd, outs, b > b0);
             }
         }

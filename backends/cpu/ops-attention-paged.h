@@ -149,6 +149,12 @@ inline void block_scores(const quant::Kernels &kern, const Tensor *kc, const int
     }
 }
 
+// Asks the cache for n rows of `bytes` bytes, `stride` apart, from p.
+inline void prefetch_rows(const uint8_t *p, int64_t n, size_t stride, size_t bytes) {
+    for (int64_t r = 0; r < n; ++r)
+        for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + (size_t)r * stride + o);
+}
+
 // A query row rounded to f16 and back (llama.cpp's f16 Q), through p16.
 inline void round_query(const float *q, float *qf, uint16_t *p16, int64_t hd) {
     to_f16(q, p16, hd);
