@@ -3,7 +3,9 @@
  * A context can run many requests at once: each is submitted with its prompt
  * tokens, sampler and stop conditions, and every vt_context_step() is one
  * forward pass over a batch that mixes prompt chunks and one decode token of
- * each running request (chunked prefill under a token budget, as in vLLM).
+ * each running request (chunked prefill under a token budget, as in vLLM;
+ * while requests decode, a step's prompt tokens are capped at max(16, 6 per
+ * decoding request), so a prompt chunk never stalls the running requests).
  * KV memory is a pool of fixed-size blocks sized from
  * vt_context_params.kv_cache_bytes; full blocks are shared between requests
  * through a prefix cache (chained XXH3 hashes of the token ids), unused cached
