@@ -21,8 +21,10 @@
 // one sequence): all queries of the run's tokens x the group's heads share
 // each K and V load. Keys transposed put 16 keys in a register and V rows 16
 // dimensions, so neither product needs a horizontal sum (Kernels::
-// attn_scores / attn_values, run block by block; the values chain continues
-// across blocks, so a block boundary changes no bit).
+// attn_scores over a batch of blocks, several key vectors in flight for a
+// decode's few queries; attn_values block by block, its chain continuing
+// across blocks, so a block boundary changes no bit). Blocks lie anywhere in
+// the pool, so their rows are prefetched ahead of each product.
 //
 // Latent mode (src2 and src4 null, DeepSeek MLA: values read from the K
 // pool) is ops-attention-latent.cpp; both share ops-attention-paged.h.
@@ -109,7 +111,6 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
                 const float *q = static_cast<const float *>(n.src[0]->data) + ((t0 + i / G) * s.n_head + hk * G + i % G) * hd;
                 round_query(q, qf + i * hd, p16, hd);
             }
-            // Scores of keys key0 .. n_keys - 1 into pf (row i at i * ps, key j at j - key0).
             // This head's K rows of every block (hd rows of bs f16, contiguous):
             // the blocks lie anywhere in the pool, where no hardware
             // prefetcher follows, and a decode reads each only once.
@@ -117,6 +118,7 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
                 prefetch_rows(static_cast<const uint8_t *>(kc->data) + (size_t)table[b] * kc->nb[2] +
                                   (size_t)(hk * hd) * kc->nb[1],
                               1, 0, (size_t)(hd * kc->nb[1]));
+            // Scores of keys key0 .. n_keys - 1 into pf (row i at i * ps, key j at j - key0).
             block_scores(kern, kc, table, hk, qf, nq, hd, key0, n_keys, b0, b1, pf, ps);
             // Softmax per query over its own window; probabilities rounded to
             // f16 and back, zero outside it.
