@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "vt/vt.h"
+#include "bench-samplers.h"
 
 namespace {
 
@@ -113,32 +114,8 @@ struct Bench {
     bool make_sampler(uint32_t seed, vt_sampler *&out) {
         out = nullptr;
         if (o.sampler == "none") return true;
-        vt_sampler *s = nullptr;
-        if (failed(vt_sampler_create(&s), "vt_sampler_create")) return false;
-        bool bad = false;
-        auto add = [&](vt_status st) { bad = bad || failed(st, "vt_sampler_add"); };
-        if (o.sampler == "greedy") {
-            add(vt_sampler_add_greedy(s));
-        } else if (o.sampler == "topp") {
-            add(vt_sampler_add_top_p(s, 0.9f, 1));
-            add(vt_sampler_add_temp(s, 0.7f));
-            add(vt_sampler_add_dist(s, seed));
-        } else if (o.sampler == "temp") {
-            add(vt_sampler_add_temp(s, 1.0f));
-            add(vt_sampler_add_dist(s, seed));
-        } else {
-            if (o.sampler == "penalty") add(vt_sampler_add_penalties(s, -1, 1.1f, 0.2f, 0.2f));
-            add(vt_sampler_add_top_k(s, 40));
-            add(vt_sampler_add_top_p(s, 0.9f, 1));
-            add(vt_sampler_add_temp(s, 0.7f));
-            add(vt_sampler_add_dist(s, seed));
-        }
-        if (bad) {
-            vt_sampler_destroy(s);
-            return false;
-        }
-        out = s;
-        return true;
+        out = vt_examples::make_bench_sampler("vt-batched-bench", o.sampler, seed);
+        return out != nullptr;
     }
 
     bool submit(vt_context *ctx, const std::vector<std::vector<vt_token>> &ps, uint32_t max_tokens,

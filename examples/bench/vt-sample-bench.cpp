@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "vt/vt.h"
+#include "bench-samplers.h"
 
 namespace {
 
@@ -45,31 +46,7 @@ bool failed(vt_status s, const char *what) {
 }
 
 vt_sampler *make(const std::string &kind, uint32_t seed) {
-    vt_sampler *s = nullptr;
-    if (failed(vt_sampler_create(&s), "vt_sampler_create")) return nullptr;
-    bool bad = false;
-    auto add = [&](vt_status st) { bad = bad || failed(st, "vt_sampler_add"); };
-    if (kind == "greedy") {
-        add(vt_sampler_add_greedy(s));
-    } else if (kind == "topp") {
-        add(vt_sampler_add_top_p(s, 0.9f, 1));
-        add(vt_sampler_add_temp(s, 0.7f));
-        add(vt_sampler_add_dist(s, seed));
-    } else if (kind == "temp") {
-        add(vt_sampler_add_temp(s, 1.0f));
-        add(vt_sampler_add_dist(s, seed));
-    } else {
-        if (kind == "penalty") add(vt_sampler_add_penalties(s, -1, 1.1f, 0.2f, 0.2f));
-        add(vt_sampler_add_top_k(s, 40));
-        add(vt_sampler_add_top_p(s, 0.9f, 1));
-        add(vt_sampler_add_temp(s, 0.7f));
-        add(vt_sampler_add_dist(s, seed));
-    }
-    if (bad) {
-        vt_sampler_destroy(s);
-        return nullptr;
-    }
-    return s;
+    return vt_examples::make_bench_sampler("vt-sample-bench", kind, seed);
 }
 
 } // namespace

@@ -551,15 +551,18 @@ TEST_CASE("engine: bad requests are refused and queue nothing", "[tiny]") {
     CHECK(untouched == 0xABABABABu);
 }
 
+// Prompts of the SmolLM2 tests: short, each continuing differently.
+const char *const kSmolPrompts[8] = {"The capital of France is", "Once upon a time", "def fibonacci(n):",
+                                     "The three primary colors are", "1, 2, 3, 4,", "Water boils at",
+                                     "The quick brown fox", "In 1492, Columbus"};
+
 TEST_CASE("engine: SmolLM2 greedy follows the single-sequence path and batches exactly", "[model]") {
     const auto path = vt::test::default_model();
     if (path.empty()) {
         VT_SKIP(vt::test::default_model_hint());
     }
     ModelPtr m = load_model(path.string());
-    const char *texts[] = {"The capital of France is", "Once upon a time", "def fibonacci(n):",
-                           "The three primary colors are", "1, 2, 3, 4,", "Water boils at",
-                           "The quick brown fox", "In 1492, Columbus"};
+    const auto &texts = kSmolPrompts;
     std::vector<Request> reqs;
     for (const char *t : texts) {
         Request r;
@@ -628,9 +631,7 @@ TEST_CASE("engine: SmolLM2 seeded sampler chains give the same tokens alone and 
         VT_SKIP(vt::test::default_model_hint());
     }
     ModelPtr m = load_model(path.string());
-    const char *texts[] = {"The capital of France is", "Once upon a time", "def fibonacci(n):",
-                           "The three primary colors are", "1, 2, 3, 4,", "Water boils at",
-                           "The quick brown fox", "In 1492, Columbus"};
+    const auto &texts = kSmolPrompts;
     std::vector<Request> reqs;
     for (int i = 0; i < 16; ++i) {
         Request r;
