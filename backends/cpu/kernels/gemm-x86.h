@@ -28,13 +28,17 @@
 namespace vt::quant::x86 {
 namespace {
 
-// Decode reads every weight once, from memory, in the order the _X16 tiles
-// walk it (one group after another, block by block). The hardware
-// prefetchers alone kept those tiles at 13 (Q4_K) to 24 GB/s on 1 thread,
-// where vt-membw reads 33; a decode tile that asks for each block's bytes
-// kStreamAhead further on as it reaches the block streams 33-40 (perf-matmul,
-// 1 token, 131072 x 2048: Q4_K 12.9 -> 38.7, Q4_0 20.6 -> 37.4, Q8_0 23.8 ->
-// 33.7 GB/s; 2, 16 and 32 KB ahead about the same, 1 KB too short).
+// Decode and small batches read every weight once per step, from memory, in
+// the order the _X16 tiles walk it (one group after another, block by
+// block). The hardware prefetchers alone kept those tiles at 13 (Q4_K) to 24
+// GB/s on 1 thread, where vt-membw reads 33-38; a tile that asks for each
+// block's bytes kStreamAhead further on as it reaches the block streams 33-40
+// (perf-matmul, 1 token, 131072 x 2048: Q4_K 12.9 -> 38.7, Q4_0 20.6 ->
+// 37.4, Q8_0 23.8 -> 33.7 GB/s; 4 and 16 KB ahead about the same, 1 and 2 KB
+// too short, 32 KB slower in the model). Token tiles ask too: the first tile
+// of a group streams it as decode does (SmolLM2 Q4_1, 2 threads, 4 sequences:
+// 767-848 -> 1003-1058 tok/s), the others find the lines in cache, and
+// prefill lost nothing (pp512 the same within noise).
 constexpr size_t kStreamAhead = 8192;
 template <size_t Bytes>
 static inline void prefetch_ahead(const uint8_t *at) {
