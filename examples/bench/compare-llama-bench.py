@@ -18,7 +18,8 @@ compares runs made in the same state.
 
     roofline t/s = read bandwidth (vt-membw, same thread count, the best of
                    the readings taken just before and just after that row's
-                   runs) / weight bytes read per token
+                   runs; each reading the better of a plain and a software-
+                   prefetching reader) / weight bytes read per token
 
 The bandwidth is read next to each row, not once per run, because a VM's
 bandwidth can change within a run: on the 2-vCPU VM this was developed on,
