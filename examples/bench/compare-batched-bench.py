@@ -165,14 +165,21 @@ def main() -> int:
     vt512, ll512 = med(pp512["vt"]), med(pp512["llama"])
     print(f"\n{model.name}, {a.threads} threads, P={a.npp}, N={a.ntg}, median of {a.repetitions}; "
           f"pp512 (1 sequence): vt {fmt(vt512)}, llama.cpp {fmt(ll512)} t/s ({ratio(vt512, ll512)})\n")
-    print("| B | vt pp t/s | llama.cpp pp t/s | pp ratio | vt tg t/s | llama.cpp tg t/s | tg ratio | vt tg / vt pp512 |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| B | vt pp t/s | llama.cpp pp t/s | pp ratio | vt tg t/s | llama.cpp tg t/s | tg ratio | vt tg / vt pp512 "
+          "| per round |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     rows = []
     for b in bs:
         vp, vg, lp, lg = med(vt[b]["pp"]), med(vt[b]["tg"]), med(ll[b]["pp"]), med(ll[b]["tg"])
         share = f"{100 * vg / vt512:.0f}%" if vg and vt512 else "-"
-        print(f"| {b} | {fmt(vp)} | {fmt(lp)} | {ratio(vp, lp)} | {fmt(vg)} | {fmt(lg)} | {ratio(vg, lg)} | {share} |")
-        rows.append({"B": b, "vt": vt[b], "llama": ll[b], "vt_pp": vp, "vt_tg": vg, "llama_pp": lp, "llama_tg": lg})
+        # The share within each repetition (its pp512 and its tg ran minutes
+        # apart at most): the spread says how much the machine moved.
+        rounds = sorted(100 * g / p for g, p in zip(vt[b]["tg"], pp512["vt"]) if p)
+        spread = f"{rounds[0]:.0f}-{rounds[-1]:.0f}%" if rounds else "-"
+        print(f"| {b} | {fmt(vp)} | {fmt(lp)} | {ratio(vp, lp)} | {fmt(vg)} | {fmt(lg)} | {ratio(vg, lg)} | {share} "
+              f"| {spread} |")
+        rows.append({"B": b, "vt": vt[b], "llama": ll[b], "vt_pp": vp, "vt_tg": vg, "llama_pp": lp, "llama_tg": lg,
+                     "vt_tg_share_per_round": rounds})
     if a.json:
         print(json.dumps({"model": str(model), "threads": a.threads, "npp": a.npp, "ntg": a.ntg,
                           "pp512": pp512, "rows": rows}))
