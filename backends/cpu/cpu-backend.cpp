@@ -139,12 +139,16 @@ vt_status stream_compute(vt_stream *s, const Node *nodes, int n_nodes) {
     auto *be = static_cast<CpuBackend *>(s->context);
     int nth = be->pool->size();
     size_t need = 0;
+    // acts_ready holds, until acts_converted_before rewrites it, whether each
+    // node uses the scratch.
+    be->acts_ready.resize((size_t)n_nodes);
     for (int i = 0; i < n_nodes; ++i) {
         if (!supports(nodes[i])) {
             VT_LOG_ERROR("cpu backend: unsupported node %d (%s)", i, op_name(nodes[i].op));
             return VT_ERR_UNSUPPORTED;
         }
         size_t w = work_size(nodes[i], nth);
+        be->acts_ready[(size_t)i] = w > 0;
         if (w > need) need = w;
     }
     if (need > be->wsize) {
@@ -159,8 +163,7 @@ vt_status stream_compute(vt_stream *s, const Node *nodes, int n_nodes) {
         if (!be->wdata) return VT_ERR_OUT_OF_MEMORY;
         be->wsize = size;
     }
-    be->acts_ready.resize((size_t)n_nodes);
-    acts_converted_before(nodes, n_nodes, nth, be->acts_ready.data());
+    acts_converted_before(nodes, n_nodes, be->acts_ready.data());
     GraphJob job{be, nodes, n_nodes, be->acts_ready.data()};
     be->pool->run(graph_job, &job);
     return VT_OK;
