@@ -28,7 +28,7 @@ struct CpuBackend {
     std::unique_ptr<ThreadPool> pool;
     uint8_t *wdata = nullptr;  // grows to the largest work size seen, then stays
     size_t wsize = 0;
-    std::vector<uint8_t> acts_ready;  // per node of the graph being computed
+    std::vector<uint8_t> uses_scratch, acts_ready;  // per node of the graph being computed
 };
 
 struct GraphJob {
@@ -139,8 +139,7 @@ vt_status stream_compute(vt_stream *s, const Node *nodes, int n_nodes) {
     auto *be = static_cast<CpuBackend *>(s->context);
     int nth = be->pool->size();
     size_t need = 0;
-    // acts_ready holds, until acts_converted_before rewrites it, whether each
-    // node uses the scratch.
+    be->uses_scratch.resize((size_t)n_nodes);
     be->acts_ready.resize((size_t)n_nodes);
     for (int i = 0; i < n_nodes; ++i) {
         if (!supports(nodes[i])) {
@@ -148,7 +147,7 @@ vt_status stream_compute(vt_stream *s, const Node *nodes, int n_nodes) {
             return VT_ERR_UNSUPPORTED;
         }
         size_t w = work_size(nodes[i], nth);
-        be->acts_ready[(size_t)i] = w > 0;
+        be->uses_scratch[(size_t)i] = w > 0;
         if (w > need) need = w;
     }
     if (need > be->wsize) {
@@ -163,7 +162,7 @@ vt_status stream_compute(vt_stream *s, const Node *nodes, int n_nodes) {
         if (!be->wdata) return VT_ERR_OUT_OF_MEMORY;
         be->wsize = size;
     }
-    acts_converted_before(nodes, n_nodes, be->acts_ready.data());
+    acts_converted_before(nodes, n_nodes, be->uses_scratch.data(), be->acts_ready.data());
     GraphJob job{be, nodes, n_nodes, be->acts_ready.data()};
     be->pool->run(graph_job, &job);
     return VT_OK;

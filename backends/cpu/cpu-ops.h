@@ -33,10 +33,9 @@ struct OpCtx {
 // For each node, whether it may take the converted activations that an
 // earlier MUL_MAT left in the scratch (OpCtx::acts_ready): the last node
 // before it that used the scratch is a MUL_MAT of the same input, converted
-// the same way, and no node in between wrote over that input. ready comes
-// in holding whether each node uses the scratch (work_size > 0) and goes
-// out holding the answer.
-void acts_converted_before(const Node *nodes, int n_nodes, uint8_t *ready);
+// the same way, and no node in between wrote over that input. uses_scratch:
+// per node, work_size > 0 (stream_compute has them).
+void acts_converted_before(const Node *nodes, int n_nodes, const uint8_t *uses_scratch, uint8_t *ready);
 
 #define VT_OP(NAME, field, n_src, Params, desc)                                    \
     void op_##field(const Node &n, const OpCtx &c);                                 \

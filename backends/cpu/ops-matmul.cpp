@@ -146,11 +146,10 @@ bool overlaps(const Tensor *a, const Tensor *b) {
 }
 } // namespace
 
-void acts_converted_before(const Node *nodes, int n_nodes, uint8_t *ready) {
+void acts_converted_before(const Node *nodes, int n_nodes, const uint8_t *uses_scratch, uint8_t *ready) {
     int last = -1;  // the last node that used the scratch
     for (int i = 0; i < n_nodes; ++i) {
         const Node &n = nodes[i];
-        const bool uses_scratch = ready[i] != 0;
         ready[i] = 0;
         if (n.op == Op::MUL_MAT && last >= 0 && nodes[last].op == Op::MUL_MAT && nodes[last].src[1] == n.src[1] &&
             matmul::same_acts(*nodes[last].src[0], *n.src[0])) {
@@ -158,7 +157,7 @@ void acts_converted_before(const Node *nodes, int n_nodes, uint8_t *ready) {
             for (int j = last + 1; j < i && clean; ++j) clean = !overlaps(nodes[j].dst, n.src[1]);
             ready[i] = clean;
         }
-        if (uses_scratch) last = i;
+        if (uses_scratch[i]) last = i;
     }
 }
 
