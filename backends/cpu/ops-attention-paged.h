@@ -150,7 +150,9 @@ inline void block_scores(const quant::Kernels &kern, const Tensor *kc, const int
 }
 
 // Asks the cache for n rows of `bytes` bytes, `stride` apart, from p.
-inline void prefetch_rows(const uint8_t *p, int64_t n, size_t stride, size_t bytes) {
+// Always inlined: an outlined helper that only prefetches may be taken for a
+// "const" function and its calls deleted (kernels/gemm-x86.h).
+[[gnu::always_inline]] inline void prefetch_rows(const uint8_t *p, int64_t n, size_t stride, size_t bytes) {
     for (int64_t r = 0; r < n; ++r)
         for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + (size_t)r * stride + o);
 }

@@ -31,7 +31,7 @@ std::unique_ptr<PageBuffer> PageBuffer::allocate(size_t bytes) {
     // Map a huge page more than asked and unmap what lies outside the
     // aligned range: mmap itself aligns to a page only.
     const size_t span = len + kHugePage - page;
-    void *m = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *m = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return nullptr;
     const uintptr_t begin = (uintptr_t)m, aligned = (begin + kHugePage - 1) / kHugePage * kHugePage;
     if (aligned > begin) ::munmap(m, aligned - begin);

@@ -1,5 +1,7 @@
 // Anonymous memory for weights written at load (the CPU backend's _X16
-// copies, quantize at load's output), offered to transparent huge pages.
+// copies, quantize at load's output) and the CPU's large buffers (the KV
+// pool), offered to transparent huge pages. Mapped MAP_NORESERVE: a page
+// costs nothing until first written.
 #pragma once
 
 #include <cstddef>

@@ -21,6 +21,7 @@
 
 #include "backend/backend.h"
 #include "core/graph.h"
+#include "core/pages.h"
 #include "core/quant.h"
 #include "cpu/kernels/kernels.h"
 #include "perf-timing.h"
@@ -54,12 +55,14 @@ int main(int argc, char **argv) {
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.f, 1.f);
 
-    std::vector<uint16_t> kc((size_t)(bs * kv_row * n_blocks)), vc(kc.size());
-    for (uint16_t &x : kc) x = f32_to_fp16(nd(rng));
-    for (uint16_t &x : vc) x = f32_to_fp16(nd(rng));
+    const size_t pool = (size_t)(bs * kv_row * n_blocks);
+    std::unique_ptr<PageBuffer> kp = PageBuffer::allocate(pool * 2), vp = PageBuffer::allocate(pool * 2);
+    uint16_t *kc = (uint16_t *)kp->data(), *vc = (uint16_t *)vp->data();
+    for (size_t i = 0; i < pool; ++i) kc[i] = f32_to_fp16(nd(rng));
+    for (size_t i = 0; i < pool; ++i) vc[i] = f32_to_fp16(nd(rng));
     Tensor kct, vct;
-    tensor_init(kct, DType::F16, bs, kv_row, n_blocks, 1, kc.data(), "k_pool");
-    tensor_init(vct, DType::F16, kv_row, bs * n_blocks, 1, 1, vc.data(), "v_pool");
+    tensor_init(kct, DType::F16, bs, kv_row, n_blocks, 1, kc, "k_pool");
+    tensor_init(vct, DType::F16, kv_row, bs * n_blocks, 1, 1, vc, "v_pool");
 
     // Sequence s owns blocks s, s + B, s + 2B, ... (scattered, as a pool's are).
     std::vector<int32_t> index((size_t)(3 * n_tok));
