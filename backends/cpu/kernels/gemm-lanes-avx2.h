@@ -192,7 +192,7 @@ struct LegacyLanes8 {
             const int j = (int)(b & 7);
             const bool first = b < 8;
             const typename S::Loc l = S::locate(pw, b, nb);
-            prefetch_blocks_ahead<S::kBlock>(pw, b, j);
+            if (t0 == 0) prefetch_blocks_ahead<S::kBlock>(pw, b, j);
             for (int hh = 0; hh < H; ++hh) {
                 const int h = h0 + hh;
                 __m256i p[T];

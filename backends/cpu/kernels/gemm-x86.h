@@ -35,10 +35,12 @@ namespace {
 // block's bytes kStreamAhead further on as it reaches the block streams 33-40
 // (perf-matmul, 1 token, 131072 x 2048: Q4_K 12.9 -> 38.7, Q4_0 20.6 ->
 // 37.4, Q8_0 23.8 -> 33.7 GB/s; 4 and 16 KB ahead about the same, 1 and 2 KB
-// too short, 32 KB slower in the model). Token tiles ask too: the first tile
-// of a group streams it as decode does (SmolLM2 Q4_1, 2 threads, 4 sequences:
-// 767-848 -> 1003-1058 tok/s), the others find the lines in cache, and
-// prefill lost nothing (pp512 the same within noise).
+// too short, 32 KB slower in the model). The first token tile of a group
+// (t0 == 0) asks too: it streams the group as decode does (SmolLM2 Q4_1, 2
+// threads, 4 sequences: 767-848 -> 1003-1058 tok/s); the others find the
+// lines in cache and do not ask (asking in every tile cost prefill 3-5%:
+// perf-matmul 2048 x 2048 x 512 tokens, 1 thread, Q4_K 8.05-8.23 -> 7.68-7.88
+// ms CPU).
 //
 // Always inlined, and a loop: GCC 12 left an out-of-line helper that only
 // prefetches as a "const" function and deleted its calls (whether it was
