@@ -43,6 +43,7 @@ Usage (from the repository root):
     .venv/bin/python examples/bench/serve-bench.py --only llama           # llama-server alone
     .venv/bin/python examples/bench/serve-bench.py --loras 4 --concurrency 16   # 4 adapters mixed
     .venv/bin/python examples/bench/serve-bench.py --vt-server build-x/examples/server/vt-server
+    .venv/bin/python examples/bench/serve-bench.py --only vt --engine    # vt-server vs the engine
 
 LoRA (--loras N): N random rank-8 adapters of SmolLM2 are written with
 tests/models/make-tiny-loras.py (seeds 0..N-1) and a third run, "vt-lora",
@@ -52,6 +53,14 @@ load, no adapter) is the cost of serving the adapters. llama-server runs with
 --lora on the first adapter (it applies one adapter set to the whole batch;
 requests that ask for different ones do not share its batches), so "llama" is
 then llama-server serving one adapter.
+
+--engine adds a run, "engine", of the same prompts and lengths through vt's
+engine in this process, no HTTP (`import vt`: an installed package or the
+build's bindings/python): per level, vt.LLM with vt-server's KV bytes and
+max_model_len and max_num_seqs min(C, --slots) (what vt-server can run at
+once under C clients), and LLM.generate of the level's prompts (greedy,
+max_tokens, ignore_eos), which keeps that many in flight. "vt / engine" is the share of the engine's rate that
+vt-server delivers through HTTP and streaming.
 
 The machine should be otherwise idle: the load average is printed before
 and after each server. On a busy one llama-server's OpenMP threads spin and
@@ -383,6 +392,56 @@ def bench_server(srv: Server, a, model: Path, levels: list[int], models: list[st
     return out
 
 
+def import_vt():
+    """The vt package: installed, or the build's bindings/python."""
+    try:
+        import vt
+    except ImportError:
+        sys.path.insert(0, str(REPO / "build" / "bindings" / "python"))
+        import vt
+    return vt
+
+
+def bench_engine(a, model: Path, levels: list[int]) -> dict:
+    """The servers' prompts and lengths through vt.LLM.generate (--engine):
+    per level, an LLM of min(C, slots) sequences at once and vt-server's KV budget,
+    warmed up with one request, then the level's requests timed as one
+    generate(). The summary has a server level's fields, latencies None."""
+    vt = import_vt()
+    out: dict = {"cmd": [f"vt.LLM({model.name}, n_threads={a.threads}, max_num_seqs=min(C, {a.slots}))"],
+                 "loadavg_before": loadavg(), "levels": {}}
+    params = vt.SamplingParams(temperature=0, max_tokens=a.max_tokens, ignore_eos=a.ignore_eos)
+    try:
+        kv = a.slots * a.ctx_per_slot * kv_bytes_per_token(model)
+    except (KeyError, ValueError, OSError):
+        kv = None  # the LLM's default, as vt-server gets without --kv-cache-memory
+    base = 0  # the servers' prompt indices, level by level
+    try:
+        for c in levels:
+            n = a.requests if a.requests else max(4, 2 * c)
+            prompts = [serve_load.make_prompt(base + i) for i in range(n)]
+            base += n
+            llm = vt.LLM(str(model), n_threads=a.threads, max_num_seqs=min(c, a.slots), max_model_len=a.ctx_per_slot,
+                         kv_cache_memory=kv)
+            llm.generate(serve_load.make_prompt(10**6), vt.SamplingParams(temperature=0, max_tokens=8))
+            log(f"engine: concurrency {c}, {n} requests")
+            t0 = time.monotonic()
+            outs = llm.generate(prompts, params)
+            wall = time.monotonic() - t0
+            del llm
+            tokens = sum(len(o.token_ids) for o in outs)
+            out["levels"][str(c)] = {
+                "requests_ok": n, "requests_failed": 0, "errors": [], "wall_s": wall,
+                "mean_tokens_per_request": tokens / n, "output_tps": tokens / wall,
+                "ttft_p50_ms": None, "ttft_p99_ms": None, "itl_p50_ms": None, "itl_p99_ms": None}
+            log(f"engine: c={c} {fmt(tokens / wall, 1)} tok/s")
+    except vt.VtError as e:
+        out["error"] = str(e)
+        log(f"error: engine: {e}")
+    out["loadavg_after"] = loadavg()
+    return out
+
+
 def fmt(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
@@ -435,6 +494,15 @@ def print_report(runs: dict, levels: list[int], a, model: Path) -> None:
             l = runs["llama"].get("levels", {}).get(str(c)) or {}
             print(f"| {c} | {ratio(v.get('output_tps'), l.get('output_tps'))} | "
                   f"{ratio(v.get('ttft_p99_ms'), l.get('ttft_p99_ms'))} |")
+    if "vt" in runs and "engine" in runs:
+        print("\nvt / engine: vt-server's tok/s over the engine's for the same prompts and lengths\n")
+        print("| conc | vt-server tok/s | engine tok/s | vt / engine |")
+        print("|---:|---:|---:|---:|")
+        for c in levels:
+            v = runs["vt"].get("levels", {}).get(str(c)) or {}
+            e = runs["engine"].get("levels", {}).get(str(c)) or {}
+            print(f"| {c} | {fmt(v.get('output_tps'), 1)} | {fmt(e.get('output_tps'), 1)} | "
+                  f"{ratio(v.get('output_tps'), e.get('output_tps'))} |")
     errors = [f"{n}: {r['error']}" for n, r in runs.items() if "error" in r]
     errors += [f"{n} c={c}: {e}" for n, r in runs.items()
                for c, s in r.get("levels", {}).items() for e in s["errors"]]
@@ -484,6 +552,8 @@ def main() -> int:
                     "(default: a temporary directory, removed at the end)")
     ap.add_argument("--loras", type=int, default=0,
                     help="also run vt-server with this many SmolLM2 adapters mixed (see above)")
+    ap.add_argument("--engine", action="store_true",
+                    help="also run the same prompts through vt.LLM.generate in this process (see above)")
     ap.add_argument("--json", action="store_true", help="also print the results as JSON")
     a = ap.parse_args()
 
@@ -549,6 +619,8 @@ def main() -> int:
                                         a.ctx_per_slot, extra)
                 runs[name] = bench_server(Server(name, cmd, port, Path(logs), env), a, model,
                                           levels, models)
+            if a.engine and a.only != "llama":
+                runs["engine"] = bench_engine(a, model, levels)
         except KeyboardInterrupt:
             log("interrupted; servers stopped")
             return 130
