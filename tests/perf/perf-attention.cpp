@@ -55,8 +55,14 @@ int main(int argc, char **argv) {
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.f, 1.f);
 
+    // The pools in memory as the engine's are (the CPU buffer type's large
+    // buffers: PageBuffer, huge pages where the kernel gives them).
     const size_t pool = (size_t)(bs * kv_row * n_blocks);
     std::unique_ptr<PageBuffer> kp = PageBuffer::allocate(pool * 2), vp = PageBuffer::allocate(pool * 2);
+    if (!kp || !vp) {
+        std::fprintf(stderr, "perf-attention: cannot map %zu bytes of pool\n", pool * 4);
+        return 1;
+    }
     uint16_t *kc = (uint16_t *)kp->data(), *vc = (uint16_t *)vp->data();
     for (size_t i = 0; i < pool; ++i) kc[i] = f32_to_fp16(nd(rng));
     for (size_t i = 0; i < pool; ++i) vc[i] = f32_to_fp16(nd(rng));
