@@ -59,8 +59,9 @@ engine in this process, no HTTP (`import vt`: an installed package or the
 build's bindings/python): per level, vt.LLM with vt-server's KV bytes and
 max_model_len and max_num_seqs min(C, --slots) (what vt-server can run at
 once under C clients), and LLM.generate of the level's prompts (greedy,
-max_tokens, ignore_eos), which keeps that many in flight. "vt / engine" is the share of the engine's rate that
-vt-server delivers through HTTP and streaming.
+max_tokens, ignore_eos), which keeps that many in flight. "vt / engine" is
+the share of the engine's rate that vt-server delivers through HTTP and
+streaming.
 
 The machine should be otherwise idle: the load average is printed before
 and after each server. On a busy one llama-server's OpenMP threads spin and
@@ -398,15 +399,18 @@ def import_vt():
         import vt
     except ImportError:
         sys.path.insert(0, str(REPO / "build" / "bindings" / "python"))
-        import vt
+        try:
+            import vt
+        except ImportError as e:
+            sys.exit(f"--engine needs the vt package (pip install ., or a build in build/): {e}")
     return vt
 
 
 def bench_engine(a, model: Path, levels: list[int]) -> dict:
     """The servers' prompts and lengths through vt.LLM.generate (--engine):
-    per level, an LLM of min(C, slots) sequences at once and vt-server's KV budget,
-    warmed up with one request, then the level's requests timed as one
-    generate(). The summary has a server level's fields, latencies None."""
+    per level, an LLM of min(C, slots) sequences at once and vt-server's KV
+    budget, warmed up with one request, then the level's requests timed as
+    one generate(). The summary has a server level's fields, latencies None."""
     vt = import_vt()
     out: dict = {"cmd": [f"vt.LLM({model.name}, n_threads={a.threads}, max_num_seqs=min(C, {a.slots}))"],
                  "loadavg_before": loadavg(), "levels": {}}
@@ -421,8 +425,8 @@ def bench_engine(a, model: Path, levels: list[int]) -> dict:
             n = a.requests if a.requests else max(4, 2 * c)
             prompts = [serve_load.make_prompt(base + i) for i in range(n)]
             base += n
-            llm = vt.LLM(str(model), n_threads=a.threads, max_num_seqs=min(c, a.slots), max_model_len=a.ctx_per_slot,
-                         kv_cache_memory=kv)
+            llm = vt.LLM(str(model), n_threads=a.threads, max_num_seqs=min(c, a.slots),
+                         max_model_len=a.ctx_per_slot, kv_cache_memory=kv)
             llm.generate(serve_load.make_prompt(10**6), vt.SamplingParams(temperature=0, max_tokens=8))
             log(f"engine: concurrency {c}, {n} requests")
             t0 = time.monotonic()
