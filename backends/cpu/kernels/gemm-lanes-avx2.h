@@ -192,7 +192,7 @@ struct LegacyLanes8 {
             const int j = (int)(b & 7);
             const bool first = b < 8;
             const typename S::Loc l = S::locate(pw, b, nb);
-            if (t0 == 0) prefetch_blocks_ahead<S::kBlock>(pw, b, j);
+            prefetch_blocks_ahead<S::kBlock>(pw, b, j, t0);
             for (int hh = 0; hh < H; ++hh) {
                 const int h = h0 + hh;
                 __m256i p[T];
@@ -242,7 +242,7 @@ struct LegacyLanes8 {
         }
         for_blocks8(nb, [&](int64_t b, int j) {
             const typename S::Loc l = S::locate(pw, b, nb);
-            prefetch_blocks_ahead<S::kBlock>(pw, b, j);
+            prefetch_blocks_ahead<S::kBlock>(pw, b, j, t0);
             const __m256 yd = _mm256_set1_ps(ad[b]);
             for (int h = 0; h < 2; ++h) {
                 __m256i p[1];

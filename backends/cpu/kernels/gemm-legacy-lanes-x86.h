@@ -144,7 +144,7 @@ struct LegacyLanes {
             for (int j = 0; j < 8; ++j) acc[t][j] = _mm512_setzero_ps();
         for_blocks8(nb, [&](int64_t b, int j) {
             const typename S::Loc w = S::locate(pw, b, nb);
-            if (t0 == 0) prefetch_blocks_ahead<kBlock>(pw, b, j);
+            prefetch_blocks_ahead<kBlock>(pw, b, j, t0);
             // Independent chains of steps (one of 8 would make a block wait
             // 8 vpdpbusd latencies), the first from the correction, added
             // exactly: 2 chains per token in tiles, 4 for decode.

@@ -73,7 +73,7 @@ struct Q4KX16Avx2 {
         const __m256i m4 = _mm256_set1_epi8(0x0F);
         for (int64_t b = 0; b < nb; ++b) {
             const X16Loc w = x16_locate<kBlock, kPayload>(pw, b, nb);
-            if (t0 == 0) prefetch_ahead<kBlock>(pw + b * kBlock);
+            prefetch_ahead<kBlock>(pw + b * kBlock, t0);
             __m256i tot[H][T];
             for (int hh = 0; hh < H; ++hh)
                 for (int t = 0; t < T; ++t) tot[hh][t] = _mm256_setzero_si256();

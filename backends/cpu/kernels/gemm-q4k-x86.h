@@ -116,7 +116,7 @@ struct Q4KX16 {
         const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi32(63), n4 = _mm512_set1_epi32(0x0F);
         for (int64_t b = 0; b < nb; ++b) {
             const X16Loc w = x16_locate<kBlock, kPayload>(pw, b, nb);
-            if (t0 == 0) prefetch_ahead<kBlock>(pw + b * kBlock);
+            prefetch_ahead<kBlock>(pw + b * kBlock, t0);
             // scale_min_k4 (blocks.h), lanes = rows: bytes 0..3 in s0, 4..7 in s1, 8..11 in s2.
             const __m512i s0 = _mm512_loadu_si512(w.q), s1 = _mm512_loadu_si512(w.q + 64),
                           s2 = _mm512_loadu_si512(w.q + 128);

@@ -68,7 +68,7 @@ struct Q6KX16Avx2 {
             // The lines kStreamAhead on (gemm-x86.h). Asking for this
             // block's whole payload up front instead: 20.5 GB/s from memory
             // (1 thread, 131072 x 2048), this: 26.3-26.7.
-            if (t0 == 0) prefetch_ahead<kBlock>(pw + b * kBlock);
+            prefetch_ahead<kBlock>(pw + b * kBlock, t0);
             __m256i tot[H][T];
             for (auto &s : tot)
                 for (auto &v : s) v = _mm256_setzero_si256();

@@ -75,7 +75,7 @@ struct Q6KX16 {
         const int32_t *nbs = acts.neg_bsums + t0 * nb * 16;
         for (int64_t b = 0; b < nb; ++b) {
             const X16Loc w = x16_locate<kBlock, kPayload>(pw, b, nb);
-            if (t0 == 0) prefetch_ahead<kBlock>(pw + b * kBlock);
+            prefetch_ahead<kBlock>(pw + b * kBlock, t0);
             __m512i tot[T];
             for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
             for (int h = 0; h < 2; ++h)

@@ -48,8 +48,12 @@ namespace {
 // once the helper took a condition); unrolled into 36 prefetches in a row,
 // Q4_K streamed 36 GB/s where the loop streams 40-42.
 constexpr size_t kStreamAhead = 8192;
+
+// A tile at token t0 asks for the Bytes at at + kStreamAhead, when it is a
+// group's first token tile.
 template <size_t Bytes>
-[[gnu::always_inline]] static inline void prefetch_ahead(const uint8_t *at) {
+[[gnu::always_inline]] static inline void prefetch_ahead(const uint8_t *at, int64_t t0) {
+    if (t0 != 0) return;
 #pragma GCC unroll 1
     for (size_t o = 0; o < Bytes; o += 64) __builtin_prefetch(at + kStreamAhead + o, 0, 3);
 }
@@ -62,8 +66,8 @@ template <size_t Bytes>
 // bursts of 4 (2: 34-35, 8: 33-36), Q4_1 31-33 -> 37-43, Q5_0 32-33 -> 37-38,
 // Q8_0 the same; 1B Q4_0 decode, 1 thread: 39-42 -> 45-48 tok/s.
 template <size_t Block>
-[[gnu::always_inline]] static inline void prefetch_blocks_ahead(const uint8_t *pw, int64_t b, int j) {
-    if (j % 4 == 0) prefetch_ahead<4 * Block>(pw + b * Block);
+[[gnu::always_inline]] static inline void prefetch_blocks_ahead(const uint8_t *pw, int64_t b, int j, int64_t t0) {
+    if (j % 4 == 0) prefetch_ahead<4 * Block>(pw + b * Block, t0);
 }
 
 // Runs Tile<R, C> over nr rows x nt tokens in blocks of rows small enough
