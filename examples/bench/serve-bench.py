@@ -211,6 +211,16 @@ def kv_bytes_per_token(model: Path) -> int:
     return n_layer * n_head_kv * (k_dim + v_dim) * 2
 
 
+def kv_pool_bytes(model: Path, seqs: int, ctx_per_seq: int) -> int | None:
+    """The bytes of llama-server's f16 cache of seqs * ctx_per_seq tokens;
+    None (with a warning) where the GGUF's metadata does not give them."""
+    try:
+        return seqs * ctx_per_seq * kv_bytes_per_token(model)
+    except (KeyError, ValueError, OSError) as e:
+        log(f"warning: no KV size from the GGUF metadata ({e})")
+        return None
+
+
 def vt_server_cmd(exe: Path, model: Path, threads: int, port: int, seqs: int,
                   ctx_per_seq: int, extra: list[str]) -> list[str]:
     """vt-server's command line, matched to llama-server's: `seqs` requests at
@@ -227,11 +237,7 @@ def vt_server_cmd(exe: Path, model: Path, threads: int, port: int, seqs: int,
            _first_flag(h, ("-t", "--threads")) or "-t", str(threads),
            "--host", HOST, "--port", str(port)]
     given = {x.split("=", 1)[0] for x in extra}
-    kv = None
-    try:
-        kv = seqs * ctx_per_seq * kv_bytes_per_token(model)
-    except (KeyError, ValueError, OSError) as e:
-        log(f"warning: no KV size for vt-server from the GGUF metadata ({e})")
+    kv = kv_pool_bytes(model, seqs, ctx_per_seq)
     for names, val in ((("--max-num-seqs", "--parallel", "-np"), seqs),
                        (("--max-model-len",), ctx_per_seq),
                        (("--kv-cache-memory",), kv)):
@@ -415,10 +421,7 @@ def bench_engine(a, model: Path, levels: list[int]) -> dict:
     out: dict = {"cmd": [f"vt.LLM({model.name}, n_threads={a.threads}, max_num_seqs=min(C, {a.slots}))"],
                  "loadavg_before": loadavg(), "levels": {}}
     params = vt.SamplingParams(temperature=0, max_tokens=a.max_tokens, ignore_eos=a.ignore_eos)
-    try:
-        kv = a.slots * a.ctx_per_slot * kv_bytes_per_token(model)
-    except (KeyError, ValueError, OSError):
-        kv = None  # the LLM's default, as vt-server gets without --kv-cache-memory
+    kv = kv_pool_bytes(model, a.slots, a.ctx_per_slot)  # None: the LLM's default, as vt-server's
     base = 0  # the servers' prompt indices, level by level
     try:
         for c in levels:
