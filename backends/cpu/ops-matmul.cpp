@@ -28,15 +28,7 @@ bool f32_acts(const Tensor &w) { return quant::active_kernels().gemm_f32_acts[ke
 DType act_type(const Tensor &w) { return f32_acts(w) ? DType::F32 : vec_dot_type(w.type); }
 
 // x through type t and back (t's own rounding, as the vec_dot would see it).
-void round_through(DType t, const float *x, float *out, int64_t k) {
-    constexpr int64_t kChunk = 256; // a whole number of blocks of every type
-    alignas(64) uint8_t buf[kChunk * 4]; // at most 4 bytes per element
-    for (int64_t i = 0; i < k; i += kChunk) {
-        const int64_t n = k - i < kChunk ? k - i : kChunk;
-        quantize_row(t, x + i, buf, n);
-        dequantize_row(t, buf, out + i, n);
-    }
-}
+void round_through(DType t, const float *x, float *out, int64_t k) { quant::active_kernels().round[(int)t](x, out, k); }
 } // namespace
 
 namespace matmul {

@@ -190,7 +190,7 @@ TEST_CASE("fp16 and bf16 conversions are exact", "[quant]") {
     CHECK(bf16_to_f32(0xc040) == -3.0f);
 }
 
-TEST_CASE("F16 conversion: every ISA matches the portable code bit for bit", "[quant]") {
+TEST_CASE("F16 and BF16 conversions: every ISA matches the portable code bit for bit", "[quant]") {
     // All 65536 halves through each ISA's F16 dequantizer (F16C vcvtph2ps).
     std::vector<uint16_t> all(65536);
     for (uint32_t h = 0; h < 65536; ++h) all[h] = (uint16_t)h;
@@ -210,9 +210,15 @@ TEST_CASE("F16 conversion: every ISA matches the portable code bit for bit", "[q
     for (int i = 0; i < 200000; ++i) x.push_back(std::bit_cast<float>(u32(rng)));
     for (DType t : {DType::F16, DType::BF16}) {
         const Bytes ref_q = quantize(scalar(), t, x);
+        const auto ref_round = dequant(scalar(), t, ref_q.data(), (int64_t)x.size());
         for (const Kernels *k : all_isas()) {
             INFO(k->isa << " " << dtype_name(t));
             CHECK(quantize(*k, t, x) == ref_q);
+            // The one-pass round trip the f32-activation gemms' inputs take.
+            REQUIRE(k->round[(int)t]);
+            std::vector<float> y(x.size(), -12345.f);
+            k->round[(int)t](x.data(), y.data(), (int64_t)x.size());
+            CHECK(same_bits(y, ref_round));
         }
     }
 }

@@ -42,6 +42,10 @@ using AttnValuesFn = void (*)(const float *pf, size_t ps, int64_t nq, int64_t n_
                               int64_t hd, float *const *out, bool accumulate);
 
 using SoftmaxFn = double (*)(float *x, int64_t n, float scale);
+// n f32 values through a vec_dot type and back in one pass: what
+// dequant(quant(x)) gives, bit for bit (the activations of the gemms that
+// read them as f32, Kernels::gemm_f32_acts).
+using RoundFn = void (*)(const float *x, float *out, int64_t n);
 using SwigluFn = void (*)(const float *g, const float *u, float *d, int64_t n);
 
 enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
@@ -52,6 +56,7 @@ struct Kernels {
     VecDotFn dot[kTypeSlots] = {};
     DequantFn dequant[kTypeSlots] = {};
     QuantFn quant[kTypeSlots] = {}; // only for vec_dot types
+    RoundFn round[kTypeSlots] = {}; // F16 and BF16
     GemmFn gemm[kTypeSlots] = {};   // optional: null means loop over dot (required for _X16)
     AttnScoresFn attn_scores = nullptr;
     AttnValuesFn attn_values = nullptr;

@@ -18,6 +18,13 @@
 namespace vt {
 namespace quant {
 
+namespace {
+template <uint16_t (*To)(float), float (*From)(uint16_t)>
+void round_scalar(const float *x, float *out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = From(To(x[i]));
+}
+} // namespace
+
 void fill_scalar(Kernels &k) {
     k.isa = "scalar";
 #define VT_DTYPE_SCALAR_(name, id, be, bb)              \
@@ -30,6 +37,8 @@ void fill_scalar(Kernels &k) {
     k.attn_values = ref::attn_values;
     k.softmax = ref::softmax_row;
     k.swiglu = ref::swiglu_row;
+    k.round[(int)DType::F16] = round_scalar<f32_to_fp16, fp16_to_f32>;
+    k.round[(int)DType::BF16] = round_scalar<f32_to_bf16, bf16_to_f32>;
 }
 
 namespace {
