@@ -52,15 +52,19 @@ void gemm_pairs_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void 
     int64_t block = (int64_t)((256 * 1024) / gs) / G * G;
     if (block < G) block = G;
     const uint8_t *wb = (const uint8_t *)w, *ab = (const uint8_t *)a;
+    // Token tiles as even as T allows: 512 tokens as 82 tiles of 6 and 4 of
+    // 5, not 85 of 6 and a tile of 2, which loads and converts a whole
+    // tile's weights for a third of its FMAs (0.5% of 1B F16 pp512).
+    const int64_t n_tiles = (nt + T - 1) / T;
     for (int64_t g0 = 0; g0 < groups; g0 += block) {
         const int64_t g1 = g0 + block < groups ? g0 + block : groups;
-        for (int64_t t = 0; t < nt; t += T) {
+        for (int64_t i = 0, t = 0, tn; i < n_tiles; ++i, t += tn) {
+            tn = (nt - t + (n_tiles - i) - 1) / (n_tiles - i);
             const uint32_t *y[T];
-            const int tn = (int)(nt - t < T ? nt - t : T);
-            for (int i = 0; i < tn; ++i) y[i] = (const uint32_t *)(ab + (t + i) * as);
+            for (int j = 0; j < tn; ++j) y[j] = (const uint32_t *)(ab + (t + j) * as);
             for (int64_t g = g0; g < g1; g += G)
                 pair_tiles<Tile, G, T>(np, wb + g * gs, gs, y, out + t * os + 16 * g, os,
-                                       (int)(g1 - g < G ? g1 - g : G), tn);
+                                       (int)(g1 - g < G ? g1 - g : G), (int)tn);
         }
     }
 }
