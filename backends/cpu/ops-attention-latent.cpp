@@ -101,11 +101,11 @@ struct Crew {
 };
 
 // Buffers of one unit: queries and probabilities (the crew's shared ones
-// when together), and this thread's output pointers, f16 row and tile.
+// when together), and this thread's output pointers and tile.
 struct UnitBufs {
     float *qf, *pf;
     float **outs;
-    uint16_t *p16, *tile;
+    uint16_t *tile;
 };
 
 void latent_unit(const Node &n, const PagedShape &s, const Crew &crew, const UnitBufs &u, int64_t t0, int64_t nt,
@@ -138,7 +138,7 @@ void latent_unit(const Node &n, const PagedShape &s, const Crew &crew, const Uni
     int64_t i0, i1;
     split(nq, crew.ith, crew.nth, i0, i1);
     for (int64_t i = i0; i < i1; ++i)
-        round_query(qsrc + ((t0 + i / G) * s.n_head + hk * G + i % G) * dk, u.qf + i * dk, u.p16, dk);
+        round_query(qsrc + ((t0 + i / G) * s.n_head + hk * G + i % G) * dk, u.qf + i * dk, dk);
     crew.sync();
 
     int64_t bb0, bb1;
@@ -147,7 +147,7 @@ void latent_unit(const Node &n, const PagedShape &s, const Crew &crew, const Uni
     crew.sync();
 
     for (int64_t i = i0; i < i1; ++i)
-        softmax_probs(kern, u.pf + i * ps - key0, key0, n_kv0 + i / G, n_keys, s.window, scale, u.p16);
+        softmax_probs(kern, u.pf + i * ps - key0, key0, n_kv0 + i / G, n_keys, s.window, scale);
     crew.sync();
 
     if (dw == 0) return;
@@ -196,7 +196,6 @@ void op_attn_latent(const Node &n, const OpCtx &c) {
         u.outs = reinterpret_cast<float **>(at);
         u.qf = reinterpret_cast<float *>(u.outs + nq_max);
         u.pf = u.qf + (size_t)nq_max * s.head_dim;
-        u.p16 = reinterpret_cast<uint16_t *>(u.pf + (size_t)nq_max * ps);
         const size_t row16 = (std::max({(size_t)ps, (size_t)s.head_dim, (size_t)s.kv_row}) + 1) / 2;
         u.tile = reinterpret_cast<uint16_t *>(((uintptr_t)(u.pf + (size_t)nq_max * ps + row16) + 63) & ~(uintptr_t)63);
         return u;

@@ -89,7 +89,6 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
     float **outs = reinterpret_cast<float **>(scratch);
     float *qf = reinterpret_cast<float *>(outs + nq_max);
     float *pf = qf + (size_t)nq_max * hd;
-    uint16_t *p16 = reinterpret_cast<uint16_t *>(pf + (size_t)nq_max * ps);
     const size_t vs = vc->nb[1] / 2;  // in f16
     // Later runs of a sequence see more keys: deal the units out round-robin.
     for_each_run(idx, s.n_tok, [&](int64_t unit, int64_t t0, int64_t nt) {
@@ -109,7 +108,7 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
             // Query (t0 + i / G, head hk * G + i % G) is row i: f16-rounded, as f32.
             for (int64_t i = 0; i < nq; ++i) {
                 const float *q = static_cast<const float *>(n.src[0]->data) + ((t0 + i / G) * s.n_head + hk * G + i % G) * hd;
-                round_query(q, qf + i * hd, p16, hd);
+                round_query(q, qf + i * hd, hd);
             }
             // This head's K rows of every block (hd rows of bs f16, contiguous):
             // the blocks lie anywhere in the pool, where no hardware
@@ -123,7 +122,7 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
             // Softmax per query over its own window; probabilities rounded to
             // f16 and back, zero outside it.
             for (int64_t i = 0; i < nq; ++i)  // row i indexed by key
-                softmax_probs(kern, pf + i * ps - key0, key0, n_kv0 + i / G, n_keys, s.window, scale, p16);
+                softmax_probs(kern, pf + i * ps - key0, key0, n_kv0 + i / G, n_keys, s.window, scale);
             for (int64_t b = b0; b < b1; ++b) {
                 const int64_t j0 = std::max(key0, b * bs), j1 = std::min(n_keys, (b + 1) * bs);
                 const uint16_t *v = reinterpret_cast<const uint16_t *>(vbase + (size_t)(table[b] * bs + (j0 - b * bs)) *

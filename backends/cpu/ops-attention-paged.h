@@ -54,9 +54,9 @@ inline int64_t row_keys(const PagedShape &s) {
     return (n + 15) & ~(int64_t)15;
 }
 // Per-thread scratch in floats: a unit's output row pointers, its
-// f16-rounded queries as f32, their probability rows, then one f16 row (a
-// query while rounding queries, probabilities after; a K row in phase 1);
-// in latent mode then a block's values as rows (latent_tile_floats).
+// f16-rounded queries as f32, their probability rows, then one f16 row
+// (phase 1's K row needs kv_row f16 at the scratch's start); in latent mode
+// then a block's values as rows (latent_tile_floats).
 inline size_t latent_tile_floats(const PagedShape &s) { return ((size_t)(s.block_size * s.dv) + 1) / 2 + 16; }
 inline size_t scratch_floats(const PagedShape &s) {
     const size_t nq = (size_t)queries_per_unit(s), nk = (size_t)row_keys(s);
@@ -81,13 +81,14 @@ void for_each_run(const int32_t *idx, int64_t n_tok, F &&f) {
     }
 }
 
-// f32 rows to f16 and back through the active table's F16 kernels (the
-// SIMD ones where the CPU has them; every table's bits equal the reference's).
+// f32 rows to f16, and through f16 back to f32 in one pass, by the active
+// table's F16 kernels (the SIMD ones where the CPU has them; every table's
+// bits equal the reference's).
 inline void to_f16(const float *x, uint16_t *h, int64_t n) {
     quant::active_kernels().quant[(int)DType::F16](x, h, n);
 }
-inline void from_f16(const uint16_t *h, float *x, int64_t n) {
-    quant::active_kernels().dequant[(int)DType::F16](h, x, n);
+inline void round_f16(const float *x, float *out, int64_t n) {
+    quant::active_kernels().round[(int)DType::F16](x, out, n);
 }
 
 // Phase 1's K write: the f32 row kr (kv_row values) rounded to f16 into
@@ -157,27 +158,23 @@ inline void block_scores(const quant::Kernels &kern, const Tensor *kc, const int
         for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + (size_t)r * stride + o);
 }
 
-// A query row rounded to f16 and back (llama.cpp's f16 Q), through p16.
-inline void round_query(const float *q, float *qf, uint16_t *p16, int64_t hd) {
-    to_f16(q, p16, hd);
-    from_f16(p16, qf, hd);
-}
+// A query row rounded to f16 and back (llama.cpp's f16 Q).
+inline void round_query(const float *q, float *qf, int64_t hd) { round_f16(q, qf, hd); }
 
 // One query's probabilities in place of its scores: row is indexed by key
 // and holds keys key0 .. n_keys - 1 (its unit's); the query sees n_kv of
 // them (its window from window_start). Softmax in f32 with the kernel's
-// double sum, probabilities rounded to f16 and back (through p16), exact
-// zeros outside the window.
+// double sum, probabilities rounded to f16 and back, exact zeros outside
+// the window.
 inline void softmax_probs(const quant::Kernels &kern, float *row, int64_t key0, int64_t n_kv, int64_t n_keys,
-                          int64_t window, float scale, uint16_t *p16) {
+                          int64_t window, float scale) {
     const int64_t lo = window_start(n_kv, window);
     std::fill(row + key0, row + lo, 0.0f);
     float *win = row + lo;
     const int64_t nw = n_kv - lo;
     const float inv = (float)(1.0 / kern.softmax(win, nw, scale));
     for (int64_t j = 0; j < nw; ++j) win[j] *= inv;
-    to_f16(win, p16, nw);
-    from_f16(p16, win, nw);
+    kern.round[(int)DType::F16](win, win, nw);
     std::fill(row + n_kv, row + n_keys, 0.0f);
 }
 
