@@ -202,6 +202,20 @@ ordered_json messages_of_json(const char *messages_json) {
     return msgs;
 }
 
+// What every apply and tokenize entry point does after its argument checks:
+// the params and messages (from make()) built inside guard(), then
+// out(messages, params) with what it reports.
+template <class Make, class Out>
+vt_status with_messages(const vt_chat_params *params, Make make, Out out) {
+    ordered_json msgs;  // null until inside guard(): building the array may allocate
+    vt_chat_params p;
+    vt_status g = guard([&] {
+        p = params_or_defaults(params);
+        msgs = make();
+    });
+    return g != VT_OK ? g : out(std::move(msgs), p);
+}
+
 } // namespace
 
 extern "C" {
@@ -245,14 +259,10 @@ VT_API vt_status vt_chat_template_apply(const vt_chat_template *tmpl, const vt_c
                                         size_t buf_size, size_t *needed) {
     if (!tmpl || !needed) return fail_arg("vt_chat_template_apply: tmpl and needed must not be NULL");
     if (!messages && n_messages) return fail_arg("vt_chat_template_apply: messages is NULL with a nonzero count");
-    ordered_json msgs;  // null until inside guard(): building the array may allocate
-    vt_chat_params p;
-    vt_status g = guard([&] {
-        p = params_or_defaults(params);
-        msgs = messages_of(messages, n_messages);
-    });
-    if (g != VT_OK) return g;
-    return render_out(tmpl, std::move(msgs), p, buf, buf_size, needed);
+    return with_messages(params, [&] { return messages_of(messages, n_messages); },
+                         [&](ordered_json msgs, const vt_chat_params &p) {
+                             return render_out(tmpl, std::move(msgs), p, buf, buf_size, needed);
+                         });
 }
 
 VT_API vt_status vt_chat_template_apply_json(const vt_chat_template *tmpl, const char *messages_json,
@@ -260,14 +270,10 @@ VT_API vt_status vt_chat_template_apply_json(const vt_chat_template *tmpl, const
                                              size_t *needed) {
     if (!tmpl || !messages_json || !needed)
         return fail_arg("vt_chat_template_apply_json: tmpl, messages_json and needed must not be NULL");
-    ordered_json msgs;
-    vt_chat_params p;
-    vt_status g = guard([&] {
-        p = params_or_defaults(params);
-        msgs = messages_of_json(messages_json);
-    });
-    if (g != VT_OK) return g;
-    return render_out(tmpl, std::move(msgs), p, buf, buf_size, needed);
+    return with_messages(params, [&] { return messages_of_json(messages_json); },
+                         [&](ordered_json msgs, const vt_chat_params &p) {
+                             return render_out(tmpl, std::move(msgs), p, buf, buf_size, needed);
+                         });
 }
 
 VT_API vt_status vt_chat_template_tokenize(const vt_chat_template *tmpl, const vt_tokenizer *tok,
@@ -278,14 +284,10 @@ VT_API vt_status vt_chat_template_tokenize(const vt_chat_template *tmpl, const v
         return fail_arg("vt_chat_template_tokenize: NULL tmpl, tok, n_tokens, or tokens with a nonzero cap");
     if (!messages && n_messages) return fail_arg("vt_chat_template_tokenize: messages is NULL with a nonzero count");
     if (flags & ~kChatTokenizeFlags) return fail_arg("vt_chat_template_tokenize: unknown flags");
-    ordered_json msgs;
-    vt_chat_params p;
-    vt_status g = guard([&] {
-        p = params_or_defaults(params);
-        msgs = messages_of(messages, n_messages);
-    });
-    if (g != VT_OK) return g;
-    return tokenize_out(tmpl, tok, std::move(msgs), p, flags, tokens, cap, n_tokens);
+    return with_messages(params, [&] { return messages_of(messages, n_messages); },
+                         [&](ordered_json msgs, const vt_chat_params &p) {
+                             return tokenize_out(tmpl, tok, std::move(msgs), p, flags, tokens, cap, n_tokens);
+                         });
 }
 
 VT_API vt_status vt_chat_template_tokenize_json(const vt_chat_template *tmpl, const vt_tokenizer *tok,
@@ -295,14 +297,10 @@ VT_API vt_status vt_chat_template_tokenize_json(const vt_chat_template *tmpl, co
         return fail_arg("vt_chat_template_tokenize_json: NULL tmpl, tok, messages_json, n_tokens, or tokens with a "
                         "nonzero cap");
     if (flags & ~kChatTokenizeFlags) return fail_arg("vt_chat_template_tokenize_json: unknown flags");
-    ordered_json msgs;
-    vt_chat_params p;
-    vt_status g = guard([&] {
-        p = params_or_defaults(params);
-        msgs = messages_of_json(messages_json);
-    });
-    if (g != VT_OK) return g;
-    return tokenize_out(tmpl, tok, std::move(msgs), p, flags, tokens, cap, n_tokens);
+    return with_messages(params, [&] { return messages_of_json(messages_json); },
+                         [&](ordered_json msgs, const vt_chat_params &p) {
+                             return tokenize_out(tmpl, tok, std::move(msgs), p, flags, tokens, cap, n_tokens);
+                         });
 }
 
 VT_API vt_status vt_chat_template_tool_call_format(const vt_chat_template *tmpl, vt_tool_call_format *out) {
