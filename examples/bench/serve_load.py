@@ -77,6 +77,19 @@ class RequestResult:
         return self.usage_tokens if self.usage_tokens is not None else self.chunks
 
 
+def sse_data(resp):
+    """The data payloads of a server-sent event stream, in order (b"[DONE]"
+    included); blank separators, "event:" lines and ": keep-alive" comments
+    skipped. Ends with the stream."""
+    while True:
+        line = resp.readline()
+        if not line:
+            return
+        line = line.strip()
+        if line.startswith(b"data:"):
+            yield line[5:].strip()
+
+
 def stream_completion(host: str, port: int, body: dict, timeout: float) -> RequestResult:
     """POST body (with "stream": true) to /v1/completions and time the SSE stream.
 
@@ -99,15 +112,8 @@ def stream_completion(host: str, port: int, body: dict, timeout: float) -> Reque
             res.error = f"HTTP {resp.status}: {resp.read(500).decode(errors='replace')}"
             return res
         done = False
-        while True:
-            line = resp.readline()
-            if not line:
-                break
+        for data in sse_data(resp):
             now = time.perf_counter()
-            line = line.strip()
-            if not line.startswith(b"data:"):
-                continue  # blank separators, "event:" or ": keep-alive" comments
-            data = line[5:].strip()
             if data == b"[DONE]":
                 done = True
                 break

@@ -385,14 +385,7 @@ def raw_request(port: int, rec: Rec, body: dict, timeout: float, cancel_chunks: 
             judge_answer(rec, obj)
             return
         done = usage_seen = False
-        while True:
-            line = resp.readline()
-            if not line:
-                break
-            line = line.strip()
-            if not line.startswith(b"data:"):
-                continue
-            data = line[5:].strip()
+        for data in serve_load.sse_data(resp):
             if data == b"[DONE]":
                 done = True
                 break
