@@ -54,9 +54,9 @@ inline int64_t row_keys(const PagedShape &s) {
     return (n + 15) & ~(int64_t)15;
 }
 // Per-thread scratch in floats: a unit's output row pointers, its
-// f16-rounded queries as f32, their probability rows, then one f16 row
-// (phase 1's K row needs kv_row f16 at the scratch's start); in latent mode
-// then a block's values as rows (latent_tile_floats).
+// f16-rounded queries as f32, their probability rows, then room for one f16
+// row (so that phase 1's K row, kv_row f16 from the scratch's start, always
+// fits); in latent mode then a block's values as rows (latent_tile_floats).
 inline size_t latent_tile_floats(const PagedShape &s) { return ((size_t)(s.block_size * s.dv) + 1) / 2 + 16; }
 inline size_t scratch_floats(const PagedShape &s) {
     const size_t nq = (size_t)queries_per_unit(s), nk = (size_t)row_keys(s);
