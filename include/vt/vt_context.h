@@ -24,13 +24,19 @@ typedef struct vt_seq vt_seq;
 
 typedef struct vt_context_params {
     uint32_t struct_size;   /* sizeof(vt_context_params) */
-    uint32_t n_threads;     /* compute threads; 0 = number of physical cores (default) */
+    uint32_t n_threads;     /* compute threads; 0 = the physical cores the process may run on
+                               (affinity mask), at most its cgroup's CPU quota (default) */
     const char *backend;    /* the device to compute on: NULL (default) = the model's
                                (vt_model_params.device); a name must be that one */
     uint32_t n_batch;       /* most tokens per forward pass (vt_seq_step chunks, engine steps); default 512 */
     /* Serving (vt_engine.h); read at the first vt_context_submit. */
-    uint64_t kv_cache_bytes;      /* KV block pool; 0 = a quarter of the available memory, capped at
-                                     what max_num_seqs requests of max_model_len tokens can use */
+    uint64_t kv_cache_bytes;      /* KV block pool; 0 = what the memory it lives in holds, capped at
+                                     what max_num_seqs requests of max_model_len tokens can use: on
+                                     the CPU a quarter of the available memory; on a device 90% of
+                                     its free memory after the weights and the compute arena of a
+                                     full step, each layer's pool within its largest allocation.
+                                     On a device, a budget that does not fit fails
+                                     vt_context_create (VT_ERR_OUT_OF_MEMORY, saying what fits) */
     uint32_t kv_block_size;       /* tokens per KV block; 0 = 16 */
     uint32_t max_num_seqs;        /* requests running at once; 0 = 64 */
     uint32_t max_model_len;       /* tokens per request (prompt + output); 0 = the model's training

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "api/api-handles.h"
+#include "engine/kv-plan.h"
 #include "api/api-internal.h"
 
 using vt::api::fail_arg;
@@ -44,6 +45,10 @@ VT_API vt_status vt_context_create(const vt_model *model, const vt_context_param
         c->model = model;
         c->params = p;
         c->impl = std::make_unique<vt::Context>(*model->impl, p.backend ? p.backend : "", p.n_threads, p.n_batch);
+        // On a device the serving engine's pool is allocated whole: a budget
+        // that cannot fit there fails now, saying what fits, not at the
+        // first submit.
+        if (!vt::device_is_host(model->impl->device())) vt::plan_kv(*c->impl, engine_config(p));
         *out = c.release();
     });
 }

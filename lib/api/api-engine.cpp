@@ -18,15 +18,7 @@ vt::Engine &engine_of(vt_context *ctx) {
     if (vt::Engine *e = ctx->engine.load(std::memory_order_acquire)) return *e;
     std::lock_guard<std::mutex> lk(ctx->engine_mu);
     if (!ctx->engine_owner) {
-        const vt_context_params &p = ctx->params;
-        vt::EngineConfig cfg;
-        cfg.kv_cache_bytes = p.kv_cache_bytes;
-        cfg.block_size = p.kv_block_size;
-        cfg.max_num_seqs = p.max_num_seqs;
-        cfg.max_model_len = p.max_model_len;
-        cfg.max_batched_tokens = p.n_batch;
-        cfg.prefix_caching = !p.no_prefix_caching;
-        ctx->engine_owner = std::make_unique<vt::Engine>(*ctx->impl, cfg);
+        ctx->engine_owner = std::make_unique<vt::Engine>(*ctx->impl, engine_config(ctx->params));
         ctx->engine.store(ctx->engine_owner.get(), std::memory_order_release);
     }
     return *ctx->engine_owner;

@@ -35,6 +35,18 @@ struct vt_context {
     std::atomic<vt::Engine *> engine{nullptr};
 };
 
+// The serving engine's configuration from a context's parameters.
+inline vt::EngineConfig engine_config(const vt_context_params &p) {
+    vt::EngineConfig cfg;
+    cfg.kv_cache_bytes = p.kv_cache_bytes;
+    cfg.block_size = p.kv_block_size;
+    cfg.max_num_seqs = p.max_num_seqs;
+    cfg.max_model_len = p.max_model_len;
+    cfg.max_batched_tokens = p.n_batch;
+    cfg.prefix_caching = !p.no_prefix_caching;
+    return cfg;
+}
+
 struct vt_seq {
     vt_context *ctx;
     std::unique_ptr<vt::Sequence> impl;

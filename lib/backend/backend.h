@@ -29,10 +29,11 @@ bool device_is_host(vt_device *dev);
 // The registry (backend) name of a device: "cpu", "vulkan".
 const char *device_backend(vt_device *dev);
 
+// Frees b through its module; a buffer from buffer_alloc leaves the device's
+// count of bytes in use (device_bytes_in_use).
+void buffer_free(vt_buffer *b);
 struct BufferFree {
-    void operator()(vt_buffer *b) const {
-        if (b) b->iface->free(b);
-    }
+    void operator()(vt_buffer *b) const { buffer_free(b); }
 };
 using BufferPtr = std::unique_ptr<vt_buffer, BufferFree>;
 
@@ -46,6 +47,15 @@ using StreamPtr = std::unique_ptr<vt_stream, StreamFree>;
 // A buffer of size bytes of dev's memory; what names the use in the error.
 // Throws vt::Error(VT_ERR_OUT_OF_MEMORY).
 BufferPtr buffer_alloc(vt_device *dev, size_t size, const char *what);
+// Bytes of dev's memory held by live buffers that buffer_alloc made (weights,
+// KV pools, compute arenas): what libvt itself has taken there.
+uint64_t device_bytes_in_use(vt_device *dev);
+// Memory a new allocation can still take on dev now. Host memory (the CPU):
+// what the process can still have (its cgroup's limit included). A device:
+// its own free count where the driver reports one (Vulkan's memory budget),
+// and never more than its total less what libvt holds there, so a driver
+// that reports no budget still sees the weights it was given.
+uint64_t device_memory_room(vt_device *dev);
 // Throws vt::Error(VT_ERR_INTERNAL) when the device cannot make one.
 StreamPtr stream_create(vt_device *dev, uint32_t n_threads);
 

@@ -8,11 +8,13 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/pages.h"  // available_memory_bytes
 
 extern "C" vt_backend_reg *vt_backend_cpu_reg(void);
 
@@ -173,13 +175,60 @@ vt_device *find_device(const char *name) {
     fail(VT_ERR_NOT_FOUND, "no device named '%s' (available: %s)", name, known.c_str());
 }
 
+namespace {
+// The buffers buffer_alloc made and the bytes they hold per device. Buffers
+// come and go at load and start-up, not per step: one lock is enough.
+struct InUse {
+    std::mutex mu;
+    std::unordered_map<const vt_buffer *, vt_device *> buffers;
+    std::unordered_map<const vt_device *, uint64_t> bytes;
+};
+InUse &in_use() {
+    static InUse *u = new InUse();  // never destroyed: buffers may be freed at exit
+    return *u;
+}
+} // namespace
+
 BufferPtr buffer_alloc(vt_device *dev, size_t size, const char *what) {
     vt_buffer_type *bt = dev->iface->get_buffer_type(dev);
     vt_buffer *b = bt->iface->alloc(bt, size ? size : 1);
     if (!b)
-        fail(VT_ERR_OUT_OF_MEMORY, "%s: cannot allocate %.2f MiB on %s", what, (double)size / (1 << 20),
-             device_name(dev).c_str());
+        fail(VT_ERR_OUT_OF_MEMORY, "%s: cannot allocate %.2f MiB on %s (%.2f MiB free)", what,
+             (double)size / (1 << 20), device_name(dev).c_str(), (double)device_memory_room(dev) / (1 << 20));
+    InUse &u = in_use();
+    std::lock_guard<std::mutex> lk(u.mu);
+    u.buffers[b] = dev;
+    u.bytes[dev] += b->size;
     return BufferPtr(b);
+}
+
+void buffer_free(vt_buffer *b) {
+    if (!b) return;
+    {
+        InUse &u = in_use();
+        std::lock_guard<std::mutex> lk(u.mu);
+        auto it = u.buffers.find(b);
+        if (it != u.buffers.end()) {
+            u.bytes[it->second] -= b->size;
+            u.buffers.erase(it);
+        }
+    }
+    b->iface->free(b);
+}
+
+uint64_t device_bytes_in_use(vt_device *dev) {
+    InUse &u = in_use();
+    std::lock_guard<std::mutex> lk(u.mu);
+    auto it = u.bytes.find(dev);
+    return it == u.bytes.end() ? 0 : it->second;
+}
+
+uint64_t device_memory_room(vt_device *dev) {
+    if (device_is_host(dev)) return available_memory_bytes();
+    const vt_device_props p = device_props(dev);
+    const uint64_t held = device_bytes_in_use(dev);
+    const uint64_t unheld = p.memory_total > held ? p.memory_total - held : 0;
+    return std::min(p.memory_free, unheld);
 }
 
 StreamPtr stream_create(vt_device *dev, uint32_t n_threads) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <string>
@@ -110,23 +111,71 @@ void ThreadPool::barrier() {
     while (barrier_gen_.load(std::memory_order_acquire) == gen) relax(round);
 }
 
+namespace {
+// CPUs the cgroup's CPU quota allows, rounded up (v2 cpu.max "quota period",
+// v1 cfs_quota_us / cfs_period_us); 0 when there is no quota. A container
+// given 2 CPUs on a 64-core host sees all 64 in /proc/cpuinfo and in its
+// affinity mask, but gets 2 CPUs' time: more threads only wait at barriers.
+int cgroup_cpu_quota() {
+    std::ifstream cg("/proc/self/cgroup");
+    std::string line;
+    int best = 0;
+    auto take = [&](long long quota, long long period) {
+        if (quota <= 0 || period <= 0) return;
+        const int n = (int)((quota + period - 1) / period);
+        if (best == 0 || n < best) best = n;
+    };
+    while (std::getline(cg, line)) {
+        // "0::/path" (v2) or "N:cpu,cpuacct:/path" (v1).
+        const size_t a = line.find(':'), b = line.find(':', a + 1);
+        if (a == std::string::npos || b == std::string::npos) continue;
+        const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+        if (controllers.empty()) {
+            std::ifstream f("/sys/fs/cgroup" + path + "/cpu.max");
+            std::string quota;
+            long long period = 0;
+            if (f >> quota >> period && quota != "max") take(std::atoll(quota.c_str()), period);
+        } else if (("," + controllers + ",").find(",cpu,") != std::string::npos) {
+            long long quota = 0, period = 0;
+            for (const char *dir : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"}) {
+                std::ifstream q(std::string(dir) + path + "/cpu.cfs_quota_us"), p(std::string(dir) + path + "/cpu.cfs_period_us");
+                if (q >> quota && p >> period) {
+                    take(quota, period);
+                    break;
+                }
+            }
+        }
+    }
+    return best;
+}
+} // namespace
+
 int default_thread_count() {
-    // Physical cores: distinct (package, core id) pairs. Hyper-threads share
-    // the vector units and memory port, so using them slows matmuls down.
+    // Physical cores the process may run on: distinct (package, core id)
+    // pairs of the CPUs in its affinity mask (taskset, a cpuset cgroup).
+    // Hyper-threads share the vector units and memory port, so using them
+    // slows matmuls down.
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    const bool have_mask = sched_getaffinity(0, sizeof allowed, &allowed) == 0;
     std::set<std::pair<std::string, std::string>> cores;
     std::ifstream in("/proc/cpuinfo");
-    std::string line, phys, core;
+    std::string line, phys;
+    long cpu = -1;
     while (std::getline(in, line)) {
         auto val = [&] { auto p = line.find(':'); return p == std::string::npos ? std::string() : line.substr(p + 1); };
-        if (line.rfind("physical id", 0) == 0) phys = val();
+        if (line.rfind("processor", 0) == 0) cpu = std::atol(val().c_str());
+        else if (line.rfind("physical id", 0) == 0) phys = val();
         else if (line.rfind("core id", 0) == 0) {
-            core = val();
-            cores.insert({phys, core});
+            if (!have_mask || (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &allowed))) cores.insert({phys, val()});
         }
     }
     long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (have_mask && CPU_COUNT(&allowed) > 0) online = std::min<long>(online, CPU_COUNT(&allowed));
     int n = cores.empty() ? (int)online : (int)cores.size();
     if (online > 0 && n > online) n = (int)online;
+    const int quota = cgroup_cpu_quota();
+    if (quota > 0 && n > quota) n = quota;
     return n < 1 ? 1 : n;
 }
 

@@ -55,7 +55,9 @@ private:
     alignas(64) std::atomic<uint64_t> barrier_gen_{0};
 };
 
-// Number of threads to use by default: physical cores (at least 1).
+// Number of threads to use by default (at least 1): the physical cores of
+// the CPUs the process may run on (its affinity mask), at most its cgroup's
+// CPU quota.
 int default_thread_count();
 
 // Work done once at load (repacking, quantizing weights), outside any pool:

@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/pages.h"
 #include "core/threadpool.h"  // default_thread_count
+#include "engine/kv-plan.h"
 
 namespace vt {
 
@@ -40,78 +41,16 @@ uint64_t debug_env_count(const char *name) {
 
 } // namespace
 
-uint64_t default_kv_cache_bytes() {
-    const uint64_t avail = available_memory_bytes();  // the cgroup's room too
-    return avail ? avail / 4 : (1ull << 30);
-}
-
 Engine::Engine(Context &ctx, const EngineConfig &cfg)
     : ctx_(ctx), model_(ctx.model()), block_size_(cfg.block_size ? cfg.block_size : 16) {
-    const Hparams &hp = model_.hparams;
-    const std::vector<CacheGroup> groups = cache_groups(model_.cache_layers);
-    const uint32_t max_num_seqs = cfg.max_num_seqs ? cfg.max_num_seqs : 64;
-    const uint32_t max_batched = cfg.max_batched_tokens ? cfg.max_batched_tokens : 512;
-    uint32_t max_len = cfg.max_model_len ? cfg.max_model_len : (hp.n_ctx_train ? hp.n_ctx_train : 4096);
-    const uint64_t len_blocks = ((uint64_t)max_len + block_size_ - 1) / block_size_;
-
-    // One byte budget over the groups (vLLM's hybrid allocator): a sliding
-    // group gets the blocks max_num_seqs sequences touch at once (their
-    // windows and a step each), full attention the rest. A latent group
-    // keeps every position too (window 0): it counts as full attention here,
-    // at its own bytes per token.
-    uint64_t full_block_bytes = 0, sliding_bytes = 0;
-    std::vector<uint64_t> want(groups.size(), 0);
-    for (size_t g = 0; g < groups.size(); ++g) {
-        const uint64_t block_bytes = groups[g].bytes_per_token * block_size_;
-        if (groups[g].window == 0) {
-            full_block_bytes += block_bytes;
-            continue;
-        }
-        want[g] = (uint64_t)max_num_seqs *
-                  std::min(sliding_blocks_per_step(groups[g].window, max_batched, block_size_), len_blocks);
-        sliding_bytes += want[g] * block_bytes;
-    }
-    uint64_t budget = cfg.kv_cache_bytes;
-    if (budget == 0)
-        budget = std::min(default_kv_cache_bytes(), (uint64_t)max_num_seqs * len_blocks * full_block_bytes + sliding_bytes);
-    std::vector<uint32_t> blocks(groups.size(), 0);
-    if (full_block_bytes == 0) {
-        // Sliding windows only: every group the same count, the whole budget.
-        uint64_t all_block_bytes = 0;
-        for (const CacheGroup &g : groups) all_block_bytes += g.bytes_per_token * block_size_;
-        const uint64_t n = std::min<uint64_t>(budget / all_block_bytes, INT32_MAX - 1);
-        for (uint32_t &b : blocks) b = (uint32_t)n;
-    } else {
-        // Sliding groups at most half the budget, then full attention the rest.
-        const double share = sliding_bytes > budget / 2 ? (double)(budget / 2) / (double)sliding_bytes : 1.0;
-        uint64_t used = 0;
-        for (size_t g = 0; g < groups.size(); ++g) {
-            if (groups[g].window == 0) continue;
-            // Never below one sequence's step: the scheduler could serve no one.
-            const uint64_t floor =
-                std::min(sliding_blocks_per_step(groups[g].window, max_batched, block_size_), len_blocks);
-            blocks[g] = (uint32_t)std::min<uint64_t>(std::max((uint64_t)((double)want[g] * share), floor), INT32_MAX - 1);
-            used += (uint64_t)blocks[g] * groups[g].bytes_per_token * block_size_;
-        }
-        const uint32_t full_blocks =
-            used < budget ? kv_blocks_for_budget(budget - used, full_block_bytes / block_size_, block_size_) : 0;
-        for (size_t g = 0; g < groups.size(); ++g)
-            if (groups[g].window == 0) blocks[g] = full_blocks;
-    }
-    for (size_t g = 0; g < groups.size(); ++g)
-        if (blocks[g] == 0)
-            fail(VT_ERR_INVALID_ARGUMENT, "KV cache of %llu bytes holds no block of %u tokens (%llu bytes each)",
-                 (unsigned long long)budget, block_size_,
-                 (unsigned long long)(groups[g].bytes_per_token * block_size_));
-
+    const KvPlan plan = plan_kv(ctx, cfg);
+    const std::vector<CacheGroup> &groups = plan.groups;
+    const std::vector<uint32_t> &blocks = plan.blocks;
+    const uint32_t max_num_seqs = plan.max_num_seqs, max_batched = plan.max_batched, max_len = plan.max_model_len;
     KvCacheConfig kv_cfg{block_size_, 0, cfg.prefix_caching, {}};
     for (size_t g = 0; g < groups.size(); ++g) kv_cfg.groups.push_back({blocks[g], groups[g].window});
-    const uint64_t seq_tokens = KvCacheManager(kv_cfg).max_seq_tokens();
-    if (cfg.max_model_len == 0) max_len = (uint32_t)std::min<uint64_t>(max_len, seq_tokens);
-    else if (cfg.max_model_len > seq_tokens)
-        fail(VT_ERR_INVALID_ARGUMENT, "max_model_len %u exceeds the %llu tokens the KV cache holds", cfg.max_model_len,
-             (unsigned long long)seq_tokens);
-
+    // The arena first: the plan left room for it on a device.
+    if (plan.arena_bytes) ctx.reserve_arena(plan.arena_bytes);
     kv_pool_ = std::make_unique<PagedKv>(model_, blocks, block_size_);
     kv_cfg_ = kv_cfg;
     sched_cfg_.max_num_batched_tokens = max_batched;
@@ -145,8 +84,9 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     // pass computes on: the engine's and helpers that sleep between steps.
     const uint32_t n_threads = ctx.executor().n_threads();
     step_workers_ = std::make_unique<StepWorkers>((n_threads ? (int)n_threads : default_thread_count()) - 1);
-    VT_LOG_INFO("KV cache: %.2f GiB of %u-token blocks (%s); up to %u requests of %u tokens%s",
-                (double)kv_pool_->bytes() / (1 << 30), block_size_, layout.c_str(), max_num_seqs, max_len,
+    VT_LOG_INFO("KV cache: %.2f GiB of %u-token blocks on %s (%s; budget: %s); up to %u requests of %u tokens%s",
+                (double)kv_pool_->bytes() / (1 << 30), block_size_, device_name(ctx.executor().device()).c_str(),
+                layout.c_str(), plan.budget_source.c_str(), max_num_seqs, max_len,
                 cfg.prefix_caching ? ", prefix caching on" : "");
 }
 

@@ -41,7 +41,7 @@
 namespace vt {
 
 struct EngineConfig {
-    uint64_t kv_cache_bytes = 0;   // 0: a quarter of the available memory, capped (see vt_context_params)
+    uint64_t kv_cache_bytes = 0;   // 0: what the devices hold, capped (engine/kv-plan.h, vt_context_params)
     uint32_t block_size = 16;
     uint32_t max_num_seqs = 64;
     uint32_t max_model_len = 0;    // 0: the model's training context, capped by the pool
@@ -173,7 +173,5 @@ private:
     std::chrono::steady_clock::time_point first_step_;      // start of the first step with work
 };
 
-// The default pool: a quarter of the memory available now.
-uint64_t default_kv_cache_bytes();
 
 } // namespace vt

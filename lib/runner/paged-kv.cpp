@@ -1,13 +1,16 @@
 #include "runner/paged-kv.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "core/pages.h"  // available_memory_bytes
 
 namespace vt {
 
-PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_group, uint32_t block_size)
+PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_group, uint32_t block_size,
+                 bool allocate)
     : block_size_(block_size), groups_(cache_groups(model.cache_layers)), blocks_(blocks_per_group) {
     if (blocks_.size() != groups_.size())
         fail(VT_ERR_INTERNAL, "KV cache: %zu block counts for %zu cache groups", blocks_.size(), groups_.size());
@@ -20,54 +23,117 @@ PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_gro
         bytes_ += (uint64_t)blocks_[g] * block_size * groups_[g].bytes_per_token;
     }
     // Each layer's K and V on its layer's device (Model::layer_device: the
-    // model's, or the CPU for layers n_gpu_layers leaves there), one buffer
-    // per device. The CPU's buffers of this size come straight from mmap:
-    // pages cost nothing until blocks are first used.
+    // model's, or the CPU for layers n_gpu_layers leaves there), packed into
+    // as few buffers as the device's largest allocation allows (a GPU's KV
+    // pool is often larger than one allocation may be). The CPU's buffers of
+    // this size come straight from mmap: pages cost nothing until blocks are
+    // first used.
     k_.resize(n_layer);
     v_.resize(n_layer);
-    std::vector<vt_device *> devs;
-    std::vector<size_t> dev_bytes;
-    std::vector<size_t> layer_dev(n_layer);
-    for (size_t l = 0; l < n_layer; ++l) {
-        vt_device *d = model.layer_device((uint32_t)l);
-        size_t i = (size_t)(std::find(devs.begin(), devs.end(), d) - devs.begin());
-        if (i == devs.size()) {
-            devs.push_back(d);
-            dev_bytes.push_back(0);
-        }
-        layer_dev[l] = i;
-        dev_bytes[i] += (size_t)blocks_[layer_group_[l]] * block_size * layer_bytes_per_token(model.cache_layers[l]);
-    }
-    std::vector<uint8_t *> at;
-    for (size_t i = 0; i < devs.size(); ++i) {
-        buffers_.push_back(buffer_alloc(devs[i], dev_bytes[i], "KV cache"));
-        vt_buffer *b = buffers_.back().get();
-        if (!device_is_host(devs[i])) {
-            // Device memory starts undefined; attention never reads a slot
-            // before it is written, but a NaN there would survive a zero weight.
-            vt_status st = b->iface->clear(b, 0);
-            if (st != VT_OK) fail(st, "cannot clear the KV cache on %s", device_name(devs[i]).c_str());
-        }
-        at.push_back(static_cast<uint8_t *>(b->iface->get_base(b)));
-    }
+    struct Pool {
+        Tensor *t;
+        vt_device *dev;
+        size_t bytes;
+    };
+    std::vector<Pool> pools;
     for (size_t l = 0; l < n_layer; ++l) {
         const int64_t kv_row = model.cache_layers[l].kv_row, n_blocks = blocks_[layer_group_[l]];
         const size_t pool_bytes = (size_t)(n_blocks * block_size) * row_bytes(DType::F16, kv_row);
-        vt_buffer *b = buffers_[layer_dev[l]].get();
-        uint8_t *&p = at[layer_dev[l]];
-        tensor_init(k_[l], DType::F16, block_size, kv_row, n_blocks, 1, p, "k_pool");
-        k_[l].buffer = b;
-        p += pool_bytes;
+        vt_device *d = model.layer_device((uint32_t)l);
+        tensor_init(k_[l], DType::F16, block_size, kv_row, n_blocks, 1, nullptr, "k_pool");
+        pools.push_back({&k_[l], d, pool_bytes});
         if (!has_v_cache(model.cache_layers[l])) {
             tensor_init(v_[l], DType::F16, 0, 0, 1, 1, nullptr, "v_pool (none: latent)");
             continue;
         }
-        tensor_init(v_[l], DType::F16, kv_row, n_blocks * block_size, 1, 1, p, "v_pool");
-        v_[l].buffer = b;
-        p += pool_bytes;
+        tensor_init(v_[l], DType::F16, kv_row, n_blocks * block_size, 1, 1, nullptr, "v_pool");
+        pools.push_back({&v_[l], d, pool_bytes});
+    }
+    if (!allocate) return;  // shapes only
+    std::vector<bool> placed(pools.size(), false);
+    for (size_t first = 0; first < pools.size(); ++first) {
+        if (placed[first]) continue;
+        vt_device *d = pools[first].dev;
+        vt_buffer_type *bt = d->iface->get_buffer_type(d);
+        const size_t max = bt->iface->get_max_size(bt), align = bt->iface->get_alignment(bt);
+        // This buffer takes the device's next pools in layer order while they fit.
+        std::vector<size_t> members;
+        size_t size = 0;
+        for (size_t i = first; i < pools.size(); ++i) {
+            if (placed[i] || pools[i].dev != d) continue;
+            if (pools[i].bytes > max)
+                fail(VT_ERR_OUT_OF_MEMORY,
+                     "KV cache: one layer's pool of %.2f MiB is over %s's largest allocation (%.2f MiB): "
+                     "give a smaller kv_cache_bytes", (double)pools[i].bytes / (1 << 20), device_name(d).c_str(),
+                     (double)max / (1 << 20));
+            const size_t at = (size + align - 1) / align * align;
+            if (at + pools[i].bytes > max) continue;
+            members.push_back(i);
+            size = at + pools[i].bytes;
+        }
+        buffers_.push_back(buffer_alloc(d, size, "KV cache"));
+        vt_buffer *b = buffers_.back().get();
+        if (!device_is_host(d)) {
+            // Device memory starts undefined; attention never reads a slot
+            // before it is written, but a NaN there would survive a zero weight.
+            vt_status st = b->iface->clear(b, 0);
+            if (st != VT_OK) fail(st, "cannot clear the KV cache on %s", device_name(d).c_str());
+        }
+        uint8_t *base = static_cast<uint8_t *>(b->iface->get_base(b));
+        size_t at = 0;
+        for (size_t i : members) {
+            at = (at + align - 1) / align * align;
+            pools[i].t->data = base + at;
+            pools[i].t->buffer = b;
+            at += pools[i].bytes;
+            placed[i] = true;
+        }
     }
 }
 
 PagedKv::~PagedKv() = default;
+
+uint64_t kv_memory_limit(const Model &m, vt_device *arena_dev, size_t arena_bytes, std::string *source) {
+    // Each device's share of a token's KV bytes (its layers').
+    std::vector<vt_device *> devs;
+    std::vector<uint64_t> per_token;
+    uint64_t total = 0;
+    for (uint32_t l = 0; l < m.cache_layers.size(); ++l) {
+        vt_device *d = m.layer_device(l);
+        size_t i = (size_t)(std::find(devs.begin(), devs.end(), d) - devs.begin());
+        if (i == devs.size()) {
+            devs.push_back(d);
+            per_token.push_back(0);
+        }
+        const uint64_t b = layer_bytes_per_token(m.cache_layers[l]);
+        per_token[i] += b;
+        total += b;
+    }
+    uint64_t limit = UINT64_MAX;
+    for (size_t i = 0; i < devs.size(); ++i) {
+        uint64_t room;
+        char why[160];
+        if (device_is_host(devs[i])) {
+            const uint64_t avail = available_memory_bytes();  // the cgroup's room too
+            room = avail ? avail / 4 : (1ull << 30);
+            std::snprintf(why, sizeof why, "a quarter of the available memory (%.0f MiB)", (double)avail / (1 << 20));
+        } else {
+            const uint64_t free_now = device_memory_room(devs[i]);
+            const uint64_t arena = devs[i] == arena_dev ? arena_bytes : 0;
+            const uint64_t usable = free_now / 10 * 9;
+            room = usable > arena ? usable - arena : 0;
+            std::snprintf(why, sizeof why, "90%% of %s's free memory (%.0f MiB) less the compute arena (%.1f MiB)",
+                          device_name(devs[i]).c_str(), (double)free_now / (1 << 20), (double)arena / (1 << 20));
+        }
+        // The whole pool whose share on this device is room.
+        const uint64_t whole = per_token[i] ? (uint64_t)((double)room * (double)total / (double)per_token[i]) : UINT64_MAX;
+        if (whole < limit) {
+            limit = whole;
+            if (source) *source = why;
+        }
+    }
+    return limit;
+}
+
 
 } // namespace vt

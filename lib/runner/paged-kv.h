@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -29,10 +30,13 @@ public:
     // Allocates blocks_per_group[g] blocks of block_size tokens for every
     // layer of group g of cache_groups(model.cache_layers), on the layer's
     // device (Model::layer_device). On the CPU the pages are untouched (and cost nothing) until
-    // first written. Errors:
-    // VT_ERR_INVALID_ARGUMENT (a group without blocks, a zero block size),
-    // VT_ERR_OUT_OF_MEMORY.
-    PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_group, uint32_t block_size);
+    // first written. A device's pools share buffers of at most its largest
+    // allocation. allocate false: the tensors' shapes only (null data), for
+    // planning a graph. Errors: VT_ERR_INVALID_ARGUMENT (a group without
+    // blocks, a zero block size), VT_ERR_OUT_OF_MEMORY (also: one layer's
+    // pool over the device's largest allocation).
+    PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_group, uint32_t block_size,
+            bool allocate = true);
     ~PagedKv();
     PagedKv(const PagedKv &) = delete;
     PagedKv &operator=(const PagedKv &) = delete;
@@ -50,8 +54,17 @@ private:
     std::vector<CacheGroup> groups_;
     std::vector<uint32_t> blocks_, layer_group_;
     uint64_t bytes_ = 0;
-    std::vector<BufferPtr> buffers_;  // per device: its layers' K and V pools
+    std::vector<BufferPtr> buffers_;  // per device, one or more: its layers' K and V pools
     std::vector<Tensor> k_, v_;
 };
+
+// The largest KV pool the devices of m's cache layers can take now, in bytes
+// of the whole pool (its per-device shares summed), keeping arena_bytes free
+// on arena_dev (the device a context computes on). A device's part is 90%
+// of its room (device_memory_room; the driver's own allocations and
+// fragmentation keep the rest, as vLLM's gpu_memory_utilization), the CPU's
+// a quarter of the available memory. source, when given, says which bound
+// held, for messages.
+uint64_t kv_memory_limit(const Model &m, vt_device *arena_dev, size_t arena_bytes, std::string *source = nullptr);
 
 } // namespace vt

@@ -27,7 +27,8 @@ Context::Context(const Model &model, const std::string &device, uint32_t n_threa
 
 Context::~Context() = default;
 
-const Tensor *Context::build(ForwardArgs &args, const PagedKv &kv, int64_t n_out, const std::vector<int64_t> &n_index) {
+const Tensor *Context::build_graph(ForwardArgs &args, const PagedKv &kv, int64_t n_out,
+                                   const std::vector<int64_t> &n_index) {
     const int64_t n = args.n_tokens;
     graph_.reset();
     // Each adapter adds a node (and a view) per projection it updates.
@@ -46,22 +47,30 @@ const Tensor *Context::build(ForwardArgs &args, const PagedKv &kv, int64_t n_out
         lora_[a].scales = graph_.input(DType::F32, {lora_counts_[a]}, "lora_scales");
     }
     args.lora = lora_;
-    const Tensor *logits = model_.arch().build(model_, args);
-    size_t need = graph_.plan();
-    if (!arena_ || need > arena_->size) {
-        arena_.reset();
-        arena_ = buffer_alloc(exec_.device(), need, "compute arena");
-        VT_LOG_DEBUG("compute arena: %.2f MiB", (double)need / (1 << 20));
-    }
+    return model_.arch().build(model_, args);
+}
+
+const Tensor *Context::build(ForwardArgs &args, const PagedKv &kv, int64_t n_out, const std::vector<int64_t> &n_index) {
+    const Tensor *logits = build_graph(args, kv, n_out, n_index);
+    reserve_arena(graph_.plan());
     graph_.bind(static_cast<uint8_t *>(arena_->iface->get_base(arena_.get())), arena_.get());
     return logits;
 }
 
+void Context::reserve_arena(size_t bytes) {
+    if (arena_ && bytes <= arena_->size) return;
+    arena_.reset();
+    arena_ = buffer_alloc(exec_.device(), bytes, "compute arena");
+    VT_LOG_DEBUG("compute arena: %.2f MiB", (double)bytes / (1 << 20));
+}
+
 void Context::compute() { exec_.compute(graph_.nodes()); }
 
-const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx) {
+ForwardArgs Context::prepare(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx, int64_t &n_tok,
+                             int64_t &n_out) {
     const uint32_t n_groups = (uint32_t)kv.groups().size();
-    int64_t n_tok = 0, n_out = 0;
+    n_tok = 0;
+    n_out = 0;
     n_index_.assign(n_groups, 0);
     for (const BatchSeq &s : batch) {
         if (s.block_tables.size() != n_groups)
@@ -92,6 +101,22 @@ const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int
     args.k_cache = &kv.k();
     args.v_cache = &kv.v();
     args.n_ctx = n_ctx;
+    return args;
+}
+
+size_t Context::arena_need(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx) {
+    int64_t n_tok = 0, n_out = 0;
+    ForwardArgs args = prepare(kv, batch, n_ctx, n_tok, n_out);
+    build_graph(args, kv, n_out ? n_out : 1, n_index_);
+    const size_t need = graph_.plan();
+    graph_.reset();
+    return need;
+}
+
+const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx) {
+    const uint32_t n_groups = (uint32_t)kv.groups().size();
+    int64_t n_tok = 0, n_out = 0;
+    ForwardArgs args = prepare(kv, batch, n_ctx, n_tok, n_out);
     const Tensor *logits = build(args, kv, n_out ? n_out : 1, n_index_);
 
     // The inputs are packed on the host, then sent to the device's memory
@@ -184,6 +209,18 @@ Sequence::Sequence(Context &ctx, uint32_t n_ctx, bool logits_all) : ctx_(ctx), l
     const Hparams &hp = model.hparams;
     // The engine's default too: the training context up to 4096, 4096 when the file names none.
     n_ctx_ = n_ctx ? n_ctx : (hp.n_ctx_train && hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
+    if (n_ctx == 0) {
+        // On a device, no more than its memory holds (the engine's rule,
+        // engine/kv-plan.h), in whole blocks.
+        uint64_t per_token = 0;
+        for (const LayerCacheSpec &l : model.cache_layers) per_token += layer_bytes_per_token(l);
+        const uint64_t fits = per_token ? kv_memory_limit(model, ctx.executor().device(), 0) / per_token / kBlockSize * kBlockSize : n_ctx_;
+        if (fits < n_ctx_) {
+            if (fits == 0) fail(VT_ERR_OUT_OF_MEMORY, "KV cache: not one block of %u tokens fits", kBlockSize);
+            VT_LOG_INFO("sequence context: %llu tokens (what fits in the device's memory)", (unsigned long long)fits);
+            n_ctx_ = (uint32_t)fits;
+        }
+    }
     // Full attention holds the whole context; a sliding window a ring of the
     // blocks one step of n_batch tokens can touch.
     const uint64_t ctx_blocks = (n_ctx_ + kBlockSize - 1) / kBlockSize;

@@ -58,9 +58,21 @@ public:
     // output), in host memory, valid until the next forward.
     const Tensor *forward(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx);
 
+    // The compute arena a forward pass over batch needs (the graph built and
+    // planned, nothing computed or allocated; kv may hold shapes only).
+    size_t arena_need(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx);
+    // Grows the arena on the device to at least bytes now (a later forward
+    // that needs more grows it again). Throws VT_ERR_OUT_OF_MEMORY.
+    void reserve_arena(size_t bytes);
+
     const GraphExecutor &executor() const { return exec_; }
 
 private:
+    // The batch's per-group index sizes (n_index_), adapters (lora_) and the
+    // forward's arguments; sets n_tok and n_out (rows that want logits).
+    ForwardArgs prepare(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx, int64_t &n_tok, int64_t &n_out);
+    // Builds the forward graph into graph_, unplanned.
+    const Tensor *build_graph(ForwardArgs &args, const PagedKv &kv, int64_t n_out, const std::vector<int64_t> &n_index);
     // Builds the graph (with one kv_index input per cache group of kv, of
     // n_index[g] entries), sizes the arena and binds it; the caller fills
     // the inputs, then compute().

@@ -6,6 +6,7 @@
 //     every node of a model runs on the CPU through GraphExecutor's copies;
 //   1 "fakeold": a registry of another backend interface version;
 //   2 "fakenone": no usable device (init returns NULL).
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -25,7 +26,21 @@ struct FakeBuffer {
     uint8_t *mem;
 };
 
+// The device's memory: VT_FAKE_MEMORY_MIB (default 1024) MiB, of which the
+// live buffers take their sizes; an allocation past it fails, as on a GPU,
+// and the free count is reported (memory_free), as a driver's budget is.
+std::atomic<uint64_t> g_allocated{0};
+uint64_t memory_total() {
+    static const uint64_t total = [] {
+        const char *v = std::getenv("VT_FAKE_MEMORY_MIB");
+        const uint64_t mib = v && *v ? std::strtoull(v, nullptr, 10) : 1024;
+        return (mib ? mib : 1024) << 20;
+    }();
+    return total;
+}
+
 void buf_free(vt_buffer *b) {
+    g_allocated -= b->size;
     std::free(static_cast<FakeBuffer *>(b->context)->mem);
     delete static_cast<FakeBuffer *>(b->context);
     delete b;
@@ -55,8 +70,10 @@ vt_backend_reg g_reg;
 
 const char *buft_name(vt_buffer_type *) { return "fake"; }
 vt_buffer *buft_alloc(vt_buffer_type *bt, size_t size) {
+    if (size > memory_total() - g_allocated) return nullptr;
     auto *mem = static_cast<uint8_t *>(std::calloc(1, size));
     if (!mem) return nullptr;
+    g_allocated += size;
     return new vt_buffer{&kBuf, bt, new FakeBuffer{mem}, size};
 }
 size_t buft_align(vt_buffer_type *) { return 256; }
@@ -69,8 +86,8 @@ void dev_props(vt_device *, vt_device_props *p) {
     p->name = "fake0";
     p->description = "a test device that computes nothing";
     p->type = VT_DEVICE_TYPE_OTHER;
-    p->memory_total = (uint64_t)1 << 30;
-    p->memory_free = (uint64_t)1 << 30;
+    p->memory_total = memory_total();
+    p->memory_free = memory_total() - g_allocated;
 }
 vt_buffer_type *dev_buft(vt_device *) { return &g_buft; }
 bool dev_supports_op(vt_device *, const vt::Node *) { return false; }

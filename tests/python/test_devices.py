@@ -62,3 +62,41 @@ def test_generate_on_a_fallback_device(tiny_path):
                        timeout=300)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stdout + p.stderr
     assert "fake0 cannot run MUL_MAT" in p.stderr
+
+
+# The serving engine's default KV pool on a device with little memory: the
+# weights and the compute arena first, then 90% of what is left, allocated in
+# buffers of at most the device's largest allocation (fake0's is 8 MiB); an
+# explicit budget that cannot fit fails when the context is made, saying
+# what fits; vt_seq's default context shrinks to what fits.
+SMALL_DEVICE = r"""
+import re, sys, vt
+path = sys.argv[1]
+dev = [d for d in vt.devices() if d["name"] == "fake0"][0]
+assert dev["memory_total"] == 48 << 20, dev
+llm = vt.LLM(path, n_threads=1, device="fake0", max_model_len=2048, max_num_seqs=256)
+free_after_load = [d for d in vt.devices() if d["name"] == "fake0"][0]["memory_free"]
+out = llm.generate(["hello world", "one two"], vt.SamplingParams(max_tokens=4, temperature=0))
+assert all(len(o.token_ids) == 4 for o in out), out
+s = llm.context.stats()
+pool = s["kv_cache_bytes"]
+# Over 8 MiB: several buffers. Within 90% of what the weights left.
+assert 8 << 20 < pool <= free_after_load * 0.9, (pool, free_after_load)
+try:
+    vt.LLM(llm.model, kv_cache_memory="64MiB")
+    raise SystemExit("a 64 MiB pool on a 48 MiB device was accepted")
+except vt.VtOutOfMemory as e:
+    m = re.search(r"64\.0 MiB does not fit; ([0-9.]+) MiB fits \(90% of fake0's free memory", str(e))
+    assert m and 0 < float(m.group(1)) < 48, e
+print("ok")
+"""
+
+
+def test_default_kv_pool_fits_a_small_device(tiny_path):
+    fake_dir = os.environ.get("VT_FAKE_BACKEND_DIR")
+    if not fake_dir:
+        pytest.skip("VT_FAKE_BACKEND_DIR is set by meson test")
+    env = dict(os.environ, VT_BACKEND_PATH=fake_dir, VT_FAKE_MEMORY_MIB="48")
+    p = subprocess.run([sys.executable, "-c", SMALL_DEVICE, str(tiny_path)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stdout + p.stderr

@@ -356,10 +356,12 @@ class LLM:
                 be that one).
             use_mmap: map the weights (default) instead of reading them.
             kv_cache_memory: generate()'s KV block pool, in bytes or as a
-                string such as "2GiB"; None or 0 = libvt's default (a quarter
-                of the available memory, capped at what max_num_seqs requests
-                of max_model_len tokens can use). Allocated at the first
-                generate().
+                string such as "2GiB"; None or 0 = libvt's default (on the
+                CPU a quarter of the available memory; on a device 90% of its
+                free memory after the weights and the compute arena; capped at
+                what max_num_seqs requests of max_model_len tokens can use).
+                Allocated at the first generate(); on a device, a budget that
+                does not fit raises VtOutOfMemory at construction.
             max_num_seqs: requests generate() runs at once (the rest wait);
                 0 = 64.
             max_model_len: tokens per generate() request, prompt and output;

@@ -1,0 +1,42 @@
+// How the serving engine's KV pool is sized (vLLM's hybrid allocator and its
+// gpu_memory_utilization, llama.cpp's --fit): one byte budget split between
+// the model's cache groups, the budget by default derived from the memory of
+// the devices the pool lives on, after the weights and the compute arena a
+// full step needs. Computed when a context is made (so that a budget that
+// cannot fit fails there, with what fits) and again by the engine at its
+// first submit, when it allocates the pool.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kv/cache-spec.h"
+#include "runner/sequence.h"
+
+namespace vt {
+
+struct EngineConfig;
+
+struct KvPlan {
+    std::vector<CacheGroup> groups;
+    std::vector<uint32_t> blocks;  // per group
+    uint32_t block_size = 16;
+    uint32_t max_num_seqs = 64;
+    uint32_t max_batched = 512;
+    uint32_t max_model_len = 0;    // tokens per request, after the pool caps a default one
+    uint64_t budget = 0;           // the bytes the pool was sized from
+    uint64_t pool_bytes = 0;       // what its blocks take (at most budget)
+    // Where a default budget came from: "a quarter of the available memory"
+    // or "90% of vulkan0's free memory after ..." (for the load line).
+    std::string budget_source;
+    size_t arena_bytes = 0;        // the compute arena of a full step on the context's device
+};
+
+// The plan for ctx and cfg. Throws vt::Error: VT_ERR_OUT_OF_MEMORY when an
+// explicit kv_cache_bytes does not fit in a device's memory, or when the
+// memory left holds no block (the message says how much fits);
+// VT_ERR_INVALID_ARGUMENT as the engine's limits (max_model_len over the pool).
+KvPlan plan_kv(Context &ctx, const EngineConfig &cfg);
+
+} // namespace vt
