@@ -47,11 +47,11 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     const std::vector<CacheGroup> &groups = plan.groups;
     const std::vector<uint32_t> &blocks = plan.blocks;
     const uint32_t max_num_seqs = plan.max_num_seqs, max_batched = plan.max_batched, max_len = plan.max_model_len;
-    KvCacheConfig kv_cfg{block_size_, 0, cfg.prefix_caching, {}};
+    KvCacheConfig kv_cfg{block_size_, 0, cfg.prefix_caching, {}, plan.state_slots};
     for (size_t g = 0; g < groups.size(); ++g) kv_cfg.groups.push_back({blocks[g], groups[g].window});
     // The arena first: the plan left room for it on a device.
     if (plan.arena_bytes) ctx.reserve_arena(plan.arena_bytes);
-    kv_pool_ = std::make_unique<PagedKv>(model_, blocks, block_size_);
+    kv_pool_ = std::make_unique<PagedKv>(model_, blocks, block_size_, plan.state_slots);
     kv_cfg_ = kv_cfg;
     sched_cfg_.max_num_batched_tokens = max_batched;
     sched_cfg_.max_num_seqs = max_num_seqs;
@@ -80,6 +80,13 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
                       groups[g].layers.size(), cache_kind_name(groups[g].kind));
         layout += part;
     }
+    if (plan.state_slots) {
+        char part[128];
+        std::snprintf(part, sizeof part, "%s%u state slots of %.2f MiB for %zu recurrent layers",
+                      layout.empty() ? "" : ", ", plan.state_slots, (double)plan.slot_bytes / (1 << 20),
+                      state_slots(model_.cache_layers).layers.size());
+        layout += part;
+    }
     // The step's sequences are sampled by as many threads as the forward
     // pass computes on: the engine's and helpers that sleep between steps.
     const uint32_t n_threads = ctx.executor().n_threads();
@@ -87,7 +94,7 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     VT_LOG_INFO("KV cache: %.2f GiB of %u-token blocks on %s (%s; budget: %s); up to %u requests of %u tokens%s",
                 (double)kv_pool_->bytes() / (1 << 30), block_size_, device_name(ctx.executor().device()).c_str(),
                 layout.c_str(), plan.budget_source.c_str(), max_num_seqs, max_len,
-                cfg.prefix_caching ? ", prefix caching on" : "");
+                !cfg.prefix_caching ? "" : plan.state_slots ? ", prefix caching off (recurrent state)" : ", prefix caching on");
 }
 
 Engine::~Engine() = default;
@@ -259,6 +266,7 @@ const Tensor *Engine::run_forward(const SchedulerOutput &so) {
         b.tokens = std::span<const int32_t>(so.tokens.data() + s.offset, s.n_tokens);
         b.start_pos = s.start_pos;
         b.block_tables = s.block_tables;
+        b.state_slot = s.state_slot;
         const Request &r = *requests_.at(s.id);
         b.logits = s.needs_logits ? Context::Logits::last : Context::Logits::none;
         if (wants_prompt_rows(r, s)) b.logits = Context::Logits::all;

@@ -21,7 +21,8 @@ constexpr double kMiB = 1024.0 * 1024.0;
 size_t full_step_arena(Context &ctx, const std::vector<CacheGroup> &groups, uint32_t block_size,
                        uint32_t max_num_seqs, uint32_t max_batched, uint32_t max_len) {
     const uint32_t n_seq = std::max(1u, std::min(max_num_seqs, max_batched));
-    PagedKv shapes(ctx.model(), std::vector<uint32_t>(groups.size(), 1), block_size, /*allocate=*/false);
+    const uint32_t n_slots = state_slots(ctx.model().cache_layers).layers.empty() ? 0 : n_seq;
+    PagedKv shapes(ctx.model(), std::vector<uint32_t>(groups.size(), 1), block_size, n_slots, /*allocate=*/false);
     const uint32_t first = max_batched - (n_seq - 1);
     std::vector<int32_t> tokens(first, 0);
     const size_t table_len = ((size_t)max_len + block_size - 1) / block_size;
@@ -31,6 +32,7 @@ size_t full_step_arena(Context &ctx, const std::vector<CacheGroup> &groups, uint
         batch[s].tokens = std::span<const int32_t>(tokens.data(), s == 0 ? first : 1);
         batch[s].start_pos = 0;
         batch[s].block_tables = tables;
+        batch[s].state_slot = n_slots ? (int32_t)s : -1;
     }
     return ctx.arena_need(shapes, batch, max_len);
 }
@@ -88,9 +90,11 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
     std::string source;
     const uint64_t limit = kv_memory_limit(model, ctx.executor().device(), p.arena_bytes, &source);
 
+    // Recurrent layers: a state slot per running sequence (vLLM's MambaSpec).
+    const uint64_t slot_bytes = state_slots(model.cache_layers).bytes_per_slot;
     uint64_t budget = cfg.kv_cache_bytes;
     if (budget == 0) {
-        budget = std::min(limit, (uint64_t)max_num_seqs * len_blocks * full_block_bytes + sliding_bytes);
+        budget = std::min(limit, (uint64_t)max_num_seqs * (len_blocks * full_block_bytes + slot_bytes) + sliding_bytes);
         p.budget_source = budget == limit ? source : "what max_num_seqs requests of max_model_len tokens use";
     } else if (on_device && budget > limit) {
         // The CPU's pages are taken as they are first written, so an explicit
@@ -100,8 +104,25 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
     } else {
         p.budget_source = "kv_cache_bytes";
     }
+    // The slots come first, at most half the budget: with fewer slots than
+    // max_num_seqs, fewer requests run at once (max_num_seqs is lowered).
+    uint32_t n_slots = 0;
+    if (slot_bytes) {
+        n_slots = (uint32_t)std::min<uint64_t>(max_num_seqs, budget / 2 / slot_bytes);
+        if (n_slots == 0) n_slots = budget >= slot_bytes ? 1 : 0;
+        if (n_slots == 0)
+            fail(cfg.kv_cache_bytes ? VT_ERR_INVALID_ARGUMENT : VT_ERR_OUT_OF_MEMORY,
+                 "KV cache: %.2f MiB (%s) holds no state slot of %.2f MiB", (double)budget / kMiB,
+                 cfg.kv_cache_bytes ? "kv_cache_bytes" : source.c_str(), (double)slot_bytes / kMiB);
+        p.max_num_seqs = n_slots;
+        p.state_slots = n_slots;
+        p.slot_bytes = slot_bytes;
+        budget -= (uint64_t)n_slots * slot_bytes;
+    }
     std::vector<uint32_t> blocks(groups.size(), 0);
-    if (full_block_bytes == 0) {
+    if (groups.empty()) {
+        // Recurrent layers only: nothing paged.
+    } else if (full_block_bytes == 0) {
         // Sliding windows only: every group the same count, the whole budget.
         uint64_t all_block_bytes = 0;
         for (const CacheGroup &g : groups) all_block_bytes += g.bytes_per_token * block_size;
@@ -146,7 +167,8 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
              (unsigned long long)seq_tokens);
     p.blocks = std::move(blocks);
     p.max_model_len = max_len;
-    p.budget = budget;
+    p.budget = budget + (uint64_t)n_slots * slot_bytes;
+    p.pool_bytes = (uint64_t)n_slots * slot_bytes;
     for (size_t g = 0; g < groups.size(); ++g)
         p.pool_bytes += (uint64_t)p.blocks[g] * block_size * groups[g].bytes_per_token;
     return p;

@@ -4,7 +4,8 @@
 // the devices the pool lives on, after the weights and the compute arena a
 // full step needs. Computed when a context is made (so that a budget that
 // cannot fit fails there, with what fits) and again by the engine at its
-// first submit, when it allocates the pool.
+// first submit, when it allocates the pool. A model with recurrent layers
+// also gets a state slot per running sequence out of the same budget.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,10 @@ struct KvPlan {
     // or "90% of vulkan0's free memory after ..." (for the load line).
     std::string budget_source;
     size_t arena_bytes = 0;        // the compute arena of a full step on the context's device
+    // Recurrent layers: one slot per running sequence, taken off the budget
+    // first (at most half of it); max_num_seqs is then at most state_slots.
+    uint32_t state_slots = 0;
+    uint64_t slot_bytes = 0;
 };
 
 // The plan for ctx and cfg. Throws vt::Error: VT_ERR_OUT_OF_MEMORY when an

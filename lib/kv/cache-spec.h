@@ -21,6 +21,9 @@ enum class CacheKind : uint8_t {
     latent,          // every past position, one row per token that is both key and value:
                      // MLA's [c_kv (kv_lora_rank), k_pe (rope dims)], read by
                      // Op::ATTN_PAGED's latent mode; no V cache
+    recurrent,       // no rows per token: a fixed-size f32 state per sequence (a slot), the
+                     // conv tail and the recurrent state of a linear-attention or Mamba layer
+                     // (Op::CONV1D_CAUSAL, Op::GATED_DELTA_RULE); not paged
 };
 
 struct LayerCacheSpec {
@@ -28,12 +31,22 @@ struct LayerCacheSpec {
     uint32_t window = 0;   // sliding_window: positions a query sees; 0 for the other kinds
     uint32_t kv_row = 0;   // K (and V) values per token: head_dim * n_head_kv; latent: the
                            // cached row, kv_lora_rank + rope dims (times n_head_kv, 1 for MLA)
+    // recurrent: the f32 values of one sequence's slot.
+    uint32_t conv_floats = 0;   // the conv tail: (kernel - 1) * conv channels
+    uint32_t state_floats = 0;  // the recurrent state (Gated DeltaNet: n_v_heads * dk * dv)
 };
 
 // Bytes one token takes in a layer's cache: f16 K and V rows, or a latent
-// layer's one f16 row.
+// layer's one f16 row; none for a recurrent layer (its state is per sequence).
 inline uint64_t layer_bytes_per_token(const LayerCacheSpec &s) {
+    if (s.kind == CacheKind::recurrent) return 0;
     return (s.kind == CacheKind::latent ? 1ull : 2ull /* K and V */) * s.kv_row * 2 /* f16 */;
+}
+
+// Bytes one sequence's slot takes in a recurrent layer (f32 conv tail and
+// state); 0 for the other kinds.
+inline uint64_t layer_bytes_per_slot(const LayerCacheSpec &s) {
+    return s.kind == CacheKind::recurrent ? ((uint64_t)s.conv_floats + s.state_floats) * 4 : 0;
 }
 
 // Whether a layer has a V cache (a latent layer reads its values from K).
@@ -45,12 +58,14 @@ inline const char *cache_kind_name(CacheKind k) {
     case CacheKind::full_attention: return "full-attention";
     case CacheKind::sliding_window: return "sliding-window";
     case CacheKind::latent: return "latent";
+    case CacheKind::recurrent: return "recurrent";
     }
     return "?";
 }
 
-// The layers that share a cache spec: full-attention groups first, then a
-// latent one, then sliding ones by window.
+// The layers that share a paged cache spec: full-attention groups first,
+// then a latent one, then sliding ones by window. Recurrent layers are in
+// no paged group: their slots are state_slots()'s.
 struct CacheGroup {
     CacheKind kind = CacheKind::full_attention;
     uint32_t window = 0;
@@ -62,6 +77,7 @@ inline std::vector<CacheGroup> cache_groups(const std::vector<LayerCacheSpec> &l
     std::vector<CacheGroup> groups;
     for (uint32_t l = 0; l < layers.size(); ++l) {
         const LayerCacheSpec &s = layers[l];
+        if (s.kind == CacheKind::recurrent) continue;
         const uint32_t window = s.kind == CacheKind::sliding_window ? s.window : 0;
         CacheGroup *g = nullptr;
         for (CacheGroup &c : groups)
@@ -78,6 +94,24 @@ inline std::vector<CacheGroup> cache_groups(const std::vector<LayerCacheSpec> &l
         return rank(a.kind) != rank(b.kind) ? rank(a.kind) < rank(b.kind) : a.window < b.window;
     });
     return groups;
+}
+
+// The recurrent layers, whose state lives in a slot per sequence (the KV
+// manager's state slots; vLLM's MambaSpec): one slot holds every such
+// layer's conv tail and state.
+struct StateSlots {
+    std::vector<uint32_t> layers;
+    uint64_t bytes_per_slot = 0;  // the sum of their layer_bytes_per_slot
+};
+
+inline StateSlots state_slots(const std::vector<LayerCacheSpec> &layers) {
+    StateSlots s;
+    for (uint32_t l = 0; l < layers.size(); ++l)
+        if (layers[l].kind == CacheKind::recurrent) {
+            s.layers.push_back(l);
+            s.bytes_per_slot += layer_bytes_per_slot(layers[l]);
+        }
+    return s;
 }
 
 // The attention window of a layer in positions, 0 for all.

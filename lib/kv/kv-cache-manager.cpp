@@ -34,6 +34,9 @@ KvCacheManager::KvCacheManager(const KvCacheConfig &cfg)
     if (groups.empty()) groups.push_back({cfg.num_blocks, 0});
     groups_.reserve(groups.size());
     for (const KvGroupConfig &g : groups) groups_.push_back({g.window, BlockPool(g.num_blocks)});
+    n_slots_ = cfg.state_slots;
+    // Slot 0 is given first (the back of the list).
+    for (uint32_t s = n_slots_; s-- > 0;) free_slots_.push_back((int32_t)s);
 }
 
 uint64_t KvCacheManager::max_seq_tokens() const {
@@ -51,7 +54,10 @@ uint32_t KvCacheManager::blocks_before_window(const Group &g, uint64_t pos) cons
 PrefixHit KvCacheManager::find_prefix(std::span<const int32_t> tokens, const BlockHash &root) const {
     PrefixHit hit;
     hit.blocks.resize(groups_.size());
-    if (!prefix_caching_ || tokens.empty()) return hit;
+    // NOTE: a state slot holds the state at its sequence's position only;
+    // resuming another sequence from a cached prefix needs a snapshot of
+    // the state at that block boundary, which is not kept yet.
+    if (!prefix_caching_ || tokens.empty() || n_slots_ > 0) return hit;
     const size_t max_blocks = (tokens.size() - 1) / block_size_;
     // Full-attention groups need every block from the first: the run of
     // blocks all of them hold bounds the hit.
@@ -121,8 +127,14 @@ bool KvCacheManager::allocate(SeqId seq, std::span<const int32_t> tokens, uint32
         }
         if (taken > g.pool.num_free() + freed) return false;
     }
+    const bool needs_slot = n_slots_ > 0 && (found == seqs_.end() || found->second.slot < 0);
+    if (needs_slot && free_slots_.empty()) return false;
 
     SeqBlocks &sb = seqs_[seq];
+    if (needs_slot) {
+        sb.slot = free_slots_.back();
+        free_slots_.pop_back();
+    }
     if (held == 0) {
         sb.tables.assign(groups_.size(), {});
         query_tokens_ += tokens.size();
@@ -169,6 +181,7 @@ void KvCacheManager::free(SeqId seq) {
             if (*b != kNoBlock) held.push_back(*b);
         groups_[gi].pool.release(held);
     }
+    if (it->second.slot >= 0) free_slots_.push_back(it->second.slot);
     seqs_.erase(it);
 }
 
@@ -178,7 +191,25 @@ std::span<const BlockId> KvCacheManager::block_table(SeqId seq, uint32_t g) cons
     return it->second.tables.at(g);
 }
 
+int32_t KvCacheManager::state_slot(SeqId seq) const {
+    auto it = seqs_.find(seq);
+    return it == seqs_.end() ? -1 : it->second.slot;
+}
+
 void KvCacheManager::check() const {
+    std::vector<uint8_t> slot_held(n_slots_, 0);
+    for (int32_t s : free_slots_) {
+        if (s < 0 || (uint32_t)s >= n_slots_ || slot_held[(size_t)s])
+            fail(VT_ERR_INTERNAL, "KV cache: state slot %d is free twice or out of range", s);
+        slot_held[(size_t)s] = 1;
+    }
+    for (const auto &[id, sb] : seqs_) {
+        if (n_slots_ == 0) continue;
+        if (sb.slot < 0 || (uint32_t)sb.slot >= n_slots_ || slot_held[(size_t)sb.slot])
+            fail(VT_ERR_INTERNAL, "KV cache: sequence %llu holds state slot %d, free or another's",
+                 (unsigned long long)id, sb.slot);
+        slot_held[(size_t)sb.slot] = 1;
+    }
     for (size_t gi = 0; gi < groups_.size(); ++gi) {
         const BlockPool &pool = groups_[gi].pool;
         pool.check();

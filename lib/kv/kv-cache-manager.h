@@ -12,6 +12,14 @@
 // evicted. A prefix hit must then be a hit in every group: all blocks of a
 // full-attention group, the window's blocks of a sliding one.
 //
+// State slots (recurrent layers: Mamba, linear attention): a model with such
+// layers keeps one fixed-size state per sequence instead of rows per token.
+// A sequence takes a slot when it is given its first blocks and holds it
+// until freed; admission therefore needs a free slot as well as blocks. A
+// slot's state is valid only at the sequence's computed position, so a
+// prefix hit (which would resume from a position the slot never saw) is not
+// served while the model has state slots (see find_prefix).
+//
 // Prefix caching: block i of a sequence is keyed by
 // hash_block(hash of block i-1, its block_size token ids), with block 0
 // chained to the sequence's root (a zero hash, or its LoRA adapter's key),
@@ -50,6 +58,7 @@ struct KvCacheConfig {
     uint32_t num_blocks = 0;          // with no groups: one full-attention group of num_blocks
     bool prefix_caching = true;
     std::vector<KvGroupConfig> groups;
+    uint32_t state_slots = 0;         // recurrent layers' slots (0: the model has none)
 };
 
 // How many blocks a byte budget holds, where bytes_per_token is what one
@@ -95,7 +104,7 @@ public:
     uint64_t max_seq_tokens() const;
 
     // The longest prefix of tokens whose blocks every group has cached (see
-    // above), in whole blocks. At most tokens.size() - 1 tokens are hit, so
+    // above), in whole blocks; none while the model has state slots. At most tokens.size() - 1 tokens are hit, so
     // that the last one is always computed: its logits are needed. Takes no
     // reference.
     // root keys block 0 (chained from it): sequences whose KV depends on
@@ -106,7 +115,8 @@ public:
     // Grows seq's tables to hold num_computed + num_new tokens: first the hit
     // blocks (only for a sequence holding no blocks, with num_computed ==
     // hit.num_tokens), then fresh blocks from each pool, evicting the least
-    // recently freed cached ones; a sliding group first gives back the
+    // recently freed cached ones (and, for a sequence holding none, a state
+    // slot where the model has them); a sliding group first gives back the
     // blocks before the window of position num_computed. Every block that
     // these tokens fill is then registered in the prefix cache. tokens are
     // all the sequence's known tokens (they are hashed); num_computed +
@@ -123,6 +133,10 @@ public:
     // seq's block table in group g (empty when it holds none); valid until
     // the next allocate() or free().
     std::span<const BlockId> block_table(SeqId seq, uint32_t g = 0) const;
+    // seq's state slot, or -1 (no slots, or seq holds nothing).
+    int32_t state_slot(SeqId seq) const;
+    uint32_t num_state_slots() const { return n_slots_; }
+    uint32_t num_free_state_slots() const { return (uint32_t)free_slots_.size(); }
 
     // Prefix-cache hit rate: known tokens of sequences given their first
     // blocks (admitted or re-admitted after preemption), and of those, the
@@ -142,6 +156,7 @@ private:
     struct SeqBlocks {
         std::vector<std::vector<BlockId>> tables;  // per group
         std::vector<BlockHash> hashes;  // keys of block 0 .. hashes.size() - 1, all full
+        int32_t slot = -1;              // its state slot, when the model has them
     };
     // Blocks of a sliding group before the window of position pos.
     uint32_t blocks_before_window(const Group &g, uint64_t pos) const;
@@ -150,6 +165,8 @@ private:
     bool prefix_caching_;
     std::vector<Group> groups_;
     std::unordered_map<SeqId, SeqBlocks> seqs_;
+    uint32_t n_slots_ = 0;
+    std::vector<int32_t> free_slots_;  // taken from the back
     uint64_t query_tokens_ = 0, hit_tokens_ = 0;
 };
 

@@ -85,6 +85,13 @@ struct ForwardArgs {
     std::vector<Tensor> *v_cache;  // per layer (kv_row, n_slots) f16; a latent layer's has no elements
                                    // and null data: its ATTN_PAGED takes null for src2 and src4
     std::span<Tensor *const> kv_index;  // per layer: its cache group's i32 graph input, layout in Op::ATTN_PAGED
+                                        // (null for a recurrent layer)
+    // Recurrent layers (CacheKind::recurrent): k_cache[il] is the layer's
+    // conv-tail pool (conv_floats, n_slots) f32 and v_cache[il] its state
+    // pool (state_floats, n_slots) f32; state_index (3, n_seqs) i32, graph
+    // input: per sequence in batch order {slot, n_tokens, fresh}
+    // (Op::CONV1D_CAUSAL). Null when the model has no recurrent layer.
+    Tensor *state_index = nullptr;
     std::span<const LoraSlot> lora;     // the adapters of the batch's sequences (LayerBuilder::linear applies them)
     int64_t n_ctx = 0;             // positions one sequence may reach (vt_seq's n_ctx, the engine's
                                    // max_model_len): Phi-3 picks its rope factors by it, as llama.cpp

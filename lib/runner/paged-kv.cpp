@@ -10,18 +10,23 @@
 namespace vt {
 
 PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_group, uint32_t block_size,
-                 bool allocate)
-    : block_size_(block_size), groups_(cache_groups(model.cache_layers)), blocks_(blocks_per_group) {
+                 uint32_t n_slots, bool allocate)
+    : block_size_(block_size), groups_(cache_groups(model.cache_layers)), blocks_(blocks_per_group),
+      n_slots_(n_slots) {
     if (blocks_.size() != groups_.size())
         fail(VT_ERR_INTERNAL, "KV cache: %zu block counts for %zu cache groups", blocks_.size(), groups_.size());
     if (block_size == 0) fail(VT_ERR_INVALID_ARGUMENT, "a KV cache needs a block size");
     const size_t n_layer = model.cache_layers.size();
-    layer_group_.assign(n_layer, 0);
+    layer_group_.assign(n_layer, kNoGroup);
     for (uint32_t g = 0; g < groups_.size(); ++g) {
         if (blocks_[g] == 0) fail(VT_ERR_INVALID_ARGUMENT, "KV cache group %u has no blocks", g);
         for (uint32_t l : groups_[g].layers) layer_group_[l] = g;
         bytes_ += (uint64_t)blocks_[g] * block_size * groups_[g].bytes_per_token;
     }
+    const StateSlots slots = state_slots(model.cache_layers);
+    if (!slots.layers.empty() && n_slots == 0)
+        fail(VT_ERR_INVALID_ARGUMENT, "the model's %zu recurrent layers need state slots", slots.layers.size());
+    bytes_ += (uint64_t)n_slots * slots.bytes_per_slot;
     // Each layer's K and V on its layer's device (Model::layer_device: the
     // model's, or the CPU for layers n_gpu_layers leaves there), packed into
     // as few buffers as the device's largest allocation allows (a GPU's KV
@@ -37,12 +42,21 @@ PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_gro
     };
     std::vector<Pool> pools;
     for (size_t l = 0; l < n_layer; ++l) {
-        const int64_t kv_row = model.cache_layers[l].kv_row, n_blocks = blocks_[layer_group_[l]];
-        const size_t pool_bytes = (size_t)(n_blocks * block_size) * row_bytes(DType::F16, kv_row);
+        const LayerCacheSpec &spec = model.cache_layers[l];
         vt_device *d = model.layer_device((uint32_t)l);
+        if (spec.kind == CacheKind::recurrent) {
+            // A slot per sequence: the conv tail in K's place, the state in V's.
+            tensor_init(k_[l], DType::F32, spec.conv_floats, n_slots, 1, 1, nullptr, "conv_state");
+            tensor_init(v_[l], DType::F32, spec.state_floats, n_slots, 1, 1, nullptr, "recurrent_state");
+            if (spec.conv_floats) pools.push_back({&k_[l], d, (size_t)spec.conv_floats * n_slots * 4});
+            pools.push_back({&v_[l], d, (size_t)spec.state_floats * n_slots * 4});
+            continue;
+        }
+        const int64_t kv_row = spec.kv_row, n_blocks = blocks_[layer_group_[l]];
+        const size_t pool_bytes = (size_t)(n_blocks * block_size) * row_bytes(DType::F16, kv_row);
         tensor_init(k_[l], DType::F16, block_size, kv_row, n_blocks, 1, nullptr, "k_pool");
         pools.push_back({&k_[l], d, pool_bytes});
-        if (!has_v_cache(model.cache_layers[l])) {
+        if (!has_v_cache(spec)) {
             tensor_init(v_[l], DType::F16, 0, 0, 1, 1, nullptr, "v_pool (none: latent)");
             continue;
         }

@@ -35,8 +35,11 @@ public:
     // planning a graph. Errors: VT_ERR_INVALID_ARGUMENT (a group without
     // blocks, a zero block size), VT_ERR_OUT_OF_MEMORY (also: one layer's
     // pool over the device's largest allocation).
+    // n_slots: the state slots of the model's recurrent layers (0 without
+    // such layers): layer l's k() is then its conv-tail pool (conv_floats,
+    // n_slots) f32 and v() its state pool (state_floats, n_slots) f32.
     PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_group, uint32_t block_size,
-            bool allocate = true);
+            uint32_t n_slots = 0, bool allocate = true);
     ~PagedKv();
     PagedKv(const PagedKv &) = delete;
     PagedKv &operator=(const PagedKv &) = delete;
@@ -44,8 +47,11 @@ public:
     uint32_t block_size() const { return block_size_; }
     const std::vector<CacheGroup> &groups() const { return groups_; }
     uint32_t num_blocks(uint32_t g) const { return blocks_.at(g); }
+    // The paged group of a layer; kNoGroup for a recurrent one.
+    static constexpr uint32_t kNoGroup = UINT32_MAX;
     uint32_t layer_group(uint32_t layer) const { return layer_group_.at(layer); }
-    uint64_t bytes() const { return bytes_; }  // every group's blocks * block_size * bytes_per_token
+    uint32_t num_slots() const { return n_slots_; }
+    uint64_t bytes() const { return bytes_; }  // every group's blocks * block_size * bytes_per_token, and the slots
     std::vector<Tensor> &k() { return k_; }    // per layer
     std::vector<Tensor> &v() { return v_; }    // per layer; empty for a latent one
 
@@ -53,6 +59,7 @@ private:
     uint32_t block_size_;
     std::vector<CacheGroup> groups_;
     std::vector<uint32_t> blocks_, layer_group_;
+    uint32_t n_slots_ = 0;
     uint64_t bytes_ = 0;
     std::vector<BufferPtr> buffers_;  // per device, one or more: its layers' K and V pools
     std::vector<Tensor> k_, v_;

@@ -40,8 +40,10 @@ const Tensor *Context::build_graph(ForwardArgs &args, const PagedKv &kv, int64_t
     index_in_.clear();
     for (int64_t ni : n_index) index_in_.push_back(graph_.input(DType::I32, {ni}, "kv_index"));
     layer_index_.resize(model_.cache_layers.size());
-    for (uint32_t l = 0; l < layer_index_.size(); ++l) layer_index_[l] = index_in_[kv.layer_group(l)];
+    for (uint32_t l = 0; l < layer_index_.size(); ++l)
+        layer_index_[l] = kv.layer_group(l) == PagedKv::kNoGroup ? nullptr : index_in_[kv.layer_group(l)];
     args.kv_index = layer_index_;
+    args.state_index = kv.num_slots() ? graph_.input(DType::I32, {3, n_state_seqs_}, "state_index") : nullptr;
     for (size_t a = 0; a < lora_.size(); ++a) {
         lora_[a].rows = graph_.input(DType::I32, {lora_counts_[a]}, "lora_rows");
         lora_[a].scales = graph_.input(DType::F32, {lora_counts_[a]}, "lora_scales");
@@ -71,6 +73,7 @@ ForwardArgs Context::prepare(PagedKv &kv, std::span<const BatchSeq> batch, int64
     const uint32_t n_groups = (uint32_t)kv.groups().size();
     n_tok = 0;
     n_out = 0;
+    n_state_seqs_ = (int64_t)batch.size();
     n_index_.assign(n_groups, 0);
     for (const BatchSeq &s : batch) {
         if (s.block_tables.size() != n_groups)
@@ -122,7 +125,8 @@ const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int
     // The inputs are packed on the host, then sent to the device's memory
     // (for the CPU, a copy of a few KB).
     const int64_t n_rows_in = n_out ? n_out : 1;
-    int64_t n_staged = 2 * n_tok + n_rows_in;
+    const int64_t n_state = args.state_index ? 3 * (int64_t)batch.size() : 0;
+    int64_t n_staged = 2 * n_tok + n_rows_in + n_state;
     for (int64_t ni : n_index_) n_staged += ni;
     staging_.resize((size_t)n_staged);
     int32_t *tok = staging_.data();
@@ -166,6 +170,18 @@ const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int
             }
             table_at += (int64_t)table.size();
         }
+    }
+    // The recurrent layers' state index: per sequence {slot, tokens, fresh}.
+    if (n_state) {
+        int32_t *st = index_at;
+        for (const BatchSeq &s : batch) {
+            if (s.state_slot < 0 || (uint32_t)s.state_slot >= kv.num_slots())
+                fail(VT_ERR_INTERNAL, "state slot %d outside the KV cache's %u", s.state_slot, kv.num_slots());
+            *st++ = s.state_slot;
+            *st++ = (int32_t)s.tokens.size();
+            *st++ = s.start_pos == 0;
+        }
+        tensor_set(*args.state_index, index_at, 0, (size_t)n_state * sizeof(int32_t));
     }
     tensor_set(*args.tokens, tok, 0, (size_t)n_tok * sizeof(int32_t));
     tensor_set(*args.positions, pos, 0, (size_t)n_tok * sizeof(int32_t));
@@ -229,7 +245,9 @@ Sequence::Sequence(Context &ctx, uint32_t n_ctx, bool logits_all) : ctx_(ctx), l
         blocks.push_back((uint32_t)(g.window ? std::min(ctx_blocks, sliding_blocks_per_step(g.window, ctx.n_batch(),
                                                                                             kBlockSize))
                                              : ctx_blocks));
-    kv_ = std::make_unique<PagedKv>(model, blocks, kBlockSize);
+    // Recurrent layers: one state slot, slot 0.
+    const uint32_t n_slots = state_slots(model.cache_layers).layers.empty() ? 0 : 1;
+    kv_ = std::make_unique<PagedKv>(model, blocks, kBlockSize, n_slots);
     tables_.resize(blocks.size());
     for (std::vector<BlockId> &t : tables_) t.reserve(ctx_blocks);  // no allocation while decoding
     pending_.reserve(ctx.n_batch());
@@ -274,6 +292,7 @@ void Sequence::step() {
         s.block_tables = tables_;
         s.lora = lora_.get();
         s.lora_scale = lora_scale_;
+        s.state_slot = kv_->num_slots() ? 0 : -1;
         s.logits = logits_all_ ? Context::Logits::all : last_chunk ? Context::Logits::last : Context::Logits::none;
         const Tensor *lg = ctx_.forward(*kv_, std::span<const Context::BatchSeq>(&s, 1), n_ctx_);
         n_past_ += n;

@@ -49,6 +49,9 @@ public:
         Logits logits = Logits::last;
         const LoraAdapter *lora = nullptr;  // the adapter its tokens compute with, or none
         float lora_scale = 1.0f;            // the request's scale of it
+        // Its recurrent layers' state slot in the PagedKv (a model with such
+        // layers; -1 otherwise). start_pos 0 starts from a zero state.
+        int32_t state_slot = -1;
     };
 
     // One forward pass over every sequence of the batch; n_ctx is the most
@@ -88,6 +91,7 @@ private:
     std::vector<float> logits_host_; // forward(): the logits of a device that is not host memory
     Tensor logits_view_{};
     std::vector<int64_t> n_index_;     // forward() scratch
+    int64_t n_state_seqs_ = 0;         // forward(): the batch's sequences (the state index's columns)
     std::vector<Tensor *> index_in_;     // per cache group
     std::vector<Tensor *> layer_index_;  // per layer: its group's
     std::vector<LoraSlot> lora_;         // forward(): one per adapter in the batch

@@ -108,6 +108,7 @@ void Scheduler::emit(SeqId id, Seq &s, uint32_t n, SchedulerOutput &out) {
         std::span<const BlockId> table = kv_.block_table(id, g);
         ss.block_tables[g].assign(table.begin(), table.end());
     }
+    ss.state_slot = kv_.state_slot(id);
     ss.needs_logits = s.num_computed + n == s.tokens.size();
     for (uint32_t i = 0; i < n; ++i) {
         out.tokens.push_back(s.tokens[s.num_computed + i]);

@@ -63,6 +63,7 @@ struct ScheduledSeq {
     uint32_t n_tokens = 0;  // tokens computed this step
     uint32_t start_pos = 0; // tokens already in its KV; its positions are start_pos .. start_pos+n_tokens-1
     std::vector<std::vector<BlockId>> block_tables;  // per KV cache group; each covers start_pos + n_tokens tokens
+    int32_t state_slot = -1;    // its recurrent layers' state slot (KvCacheManager::state_slot), or -1
     bool needs_logits = false;  // the step reaches its last known token: sample the next one
 };
 

@@ -475,3 +475,41 @@ TEST_CASE("a model mixing cache kinds: full attention, latent, then sliding wind
     CHECK(n == layers.size());
     CHECK(total == want);
 }
+
+// Recurrent layers (Gated DeltaNet, Mamba): a state slot per sequence beside
+// its blocks, taken with its first blocks, given back with them; admission
+// needs one; no prefix hits (a slot's state is valid at its own position only).
+TEST_CASE("state slots: one per sequence, taken and freed with its blocks, no prefix hits", "[kv]") {
+    KvCacheConfig cfg;
+    cfg.block_size = 4;
+    cfg.groups = {{8, 0}};
+    cfg.state_slots = 2;
+    KvCacheManager kv(cfg);
+    const auto prompt = iota_tokens(9, 100);
+    REQUIRE(kv.allocate(1, prompt, 0, 9));
+    REQUIRE(kv.allocate(2, prompt, 0, 5));
+    CHECK(kv.state_slot(1) == 0);
+    CHECK(kv.state_slot(2) == 1);
+    CHECK(kv.num_free_state_slots() == 0);
+    // Growing keeps the slot.
+    REQUIRE(kv.allocate(2, prompt, 5, 4));
+    CHECK(kv.state_slot(2) == 1);
+    // Blocks are free, slots are not: the third waits, taking nothing.
+    const uint32_t free_blocks = kv.num_free_blocks();
+    CHECK_FALSE(kv.allocate(3, iota_tokens(2, 7), 0, 2));
+    CHECK(kv.state_slot(3) == -1);
+    CHECK(kv.num_free_blocks() == free_blocks);
+    kv.check();
+    // The shared prompt is cached, yet not hit.
+    CHECK(kv.find_prefix(prompt).num_tokens == 0);
+    kv.free(1);
+    CHECK(kv.state_slot(1) == -1);
+    CHECK(kv.num_free_state_slots() == 1);
+    REQUIRE(kv.allocate(3, iota_tokens(2, 7), 0, 2));
+    CHECK(kv.state_slot(3) == 0);
+    kv.check();
+    kv.free(2);
+    kv.free(3);
+    CHECK(kv.num_free_state_slots() == 2);
+    kv.check();
+}
