@@ -17,6 +17,23 @@ struct ScaleParams {
     float scale;
 };
 
+// Element-wise functions (Op::UNARY).
+struct UnaryParams {
+    int32_t kind;  // kUnary*
+};
+constexpr int32_t kUnarySigmoid = 0;   // 1 / (1 + exp(-x))
+constexpr int32_t kUnarySilu = 1;      // x / (1 + exp(-x))
+constexpr int32_t kUnarySoftplus = 2;  // log1p(exp(x)), x where x > 20 (torch's softplus, threshold 20)
+constexpr int32_t kUnaryExp = 3;       // exp(x)
+
+// RMSNorm times a gate (Op::RMS_NORM_GATED).
+struct GatedNormParams {
+    float eps;
+    int32_t gate;  // kGateSilu or kGateSigmoid: the activation of z
+};
+constexpr int32_t kGateSilu = 0;
+constexpr int32_t kGateSigmoid = 1;
+
 // Rotary embedding, with ggml's YaRN terms (ext_factor 0 = plain RoPE).
 // theta_i = pos * freq_base^(-2i/n_rot) / freq_factor_i (src2, when given),
 // then YaRN's ramp between interpolated (freq_scale * theta) and
