@@ -34,6 +34,11 @@ struct GatedNormParams {
 constexpr int32_t kGateSilu = 0;
 constexpr int32_t kGateSigmoid = 1;
 
+// Causal depthwise convolution with per-sequence state (Op::CONV1D_CAUSAL).
+struct ConvParams {
+    int32_t silu;  // nonzero: silu on the output
+};
+
 // Rotary embedding, with ggml's YaRN terms (ext_factor 0 = plain RoPE).
 // theta_i = pos * freq_base^(-2i/n_rot) / freq_factor_i (src2, when given),
 // then YaRN's ramp between interpolated (freq_scale * theta) and

@@ -307,4 +307,236 @@ TEST_CASE("ROPE NeoX rotating 64 of 256 dimensions (Qwen3.5): the rest pass thro
     CHECK(tail_same);
 }
 
+// ---- batches of sequences with state slots (CONV1D_CAUSAL, GATED_DELTA_RULE) ----------
+
+struct SeqSpec {
+    int64_t n;   // tokens this step
+    bool fresh;  // starts at position 0
+};
+
+// One step's index over a pool of n_slots slots: sequence i takes slot
+// slots[i]; its tokens start at t0[i].
+struct StepIndex {
+    std::vector<int32_t> index;  // (3, n_seqs): slot, n_tokens, fresh
+    std::vector<int64_t> t0;
+    int64_t n_tok = 0;
+};
+StepIndex step_index(const std::vector<SeqSpec> &seqs, const std::vector<int32_t> &slots) {
+    StepIndex s;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+        s.index.insert(s.index.end(), {slots[i], (int32_t)seqs[i].n, seqs[i].fresh ? 1 : 0});
+        s.t0.push_back(s.n_tok);
+        s.n_tok += seqs[i].n;
+    }
+    return s;
+}
+
+// n distinct slots of a pool of n_slots, in shuffled order.
+std::vector<int32_t> pick_slots(size_t n, int64_t n_slots, std::mt19937 &rng) {
+    std::vector<int32_t> all((size_t)n_slots);
+    for (int64_t i = 0; i < n_slots; ++i) all[(size_t)i] = (int32_t)i;
+    std::shuffle(all.begin(), all.end(), rng);
+    all.resize(n);
+    return all;
+}
+
+// Bytes of a float vector (run_both's snapshots).
+Bytes bytes_of(const std::vector<float> &v) {
+    Bytes b(v.size() * sizeof(float));
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+}
+
+// The batch every recurrent test runs: decode tokens, short and long prompt
+// chunks around the chunk size of 64 (63, 64, 65, 130), fresh and
+// continuing, and a continuing sequence with no tokens this step.
+const std::vector<SeqSpec> kBatch = {{1, false}, {2, true},  {63, false}, {64, true},
+                                     {65, false}, {0, false}, {130, false}, {1, true}};
+
+// ---- CONV1D_CAUSAL --------------------------------------------------------------------
+
+struct ConvCase {
+    int64_t C, K;
+    bool bias, silu;
+};
+struct ConvOut {
+    std::vector<float> out, pool;
+};
+
+// One CONV1D_CAUSAL step over x (C, n_tok) with the pool starting as pool0;
+// run on 1 and 3 threads (outputs and pools bit for bit alike).
+ConvOut conv_step(const ConvCase &cc, const std::vector<float> &w, const std::vector<float> &bias,
+                  const std::vector<float> &pool0, int64_t n_slots, const StepIndex &si, const std::vector<float> &x) {
+    std::vector<float> pool = pool0;
+    Tensor wt, bt, pt;
+    tensor_init(wt, DType::F32, cc.K, cc.C, 1, 1, const_cast<float *>(w.data()), "conv.w");
+    tensor_init(bt, DType::F32, cc.C, 1, 1, 1, const_cast<float *>(bias.data()), "conv.b");
+    tensor_init(pt, DType::F32, (cc.K - 1) * cc.C, n_slots, 1, 1, pool.data(), "conv.state");
+    Graph g;
+    Tensor *xt = g.input(DType::F32, {cc.C, si.n_tok});
+    Tensor *it = g.input(DType::I32, {3, (int64_t)si.index.size() / 3});
+    Tensor *y = g.op<Op::CONV1D_CAUSAL>(DType::F32, {cc.C, si.n_tok}, {xt, &wt, cc.bias ? &bt : nullptr, &pt, it},
+                                        {cc.silu ? 1 : 0});
+    g.mark_output(y);
+    REQUIRE(supports(g.nodes()[0]));
+    Bound bound(g);
+    ConvOut r;
+    r.out = run_both(
+        g, y,
+        [&] {
+            put(xt, x);
+            put(it, si.index);
+            pool = pool0;
+        },
+        [&] { return bytes_of(pool); });
+    r.pool = pool;
+    return r;
+}
+
+TEST_CASE("CONV1D_CAUSAL: a batch of sequences through their state slots", "[ops]") {
+    std::mt19937 rng(4096);
+    const int64_t n_slots = 11;
+    for (const ConvCase cc : {ConvCase{40, 4, true, true}, ConvCase{40, 4, false, false}, ConvCase{19, 2, true, false}}) {
+        INFO("channels " << cc.C << ", kernel " << cc.K << (cc.bias ? ", bias" : "") << (cc.silu ? ", silu" : ""));
+        const int64_t C = cc.C, K = cc.K, T = K - 1;
+        const std::vector<float> w = normal((size_t)(K * C), rng, 0.5f), bias = normal((size_t)C, rng, 0.3f);
+        const std::vector<int32_t> slots = pick_slots(kBatch.size(), n_slots, rng);
+        const StepIndex si = step_index(kBatch, slots);
+        const std::vector<float> x = normal((size_t)(C * si.n_tok), rng);
+        // Continuing and unused slots hold values; fresh ones NaN, which
+        // must not be read.
+        std::vector<float> pool0 = normal((size_t)(T * C * n_slots), rng);
+        for (size_t i = 0; i < kBatch.size(); ++i)
+            if (kBatch[i].fresh)
+                std::fill_n(&pool0[(size_t)(slots[i] * T * C)], T * C, NAN);
+        const ConvOut got = conv_step(cc, w, bias, pool0, n_slots, si, x);
+
+        std::vector<double> ref((size_t)(C * si.n_tok)), tol(ref.size());
+        std::vector<float> pool_exp = pool0;
+        for (size_t i = 0; i < kBatch.size(); ++i) {
+            const SeqSpec &sq = kBatch[i];
+            const float *tail = &pool0[(size_t)(slots[i] * T * C)];
+            // xin(p) for p in [-T, n): the tail (zeros when fresh), then x.
+            auto xin = [&](int64_t p, int64_t ch) -> double {
+                if (p >= 0) return x[(size_t)((si.t0[i] + p) * C + ch)];
+                return sq.fresh ? 0.0 : tail[(T + p) * C + ch];
+            };
+            for (int64_t t = 0; t < sq.n; ++t)
+                for (int64_t ch = 0; ch < C; ++ch) {
+                    double v = cc.bias ? (double)bias[(size_t)ch] : 0.0, mag = std::fabs(v);
+                    for (int64_t j = 0; j < K; ++j) {
+                        const double term = (double)w[(size_t)(ch * K + j)] * xin(t - T + j, ch);
+                        v += term;
+                        mag += std::fabs(term);
+                    }
+                    // K products and K additions (bias included), any order:
+                    // <= gamma_{K+1} sum |terms|.
+                    const double g = (double)(K + 1) * kU / (1 - (double)(K + 1) * kU);
+                    double e = g * mag;
+                    if (cc.silu) {
+                        // silu' lies in [-0.1, 1.1]: the sum's error passes at
+                        // most 1.1 times; silu's own rounding 4u (UNARY's).
+                        const double sv = v / (1.0 + std::exp(-v));
+                        e = 1.1 * e + 4 * kU * std::fabs(sv);
+                        v = sv;
+                    }
+                    const size_t k = (size_t)((si.t0[i] + t) * C + ch);
+                    ref[k] = v;
+                    tol[k] = e + 1e-30;
+                }
+            // The new tail: the last T inputs, copied exactly.
+            for (int64_t j = 0; j < T; ++j)
+                for (int64_t ch = 0; ch < C; ++ch)
+                    pool_exp[(size_t)((slots[i] * T + j) * C + ch)] = (float)xin(sq.n - T + j, ch);
+        }
+        check_close(got.out, ref, tol, "CONV1D_CAUSAL");
+        // Every slot the step touches holds its exact tail; the others are
+        // untouched (bit for bit).
+        CHECK(same_bits(got.pool.data(), pool_exp.data(), pool_exp.size() * sizeof(float)));
+
+        // (ii) Each sequence alone in its step: the same bits, output and slot.
+        for (size_t i = 0; i < kBatch.size(); ++i) {
+            if (kBatch[i].n == 0) continue;
+            INFO("sequence " << i << " alone");
+            const StepIndex one = step_index({kBatch[i]}, {slots[i]});
+            const std::vector<float> xi(x.begin() + si.t0[i] * C, x.begin() + (si.t0[i] + kBatch[i].n) * C);
+            const ConvOut alone = conv_step(cc, w, bias, pool0, n_slots, one, xi);
+            CHECK(same_bits(alone.out.data(), &got.out[(size_t)(si.t0[i] * C)], alone.out.size() * sizeof(float)));
+            CHECK(same_bits(&alone.pool[(size_t)(slots[i] * T * C)], &got.pool[(size_t)(slots[i] * T * C)],
+                            (size_t)(T * C) * sizeof(float)));
+        }
+    }
+}
+
+TEST_CASE("CONV1D_CAUSAL: one step or many (chunked prefill, then decode) give the same bits", "[ops]") {
+    // The tail holds exact copies of the inputs, so every output is the same
+    // arithmetic on the same values however the tokens are split into steps.
+    std::mt19937 rng(77);
+    const ConvCase cc{24, 4, true, true};
+    const int64_t C = cc.C, T = cc.K - 1, n_slots = 3, n_all = 133;
+    const std::vector<float> w = normal((size_t)(cc.K * C), rng, 0.5f), bias = normal((size_t)C, rng, 0.3f);
+    const std::vector<float> x = normal((size_t)(C * n_all), rng);
+    std::vector<float> pool_nan((size_t)(T * C * n_slots), NAN);
+    auto run = [&](const std::vector<int64_t> &steps) {
+        std::vector<float> pool = pool_nan, out;
+        int64_t done = 0;
+        for (int64_t n : steps) {
+            const StepIndex si = step_index({{n, done == 0}}, {1});
+            const std::vector<float> xs(x.begin() + done * C, x.begin() + (done + n) * C);
+            const ConvOut r = conv_step(cc, w, bias, pool, n_slots, si, xs);
+            out.insert(out.end(), r.out.begin(), r.out.end());
+            pool = r.pool;
+            done += n;
+        }
+        REQUIRE(done == n_all);
+        out.insert(out.end(), pool.begin() + T * C, pool.begin() + 2 * T * C);  // slot 1's final tail
+        return out;
+    };
+    const std::vector<float> one = run({n_all});
+    for (const std::vector<int64_t> &steps : {std::vector<int64_t>{64, 64, 1, 1, 1, 1, 1}, {2, 1, 63, 65, 1, 1},
+                                              std::vector<int64_t>(n_all, 1)}) {
+        INFO(steps.size() << " steps");
+        const std::vector<float> many = run(steps);
+        REQUIRE(many.size() == one.size());
+        CHECK(same_bits(one.data(), many.data(), one.size() * sizeof(float)));
+    }
+}
+
+TEST_CASE("CONV1D_CAUSAL: a malformed index reads and writes no slot out of range", "[ops]") {
+    std::mt19937 rng(3);
+    const ConvCase cc{16, 4, false, false};
+    const int64_t C = cc.C, T = cc.K - 1, n_slots = 4;
+    const std::vector<float> w = normal((size_t)(cc.K * C), rng), bias((size_t)C, 0.f);
+    const std::vector<float> pool0 = normal((size_t)(T * C * n_slots), rng);
+    // Sequence 0: slot 9 (outside the pool): zero outputs; sequence 1 is
+    // fine; the index covers 5 of the step's 7 tokens: the rest are zeros.
+    StepIndex si = step_index({{2, false}, {3, false}}, {9, 2});
+    si.n_tok = 7;
+    const std::vector<float> x = normal((size_t)(C * si.n_tok), rng);
+    const ConvOut got = conv_step(cc, w, bias, pool0, n_slots, si, x);
+    bool zeros = true;
+    for (int64_t t : {0, 1, 5, 6})
+        for (int64_t ch = 0; ch < C; ++ch) zeros = zeros && got.out[(size_t)(t * C + ch)] == 0.f;
+    CHECK(zeros);
+    // Only slot 2 changed: its tail is now tokens 2..4 of x.
+    std::vector<float> pool_exp = pool0;
+    for (int64_t j = 0; j < T; ++j)
+        for (int64_t ch = 0; ch < C; ++ch) pool_exp[(size_t)((2 * T + j) * C + ch)] = x[(size_t)((2 + j) * C + ch)];
+    CHECK(same_bits(got.pool.data(), pool_exp.data(), pool_exp.size() * sizeof(float)));
+    // Shapes the kernel refuses: a kernel of 1, a pool of the wrong width.
+    std::vector<float> wbuf(64), pbuf(256);
+    Tensor w1, p1;
+    tensor_init(w1, DType::F32, 1, C, 1, 1, wbuf.data());
+    tensor_init(p1, DType::F32, 2 * C, 2, 1, 1, pbuf.data());
+    for (int bad = 0; bad < 2; ++bad) {
+        Tensor wk, pk;
+        tensor_init(wk, DType::F32, 4, C, 1, 1, wbuf.data());
+        tensor_init(pk, DType::F32, 3 * C, 2, 1, 1, pbuf.data());
+        Graph g;
+        Tensor *xt = g.input(DType::F32, {C, 2}), *it = g.input(DType::I32, {3, 1});
+        g.op<Op::CONV1D_CAUSAL>(DType::F32, {C, 2}, {xt, bad == 0 ? &w1 : &wk, nullptr, bad == 0 ? &pk : &p1, it}, {0});
+        CHECK_FALSE(supports(g.nodes()[0]));
+    }
+}
+
 } // namespace
