@@ -39,6 +39,19 @@ struct ConvParams {
     int32_t silu;  // nonzero: silu on the output
 };
 
+// The gated delta rule (Op::GATED_DELTA_RULE): Gated DeltaNet (one log-decay
+// per head and token) and Kimi Delta Attention (one per key channel).
+struct DeltaRuleParams {
+    int32_t k_head_mode;       // which K head a V head reads: kDeltaHeadsInterleaved or kDeltaHeadsTiled
+    int32_t gate_per_channel;  // 0: g (Hv, n_tok); nonzero: g (dk, Hv, n_tok)
+    int32_t chunked_from;      // a sequence with at least this many tokens in the step takes the chunked
+                               // form (per-head gates only); 0: kDeltaChunkedFrom
+};
+constexpr int32_t kDeltaHeadsInterleaved = 0;  // V head h reads K head h / (Hv / Hk) (transformers' repeat_interleave)
+constexpr int32_t kDeltaHeadsTiled = 1;        // V head h reads K head h % Hk (llama.cpp's reordered GGUF V heads)
+constexpr int32_t kDeltaChunk = 64;            // tokens per chunk of the chunked form, from a sequence's first token
+constexpr int32_t kDeltaChunkedFrom = 64;
+
 // Rotary embedding, with ggml's YaRN terms (ext_factor 0 = plain RoPE).
 // theta_i = pos * freq_base^(-2i/n_rot) / freq_factor_i (src2, when given),
 // then YaRN's ramp between interpolated (freq_scale * theta) and
