@@ -55,11 +55,13 @@ inline bool same_shape(const Tensor *a, const Tensor *b) {
         if (a->ne[d] != b->ne[d]) return false;
     return true;
 }
-// src1 of ADD/MUL: src0's shape, or one row of it.
-inline bool broadcast_row_ok(const Node &n) {
+// src1 of ADD/MUL: in every dimension src0's extent or 1 (broadcast).
+inline bool broadcast_ok(const Node &n) {
     const Tensor *a = n.src[0], *b = n.src[1];
-    return is_f32(a) && is_f32(b) && is_f32(n.dst) && same_shape(a, n.dst) &&
-           (same_shape(a, b) || (b->ne[0] == a->ne[0] && b->nrows() == 1));
+    if (!(is_f32(a) && is_f32(b) && is_f32(n.dst) && same_shape(a, n.dst))) return false;
+    for (int d = 0; d < kMaxDims; ++d)
+        if (b->ne[d] != a->ne[d] && b->ne[d] != 1) return false;
+    return true;
 }
 
 // Whether w is in an _X16 layout (kernels/x16-layout.h).

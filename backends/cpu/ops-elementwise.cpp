@@ -61,20 +61,43 @@ bool supports_get_rows(const Node &n) {
 size_t work_size_get_rows(const Node &, int) { return 0; }
 
 namespace {
-// dst = f(src0, src1) element-wise, src1 the same shape or one row repeated.
+// dst = f(src0, src1) element-wise, src1 broadcast (broadcast_ok): the same
+// shape and one row repeated are the common cases and keep their own loops;
+// otherwise each row of src0 finds its row of src1 by clamping indices to
+// src1's extents, and an src1 row of one value is a scalar. One f per
+// element in every path, so all paths give the same bits.
 template <typename F>
 void broadcast_rows(const Node &n, const OpCtx &c, F f) {
-    const float *a = static_cast<const float *>(n.src[0]->data);
-    const float *bsrc = static_cast<const float *>(n.src[1]->data);
+    const Tensor *ta = n.src[0], *tb = n.src[1];
+    const float *a = static_cast<const float *>(ta->data);
+    const float *bsrc = static_cast<const float *>(tb->data);
     float *d = static_cast<float *>(n.dst->data);
-    const int64_t ne0 = n.src[0]->ne[0];
-    const bool one_row = n.src[1]->nelements() != n.src[0]->nelements();
+    const int64_t ne0 = ta->ne[0];
+    const bool same = same_shape(ta, tb);
+    const bool one_row = !same && tb->ne[0] == ne0 && tb->nrows() == 1;
     int64_t b, e;
     split(n.dst->nrows(), c.ith, c.nth, b, e);
+    if (same || one_row) {
+        for (int64_t r = b; r < e; ++r) {
+            const float *ar = a + r * ne0, *br = one_row ? bsrc : bsrc + r * ne0;
+            float *dr = d + r * ne0;
+            for (int64_t i = 0; i < ne0; ++i) dr[i] = f(ar[i], br[i]);
+        }
+        return;
+    }
+    const int64_t n1 = ta->ne[1], n2 = ta->ne[2];
     for (int64_t r = b; r < e; ++r) {
-        const float *ar = a + r * ne0, *br = one_row ? bsrc : bsrc + r * ne0;
+        const int64_t i1 = r % n1, i2 = r / n1 % n2, i3 = r / (n1 * n2);
+        const int64_t rb = ((tb->ne[3] == 1 ? 0 : i3) * tb->ne[2] + (tb->ne[2] == 1 ? 0 : i2)) * tb->ne[1] +
+                           (tb->ne[1] == 1 ? 0 : i1);
+        const float *ar = a + r * ne0, *br = bsrc + rb * tb->ne[0];
         float *dr = d + r * ne0;
-        for (int64_t i = 0; i < ne0; ++i) dr[i] = f(ar[i], br[i]);
+        if (tb->ne[0] == 1) {
+            const float y = br[0];
+            for (int64_t i = 0; i < ne0; ++i) dr[i] = f(ar[i], y);
+        } else {
+            for (int64_t i = 0; i < ne0; ++i) dr[i] = f(ar[i], br[i]);
+        }
     }
 }
 } // namespace
@@ -82,13 +105,13 @@ void broadcast_rows(const Node &n, const OpCtx &c, F f) {
 void op_add(const Node &n, const OpCtx &c) {
     broadcast_rows(n, c, [](float x, float y) { return x + y; });
 }
-bool supports_add(const Node &n) { return broadcast_row_ok(n); }
+bool supports_add(const Node &n) { return broadcast_ok(n); }
 size_t work_size_add(const Node &, int) { return 0; }
 
 void op_mul(const Node &n, const OpCtx &c) {
     broadcast_rows(n, c, [](float x, float y) { return x * y; });
 }
-bool supports_mul(const Node &n) { return broadcast_row_ok(n); }
+bool supports_mul(const Node &n) { return broadcast_ok(n); }
 size_t work_size_mul(const Node &, int) { return 0; }
 
 void op_scale(const Node &n, const OpCtx &c) {

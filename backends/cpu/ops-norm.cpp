@@ -1,15 +1,26 @@
-// RMSNorm with the weight multiply fused. Numerics as ggml: the sum of squares
-// accumulates in double, the scale is 1/sqrtf(mean + eps) in float, and the
-// row is scaled before the weight multiply.
+// RMSNorm, with the weight multiply fused (or none), and its gated form.
+// Numerics as ggml: the sum of squares accumulates in double, the scale is
+// 1/sqrtf(mean + eps) in float, and the row is scaled before the weight
+// multiply.
 #include <cmath>
 
 #include "cpu-ops.h"
 
 namespace vt::cpu {
 
+namespace {
+// 1 / sqrt(mean(x^2) + eps) of one row, as ggml computes it.
+float rms_scale(const float *x, int64_t ne0, float eps) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < ne0; ++i) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / (double)ne0);
+    return 1.0f / std::sqrt(mean + eps);
+}
+} // namespace
+
 void op_rms_norm(const Node &n, const OpCtx &c) {
     const Tensor *x = n.src[0];
-    const float *w = static_cast<const float *>(n.src[1]->data);
+    const float *w = n.src[1] ? static_cast<const float *>(n.src[1]->data) : nullptr;
     const float eps = n.params.rms_norm.eps;
     const int64_t ne0 = x->ne[0];
     int64_t b, e;
@@ -17,18 +28,50 @@ void op_rms_norm(const Node &n, const OpCtx &c) {
     for (int64_t r = b; r < e; ++r) {
         const float *xr = static_cast<const float *>(x->data) + r * ne0;
         float *yr = static_cast<float *>(n.dst->data) + r * ne0;
-        double sum = 0.0;
-        for (int64_t i = 0; i < ne0; ++i) sum += (double)(xr[i] * xr[i]);
-        const float mean = (float)(sum / (double)ne0);
-        const float scale = 1.0f / std::sqrt(mean + eps);
-        for (int64_t i = 0; i < ne0; ++i) yr[i] = (xr[i] * scale) * w[i];
+        const float scale = rms_scale(xr, ne0, eps);
+        if (w) {
+            for (int64_t i = 0; i < ne0; ++i) yr[i] = (xr[i] * scale) * w[i];
+        } else {
+            for (int64_t i = 0; i < ne0; ++i) yr[i] = xr[i] * scale;
+        }
     }
 }
 
 bool supports_rms_norm(const Node &n) {
-    return is_f32(n.src[0]) && is_f32(n.src[1]) && is_f32(n.dst) && same_shape(n.src[0], n.dst) &&
-           n.src[1]->nelements() == n.src[0]->ne[0];
+    return is_f32(n.src[0]) && is_f32(n.dst) && same_shape(n.src[0], n.dst) &&
+           (!n.src[1] || (is_f32(n.src[1]) && n.src[1]->nelements() == n.src[0]->ne[0]));
 }
 size_t work_size_rms_norm(const Node &, int) { return 0; }
+
+// y = ((x * scale) * w) * act(z): transformers' Qwen3NextRMSNormGated (and
+// Kimi's sigmoid-gated norm) normalize in float, multiply by the weight,
+// then by the activated gate.
+void op_rms_norm_gated(const Node &n, const OpCtx &c) {
+    const Tensor *x = n.src[0];
+    const float *w = static_cast<const float *>(n.src[1]->data);
+    const float *z = static_cast<const float *>(n.src[2]->data);
+    const GatedNormParams &p = n.params.rms_norm_gated;
+    const int64_t ne0 = x->ne[0];
+    int64_t b, e;
+    split(x->nrows(), c.ith, c.nth, b, e);
+    for (int64_t r = b; r < e; ++r) {
+        const float *xr = static_cast<const float *>(x->data) + r * ne0, *zr = z + r * ne0;
+        float *yr = static_cast<float *>(n.dst->data) + r * ne0;
+        const float scale = rms_scale(xr, ne0, p.eps);
+        if (p.gate == kGateSilu) {
+            for (int64_t i = 0; i < ne0; ++i) yr[i] = ((xr[i] * scale) * w[i]) * (zr[i] / (1.0f + std::exp(-zr[i])));
+        } else {
+            for (int64_t i = 0; i < ne0; ++i) yr[i] = ((xr[i] * scale) * w[i]) * (1.0f / (1.0f + std::exp(-zr[i])));
+        }
+    }
+}
+
+bool supports_rms_norm_gated(const Node &n) {
+    const GatedNormParams &p = n.params.rms_norm_gated;
+    return is_f32(n.src[0]) && is_f32(n.src[1]) && is_f32(n.src[2]) && is_f32(n.dst) &&
+           same_shape(n.src[0], n.dst) && same_shape(n.src[0], n.src[2]) &&
+           n.src[1]->nelements() == n.src[0]->ne[0] && (p.gate == kGateSilu || p.gate == kGateSigmoid);
+}
+size_t work_size_rms_norm_gated(const Node &, int) { return 0; }
 
 } // namespace vt::cpu

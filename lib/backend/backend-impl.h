@@ -26,8 +26,9 @@
 #include "vt/vt_device.h"  // vt_device_type
 
 // Bumped on any change of the structs below; a module built for another
-// version is refused at load.
-#define VT_BACKEND_API_VERSION 3
+// version is refused at load. 4: Node holds 8 sources (kMaxSrc), and the op
+// list grew the linear-attention ops (UNARY onwards in core/ops.def).
+#define VT_BACKEND_API_VERSION 4
 
 extern "C" {
 

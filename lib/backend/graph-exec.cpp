@@ -15,8 +15,15 @@ size_t extent(const Tensor &t) {
 }
 
 // Sources an op writes in place (ATTN_PAGED stores the new K/V into the
-// pools it reads).
-bool writes_source(Op op, int i) { return op == Op::ATTN_PAGED && (i == 3 || i == 4); }
+// pools it reads; the recurrent ops update their state pools).
+bool writes_source(Op op, int i) {
+    switch (op) {
+    case Op::ATTN_PAGED: return i == 3 || i == 4;
+    case Op::CONV1D_CAUSAL: return i == 3;
+    case Op::GATED_DELTA_RULE: return i == 5;
+    default: return false;
+    }
+}
 
 } // namespace
 

@@ -17,6 +17,41 @@ struct ScaleParams {
     float scale;
 };
 
+// Element-wise functions (Op::UNARY).
+struct UnaryParams {
+    int32_t kind;  // kUnary*
+};
+constexpr int32_t kUnarySigmoid = 0;   // 1 / (1 + exp(-x))
+constexpr int32_t kUnarySilu = 1;      // x / (1 + exp(-x))
+constexpr int32_t kUnarySoftplus = 2;  // log1p(exp(x)), x where x > 20 (torch's softplus, threshold 20)
+constexpr int32_t kUnaryExp = 3;       // exp(x)
+
+// RMSNorm times a gate (Op::RMS_NORM_GATED).
+struct GatedNormParams {
+    float eps;
+    int32_t gate;  // kGateSilu or kGateSigmoid: the activation of z
+};
+constexpr int32_t kGateSilu = 0;
+constexpr int32_t kGateSigmoid = 1;
+
+// Causal depthwise convolution with per-sequence state (Op::CONV1D_CAUSAL).
+struct ConvParams {
+    int32_t silu;  // nonzero: silu on the output
+};
+
+// The gated delta rule (Op::GATED_DELTA_RULE): Gated DeltaNet (one log-decay
+// per head and token) and Kimi Delta Attention (one per key channel).
+struct DeltaRuleParams {
+    int32_t k_head_mode;       // which K head a V head reads: kDeltaHeadsInterleaved or kDeltaHeadsTiled
+    int32_t gate_per_channel;  // 0: g (Hv, n_tok); nonzero: g (dk, Hv, n_tok)
+    int32_t chunked_from;      // a sequence with at least this many tokens in the step takes the chunked
+                               // form (per-head gates only); 0: kDeltaChunkedFrom
+};
+constexpr int32_t kDeltaHeadsInterleaved = 0;  // V head h reads K head h / (Hv / Hk) (transformers' repeat_interleave)
+constexpr int32_t kDeltaHeadsTiled = 1;        // V head h reads K head h % Hk (llama.cpp's reordered GGUF V heads)
+constexpr int32_t kDeltaChunk = 64;            // tokens per chunk of the chunked form, from a sequence's first token
+constexpr int32_t kDeltaChunkedFrom = 64;
+
 // Rotary embedding, with ggml's YaRN terms (ext_factor 0 = plain RoPE).
 // theta_i = pos * freq_base^(-2i/n_rot) / freq_factor_i (src2, when given),
 // then YaRN's ramp between interpolated (freq_scale * theta) and

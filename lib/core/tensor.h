@@ -25,7 +25,9 @@ const char *op_name(Op op);
 int op_n_src(Op op);
 
 constexpr int kMaxDims = 4;
-constexpr int kMaxSrc = 6;
+// The most sources of a node (GATED_DELTA_RULE takes 7). Part of Node, which
+// crosses the backend vtable: changing it bumps VT_BACKEND_API_VERSION.
+constexpr int kMaxSrc = 8;
 
 // A strided view of memory. ne[0] is the contiguous dimension; nb[] are byte
 // strides (nb[0] = element or block bytes). A tensor does not own its data.
