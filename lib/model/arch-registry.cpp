@@ -17,6 +17,9 @@ std::unique_ptr<Architecture> make_phi3_architecture();
 std::unique_ptr<Architecture> make_qwen3moe_architecture();
 std::unique_ptr<Architecture> make_olmoe_architecture();
 std::unique_ptr<Architecture> make_deepseek2_architecture();
+std::unique_ptr<Architecture> make_qwen35_architecture();
+std::unique_ptr<Architecture> make_qwen35moe_architecture();
+std::unique_ptr<Architecture> make_qwen3next_architecture();
 
 namespace {
 struct ArchEntry {
@@ -33,6 +36,9 @@ const ArchEntry kArchitectures[] = {
     {"qwen3moe", make_qwen3moe_architecture},
     {"olmoe", make_olmoe_architecture},
     {"deepseek2", make_deepseek2_architecture},
+    {"qwen35", make_qwen35_architecture},
+    {"qwen35moe", make_qwen35moe_architecture},
+    {"qwen3next", make_qwen3next_architecture},
 };
 
 struct HfEntry {

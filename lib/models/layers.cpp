@@ -113,11 +113,13 @@ MoeWeights load_moe_weights(Model &m, uint32_t il) {
     w.up = m.expert_weight(p + "ffn_up_exps.weight", {E, F, X});
     w.down = m.expert_weight(p + "ffn_down_exps.weight", {F, E, X});
     w.probs_bias = load_norm(m, p + "exp_probs_b.bias", X, false);
-    if (hp.n_expert_shared > 0) {
+    if (hp.n_expert_shared > 0 || hp.n_ff_shexp > 0) {
         const int64_t S = hp.n_ff_shexp;
         w.shared.gate = m.matmul_weight(p + "ffn_gate_shexp.weight", {E, S});
         w.shared.up = m.matmul_weight(p + "ffn_up_shexp.weight", {E, S});
         w.shared.down = m.matmul_weight(p + "ffn_down_shexp.weight", {S, E});
+        // Qwen2-MoE's line (Qwen3-Next, Qwen3.5-MoE): a sigmoid gate per token on the shared expert.
+        w.shared_gate = m.weight(p + "ffn_gate_inp_shexp.weight", {E, 1}, false);
     }
     return w;
 }
@@ -234,6 +236,13 @@ Tensor *LayerBuilder::attention(uint32_t il, Tensor *h, const AttnWeights &aw, c
     q = g_.reshape(q, {hd, H, n_});
     k = g_.reshape(k, {hd, HK, n_});
     Tensor *v = g_.reshape(linear(aw.wv, h, aw.bv), {hd, HK, n_});
+    return linear(aw.wo, attend(il, q, k, v, aw, rope, scale, rope_factors));
+}
+
+Tensor *LayerBuilder::attend(uint32_t il, Tensor *q, Tensor *k, Tensor *v, const AttnWeights &aw,
+                             const RopeParams &rope, float scale, const Tensor *rope_factors) {
+    const Hparams &hp = m_.hparams;
+    const int64_t hd = hp.head_dim, H = hp.n_head, HK = hp.n_head_kv;
     if (aw.q_norm && !aw.qk_norm_full) {  // per head (Qwen3)
         q = rms_norm(q, aw.q_norm);
         k = rms_norm(k, aw.k_norm);
@@ -245,7 +254,7 @@ Tensor *LayerBuilder::attention(uint32_t il, Tensor *h, const AttnWeights &aw, c
     Tensor *kc = &(*a_.k_cache)[il], *vc = &(*a_.v_cache)[il];
     Tensor *att = g_.op<Op::ATTN_PAGED>(DType::F32, {hd, H, n_}, {q, k, v, kc, vc, a_.kv_index[il]},
                                         {scale, window, (int32_t)a_.n_ctx});
-    return linear(aw.wo, g_.reshape(att, {hd * H, n_}));
+    return g_.reshape(att, {hd * H, n_});
 }
 
 Tensor *LayerBuilder::ffn(Tensor *h, const FfnWeights &fw, Activation act) {
@@ -276,7 +285,13 @@ Tensor *LayerBuilder::moe(Tensor *h, const MoeWeights &mw) {
     Tensor *act = g_.op<Op::SWIGLU>(DType::F32, {F, k, n_}, {gate, up});
     Tensor *down = g_.op<Op::MUL_MAT_ID>(DType::F32, {E, k, n_}, {w(mw.down), act, ids});
     Tensor *out = g_.op<Op::MOE_SUM>(DType::F32, {E, n_}, {down, weights});
-    return mw.shared.gate ? add(out, ffn(h, mw.shared, Activation::silu)) : out;
+    if (!mw.shared.gate) return out;
+    Tensor *shared = ffn(h, mw.shared, Activation::silu);
+    if (mw.shared_gate) {
+        Tensor *gate = g_.op<Op::UNARY>(DType::F32, {1, n_}, {linear(mw.shared_gate, h)}, UnaryParams{kUnarySigmoid});
+        shared = g_.op<Op::MUL>(DType::F32, {E, n_}, {shared, gate});
+    }
+    return add(out, shared);
 }
 
 Tensor *LayerBuilder::logits(Tensor *x, const Tensor *norm, const Tensor *output) {

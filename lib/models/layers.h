@@ -53,6 +53,7 @@ struct MoeWeights {
     const Tensor *gate = nullptr, *up = nullptr;  // (n_embd, n_ff_exp, n_expert)
     const Tensor *down = nullptr;                 // (n_ff_exp, n_embd, n_expert)
     FfnWeights shared;                   // all null without shared experts
+    const Tensor *shared_gate = nullptr; // (n_embd, 1) or null: sigmoid(h . g) scales the shared experts' output
 };
 
 // Defaults of what the file may leave out, per architecture (llama.cpp's).
@@ -64,7 +65,7 @@ struct MoeDefaults {
 // m.hparams when the file has experts; checks them.
 void read_moe_hparams(Model &m, const MoeDefaults &d);
 // blk.<il>.ffn_gate_inp, ffn_{gate,up,down}_exps, and, when present,
-// exp_probs_b.bias and ffn_{gate,up,down}_shexp.
+// exp_probs_b.bias, ffn_{gate,up,down}_shexp and ffn_gate_inp_shexp.
 MoeWeights load_moe_weights(Model &m, uint32_t il);
 // Whether layer il is a MoE layer of m (else it has a dense FFN).
 bool is_moe_layer(const Model &m, uint32_t il);
@@ -96,6 +97,12 @@ public:
     // projection. Returns (n_embd, n).
     Tensor *attention(uint32_t il, Tensor *h, const AttnWeights &w, const RopeParams &rope, float scale,
                       const Tensor *rope_factors = nullptr);
+    // attention() after its projections: q (head_dim, n_head, n), k and v
+    // (head_dim, n_head_kv, n) through w's per-head norms (when w has them),
+    // rope and the paged attention of layer il. Returns (head_dim * n_head, n),
+    // before the output projection.
+    Tensor *attend(uint32_t il, Tensor *q, Tensor *k, Tensor *v, const AttnWeights &w, const RopeParams &rope,
+                   float scale, const Tensor *rope_factors = nullptr);
 
     Tensor *ffn(Tensor *h, const FfnWeights &w, Activation act);
     // The mixture-of-experts FFN of h (n_embd, n), with hparams' routing.

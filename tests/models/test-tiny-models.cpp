@@ -189,6 +189,12 @@ TEST_CASE("tiny models: greedy tokens match transformers' through vt_seq", "[tin
 }
 
 namespace {
+// The fixtures of the hybrid linear-attention families (Gated DeltaNet and
+// KDA layers with a state per sequence).
+bool has_recurrent_layers(const std::string &name) {
+    return name == "qwen3_5" || name == "qwen3_5_moe" || name == "qwen3_next" || name == "kimi_linear";
+}
+
 // Greedy continuations of the longest prompt through the serving engine:
 // `copies` identical requests submitted at once into a pool of kv_bytes,
 // steps of n_batch tokens (0: the default).
@@ -196,10 +202,11 @@ std::vector<std::vector<vt_token>> engine_greedy(uint64_t kv_bytes, uint32_t max
                                                  vt_engine_stats *stats, uint32_t n_batch = 0) {
     Fixture &f = fixture();
     // 128 positions: what the test needs, and within Phi-3's original
-    // context, where transformers and vt both use its short rope factors.
-    ContextPtr ctx = make_context(kv_bytes, max_seqs, 128, n_batch);
+    // context, where transformers and vt both use its short rope factors;
+    // more for the hybrid models' longer prompt (over two delta-rule chunks).
     const std::vector<vt_token> prompt = ids_of(f.golden["prompts"].back()["ids"]);
     const uint32_t n_new = (uint32_t)f.golden["greedy"].size();
+    ContextPtr ctx = make_context(kv_bytes, max_seqs, std::max<uint32_t>(128, (uint32_t)prompt.size() + n_new), n_batch);
     std::vector<uint64_t> ids(copies);
     for (int c = 0; c < copies; ++c) {
         vt_request_params rp;
@@ -252,7 +259,10 @@ TEST_CASE("tiny models: greedy tokens match transformers' through the serving en
     const auto many = engine_greedy(st.kv_cache_bytes * n_tokens * 5 / 2 / st.max_model_len, 4, 4, &st, n_batch);
     for (const auto &seq : many) CHECK(seq == alone[0]);
     INFO("preemptions " << st.preemptions << ", prefix hit tokens " << st.prefix_hit_tokens);
-    CHECK(st.prefix_hit_tokens > 0);
+    // A model with recurrent layers keeps no prefix cache: a state is valid
+    // at its own sequence's position only (kv/kv-cache-manager.h).
+    if (has_recurrent_layers(fixture().name)) CHECK(st.prefix_hit_tokens == 0);
+    else CHECK(st.prefix_hit_tokens > 0);
     CHECK(st.preemptions > 0);
     WARN(fixture().name << " engine: 4 copies in a pool for 2.5, steps of 16 tokens, " << st.preemptions << " preemptions, "
                         << st.prefix_hit_tokens << " prompt tokens from the prefix cache; all as alone");

@@ -1,0 +1,85 @@
+#include "models/qwen-hybrid.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+
+namespace vt {
+
+void QwenHybrid::load(Model &m) {
+    read_decoder_hparams(m, kRopeNeox);
+    read_moe_hparams(m, {kMoeSoftmax, true});
+    gdn_ = read_gdn_shape(m);
+    k_heads_ = m.from_folder() ? kDeltaHeadsInterleaved : traits_.gguf_k_heads;
+    const std::vector<bool> recurrent = read_recurrent_layers(m);
+    Hparams &hp = m.hparams;
+    const int64_t E = hp.n_embd, V = hp.n_vocab, hd = hp.head_dim, Q = (int64_t)hp.n_head * hd, KV = hp.n_embd_kv();
+    m.cache_layers.assign(hp.n_layer, LayerCacheSpec{CacheKind::full_attention, 0, hp.n_embd_kv()});
+    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
+    output_norm_ = load_norm(m, "output_norm.weight", E);
+    output_ = m.output_weight("token_embd.weight", {E, V});
+    if (!output_) output_ = tok_embd_;
+    layers_.resize(hp.n_layer);
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        Layer &l = layers_[il];
+        l.recurrent = recurrent[il];
+        l.attn_norm = load_norm(m, p + "attn_norm.weight", E);
+        l.post_norm = load_norm(m, p + "post_attention_norm.weight", E);
+        if (l.recurrent) {
+            m.cache_layers[il] = gdn_cache_spec(gdn_);
+            l.gdn = load_gdn_weights(m, il, gdn_);
+        } else {
+            l.attn.wq = m.matmul_weight(p + "attn_q.weight", {E, 2 * Q});
+            l.attn.wk = m.matmul_weight(p + "attn_k.weight", {E, KV});
+            l.attn.wv = m.matmul_weight(p + "attn_v.weight", {E, KV});
+            l.attn.wo = m.matmul_weight(p + "attn_output.weight", {Q, E});
+            l.attn.q_norm = load_norm(m, p + "attn_q_norm.weight", hd);
+            l.attn.k_norm = load_norm(m, p + "attn_k_norm.weight", hd);
+        }
+        if (is_moe_layer(m, il)) {
+            l.moe = load_moe_weights(m, il);
+            if (!l.moe.shared.gate || !l.moe.shared_gate)
+                fail(VT_ERR_FORMAT, "%s: %sffn_{gate,up,down}_shexp and ffn_gate_inp_shexp are required",
+                     traits_.name, p.c_str());
+        } else {
+            l.ffn = load_ffn_weights(m, il);
+        }
+    }
+    bool any_attention = false;
+    for (bool r : recurrent) any_attention |= !r;
+    if (!any_attention) fail(VT_ERR_FORMAT, "%s: no full-attention layer", traits_.name);
+}
+
+Tensor *QwenHybrid::gated_attention(LayerBuilder &b, uint32_t il, Tensor *h, const AttnWeights &w) const {
+    Graph &g = b.graph();
+    const Hparams &hp = b.model().hparams;
+    const int64_t n = b.n_tokens(), hd = hp.head_dim, H = hp.n_head, HK = hp.n_head_kv;
+    const size_t f = sizeof(float);
+    // Per head: hd query values, then hd gate values.
+    Tensor *qg = b.linear(w.wq, h);  // (2 hd H, n)
+    Tensor *q = g.op<Op::CPY>(DType::F32, {hd, H, n}, {g.view(qg, {hd, H, n}, {2 * hd * f, 2 * hd * H * f}, 0)});
+    Tensor *gate = g.reshape(g.op<Op::CPY>(DType::F32, {hd, H, n},
+                                           {g.view(qg, {hd, H, n}, {2 * hd * f, 2 * hd * H * f}, hd * f)}),
+                             {hd * H, n});
+    Tensor *k = g.reshape(b.linear(w.wk, h), {hd, HK, n});
+    Tensor *v = g.reshape(b.linear(w.wv, h), {hd, HK, n});
+    Tensor *att = b.attend(il, q, k, v, w, b.rope(), 1.0f / std::sqrt((float)hd));
+    gate = g.op<Op::UNARY>(DType::F32, {hd * H, n}, {gate}, UnaryParams{kUnarySigmoid});
+    return b.linear(w.wo, g.op<Op::MUL>(DType::F32, {hd * H, n}, {att, gate}));
+}
+
+Tensor *QwenHybrid::build(const Model &m, const ForwardArgs &a) const {
+    LayerBuilder b(m, a);
+    Tensor *x = b.embed(tok_embd_);
+    for (uint32_t il = 0; il < m.hparams.n_layer; ++il) {
+        const Layer &l = layers_[il];
+        Tensor *h = b.rms_norm(x, l.attn_norm);
+        x = b.add(x, l.recurrent ? gated_delta_net(b, il, h, l.gdn, gdn_, k_heads_) : gated_attention(b, il, h, l.attn));
+        x = b.add(x, b.ffn_or_moe(b.rms_norm(x, l.post_norm), l.ffn, l.moe, Activation::silu));
+    }
+    return b.logits(x, output_norm_, output_);
+}
+
+} // namespace vt
