@@ -59,6 +59,11 @@ const HfEntry kHfArchitectures[] = {
     {"OlmoeForCausalLM", {"olmoe", HfNorms::plain}},
     {"DeepseekV2ForCausalLM", {"deepseek2", HfNorms::plain}},
     {"DeepseekV3ForCausalLM", {"deepseek2", HfNorms::plain}},
+    {"Qwen3NextForCausalLM", {"qwen3next", HfNorms::zero_centred}},
+    {"Qwen3_5ForCausalLM", {"qwen35", HfNorms::zero_centred}},
+    {"Qwen3_5ForConditionalGeneration", {"qwen35", HfNorms::zero_centred}},  // its text model
+    {"Qwen3_5MoeForCausalLM", {"qwen35moe", HfNorms::zero_centred}},
+    {"Qwen3_5MoeForConditionalGeneration", {"qwen35moe", HfNorms::zero_centred}},
 };
 } // namespace
 

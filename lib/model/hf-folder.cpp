@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/quant.h"
 #include "model/hf-experts.h"
+#include "model/hf-linear-attention.h"
 #include "model/json-file.h"
 #include "model/safetensors.h"
 
@@ -138,6 +139,8 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
         {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
         {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
     };
+    if (norms == HfNorms::zero_centred)
+        if (std::string g = gdn_gguf_name(rest); !g.empty()) return "blk." + bid + "." + g;
     const auto &own = norms == HfNorms::gemma ? gemma : plain;
     for (const auto *table : {&common, &own}) {
         auto it = table->find(rest);
@@ -429,8 +432,21 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     meta.f32("rope.freq_base", base);
     add_rope(meta, global, cfg, a);
 
+    // Linear attention (Qwen3-Next, Qwen3.5): its shape, which layers are
+    // recurrent, the partial rope of the attention layers.
+    const GdnMeta gdn = read_gdn_config(cfg, n_layer, head_dim, cfg_path.string());
+    if (gdn.present) {
+        meta.u32("ssm.conv_kernel", gdn.shape.kernel);
+        meta.u32("ssm.state_size", gdn.shape.dk);
+        meta.u32("ssm.group_count", gdn.shape.nk);
+        meta.u32("ssm.time_step_rank", gdn.shape.nv);
+        meta.u32("ssm.inner_size", gdn.shape.nv * gdn.shape.dv);
+        meta.bools("attention.recurrent_layers", gdn.recurrent);
+        meta.u32("rope.dimension_count", gdn.rope_dims);
+        if (gdn.shared_ff) meta.u32("expert_shared_feed_forward_length", gdn.shared_ff);
+    }
     // Sliding windows: Gemma's per layer type, Mistral's for every layer.
-    if (cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
+    if (!gdn.present && cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
         std::vector<bool> sliding;
         for (const json &t : cfg["layer_types"]) sliding.push_back(t == "sliding_attention");
         if (sliding.size() != n_layer)
@@ -497,7 +513,7 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         ti.copied = true;
         tensors.push_back(std::move(ti));
     };
-    size_t skipped = 0;
+    size_t skipped = 0, vision = 0, mtp = 0;
     HfExperts experts;
     auto mla_copies = std::make_shared<std::deque<std::vector<uint8_t>>>();
     keep.push_back(mla_copies);
@@ -511,9 +527,16 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
                 split_kv_b(t, *mla, "blk." + bid + ".", *mla_copies, tensors);
                 continue;
             }
+            if (std::string bid, rest; gdn.present && split_hf_layer_name(text_model_name(t.name), bid, rest) &&
+                                       rest == "linear_attn.in_proj_qkvz.weight") {
+                split_qkvz(t, gdn.shape, "blk." + bid + ".", *mla_copies, tensors);
+                continue;
+            }
             const std::string name = gguf_name(t.name, arch->norms);
             if (name.empty()) {
                 ++skipped;
+                vision += t.name.find("visual.") != std::string::npos;
+                mtp += t.name.rfind("mtp.", 0) == 0;
                 continue;
             }
             if (t.n_dims == 1) {
@@ -522,6 +545,11 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
                 ref::dequantize_row(t.type, t.data, v.data(), t.ne[0]);
                 if (arch->norms == HfNorms::gemma && name.find("norm.weight") != std::string::npos)
                     for (float &x : v) x += 1.0f;
+                if (arch->norms == HfNorms::zero_centred && name.find("norm.weight") != std::string::npos &&
+                    name.find("ssm_norm") == std::string::npos)
+                    for (float &x : v) x += 1.0f;
+                if (name.size() > 6 && name.compare(name.size() - 6, 6, ".ssm_a") == 0)
+                    for (float &x : v) x = -std::exp(x);  // A_log, as the converter stores it
                 add_f32(name, std::move(v));
                 continue;
             }
@@ -529,6 +557,12 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             ti.name = name;
             ti.n_dims = (uint32_t)t.n_dims;
             for (int d = 0; d < 4; ++d) ti.ne[d] = t.ne[d];
+            if (t.n_dims == 3 && t.ne[1] == 1 && name.find("ssm_conv1d") != std::string::npos) {
+                // (C, 1, K) in the checkpoint, (K, C) in GGUF: the same bytes.
+                ti.n_dims = 2;
+                ti.ne[1] = t.ne[2];
+                ti.ne[2] = 1;
+            }
             ti.type = t.type;
             ti.data = t.data;
             ti.nbytes = t.nbytes;
@@ -541,6 +575,8 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         VT_LOG_INFO("%s: the experts, %.1f MiB, are stacked into copies (the checkpoint keeps one matrix per expert)",
                     dir.c_str(), (double)experts.copied_bytes() / (1 << 20));
     if (skipped) VT_LOG_DEBUG("%s: %zu tensors that vt does not read were left out", dir.c_str(), skipped);
+    if (vision) VT_LOG_INFO("%s: the vision tower (%zu tensors) is not read: vt runs the text model", dir.c_str(), vision);
+    if (mtp) VT_LOG_INFO("%s: the multi-token-prediction layer (%zu tensors) is not used", dir.c_str(), mtp);
     const std::string rtype = rope_type(global);
     if (rtype == "llama3") add_f32("rope_freqs.weight", llama3_rope_factors(global, base, (int64_t)head_dim));
     if (rtype == "longrope" || rtype == "su") {

@@ -23,6 +23,11 @@ namespace vt {
 enum class HfNorms : uint8_t {
     plain,  // post_attention_layernorm is the FFN's input norm (Llama)
     gemma,  // four norms per block, stored as w for x * (1 + w)
+    // Qwen3-Next, Qwen3.5: stored as w for x * (1 + w) (but the linear
+    // attention's gated norm), post_attention_layernorm the FFN's input
+    // norm under llama.cpp's name post_attention_norm; linear-attention
+    // layers (model/hf-linear-attention.h).
+    zero_centred,
 };
 struct HfArchitecture {
     const char *gguf_arch;  // vt's (and GGUF's) name
