@@ -47,11 +47,11 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     const std::vector<CacheGroup> &groups = plan.groups;
     const std::vector<uint32_t> &blocks = plan.blocks;
     const uint32_t max_num_seqs = plan.max_num_seqs, max_batched = plan.max_batched, max_len = plan.max_model_len;
-    KvCacheConfig kv_cfg{block_size_, 0, cfg.prefix_caching, {}, plan.state_slots};
+    KvCacheConfig kv_cfg{block_size_, 0, cfg.prefix_caching, {}, plan.state_slots, plan.state_snapshots};
     for (size_t g = 0; g < groups.size(); ++g) kv_cfg.groups.push_back({blocks[g], groups[g].window});
     // The arena first: the plan left room for it on a device.
     if (plan.arena_bytes) ctx.reserve_arena(plan.arena_bytes);
-    kv_pool_ = std::make_unique<PagedKv>(model_, blocks, block_size_, plan.state_slots);
+    kv_pool_ = std::make_unique<PagedKv>(model_, blocks, block_size_, plan.state_slots + plan.state_snapshots);
     kv_cfg_ = kv_cfg;
     sched_cfg_.max_num_batched_tokens = max_batched;
     sched_cfg_.max_num_seqs = max_num_seqs;
@@ -82,9 +82,9 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     }
     if (plan.state_slots) {
         char part[128];
-        std::snprintf(part, sizeof part, "%s%u state slots of %.2f MiB for %zu recurrent layers",
-                      layout.empty() ? "" : ", ", plan.state_slots, (double)plan.slot_bytes / (1 << 20),
-                      state_slots(model_.cache_layers).layers.size());
+        std::snprintf(part, sizeof part, "%s%u state slots and %u snapshots of %.2f MiB for %zu recurrent layers",
+                      layout.empty() ? "" : ", ", plan.state_slots, plan.state_snapshots,
+                      (double)plan.slot_bytes / (1 << 20), state_slots(model_.cache_layers).layers.size());
         layout += part;
     }
     // The step's sequences are sampled by as many threads as the forward
@@ -94,7 +94,7 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     VT_LOG_INFO("KV cache: %.2f GiB of %u-token blocks on %s (%s; budget: %s); up to %u requests of %u tokens%s",
                 (double)kv_pool_->bytes() / (1 << 30), block_size_, device_name(ctx.executor().device()).c_str(),
                 layout.c_str(), plan.budget_source.c_str(), max_num_seqs, max_len,
-                !cfg.prefix_caching ? "" : plan.state_slots ? ", prefix caching off (recurrent state)" : ", prefix caching on");
+                !cfg.prefix_caching ? "" : plan.state_slots && !plan.state_snapshots ? ", prefix caching off (no room for state snapshots)" : ", prefix caching on");
 }
 
 Engine::~Engine() = default;
@@ -274,7 +274,12 @@ const Tensor *Engine::run_forward(const SchedulerOutput &so) {
         b.lora_scale = r.spec.lora_scale;
         batch_.push_back(b);
     }
-    return ctx_.forward(*kv_pool_, batch_, max_model_len_);
+    // Prefix hits of recurrent layers resume from their snapshots; states
+    // that end this step on a block boundary are snapshotted after it.
+    kv_pool_->copy_slots(so.state_restores);
+    const Tensor *logits = ctx_.forward(*kv_pool_, batch_, max_model_len_);
+    kv_pool_->copy_slots(so.state_saves);
+    return logits;
 }
 
 // One sequence's token of a step: sampled, checked against the stops and

@@ -94,7 +94,9 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
     const uint64_t slot_bytes = state_slots(model.cache_layers).bytes_per_slot;
     uint64_t budget = cfg.kv_cache_bytes;
     if (budget == 0) {
-        budget = std::min(limit, (uint64_t)max_num_seqs * (len_blocks * full_block_bytes + slot_bytes) + sliding_bytes);
+        // Snapshots as the slots: up to two per running sequence (below).
+        const uint64_t state = slot_bytes * (cfg.prefix_caching ? 3 : 1);
+        budget = std::min(limit, (uint64_t)max_num_seqs * (len_blocks * full_block_bytes + state) + sliding_bytes);
         p.budget_source = budget == limit ? source : "what max_num_seqs requests of max_model_len tokens use";
     } else if (on_device && budget > limit) {
         // The CPU's pages are taken as they are first written, so an explicit
@@ -117,7 +119,10 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
         p.max_num_seqs = n_slots;
         p.state_slots = n_slots;
         p.slot_bytes = slot_bytes;
-        budget -= (uint64_t)n_slots * slot_bytes;
+        const uint64_t live_bytes = (uint64_t)n_slots * slot_bytes;
+        if (cfg.prefix_caching && budget / 2 > live_bytes)
+            p.state_snapshots = (uint32_t)std::min<uint64_t>(2ull * n_slots, (budget / 2 - live_bytes) / slot_bytes);
+        budget -= (uint64_t)(n_slots + p.state_snapshots) * slot_bytes;
     }
     std::vector<uint32_t> blocks(groups.size(), 0);
     if (groups.empty()) {
@@ -167,8 +172,8 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
              (unsigned long long)seq_tokens);
     p.blocks = std::move(blocks);
     p.max_model_len = max_len;
-    p.budget = budget + (uint64_t)n_slots * slot_bytes;
-    p.pool_bytes = (uint64_t)n_slots * slot_bytes;
+    p.budget = budget + (uint64_t)(n_slots + p.state_snapshots) * slot_bytes;
+    p.pool_bytes = (uint64_t)(n_slots + p.state_snapshots) * slot_bytes;
     for (size_t g = 0; g < groups.size(); ++g)
         p.pool_bytes += (uint64_t)p.blocks[g] * block_size * groups[g].bytes_per_token;
     return p;

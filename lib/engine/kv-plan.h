@@ -35,6 +35,9 @@ struct KvPlan {
     // Recurrent layers: one slot per running sequence, taken off the budget
     // first (at most half of it); max_num_seqs is then at most state_slots.
     uint32_t state_slots = 0;
+    // With prefix caching, snapshots of states at block boundaries (up to
+    // two per live slot, within the same half; kv/state-slots.h).
+    uint32_t state_snapshots = 0;
     uint64_t slot_bytes = 0;
 };
 

@@ -34,9 +34,7 @@ KvCacheManager::KvCacheManager(const KvCacheConfig &cfg)
     if (groups.empty()) groups.push_back({cfg.num_blocks, 0});
     groups_.reserve(groups.size());
     for (const KvGroupConfig &g : groups) groups_.push_back({g.window, BlockPool(g.num_blocks)});
-    n_slots_ = cfg.state_slots;
-    // Slot 0 is given first (the back of the list).
-    for (uint32_t s = n_slots_; s-- > 0;) free_slots_.push_back((int32_t)s);
+    if (cfg.state_slots) slots_ = std::make_unique<StateSlotPool>(cfg.state_slots, cfg.state_snapshots);
 }
 
 uint64_t KvCacheManager::max_seq_tokens() const {
@@ -54,10 +52,8 @@ uint32_t KvCacheManager::blocks_before_window(const Group &g, uint64_t pos) cons
 PrefixHit KvCacheManager::find_prefix(std::span<const int32_t> tokens, const BlockHash &root) const {
     PrefixHit hit;
     hit.blocks.resize(groups_.size());
-    // NOTE: a state slot holds the state at its sequence's position only;
-    // resuming another sequence from a cached prefix needs a snapshot of
-    // the state at that block boundary, which is not kept yet.
-    if (!prefix_caching_ || tokens.empty() || n_slots_ > 0) return hit;
+    if (!prefix_caching_ || tokens.empty()) return hit;
+    if (slots_ && slots_->num_snapshots() == 0) return hit;
     const size_t max_blocks = (tokens.size() - 1) / block_size_;
     // Full-attention groups need every block from the first: the run of
     // blocks all of them hold bounds the hit.
@@ -84,7 +80,9 @@ PrefixHit KvCacheManager::find_prefix(std::span<const int32_t> tokens, const Blo
         return true;
     };
     size_t n = hashes.size();
-    while (n > 0 && !window_held(n)) --n;
+    // NOTE: a recurrent state is valid at one position only: the hit must
+    // end where a snapshot was saved.
+    while (n > 0 && (!window_held(n) || (slots_ && slots_->find(hashes[n - 1]) < 0))) --n;
     hashes.resize(n);
     for (size_t gi = 0; gi < groups_.size(); ++gi) {
         const Group &g = groups_[gi];
@@ -127,14 +125,12 @@ bool KvCacheManager::allocate(SeqId seq, std::span<const int32_t> tokens, uint32
         }
         if (taken > g.pool.num_free() + freed) return false;
     }
-    const bool needs_slot = n_slots_ > 0 && (found == seqs_.end() || found->second.slot < 0);
-    if (needs_slot && free_slots_.empty()) return false;
+    const bool needs_slot = slots_ && (found == seqs_.end() || found->second.slot < 0);
+    if (needs_slot && slots_->num_free_live() == 0) return false;
 
     SeqBlocks &sb = seqs_[seq];
-    if (needs_slot) {
-        sb.slot = free_slots_.back();
-        free_slots_.pop_back();
-    }
+    if (needs_slot) sb.slot = slots_->take_live();
+    if (n_hit && slots_) slots_->restore(slots_->find(hit.hashes.back()), sb.slot);
     if (held == 0) {
         sb.tables.assign(groups_.size(), {});
         query_tokens_ += tokens.size();
@@ -181,7 +177,7 @@ void KvCacheManager::free(SeqId seq) {
             if (*b != kNoBlock) held.push_back(*b);
         groups_[gi].pool.release(held);
     }
-    if (it->second.slot >= 0) free_slots_.push_back(it->second.slot);
+    if (it->second.slot >= 0) slots_->free_live(it->second.slot);
     seqs_.erase(it);
 }
 
@@ -196,19 +192,29 @@ int32_t KvCacheManager::state_slot(SeqId seq) const {
     return it == seqs_.end() ? -1 : it->second.slot;
 }
 
+void KvCacheManager::save_state(SeqId seq, uint32_t pos, bool pinned) {
+    if (!slots_ || !prefix_caching_ || slots_->num_snapshots() == 0 || pos == 0 || pos % block_size_ != 0) return;
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end() || it->second.slot < 0 || it->second.hashes.size() < pos / block_size_)
+        fail(VT_ERR_INTERNAL, "KV cache: no state or hashes to save at position %u", pos);
+    // No snapshot slot free of running sequences: this boundary is not
+    // saved; a later one may be.
+    slots_->save(it->second.slot, it->second.hashes[pos / block_size_ - 1], pinned);
+}
+
 void KvCacheManager::check() const {
-    std::vector<uint8_t> slot_held(n_slots_, 0);
-    for (int32_t s : free_slots_) {
-        if (s < 0 || (uint32_t)s >= n_slots_ || slot_held[(size_t)s])
-            fail(VT_ERR_INTERNAL, "KV cache: state slot %d is free twice or out of range", s);
-        slot_held[(size_t)s] = 1;
-    }
-    for (const auto &[id, sb] : seqs_) {
-        if (n_slots_ == 0) continue;
-        if (sb.slot < 0 || (uint32_t)sb.slot >= n_slots_ || slot_held[(size_t)sb.slot])
-            fail(VT_ERR_INTERNAL, "KV cache: sequence %llu holds state slot %d, free or another's",
-                 (unsigned long long)id, sb.slot);
-        slot_held[(size_t)sb.slot] = 1;
+    if (slots_) {
+        slots_->check();
+        std::vector<uint8_t> held(slots_->num_live(), 0);
+        for (const auto &[id, sb] : seqs_) {
+            if (sb.slot < 0 || (uint32_t)sb.slot >= slots_->num_live() || held[(size_t)sb.slot])
+                fail(VT_ERR_INTERNAL, "KV cache: sequence %llu holds state slot %d, out of range or another's",
+                     (unsigned long long)id, sb.slot);
+            held[(size_t)sb.slot] = 1;
+        }
+        if (slots_->num_free_live() + seqs_.size() != slots_->num_live())
+            fail(VT_ERR_INTERNAL, "KV cache: %u free state slots and %zu sequences of %u", slots_->num_free_live(),
+                 seqs_.size(), slots_->num_live());
     }
     for (size_t gi = 0; gi < groups_.size(); ++gi) {
         const BlockPool &pool = groups_[gi].pool;

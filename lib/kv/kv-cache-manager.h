@@ -12,13 +12,13 @@
 // evicted. A prefix hit must then be a hit in every group: all blocks of a
 // full-attention group, the window's blocks of a sliding one.
 //
-// State slots (recurrent layers: Mamba, linear attention): a model with such
-// layers keeps one fixed-size state per sequence instead of rows per token.
-// A sequence takes a slot when it is given its first blocks and holds it
-// until freed; admission therefore needs a free slot as well as blocks. A
-// slot's state is valid only at the sequence's computed position, so a
-// prefix hit (which would resume from a position the slot never saw) is not
-// served while the model has state slots (see find_prefix).
+// State slots (recurrent layers: Mamba, linear attention; kv/state-slots.h):
+// a model with such layers keeps one fixed-size state per sequence instead
+// of rows per token. A sequence takes a live slot when it is given its first
+// blocks and holds it until freed; admission therefore needs a free slot as
+// well as blocks. A state is valid at one position only, so a prefix hit
+// must also end where a snapshot of the state was saved (save_state), and
+// resumes from a copy of it.
 //
 // Prefix caching: block i of a sequence is keyed by
 // hash_block(hash of block i-1, its block_size token ids), with block 0
@@ -35,11 +35,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "kv/block-pool.h"
+#include "kv/state-slots.h"
 
 namespace vt {
 
@@ -58,7 +60,8 @@ struct KvCacheConfig {
     uint32_t num_blocks = 0;          // with no groups: one full-attention group of num_blocks
     bool prefix_caching = true;
     std::vector<KvGroupConfig> groups;
-    uint32_t state_slots = 0;         // recurrent layers' slots (0: the model has none)
+    uint32_t state_slots = 0;         // recurrent layers' live slots (0: the model has none)
+    uint32_t state_snapshots = 0;     // their snapshots for the prefix cache (0: no prefix hits)
 };
 
 // How many blocks a byte budget holds, where bytes_per_token is what one
@@ -104,7 +107,8 @@ public:
     uint64_t max_seq_tokens() const;
 
     // The longest prefix of tokens whose blocks every group has cached (see
-    // above), in whole blocks; none while the model has state slots. At most tokens.size() - 1 tokens are hit, so
+    // above), in whole blocks; with state slots, ending at a block whose
+    // state snapshot is saved. At most tokens.size() - 1 tokens are hit, so
     // that the last one is always computed: its logits are needed. Takes no
     // reference.
     // root keys block 0 (chained from it): sequences whose KV depends on
@@ -133,10 +137,28 @@ public:
     // seq's block table in group g (empty when it holds none); valid until
     // the next allocate() or free().
     std::span<const BlockId> block_table(SeqId seq, uint32_t g = 0) const;
-    // seq's state slot, or -1 (no slots, or seq holds nothing).
+    // seq's live state slot, or -1 (no slots, or seq holds nothing).
     int32_t state_slot(SeqId seq) const;
-    uint32_t num_state_slots() const { return n_slots_; }
-    uint32_t num_free_state_slots() const { return (uint32_t)free_slots_.size(); }
+    uint32_t num_state_slots() const { return slots_ ? slots_->num_live() : 0; }
+    // Whether states are snapshotted for prefix hits (slots, snapshots and
+    // prefix caching): the scheduler then ends prompt chunks on the
+    // prompt's last full block, where the snapshot a later hit needs is.
+    bool saves_states() const { return slots_ && slots_->num_snapshots() > 0 && prefix_caching_; }
+    uint32_t num_free_state_slots() const { return slots_ ? slots_->num_free_live() : 0; }
+    // seq's state will be at position pos (a multiple of the block size,
+    // its tokens hashed) when the step ends: snapshot it for the prefix
+    // cache. pinned: the prompt's last full block, kept when seq moves on.
+    // Nothing without snapshots or prefix caching.
+    void save_state(SeqId seq, uint32_t pos, bool pinned);
+    // The state copies the runner must make for the step just planned:
+    // restores of prefix hits before its forward pass, saves after it.
+    void take_state_copies(std::vector<StateCopy> &restores, std::vector<StateCopy> &saves) {
+        if (slots_) slots_->take_copies(restores, saves);
+    }
+    // The step's saves are made: their snapshots may be hit from now on.
+    void commit_state_saves() {
+        if (slots_) slots_->commit();
+    }
 
     // Prefix-cache hit rate: known tokens of sequences given their first
     // blocks (admitted or re-admitted after preemption), and of those, the
@@ -156,7 +178,7 @@ private:
     struct SeqBlocks {
         std::vector<std::vector<BlockId>> tables;  // per group
         std::vector<BlockHash> hashes;  // keys of block 0 .. hashes.size() - 1, all full
-        int32_t slot = -1;              // its state slot, when the model has them
+        int32_t slot = -1;              // its live state slot, when the model has them
     };
     // Blocks of a sliding group before the window of position pos.
     uint32_t blocks_before_window(const Group &g, uint64_t pos) const;
@@ -165,8 +187,7 @@ private:
     bool prefix_caching_;
     std::vector<Group> groups_;
     std::unordered_map<SeqId, SeqBlocks> seqs_;
-    uint32_t n_slots_ = 0;
-    std::vector<int32_t> free_slots_;  // taken from the back
+    std::unique_ptr<StateSlotPool> slots_;  // null without recurrent layers
     uint64_t query_tokens_ = 0, hit_tokens_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "backend/backend.h"
 #include "core/error.h"
@@ -106,6 +107,29 @@ PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_gro
 }
 
 PagedKv::~PagedKv() = default;
+
+void PagedKv::copy_slots(std::span<const StateCopy> copies) {
+    std::vector<uint8_t> staging;
+    for (const StateCopy &c : copies) {
+        if (c.src < 0 || c.dst < 0 || (uint32_t)c.src >= n_slots_ || (uint32_t)c.dst >= n_slots_)
+            fail(VT_ERR_INTERNAL, "state copy from slot %d to %d of %u", c.src, c.dst, n_slots_);
+        for (size_t l = 0; l < k_.size(); ++l) {
+            if (layer_group_[l] != kNoGroup) continue;
+            for (Tensor *t : {&k_[l], &v_[l]}) {
+                const size_t row = (size_t)t->ne[0] * sizeof(float);
+                if (row == 0) continue;
+                if (tensor_is_host(*t)) {
+                    uint8_t *base = static_cast<uint8_t *>(t->data);
+                    std::memcpy(base + (size_t)c.dst * row, base + (size_t)c.src * row, row);
+                } else {
+                    staging.resize(row);
+                    tensor_get(*t, staging.data(), (size_t)c.src * row, row);
+                    tensor_set(*t, staging.data(), (size_t)c.dst * row, row);
+                }
+            }
+        }
+    }
+}
 
 uint64_t kv_memory_limit(const Model &m, vt_device *arena_dev, size_t arena_bytes, std::string *source) {
     // Each device's share of a token's KV bytes (its layers').

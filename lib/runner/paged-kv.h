@@ -15,12 +15,14 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "core/tensor.h"
 #include "kv/cache-spec.h"
+#include "kv/state-slots.h"
 #include "model/model.h"
 
 namespace vt {
@@ -51,6 +53,10 @@ public:
     static constexpr uint32_t kNoGroup = UINT32_MAX;
     uint32_t layer_group(uint32_t layer) const { return layer_group_.at(layer); }
     uint32_t num_slots() const { return n_slots_; }
+    // Copies slot src to slot dst in every recurrent layer (conv tail and
+    // state), in order: prefix hits' snapshots and their saves
+    // (kv/state-slots.h). Throws vt::Error.
+    void copy_slots(std::span<const StateCopy> copies);
     uint64_t bytes() const { return bytes_; }  // every group's blocks * block_size * bytes_per_token, and the slots
     std::vector<Tensor> &k() { return k_; }    // per layer
     std::vector<Tensor> &v() { return v_; }    // per layer; empty for a latent one

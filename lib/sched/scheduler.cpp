@@ -117,7 +117,22 @@ void Scheduler::emit(SeqId id, Seq &s, uint32_t n, SchedulerOutput &out) {
     // Optimistically counted as computed now, so the next step can be
     // planned before this one's results are in.
     s.num_computed += n;
+    // A recurrent state ending on a block boundary is snapshotted for the
+    // prefix cache; the one at the prompt's last full block is kept.
+    if (kv_.saves_states() && s.num_computed % kv_.block_size() == 0)
+        kv_.save_state(id, s.num_computed, s.num_computed == last_prompt_block(s));
     out.seqs.push_back(std::move(ss));
+}
+
+uint32_t Scheduler::last_prompt_block(const Seq &s) const {
+    return (s.num_prompt - 1) / kv_.block_size() * kv_.block_size();
+}
+
+uint32_t Scheduler::align_chunk(const Seq &s, uint32_t n) const {
+    // A prompt chunk that would pass the prompt's last full block ends
+    // there, so that its state can be snapshotted (vLLM's "align" mode).
+    const uint32_t b = last_prompt_block(s);
+    return kv_.saves_states() && s.num_computed < b && s.num_computed + n > b ? b - s.num_computed : n;
 }
 
 SchedulerOutput Scheduler::schedule() {
@@ -145,6 +160,7 @@ SchedulerOutput Scheduler::schedule() {
         Seq &s = seqs_.at(id);
         const bool decode = decoding(s);
         uint32_t n = std::min<uint32_t>((uint32_t)s.tokens.size() - s.num_computed, decode ? budget : prefill_room());
+        if (!decode) n = align_chunk(s, n);
         if (n == 0) {  // its sampled token is not in yet (schedule() twice without update()), or no prefill room
             ++i;
             continue;
@@ -175,19 +191,24 @@ SchedulerOutput Scheduler::schedule() {
         SeqId id = waiting_.front();
         Seq &s = seqs_.at(id);
         PrefixHit hit = s.read_prefix_cache ? kv_.find_prefix(s.tokens, s.cache_key) : PrefixHit{};
-        uint32_t n = std::min<uint32_t>((uint32_t)s.tokens.size() - hit.num_tokens, prefill_room());
-        if (!kv_.allocate(id, s.tokens, hit.num_tokens, n, hit, s.cache_key)) break;
+        s.num_computed = hit.num_tokens;
+        const uint32_t n = align_chunk(s, std::min<uint32_t>((uint32_t)s.tokens.size() - hit.num_tokens, prefill_room()));
+        if (!kv_.allocate(id, s.tokens, hit.num_tokens, n, hit, s.cache_key)) {
+            s.num_computed = 0;
+            break;
+        }
         waiting_.pop_front();
         running_.push_back(id);
-        s.num_computed = hit.num_tokens;
         emit(id, s, n, out);
         budget -= n;
         prefill_left -= prefill_left == UINT32_MAX ? 0 : n;
     }
+    kv_.take_state_copies(out.state_restores, out.state_saves);
     return out;
 }
 
 std::vector<FinishedSeq> Scheduler::update(const SchedulerOutput &out, std::span<const SampledToken> sampled) {
+    kv_.commit_state_saves();  // the step ran: its snapshots are written
     std::vector<FinishedSeq> finished;
     size_t k = 0;
     for (const ScheduledSeq &ss : out.seqs) {

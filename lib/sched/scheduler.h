@@ -74,6 +74,10 @@ struct SchedulerOutput {
     std::vector<int32_t> positions;  // (total tokens) position of each token in its sequence
     std::vector<SeqId> preempted;    // lost their KV in this step; they will be recomputed
     std::vector<SeqId> cancelled;    // removed in this step; their blocks are free
+    // Recurrent layers' state copies (kv/state-slots.h): prefix hits'
+    // snapshots into live slots before the forward pass, snapshots of
+    // states that end this step on a block boundary after it.
+    std::vector<StateCopy> state_restores, state_saves;
 
     bool empty() const { return seqs.empty(); }
     size_t num_tokens() const { return tokens.size(); }
@@ -156,6 +160,11 @@ private:
     void drop(SeqId id);
     void emit(SeqId id, Seq &s, uint32_t n, SchedulerOutput &out);
     void process_cancels(SchedulerOutput &out);
+    // The prompt's last full-block boundary (where a later prefix hit ends).
+    uint32_t last_prompt_block(const Seq &s) const;
+    // n prompt tokens of s this step, cut to end on that boundary when
+    // recurrent states are snapshotted (KvCacheManager::saves_states).
+    uint32_t align_chunk(const Seq &s, uint32_t n) const;
 
     KvCacheManager &kv_;
     // Whether s is a decode: only its last sampled token is not computed.

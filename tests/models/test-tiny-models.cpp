@@ -89,9 +89,10 @@ Fixture &fixture() {
 }
 
 ContextPtr make_context(uint64_t kv_cache_bytes = 0, uint32_t max_num_seqs = 0, uint32_t max_model_len = 0,
-                        uint32_t n_batch = 0) {
+                        uint32_t n_batch = 0, bool prefix_caching = true) {
     vt_context_params cp;
     vt_context_params_init_v2(&cp, sizeof cp);
+    cp.no_prefix_caching = !prefix_caching;
     cp.n_threads = 2;
     cp.n_batch = n_batch;
     cp.kv_cache_bytes = kv_cache_bytes;
@@ -189,12 +190,6 @@ TEST_CASE("tiny models: greedy tokens match transformers' through vt_seq", "[tin
 }
 
 namespace {
-// The fixtures of the hybrid linear-attention families (Gated DeltaNet and
-// KDA layers with a state per sequence).
-bool has_recurrent_layers(const std::string &name) {
-    return name == "qwen3_5" || name == "qwen3_5_moe" || name == "qwen3_next" || name == "kimi_linear";
-}
-
 // Greedy continuations of the longest prompt through the serving engine:
 // `copies` identical requests submitted at once into a pool of kv_bytes,
 // steps of n_batch tokens (0: the default).
@@ -256,16 +251,25 @@ TEST_CASE("tiny models: greedy tokens match transformers' through the serving en
     REQUIRE(st.kv_blocks_total > 0);
     REQUIRE(st.max_model_len > 0);
     const uint64_t n_tokens = prompt.size() + fixture().golden["greedy"].size();
-    const auto many = engine_greedy(st.kv_cache_bytes * n_tokens * 5 / 2 / st.max_model_len, 4, 4, &st, n_batch);
-    for (const auto &seq : many) CHECK(seq == alone[0]);
-    INFO("preemptions " << st.preemptions << ", prefix hit tokens " << st.prefix_hit_tokens);
-    // A model with recurrent layers keeps no prefix cache: a state is valid
-    // at its own sequence's position only (kv/kv-cache-manager.h).
-    if (has_recurrent_layers(fixture().name)) CHECK(st.prefix_hit_tokens == 0);
-    else CHECK(st.prefix_hit_tokens > 0);
-    CHECK(st.preemptions > 0);
-    WARN(fixture().name << " engine: 4 copies in a pool for 2.5, steps of 16 tokens, " << st.preemptions << " preemptions, "
-                        << st.prefix_hit_tokens << " prompt tokens from the prefix cache; all as alone");
+    // Then a pool for one and a half: a model with recurrent layers keeps a
+    // state (and its snapshots) per running request in the same budget, so
+    // the pool for 2.5 may hold its shared prompt without preempting, and
+    // the smaller one (no room for snapshots) preempts without prefix hits.
+    uint64_t preemptions = 0, hits = 0;
+    const uint64_t one_request = st.kv_cache_bytes * n_tokens / st.max_model_len;
+    for (uint64_t tenths : {25, 15}) {
+        const auto many = engine_greedy(one_request * tenths / 10, 4, 4, &st, n_batch);
+        for (const auto &seq : many) CHECK(seq == alone[0]);
+        WARN(fixture().name << " engine: 4 copies in a pool for " << tenths / 10.0 << ", steps of 16 tokens, "
+                            << st.preemptions << " preemptions, " << st.prefix_hit_tokens
+                            << " prompt tokens from the prefix cache; all as alone");
+        preemptions += st.preemptions;
+        hits += st.prefix_hit_tokens;
+    }
+    // (Recurrent layers: a hit resumes from a snapshot of the state at the
+    // prompt's last full block, kv/state-slots.h.)
+    CHECK(hits > 0);
+    CHECK(preemptions > 0);
 }
 
 TEST_CASE("tiny models: 16 different requests in one batch each give their tokens alone", "[tiny]") {
@@ -318,4 +322,65 @@ TEST_CASE("tiny models: 16 different requests in one batch each give their token
     }
     CHECK(distinct > 1);  // the requests do differ
     WARN(fixture().name << ": 16 different requests in one batch, each as alone");
+}
+
+namespace {
+// Greedy continuations of each prompt, one after the other in one context
+// (each request finishes before the next is submitted).
+std::vector<std::vector<vt_token>> one_by_one(vt_context *ctx, const std::vector<std::vector<vt_token>> &prompts,
+                                              uint32_t n_new) {
+    std::vector<std::vector<vt_token>> out;
+    for (const auto &p : prompts) {
+        vt_request_params rp;
+        vt_request_params_init(&rp);
+        rp.prompt = p.data();
+        rp.n_prompt = p.size();
+        rp.max_tokens = n_new;
+        rp.ignore_eos = true;
+        uint64_t id = 0;
+        VT_REQUIRE_OK(vt_context_submit(ctx, &rp, &id));
+        std::vector<vt_token> got;
+        bool done = false;
+        for (int guard = 0; !done && guard < 10000; ++guard) {
+            VT_REQUIRE_OK(vt_context_step(ctx, 0, nullptr));
+            const vt_request_output *ev = nullptr;
+            while (vt_context_poll(ctx, &ev) == VT_OK && ev) {
+                if (ev->token >= 0) got.push_back(ev->token);
+                REQUIRE(ev->finish_reason != VT_FINISH_ERROR);
+                done |= ev->finish_reason != VT_FINISH_NONE;
+            }
+        }
+        REQUIRE(done);
+        out.push_back(std::move(got));
+    }
+    return out;
+}
+} // namespace
+
+TEST_CASE("tiny models: a follow-up turn resumes from the prefix cache with the tokens of a run without it", "[tiny]") {
+    // Multi-turn chat: turn 2's prompt is turn 1's prompt, its answer and a
+    // new message. With the cache it resumes from turn 1's blocks (and, for
+    // recurrent layers, the snapshot of its state at the last block
+    // boundary it reached); without it, it computes everything. Steps of 16
+    // tokens, so prompts are chunked too.
+    const std::vector<vt_token> longest = ids_of(fixture().golden["prompts"].back()["ids"]);
+    const uint32_t n1 = 20, n2 = 12;
+    const std::vector<vt_token> turn1(longest.begin(), longest.begin() + (ptrdiff_t)std::min<size_t>(longest.size(), 100));
+    ContextPtr cached = make_context(0, 4, 256, 16, true);
+    const auto first = one_by_one(cached.get(), {turn1}, n1);
+    std::vector<vt_token> turn2 = turn1;
+    turn2.insert(turn2.end(), first[0].begin(), first[0].end());
+    turn2.insert(turn2.end(), longest.begin(), longest.begin() + 9);
+    const auto resumed = one_by_one(cached.get(), {turn2}, n2);
+    vt_engine_stats st{};
+    st.struct_size = sizeof st;
+    VT_REQUIRE_OK(vt_context_stats(cached.get(), &st));
+    ContextPtr plain = make_context(0, 4, 256, 16, false);
+    const auto fresh = one_by_one(plain.get(), {turn2}, n2);
+    CHECK(resumed[0] == fresh[0]);
+    // Turn 1's full blocks were hit: its prompt and its answer but the last
+    // sampled token (never computed), in whole blocks of 16.
+    CHECK(st.prefix_hit_tokens == (turn1.size() + n1 - 1) / 16 * 16);
+    WARN(fixture().name << ": turn 2 of " << turn2.size() << " tokens resumed " << st.prefix_hit_tokens
+                        << " from the cache; its tokens as without it");
 }

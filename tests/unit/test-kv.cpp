@@ -513,3 +513,80 @@ TEST_CASE("state slots: one per sequence, taken and freed with its blocks, no pr
     CHECK(kv.num_free_state_slots() == 2);
     kv.check();
 }
+
+// Snapshots (kv/state-slots.h): a step that ends on a block boundary queues
+// a save into a snapshot slot, hittable once the step is committed; a hit
+// ends on a saved boundary and restores the snapshot into the new live slot;
+// the prompt's last block is pinned, a running sequence's own snapshot is
+// replaced as it moves on, and finished sequences' snapshots are evicted
+// least recently used first.
+TEST_CASE("state snapshots: saved on block boundaries, hit and restored, replaced and evicted", "[kv]") {
+    KvCacheConfig cfg;
+    cfg.block_size = 4;
+    cfg.groups = {{32, 0}};
+    cfg.state_slots = 2;
+    cfg.state_snapshots = 2;
+    KvCacheManager kv(cfg);
+    REQUIRE(kv.saves_states());
+    std::vector<StateCopy> restores, saves;
+    const auto prompt = iota_tokens(11, 100);
+    // Sequence 1: 8 prompt tokens (the last full block of an 11-token prompt
+    // ends at 8), pinned; then 3 more.
+    REQUIRE(kv.allocate(1, prompt, 0, 8));
+    kv.save_state(1, 8, true);
+    kv.take_state_copies(restores, saves);
+    CHECK(restores.empty());
+    REQUIRE(saves.size() == 1);
+    CHECK(saves[0].src == 0);
+    CHECK(saves[0].dst == 2);  // live slots 0-1, snapshots 2-3
+    // Not hittable before the step is committed.
+    CHECK(kv.find_prefix(prompt).num_tokens == 0);
+    kv.commit_state_saves();
+    CHECK(kv.find_prefix(prompt).num_tokens == 8);
+    // Sequence 2 hits it: a live slot, a restore from snapshot 2.
+    PrefixHit hit = kv.find_prefix(prompt);
+    REQUIRE(kv.allocate(2, prompt, hit.num_tokens, 3, hit));
+    kv.take_state_copies(restores, saves);
+    REQUIRE(restores.size() == 1);
+    CHECK(restores[0].src == 2);
+    CHECK(restores[0].dst == kv.state_slot(2));
+    CHECK(saves.empty());
+    // Sequence 1 decodes on: its boundaries take its own snapshot (slot 3)
+    // and then replace it.
+    std::vector<int32_t> toks = prompt;
+    for (int32_t t = 0; t < 9; ++t) toks.push_back(500 + t);
+    REQUIRE(kv.allocate(1, toks, 8, 4));
+    kv.save_state(1, 12, false);
+    kv.take_state_copies(restores, saves);
+    REQUIRE(saves.size() == 1);
+    CHECK(saves[0].dst == 3);
+    kv.commit_state_saves();
+    REQUIRE(kv.allocate(1, toks, 12, 4));
+    kv.save_state(1, 16, false);
+    kv.take_state_copies(restores, saves);
+    REQUIRE(saves.size() == 1);
+    CHECK(saves[0].dst == 3);  // replaced, not a new slot
+    kv.commit_state_saves();
+    // The boundary at 12 is gone, 16 is there: the hit is the longest saved one.
+    const std::vector<int32_t> prefix16(toks.begin(), toks.begin() + 17);
+    CHECK(kv.find_prefix(prefix16).num_tokens == 16);
+    const std::vector<int32_t> prefix12(toks.begin(), toks.begin() + 13);
+    CHECK(kv.find_prefix(prefix12).num_tokens == 8);
+    kv.check();
+    // Sequence 1 finishes: its snapshot stays, now evictable. A third
+    // sequence's save takes the least recently used of 2 (hit last at
+    // sequence 2's admission) and 3 (saved later): slot 2.
+    kv.free(1);
+    kv.free(2);
+    const auto other = iota_tokens(9, 900);
+    REQUIRE(kv.allocate(3, other, 0, 8));
+    kv.save_state(3, 8, true);
+    kv.take_state_copies(restores, saves);
+    REQUIRE(saves.size() == 1);
+    CHECK(saves[0].dst == 2);
+    kv.commit_state_saves();
+    CHECK(kv.find_prefix(prompt).num_tokens == 0);
+    CHECK(kv.find_prefix(prefix16).num_tokens == 16);
+    CHECK(kv.find_prefix(other).num_tokens == 8);
+    kv.check();
+}
