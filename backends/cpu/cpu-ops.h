@@ -55,6 +55,15 @@ inline bool same_shape(const Tensor *a, const Tensor *b) {
         if (a->ne[d] != b->ne[d]) return false;
     return true;
 }
+// Row r (of nrows()) of t, whose rows are contiguous at any strides.
+inline const float *row_at(const Tensor *t, int64_t r) {
+    const int64_t n1 = t->ne[1], n2 = t->ne[2];
+    return reinterpret_cast<const float *>(static_cast<const uint8_t *>(t->data) + (size_t)(r % n1) * t->nb[1] +
+                                           (size_t)(r / n1 % n2) * t->nb[2] + (size_t)(r / (n1 * n2)) * t->nb[3]);
+}
+// f32 with contiguous rows (a view of whole rows or of parts of rows).
+inline bool f32_rows(const Tensor *t) { return t && t->type == DType::F32 && t->nb[0] == sizeof(float); }
+
 // src1 of ADD/MUL: in every dimension src0's extent or 1 (broadcast).
 inline bool broadcast_ok(const Node &n) {
     const Tensor *a = n.src[0], *b = n.src[1];

@@ -7,16 +7,6 @@
 
 namespace vt::cpu {
 
-namespace {
-// f32 with contiguous rows; other strides free.
-bool f32_rows(const Tensor *t) { return t && t->type == DType::F32 && t->nb[0] == sizeof(float); }
-const float *row_of(const Tensor &t, int64_t r) {
-    const int64_t i1 = r % t.ne[1], i2 = (r / t.ne[1]) % t.ne[2], i3 = r / (t.ne[1] * t.ne[2]);
-    return reinterpret_cast<const float *>(static_cast<const uint8_t *>(t.data) + i1 * t.nb[1] + i2 * t.nb[2] +
-                                           i3 * t.nb[3]);
-}
-} // namespace
-
 bool supports_cpy(const Node &n) { return f32_rows(n.src[0]) && is_f32(n.dst) && same_shape(n.src[0], n.dst); }
 size_t work_size_cpy(const Node &, int) { return 0; }
 
@@ -25,7 +15,7 @@ void op_cpy(const Node &n, const OpCtx &c) {
     float *d = static_cast<float *>(n.dst->data);
     int64_t b, e;
     split(s.nrows(), c.ith, c.nth, b, e);
-    for (int64_t r = b; r < e; ++r) std::memcpy(d + r * s.ne[0], row_of(s, r), (size_t)s.ne[0] * sizeof(float));
+    for (int64_t r = b; r < e; ++r) std::memcpy(d + r * s.ne[0], row_at(&s, r), (size_t)s.ne[0] * sizeof(float));
 }
 
 bool supports_concat(const Node &n) {
@@ -44,8 +34,8 @@ void op_concat(const Node &n, const OpCtx &c) {
     int64_t r0, r1;
     split(a.nrows(), c.ith, c.nth, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {
-        std::memcpy(d + r * w, row_of(a, r), (size_t)a.ne[0] * sizeof(float));
-        std::memcpy(d + r * w + a.ne[0], row_of(b, r), (size_t)b.ne[0] * sizeof(float));
+        std::memcpy(d + r * w, row_at(&a, r), (size_t)a.ne[0] * sizeof(float));
+        std::memcpy(d + r * w + a.ne[0], row_at(&b, r), (size_t)b.ne[0] * sizeof(float));
     }
 }
 

@@ -12,7 +12,9 @@
 //
 // Two forms that agree to float rounding:
 //  - recurrent: the recurrence as written, row by row over blocks of up to
-//    64 tokens (decode, and short steps);
+//    64 tokens, through the kernel table's delta_rows where it has one (the
+//    default for every sequence: the faster form on the CPU, see
+//    kDeltaChunkedFrom);
 //  - chunked (per-head gates, a sequence with at least chunked_from tokens in
 //    the step): chunks of 64 tokens from the sequence's first token of the
 //    step in the WY form. With gamma_t = g_1 + ... + g_t within the chunk
@@ -25,8 +27,10 @@
 //    (beta e^gamma K) (one forward substitution, no inverse), and
 //      o_t = e^gamma_t S0^T q_t + sum_{s <= t} decay(t, s) (q_t.k_s) Delta_s
 //      S  <- e^gamma_C S0 + sum_s decay(C, s) k_s Delta_s^T.
-//    The same work as the recurrence in multiply-adds, but it is blocked like
-//    a matrix product: each state row is read once per chunk for 2 C dots.
+//    About the recurrence's multiply-adds (3 C dk dv in the row loop, plus
+//    C^2 (dk + dv) for L, M, the substitution and the outputs), in the
+//    shape of matrix products: what a device with matrix units wants. Here
+//    it is portable loops, kept as the reference of that form.
 // Which form a sequence takes depends only on its own token count, and a
 // unit (sequence, V head) is computed by one thread from its own data, so a
 // sequence's bits do not depend on the thread count or on the rest of the
@@ -36,6 +40,7 @@
 #include <cstring>
 
 #include "cpu-ops.h"
+#include "cpu/kernels/kernels.h"
 #include "state-index.h"
 
 namespace vt::cpu {
@@ -80,49 +85,26 @@ inline float dot(const float *__restrict a, const float *__restrict b, int64_t n
     return fold(acc);
 }
 
-// r *= d (one decay), then returns r.k.
-inline float decay_dot(float *__restrict r, float d, const float *__restrict k, int64_t n) {
+// r = r d + a k (d one decay, or one per element when dvec), then returns r.q.
+inline float update_dot(float *__restrict r, float d, const float *__restrict dvec, float a,
+                        const float *__restrict k, const float *__restrict q, int64_t n) {
     float acc[kL] = {};
     int64_t i = 0;
-    for (; i + kL <= n; i += kL)
-        for (int l = 0; l < kL; ++l) {
-            r[i + l] *= d;
-            acc[l] += r[i + l] * k[i + l];
-        }
-    for (int l = 0; i < n; ++i, ++l) {
-        r[i] *= d;
-        acc[l] += r[i] * k[i];
+    if (dvec) {
+        for (; i + kL <= n; i += kL)
+            for (int l = 0; l < kL; ++l) {
+                r[i + l] = r[i + l] * dvec[i + l] + a * k[i + l];
+                acc[l] += r[i + l] * q[i + l];
+            }
+    } else {
+        for (; i + kL <= n; i += kL)
+            for (int l = 0; l < kL; ++l) {
+                r[i + l] = r[i + l] * d + a * k[i + l];
+                acc[l] += r[i + l] * q[i + l];
+            }
     }
-    return fold(acc);
-}
-
-// r *= d element-wise (a decay per key channel), then returns r.k.
-inline float decay_vec_dot(float *__restrict r, const float *__restrict d, const float *__restrict k, int64_t n) {
-    float acc[kL] = {};
-    int64_t i = 0;
-    for (; i + kL <= n; i += kL)
-        for (int l = 0; l < kL; ++l) {
-            r[i + l] *= d[i + l];
-            acc[l] += r[i + l] * k[i + l];
-        }
     for (int l = 0; i < n; ++i, ++l) {
-        r[i] *= d[i];
-        acc[l] += r[i] * k[i];
-    }
-    return fold(acc);
-}
-
-// r += a k, then returns r.q.
-inline float axpy_dot(float *__restrict r, float a, const float *__restrict k, const float *__restrict q, int64_t n) {
-    float acc[kL] = {};
-    int64_t i = 0;
-    for (; i + kL <= n; i += kL)
-        for (int l = 0; l < kL; ++l) {
-            r[i + l] += a * k[i + l];
-            acc[l] += r[i + l] * q[i + l];
-        }
-    for (int l = 0; i < n; ++i, ++l) {
-        r[i] += a * k[i];
+        r[i] = r[i] * (dvec ? dvec[i] : d) + a * k[i];
         acc[l] += r[i] * q[i];
     }
     return fold(acc);
@@ -137,6 +119,7 @@ inline void axpy(float *__restrict y, float a, const float *__restrict x, int64_
 // One thread's buffers, each 16-float aligned.
 struct Bufs {
     float *dec;         // recurrent: decay per token (kChunk), or per token and key channel (kChunk x dk)
+    float *kdec;        // recurrent: the decayed keys dec_t k_t (kChunk x dk)
     float *L, *M;       // chunked: kChunk x kChunk (row t, column s)
     float *U, *D, *QS;  // kChunk x dv
     float *W, *KD;      // kChunk x dk
@@ -157,6 +140,7 @@ size_t carve(const DeltaShape &s, float *base, Bufs *b) {
     };
     Bufs t{};
     take(t.dec, s.per_channel ? C * dk : C);
+    take(t.kdec, C * dk);
     if (!s.per_channel) {
         take(t.L, C * C);
         take(t.M, C * C);
@@ -185,23 +169,37 @@ struct Block {
 
 // ---- the two forms --------------------------------------------------------------------
 
-// S (dv rows of dk) through the block's tokens, one token at a time.
+// S (dv rows of dk) through the block's tokens, one token at a time. The
+// decayed row's dot with k is taken as r.(d k), the decayed key shared by
+// every row, so a row is written once per token.
 void recurrent_block(float *S, const DeltaShape &s, const Block &blk, const Bufs &b) {
     const int64_t dk = s.dk, n = blk.n;
-    // The decays: exp of the log-decays, once per token (and key channel).
-    if (s.per_channel) {
-        for (int64_t t = 0; t < n; ++t)
-            for (int64_t i = 0; i < dk; ++i) b.dec[t * dk + i] = std::exp(blk.g[t][i]);
-    } else {
-        for (int64_t t = 0; t < n; ++t) b.dec[t] = std::exp(blk.g[t][0]);
+    // The decays (exp of the log-decays, once per token and key channel) and
+    // the decayed keys.
+    for (int64_t t = 0; t < n; ++t) {
+        float *kd = b.kdec + t * dk;
+        if (s.per_channel) {
+            float *d = b.dec + t * dk;
+            for (int64_t i = 0; i < dk; ++i) d[i] = std::exp(blk.g[t][i]);
+            for (int64_t i = 0; i < dk; ++i) kd[i] = d[i] * blk.k[t][i];
+        } else {
+            const float d = b.dec[t] = std::exp(blk.g[t][0]);
+            for (int64_t i = 0; i < dk; ++i) kd[i] = d * blk.k[t][i];
+        }
+    }
+    const quant::Kernels &kern = quant::active_kernels();
+    if (kern.delta_rows) {
+        const quant::DeltaRows rows{n, dk, s.per_channel, blk.q, blk.k, blk.v, b.dec, b.kdec, blk.beta, blk.o};
+        kern.delta_rows(S, 0, s.dv, rows);
+        return;
     }
     for (int64_t j = 0; j < s.dv; ++j) {
         float *r = S + j * dk;
         for (int64_t t = 0; t < n; ++t) {
-            const float kv = s.per_channel ? decay_vec_dot(r, b.dec + t * dk, blk.k[t], dk)
-                                           : decay_dot(r, b.dec[t], blk.k[t], dk);
+            const float kv = dot(r, b.kdec + t * dk, dk);
             const float d = blk.beta[t] * (blk.v[t][j] - kv);
-            blk.o[t][j] = axpy_dot(r, d, blk.k[t], blk.q[t], dk);
+            blk.o[t][j] = s.per_channel ? update_dot(r, 0.0f, b.dec + t * dk, d, blk.k[t], blk.q[t], dk)
+                                        : update_dot(r, b.dec[t], nullptr, d, blk.k[t], blk.q[t], dk);
         }
     }
 }

@@ -49,13 +49,13 @@ size_t work_size_rms_norm(const Node &, int) { return 0; }
 void op_rms_norm_gated(const Node &n, const OpCtx &c) {
     const Tensor *x = n.src[0];
     const float *w = static_cast<const float *>(n.src[1]->data);
-    const float *z = static_cast<const float *>(n.src[2]->data);
     const GatedNormParams &p = n.params.rms_norm_gated;
     const int64_t ne0 = x->ne[0];
     int64_t b, e;
     split(x->nrows(), c.ith, c.nth, b, e);
     for (int64_t r = b; r < e; ++r) {
-        const float *xr = static_cast<const float *>(x->data) + r * ne0, *zr = z + r * ne0;
+        // z may be a view (the gate split off a projection).
+        const float *xr = static_cast<const float *>(x->data) + r * ne0, *zr = row_at(n.src[2], r);
         float *yr = static_cast<float *>(n.dst->data) + r * ne0;
         const float scale = rms_scale(xr, ne0, p.eps);
         if (p.gate == kGateSilu) {
@@ -68,7 +68,7 @@ void op_rms_norm_gated(const Node &n, const OpCtx &c) {
 
 bool supports_rms_norm_gated(const Node &n) {
     const GatedNormParams &p = n.params.rms_norm_gated;
-    return is_f32(n.src[0]) && is_f32(n.src[1]) && is_f32(n.src[2]) && is_f32(n.dst) &&
+    return is_f32(n.src[0]) && is_f32(n.src[1]) && f32_rows(n.src[2]) && is_f32(n.dst) &&
            same_shape(n.src[0], n.dst) && same_shape(n.src[0], n.src[2]) &&
            n.src[1]->nelements() == n.src[0]->ne[0] && (p.gate == kGateSilu || p.gate == kGateSigmoid);
 }

@@ -42,14 +42,11 @@ size_t work_size_unary(const Node &, int) { return 0; }
 void op_l2_norm(const Node &n, const OpCtx &c) {
     const Tensor *x = n.src[0];
     const float eps = n.params.l2_norm.eps;
-    const int64_t ne0 = x->ne[0], n1 = x->ne[1], n2 = x->ne[2];
+    const int64_t ne0 = x->ne[0];
     int64_t b, e;
     split(x->nrows(), c.ith, c.nth, b, e);
     for (int64_t r = b; r < e; ++r) {
-        const float *xr = reinterpret_cast<const float *>(static_cast<const uint8_t *>(x->data) +
-                                                          (size_t)(r % n1) * x->nb[1] +
-                                                          (size_t)(r / n1 % n2) * x->nb[2] +
-                                                          (size_t)(r / (n1 * n2)) * x->nb[3]);
+        const float *xr = row_at(x, r);
         float *yr = static_cast<float *>(n.dst->data) + r * ne0;
         double sum = 0.0;
         for (int64_t i = 0; i < ne0; ++i) sum += (double)(xr[i] * xr[i]);
@@ -58,8 +55,7 @@ void op_l2_norm(const Node &n, const OpCtx &c) {
     }
 }
 bool supports_l2_norm(const Node &n) {
-    const Tensor *x = n.src[0];
-    return x && x->type == DType::F32 && x->nb[0] == sizeof(float) && is_f32(n.dst) && same_shape(x, n.dst);
+    return f32_rows(n.src[0]) && is_f32(n.dst) && same_shape(n.src[0], n.dst);
 }
 size_t work_size_l2_norm(const Node &, int) { return 0; }
 

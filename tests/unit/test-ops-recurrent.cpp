@@ -231,15 +231,28 @@ TEST_CASE("RMS_NORM without a weight, and RMS_NORM_GATED with silu and sigmoid g
         }
         check_close(got, ref, tol, "RMS_NORM (no weight)");
     }
-    for (int32_t gate : {kGateSilu, kGateSigmoid}) {
-        INFO("gate " << (gate == kGateSilu ? "silu" : "sigmoid"));
+    for (int32_t gate : {kGateSilu, kGateSigmoid})
+    for (bool z_view : {false, true}) {
+        INFO("gate " << (gate == kGateSilu ? "silu" : "sigmoid") << (z_view ? ", z a view" : ""));
+        // z_view: z is the second half of each token's (2 n heads) row, as a
+        // gate split off a projection.
         Graph g;
-        Tensor *xt = g.input(DType::F32, {n, heads, n_tok}), *zt = g.input(DType::F32, {n, heads, n_tok});
+        Tensor *xt = g.input(DType::F32, {n, heads, n_tok});
+        Tensor *zbase = g.input(DType::F32, {z_view ? 2 * n * heads : n * heads, n_tok});
+        Tensor *zt = z_view ? g.view(zbase, {n, heads, n_tok}, {(size_t)n * 4, (size_t)(2 * n * heads) * 4},
+                                     (size_t)(n * heads) * 4)
+                            : g.reshape(zbase, {n, heads, n_tok});
         Tensor *y = g.op<Op::RMS_NORM_GATED>(DType::F32, {n, heads, n_tok}, {xt, &wt, zt}, {eps, gate});
         g.mark_output(y);
         REQUIRE(supports(g.nodes()[0]));
         Bound bound(g);
-        const std::vector<float> got = run_both(g, y, [&] { put(xt, x); put(zt, z); });
+        std::vector<float> zb(z);
+        if (z_view) {
+            zb.assign((size_t)(2 * N), NAN);
+            for (int64_t t = 0; t < n_tok; ++t)
+                std::copy_n(&z[(size_t)(t * n * heads)], n * heads, &zb[(size_t)((2 * t + 1) * n * heads)]);
+        }
+        const std::vector<float> got = run_both(g, y, [&] { put(xt, x); put(zbase, zb); });
         std::vector<double> ref((size_t)N), tol((size_t)N);
         for (int64_t k = 0; k < N; ++k) {
             const double zk = z[(size_t)k], sg = 1.0 / (1.0 + std::exp(-zk));
@@ -365,15 +378,24 @@ struct ConvOut {
 
 // One CONV1D_CAUSAL step over x (C, n_tok) with the pool starting as pool0;
 // run on 1 and 3 threads (outputs and pools bit for bit alike).
+// x_view: x is read as a view of the first C values of rows of C + 5.
 ConvOut conv_step(const ConvCase &cc, const std::vector<float> &w, const std::vector<float> &bias,
-                  const std::vector<float> &pool0, int64_t n_slots, const StepIndex &si, const std::vector<float> &x) {
+                  const std::vector<float> &pool0, int64_t n_slots, const StepIndex &si, const std::vector<float> &x,
+                  bool x_view = false) {
     std::vector<float> pool = pool0;
     Tensor wt, bt, pt;
     tensor_init(wt, DType::F32, cc.K, cc.C, 1, 1, const_cast<float *>(w.data()), "conv.w");
     tensor_init(bt, DType::F32, cc.C, 1, 1, 1, const_cast<float *>(bias.data()), "conv.b");
     tensor_init(pt, DType::F32, (cc.K - 1) * cc.C, n_slots, 1, 1, pool.data(), "conv.state");
     Graph g;
-    Tensor *xt = g.input(DType::F32, {cc.C, si.n_tok});
+    const int64_t wide = cc.C + 5;
+    Tensor *xbase = g.input(DType::F32, {x_view ? wide : cc.C, si.n_tok});
+    Tensor *xt = x_view ? g.view(xbase, {cc.C, si.n_tok}, {(size_t)wide * 4}) : xbase;
+    std::vector<float> xb = x;
+    if (x_view) {
+        xb.assign((size_t)(wide * si.n_tok), NAN);
+        for (int64_t t = 0; t < si.n_tok; ++t) std::copy_n(&x[(size_t)(t * cc.C)], cc.C, &xb[(size_t)(t * wide)]);
+    }
     Tensor *it = g.input(DType::I32, {3, (int64_t)si.index.size() / 3});
     Tensor *y = g.op<Op::CONV1D_CAUSAL>(DType::F32, {cc.C, si.n_tok}, {xt, &wt, cc.bias ? &bt : nullptr, &pt, it},
                                         {cc.silu ? 1 : 0});
@@ -384,7 +406,7 @@ ConvOut conv_step(const ConvCase &cc, const std::vector<float> &w, const std::ve
     r.out = run_both(
         g, y,
         [&] {
-            put(xt, x);
+            put(xbase, xb);
             put(it, si.index);
             pool = pool0;
         },
@@ -453,6 +475,11 @@ TEST_CASE("CONV1D_CAUSAL: a batch of sequences through their state slots", "[ops
         // Every slot the step touches holds its exact tail; the others are
         // untouched (bit for bit).
         CHECK(same_bits(got.pool.data(), pool_exp.data(), pool_exp.size() * sizeof(float)));
+
+        // x read through a view of wider rows: the same bits.
+        const ConvOut viewed = conv_step(cc, w, bias, pool0, n_slots, si, x, true);
+        CHECK(same_bits(viewed.out.data(), got.out.data(), got.out.size() * sizeof(float)));
+        CHECK(same_bits(viewed.pool.data(), got.pool.data(), got.pool.size() * sizeof(float)));
 
         // (ii) Each sequence alone in its step: the same bits, output and slot.
         for (size_t i = 0; i < kBatch.size(); ++i) {
@@ -1025,10 +1052,10 @@ TEST_CASE("GATED_DELTA_RULE: a batch of sequences against the double recurrence,
         for (size_t i = 0; i < kBatch.size(); ++i)
             if (kBatch[i].fresh) std::fill_n(&pool0[(size_t)slots[i] * slot_n], slot_n, NAN);
 
-        // The default choice (64 tokens and more chunked), everything
-        // chunked, everything recurrent (gates per channel: always recurrent).
+        // The default (recurrent), everything chunked, 64 tokens and more
+        // chunked (gates per channel: always recurrent).
         const std::vector<int32_t> modes = c.per_channel ? std::vector<int32_t>{0}
-                                                         : std::vector<int32_t>{0, 1, INT32_MAX};
+                                                         : std::vector<int32_t>{0, 1, 64};
         std::vector<DeltaOut> got;
         std::vector<DeltaRef> refs;
         for (int32_t cf : modes) {
@@ -1076,12 +1103,16 @@ TEST_CASE("GATED_DELTA_RULE: one step or many (chunked prefill, then decode) agr
     // (i) One sequence's 150 tokens as one step, as prompt chunks then
     // decode tokens, and one token at a time; each run against the exact
     // recurrence within the bound of the forms it took, and so within the
-    // sum of two bounds of each other, outputs and final state.
+    // sum of two bounds of each other, outputs and final state. In the
+    // recurrent form (the default) the runs are the same bits: a state row
+    // goes through the same operations token by token whatever the steps.
     std::mt19937 rng(2718);
     const int64_t n_all = 150, n_slots = 2;
-    for (const DeltaCfg &c : {kDeltaCfgs[0], kDeltaCfgs[3]}) {
+    for (const DeltaCfg &c : {kDeltaCfgs[0], kDeltaCfgs[3]})
+    for (int32_t cf : {0, 64}) {
+        if (c.per_channel && cf != 0) continue;  // always recurrent
         for (bool fresh : {true, false}) {
-            INFO(cfg_name(c) << (fresh ? ", fresh" : ", continuing"));
+            INFO(cfg_name(c) << (fresh ? ", fresh" : ", continuing") << ", chunked_from " << cf);
             const DeltaIn in = delta_inputs(c, n_all, rng);
             const size_t slot_n = (size_t)(c.dk * c.dv * c.Hv);
             std::vector<float> pool0((size_t)n_slots * slot_n, NAN);
@@ -1102,11 +1133,11 @@ TEST_CASE("GATED_DELTA_RULE: one step or many (chunked prefill, then decode) agr
                 int64_t done = 0;
                 for (int64_t n : steps) {
                     const DeltaOut o = delta_step(c, slice(c, in, done, n), step_index({{n, fresh && done == 0}}, {1}),
-                                                  pool, n_slots, 0);
+                                                  pool, n_slots, cf);
                     R.out.insert(R.out.end(), o.out.begin(), o.out.end());
                     pool = o.pool;
                     for (int64_t h = 0; h < c.Hv; ++h)
-                        ref_seq(UnitView(c, in, h), done, n, takes_chunked(c, n, 0), st[(size_t)h], r);
+                        ref_seq(UnitView(c, in, h), done, n, takes_chunked(c, n, cf), st[(size_t)h], r);
                     done += n;
                 }
                 REQUIRE(done == n_all);
@@ -1128,6 +1159,7 @@ TEST_CASE("GATED_DELTA_RULE: one step or many (chunked prefill, then decode) agr
                 const Run many = run(steps);
                 check_pair(many.out, one.out, many.tol, one.tol, "GATED_DELTA_RULE one step vs " +
                                                                      std::to_string(steps.size()) + " steps");
+                if (!takes_chunked(c, n_all, cf)) CHECK(same_bits(many.out.data(), one.out.data(), one.out.size() * 4));
             }
         }
     }
@@ -1150,19 +1182,23 @@ TEST_CASE("GATED_DELTA_RULE at Qwen3-Next's shape: q, k, v as views of the convo
         const std::vector<float> w = warm_state(c, rng);
         std::copy(w.begin(), w.end(), pool0.begin() + (ptrdiff_t)((size_t)s * slot_n));
     }
-    const DeltaOut got = delta_step(c, in, si, pool0, n_slots, 0, true);
-    DeltaRef r{std::vector<double>(in.v.size()), std::vector<double>(in.v.size())};
-    for (size_t i = 0; i < seqs.size(); ++i)
-        for (int64_t h = 0; h < c.Hv; ++h) {
-            UnitState st = unit_start(c, pool0, slots[i], h, seqs[i].fresh);
-            ref_seq(UnitView(c, in, h), si.t0[i], seqs[i].n, takes_chunked(c, seqs[i].n, 0), st, r);
-            check_state(c, got.pool, slots[i], h, st, "GATED_DELTA_RULE 128 x 128 state");
-        }
-    check_close(got.out, r.out, r.tol, "GATED_DELTA_RULE 128 x 128");
-    // The same step from contiguous q, k, v: the same bits.
-    const DeltaOut flat = delta_step(c, in, si, pool0, n_slots, 0, false);
-    CHECK(same_bits(flat.out.data(), got.out.data(), got.out.size() * sizeof(float)));
-    CHECK(same_bits(flat.pool.data(), got.pool.data(), got.pool.size() * sizeof(float)));
+    // The default (recurrent), and the prompt chunk in the chunked form.
+    for (int32_t cf : {0, 64}) {
+        INFO("chunked_from " << cf);
+        const DeltaOut got = delta_step(c, in, si, pool0, n_slots, cf, true);
+        DeltaRef r{std::vector<double>(in.v.size()), std::vector<double>(in.v.size())};
+        for (size_t i = 0; i < seqs.size(); ++i)
+            for (int64_t h = 0; h < c.Hv; ++h) {
+                UnitState st = unit_start(c, pool0, slots[i], h, seqs[i].fresh);
+                ref_seq(UnitView(c, in, h), si.t0[i], seqs[i].n, takes_chunked(c, seqs[i].n, cf), st, r);
+                check_state(c, got.pool, slots[i], h, st, "GATED_DELTA_RULE 128 x 128 state");
+            }
+        check_close(got.out, r.out, r.tol, "GATED_DELTA_RULE 128 x 128, chunked_from " + std::to_string(cf));
+        // The same step from contiguous q, k, v: the same bits.
+        const DeltaOut flat = delta_step(c, in, si, pool0, n_slots, cf, false);
+        CHECK(same_bits(flat.out.data(), got.out.data(), got.out.size() * sizeof(float)));
+        CHECK(same_bits(flat.pool.data(), got.pool.data(), got.pool.size() * sizeof(float)));
+    }
 }
 
 TEST_CASE("GATED_DELTA_RULE: a malformed index touches no slot; shapes it refuses", "[ops]") {

@@ -48,6 +48,26 @@ using SoftmaxFn = double (*)(float *x, int64_t n, float scale);
 using RoundFn = void (*)(const float *x, float *out, int64_t n);
 using SwigluFn = void (*)(const float *g, const float *u, float *d, int64_t n);
 
+// The recurrent form of the gated delta rule (GATED_DELTA_RULE, backends/
+// cpu/ops-delta-rule.cpp) over a block of n tokens for state rows [j0, j1)
+// of dk floats each (row j is column j of the state S): for each row, token
+// by token, kv = r.kd_t (kd_t = dec_t k_t, the decayed key: the decayed
+// row's dot with k); delta = beta_t (v_t[j] - kv); r = r dec_t + delta k_t;
+// o_t[j] = r.q_t. The dots' order is the table's (the op's tolerance holds
+// for any order).
+struct DeltaRows {
+    int64_t n, dk;
+    bool per_channel;
+    const float *const *q;  // n pointers to dk floats
+    const float *const *k;
+    const float *const *v;  // n pointers to the token's v (element j for row j)
+    const float *dec;       // n decays, or n x dk when per_channel
+    const float *kd;        // n x dk: dec_t k_t
+    const float *beta;      // n
+    float *const *o;        // n pointers: o[t][j] for row j
+};
+using DeltaRowsFn = void (*)(float *S, int64_t j0, int64_t j1, const DeltaRows &b);
+
 enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
 constexpr int kIsaCount = 4;
 
@@ -62,6 +82,7 @@ struct Kernels {
     AttnValuesFn attn_values = nullptr;
     SoftmaxFn softmax = nullptr;
     SwigluFn swiglu = nullptr;
+    DeltaRowsFn delta_rows = nullptr; // optional: null means the op's portable loop
     bool gemm_f32_acts[kTypeSlots] = {}; // see above
     bool bf16_chain = false; // BF16_X16's gemm follows dot_bf16_chain, not dot_bf16_pairs
 };

@@ -14,6 +14,7 @@
 #include "cpu/kernels/legacy-x86.h"
 #include "cpu/kernels/attn-x86.h"
 #include "cpu/kernels/exp-x86.h"
+#include "cpu/kernels/delta-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -159,6 +160,7 @@ void fill_avx2(Kernels &k) {
     k.attn_values = attn_values<Ymm>;
     k.softmax = softmax_row<YmmExp>;
     k.swiglu = swiglu_row<YmmExp>;
+    k.delta_rows = delta_rows<Ymm>;
 }
 
 } // namespace vt::quant

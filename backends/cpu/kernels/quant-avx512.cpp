@@ -15,6 +15,7 @@
 #include "cpu/kernels/legacy-x86.h"
 #include "cpu/kernels/attn-x86.h"
 #include "cpu/kernels/exp-x86.h"
+#include "cpu/kernels/delta-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -53,6 +54,7 @@ void fill(Kernels &k) {
     k.attn_values = attn_values<Zmm>;
     k.softmax = softmax_row<ZmmExp>;
     k.swiglu = swiglu_row<ZmmExp>;
+    k.delta_rows = delta_rows<Zmm>;
 }
 
 } // namespace
