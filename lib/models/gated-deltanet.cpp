@@ -58,6 +58,11 @@ GdnWeights load_gdn_weights(Model &m, uint32_t il, const GdnShape &s) {
     const std::string p = "blk." + std::to_string(il) + ".";
     const int64_t E = m.hparams.n_embd, C = s.conv_channels(), V = s.nv * s.dv;
     GdnWeights w;
+    // Early llama.cpp conversions of Qwen3-Next fused every input
+    // projection into ssm_in (per K head [q k v z], then b and a).
+    if (m.gguf().find_tensor(p + "ssm_in.weight"))
+        fail(VT_ERR_UNSUPPORTED, "%s: %sssm_in.weight is the fused layout of an older llama.cpp converter; "
+             "convert the checkpoint again (attn_qkv, attn_gate and ssm_ba)", m.arch_name().c_str(), p.c_str());
     w.qkv = m.matmul_weight(p + "attn_qkv.weight", {E, C});
     w.z = m.matmul_weight(p + "attn_gate.weight", {E, V});
     if (m.gguf().find_tensor(p + "ssm_ba.weight")) {

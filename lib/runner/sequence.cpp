@@ -225,9 +225,12 @@ Sequence::Sequence(Context &ctx, uint32_t n_ctx, bool logits_all) : ctx_(ctx), l
     const Hparams &hp = model.hparams;
     // The engine's default too: the training context up to 4096, 4096 when the file names none.
     n_ctx_ = n_ctx ? n_ctx : (hp.n_ctx_train && hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
-    if (n_ctx == 0) {
+    bool on_device = false;
+    for (uint32_t l = 0; l < model.cache_layers.size(); ++l) on_device |= !device_is_host(model.layer_device(l));
+    if (n_ctx == 0 && on_device) {
         // On a device, no more than its memory holds (the engine's rule,
-        // engine/kv-plan.h), in whole blocks.
+        // engine/kv-plan.h), in whole blocks; the CPU's pages are taken
+        // only as they are written.
         uint64_t per_token = 0;
         for (const LayerCacheSpec &l : model.cache_layers) per_token += layer_bytes_per_token(l);
         const uint64_t fits = per_token ? kv_memory_limit(model, ctx.executor().device(), 0) / per_token / kBlockSize * kBlockSize : n_ctx_;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Seed corpus and dictionary for fuzz-config-json: the config.json of every
 tests/models/tiny folder (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe,
-gemma3, phi3, olmoe, deepseek_v2/v3), each also with the variants real
+gemma3, phi3, olmoe, deepseek_v2/v3, the linear-attention qwen3_5, qwen3_5_moe,
+qwen3_next and kimi_linear), each also with the variants real
 checkpoints carry (transformers 4's rope_theta + rope_scaling, yarn, linear,
 longrope, a text_config wrapper, sliding windows, layer_types), and a few
 hostile ones (zero and huge sizes, wrong types).

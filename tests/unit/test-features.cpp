@@ -64,6 +64,7 @@ std::string render(const fs::path &root) {
             for (const LayerCacheSpec &l : m->cache_layers)
                 k.insert(l.kind == CacheKind::sliding_window ? "sliding window"
                          : l.kind == CacheKind::latent       ? "latent"
+                         : l.kind == CacheKind::recurrent    ? "recurrent"
                                                              : "full attention");
             if (m->hparams.n_expert) k.insert("experts");
             gates.push_back("`tiny-" + name + "-gguf`, `tiny-" + name + "-folder`: vs transformers float32");

@@ -1,0 +1,105 @@
+"""Broken hybrid (linear-attention) models fail to load with a clear error
+that names what is wrong: a Qwen3.5 folder without A_log, a config whose
+linear-attention shape does not match the weights, a GGUF in the fused
+layout of an older llama.cpp converter, a GGUF whose ssm.* keys disagree
+with its tensors. Built from the committed tiny fixture
+(tests/models/tiny/qwen3_5, make-tiny-models.py); the GGUF edits use gguf-py
+(tests/run.sh installs it).
+"""
+import json
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+import vt
+
+TINY = Path(os.environ.get("VT_SOURCE_ROOT", Path(__file__).resolve().parents[2])) / "tests" / "models" / "tiny"
+
+
+def _rename_safetensors(path: Path, old: str, new: str):
+    """Renames tensor `old` in a safetensors file's header (offsets are into the data)."""
+    raw = path.read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    header[new] = header.pop(old)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+
+
+@pytest.fixture
+def folder(tmp_path):
+    src = TINY / "qwen3_5"
+    if not src.is_dir():
+        pytest.skip("tests/models/tiny/qwen3_5 is missing")
+    dst = tmp_path / "qwen3_5"
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_folder_loads(folder):
+    m = vt.Model(str(folder))
+    assert m.n_layer == 4
+
+
+def test_folder_without_a_log(folder):
+    _rename_safetensors(folder / "model.safetensors", "model.layers.1.linear_attn.A_log",
+                        "model.layers.1.linear_attn.A_lox")
+    with pytest.raises(vt.VtFormatError, match=r"blk\.1\.ssm_a"):
+        vt.Model(str(folder))
+
+
+def test_config_shape_that_does_not_match_the_weights(folder):
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["linear_value_head_dim"] = 16  # the weights have 24
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(vt.VtFormatError, match=r"tensor 'blk\.0\.attn_qkv\.weight': dimension 1"):
+        vt.Model(str(folder))
+
+
+def _rewrite_gguf(src: Path, dst: Path, rename=None, set_u32=None):
+    gguf = pytest.importorskip("gguf")
+    reader = gguf.GGUFReader(str(src))
+    arch = reader.fields["general.architecture"].contents()
+    writer = gguf.GGUFWriter(str(dst), arch)
+    for name, field in reader.fields.items():
+        if name.startswith("GGUF.") or name == "general.architecture":
+            continue
+        value = field.contents()
+        if set_u32 and name in set_u32:
+            value = set_u32[name]
+        vtype = field.types[0]
+        if vtype == gguf.GGUFValueType.ARRAY:
+            writer.add_key_value(name, value, vtype, sub_type=field.types[-1])
+        else:
+            writer.add_key_value(name, value, vtype)
+    for t in reader.tensors:
+        name = rename.get(t.name, t.name) if rename else t.name
+        writer.add_tensor(name, t.data, raw_shape=list(reversed(t.shape.tolist())), raw_dtype=t.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def test_gguf_of_an_older_converter(tmp_path):
+    src = TINY / "qwen3_5.gguf"
+    if not src.exists():
+        pytest.skip("tests/models/tiny/qwen3_5.gguf is missing")
+    out = tmp_path / "old.gguf"
+    _rewrite_gguf(src, out, rename={"blk.0.attn_qkv.weight": "blk.0.ssm_in.weight"})
+    with pytest.raises(vt.VtUnsupportedError, match=r"blk\.0\.ssm_in\.weight is the fused layout of an older"):
+        vt.Model(str(out))
+
+
+def test_gguf_state_size_that_does_not_match_the_tensors(tmp_path):
+    src = TINY / "qwen3_5.gguf"
+    if not src.exists():
+        pytest.skip("tests/models/tiny/qwen3_5.gguf is missing")
+    out = tmp_path / "bad.gguf"
+    _rewrite_gguf(src, out, set_u32={"qwen35.ssm.state_size": 32})
+    with pytest.raises(vt.VtFormatError, match=r"tensor 'blk\.0\.attn_qkv\.weight'"):
+        vt.Model(str(out))
