@@ -4,8 +4,11 @@ written by Hugging Face transformers, converted to GGUF by llama.cpp's own
 convert_hf_to_gguf.py, with transformers' float32 logits as the golden.
 
 Run from the repository root (re-runnable, deterministic: fixed seeds):
-    PY=/path/to/venv/bin/python   # torch, transformers==5.24.0, tokenizers==0.23.3
+    PY=/path/to/venv/bin/python   # torch, transformers==5.25.0, tokenizers==0.23.3
     $PY tests/models/make-tiny-models.py --llama-cpp DIR [--only NAME,...]
+(The fixtures before the hybrid ones were made with transformers 5.24.0;
+qwen3_5, qwen3_5_moe, qwen3_next and kimi_linear need 5.25, which the
+script checks. Each golden records the versions that made it.)
 DIR is llama.cpp's source tree, e.g. the vendor/llama.cpp folder of the
 llama-cpp-python 0.3.36 sdist (pip download --no-deps --no-binary :all:
 llama-cpp-python==0.3.36). torch runs here only: CI reads the committed
@@ -27,7 +30,15 @@ experts (8 routed, 2 used): softmax routers with and without renormalised
 weights (Qwen3-MoE, Mixtral, OLMoE), DeepSeek V2 and V3 multi-head latent
 attention with and without a low-rank q, YaRN with DeepSeek's mscale, a
 dense first layer, shared experts, routed_scaling_factor, and V3's sigmoid
-router with a score correction bias and group-limited selection. For a
+router with a score correction bias and group-limited selection; hybrids of
+linear attention and full attention (HYBRID): Qwen3.5 and Qwen3-Next gated
+delta nets (more V heads than K heads, K and V head sizes that differ in
+Qwen3.5), their gated full attention with partial rope, Qwen's softmax
+routers with a sigmoid-gated shared expert, and Kimi-Linear's KDA (a decay
+per key channel) beside MLA without rope. The hybrids get a third prompt of
+170 tokens, longer than two chunks of 64 of the chunked delta rule, and
+random norm weights, A_log and dt_bias (their inits are constants, which
+would leave the norm conventions untested). For a
 mixture of experts the script prints how many distinct experts each MoE
 layer routed the prompts' tokens to (all 8, or the routing is not tested).
 
@@ -42,6 +53,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -60,12 +72,20 @@ SEED = 1234
 # 4 to 8 distinct greedy tokens, the routers' top-k gaps above 5e-5 and all
 # 8 experts of every MoE layer chosen by some prompt token.
 SEEDS = {"qwen3_moe": 1590, "mixtral": 1274, "olmoe": 1308, "deepseek_v2": 1399, "deepseek_v2_qlora": 1403,
-         "deepseek_v3": 1508}
+         "deepseek_v3": 1508, "qwen3_5": 1236, "qwen3_5_moe": SEED, "qwen3_next": SEED, "kimi_linear": 1617}
 
 PROMPTS = [
     "The quick brown fox jumps over the lazy dog.",
     "Prince Andrew looked at the sky, high and infinite, and thought that all of it was "
     "vanity and deception, all but that endless sky.",
+]
+# The hybrids' prompts: PROMPTS and 170 tokens (three chunks of the chunked
+# delta rule, the last partial); greedy continues from the long one.
+HYBRID_PROMPTS = PROMPTS + [
+    "Each visitor performed the ceremony of greeting this old aunt whom not one of them knew, not one of them "
+    "wanted to know, and not one of them cared about; Anna Pavlovna observed these greetings with mournful and "
+    "solemn interest and silent approval. The aunt spoke to each of them in the same words, about their health "
+    "and her own.",
 ]
 
 # name: (transformers class, config class, config kwargs). Small widths; head
@@ -87,6 +107,28 @@ DEEPSEEK = dict(hidden_size=64, intermediate_size=128, moe_intermediate_size=32,
                 rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
                                  "original_max_position_embeddings": 128, "mscale": 0.707,
                                  "mscale_all_dim": 0.707, "beta_fast": 32, "beta_slow": 1})
+# Hybrids of linear and full attention (transformers 5.25). Qwen3.5 and
+# Qwen3-Next: four layers, the fourth full attention (the real models'
+# full_attention_interval 4); gated delta nets with 2 K heads of 16 and 4 V
+# heads (two per K head), conv kernel 4; full attention of 4 heads of 32 over
+# 2 kv heads with q_proj emitting a query and a gate per head, q/k norms, rope
+# on the first quarter of each head (8 of 32 dims) at theta 1e7 as the real
+# models. Qwen3.5's rope is interleaved M-RoPE (sections of 2, 1, 1 pairs);
+# text positions are equal in all sections, so it is plain partial rope.
+QWEN_HYBRID = dict(hidden_size=64, intermediate_size=64, num_hidden_layers=4, num_attention_heads=4,
+                   num_key_value_heads=2, head_dim=32, max_position_embeddings=512, rms_norm_eps=1e-6,
+                   layer_types=["linear_attention"] * 3 + ["full_attention"], linear_conv_kernel_dim=4,
+                   linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25})
+QWEN35_ROPE = {"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25,
+               "mrope_section": [2, 1, 1], "mrope_interleaved": True}
+# Qwen's mixtures in the hybrids: 8 routed experts of 8, 2 used, softmax then
+# top-k then renormalised, plus a shared expert of 16 scaled by
+# sigmoid(shared_expert_gate . x), in every layer. (Narrow experts and a dense
+# width of 64 keep each fixture's folder and GGUF under 1.6 MB.)
+QWEN_HYBRID_MOE = dict(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=8,
+                       shared_expert_intermediate_size=16)
+HYBRID = {"qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear"}
 CONFIGS = {
     "llama": ("LlamaForCausalLM", "LlamaConfig", dict(
         COMMON, num_hidden_layers=2, tie_word_embeddings=False,
@@ -153,7 +195,44 @@ CONFIGS = {
         rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
                          "original_max_position_embeddings": 128, "mscale": 1.0, "mscale_all_dim": 1.0,
                          "beta_fast": 32, "beta_slow": 1})),
+    # Qwen3.5 dense: K heads of 16 and V heads of 24 (the real models have
+    # both 128; llama.cpp assumes them equal, transformers and the converter
+    # do not); tied output.
+    "qwen3_5": ("Qwen3_5ForCausalLM", "Qwen3_5TextConfig", dict(
+        QWEN_HYBRID, linear_value_head_dim=24, tie_word_embeddings=True, rope_parameters=dict(QWEN35_ROPE))),
+    "qwen3_5_moe": ("Qwen3_5MoeForCausalLM", "Qwen3_5MoeTextConfig", dict(
+        QWEN_HYBRID, **QWEN_HYBRID_MOE, tie_word_embeddings=False, rope_parameters=dict(QWEN35_ROPE))),
+    # Qwen3-Next: plain partial rope, fused in_proj_qkvz / in_proj_ba in the
+    # checkpoint (grouped per K head), the mixture in every layer.
+    "qwen3_next": ("Qwen3NextForCausalLM", "Qwen3NextConfig", dict(
+        QWEN_HYBRID, **QWEN_HYBRID_MOE, tie_word_embeddings=False, norm_topk_prob=True, decoder_sparse_step=1,
+        mlp_only_layers=[])),
+    # Kimi-Linear: KDA layers (4 heads of 16, per-key-channel decay through the
+    # low-rank f_a/f_b, q/k/v short convs of 4, output gate g_a/g_b into a
+    # sigmoid-gated RMSNorm) and the fourth layer MLA without rope (4 heads,
+    # kv_lora_rank 32, nope 16 + rope-part 8 per q/k head, v 16, no low-rank q,
+    # num_key_value_heads = num_attention_heads as the converter's kv_b split
+    # wants); a dense first layer, then DeepSeek-V3-style mixtures of 8
+    # experts of 8, 2 used: sigmoid router with a score correction bias, one
+    # group, renormalised weights times 2.5, two shared experts (one MLP of
+    # 2 x 8). linear_attn_config and
+    # moe_router_activation_func are what the real config.json carries and
+    # what the converter reads (transformers reads linear_attn_config too).
+    "kimi_linear": ("KimiLinearForCausalLM", "KimiLinearConfig", dict(
+        hidden_size=64, intermediate_size=128, moe_intermediate_size=8, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512, rms_norm_eps=1e-5,
+        tie_word_embeddings=False, layer_types=["linear_attention"] * 3 + ["full_attention"],
+        linear_num_heads=4, linear_head_dim=16, linear_conv_kernel_dim=4,
+        linear_attn_config={"full_attn_layers": [4], "kda_layers": [1, 2, 3], "num_heads": 4, "head_dim": 16,
+                            "short_conv_kernel_size": 4},
+        q_lora_rank=None, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
+        num_local_experts=8, num_experts_per_tok=2, n_shared_experts=2, n_group=1, topk_group=1,
+        norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=1,
+        moe_router_activation_func="sigmoid")),
 }
+# Extra converter arguments: Qwen3-Next's and Qwen3.5's converters count
+# multi-token-prediction layers and assert there is one unless told not to.
+CONVERT_ARGS = {"qwen3_5": ["--no-mtp"], "qwen3_5_moe": ["--no-mtp"], "qwen3_next": ["--no-mtp"]}
 
 
 def train_tokenizer(folder: Path):
@@ -172,7 +251,7 @@ def train_tokenizer(folder: Path):
     return fast
 
 
-def convert(llama_cpp: Path, folder: Path, out: Path) -> None:
+def convert(llama_cpp: Path, folder: Path, out: Path, extra: list[str] = ()) -> None:
     # The converter in a child process, with get_vocab_base_pre answering
     # "gpt-2" for this tokenizer (see the docstring).
     code = (
@@ -181,7 +260,8 @@ def convert(llama_cpp: Path, folder: Path, out: Path) -> None:
         f"sys.path.insert(1, {str(llama_cpp / 'gguf-py')!r})\n"
         "import conversion.base as base\n"
         "base.TextModel.get_vocab_base_pre = lambda self, tokenizer: 'gpt-2'\n"
-        f"sys.argv = ['convert_hf_to_gguf.py', {str(folder)!r}, '--outtype', 'f32', '--outfile', {str(out)!r}]\n"
+        f"sys.argv = ['convert_hf_to_gguf.py', {str(folder)!r}, '--outtype', 'f32', '--outfile', {str(out)!r}]"
+        f" + {list(extra)!r}\n"
         f"runpy.run_path({str(llama_cpp / 'convert_hf_to_gguf.py')!r}, run_name='__main__')\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -189,65 +269,127 @@ def convert(llama_cpp: Path, folder: Path, out: Path) -> None:
         sys.exit(f"make-tiny-models: convert_hf_to_gguf.py failed on {folder}:\n{r.stdout}{r.stderr}")
 
 
+def hybrid_init(model) -> None:
+    """Random values for the hybrids' parameters that transformers
+    initialises to constants: norm weights (zero-centred 1 + w in Qwen's, w in
+    Kimi's) moved by N(0, 0.1); dt_bias N(0, 0.5); A = exp(A_log) uniform in
+    [0.02, 1], so that the decays exp(g) are mostly 0.5 to 0.99 and the
+    recurrent state carries across the 64-token chunks."""
+    import torch
+    for n, p in model.named_parameters():
+        if n.endswith("A_log"):
+            p.copy_(torch.empty_like(p).uniform_(0.02, 1.0).log())
+        elif n.endswith("dt_bias"):
+            p.copy_(torch.randn_like(p) * 0.5)
+        elif n.endswith("norm.weight"):
+            p.add_(torch.randn_like(p) * 0.1)
+
+
+def build(name: str, folder: Path, seed: int | None = None):
+    """The tokenizer (saved into folder) and the random model of CONFIGS[name]."""
+    import torch
+    import transformers
+    if name in HYBRID and tuple(int(x) for x in transformers.__version__.split(".")[:2]) < (5, 25):
+        sys.exit(f"make-tiny-models: {name} needs transformers 5.25 or newer, not {transformers.__version__}")
+    cls_name, cfg_name, kwargs = CONFIGS[name]
+    tok = train_tokenizer(folder)
+    cfg = getattr(transformers, cfg_name)(vocab_size=len(tok), bos_token_id=tok.bos_token_id,
+                                          eos_token_id=tok.eos_token_id, pad_token_id=None, **kwargs)
+    torch.manual_seed(SEEDS.get(name, SEED) if seed is None else seed)
+    model = getattr(transformers, cls_name)(cfg).to(torch.float32).eval()
+    # Random init gives logits of a few hundredths; widen the spread so
+    # that greedy margins are far above float32 noise.
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2:
+                p.mul_(4.0)
+        # DeepSeek V3's router bias starts at zero: give it the size of
+        # the sigmoid scores, so that it changes which experts win.
+        for m in model.modules():
+            if getattr(m, "e_score_correction_bias", None) is not None:
+                m.e_score_correction_bias.copy_(torch.randn_like(m.e_score_correction_bias) * 0.1)
+        if name in HYBRID:
+            hybrid_init(model)
+    return tok, cfg, model
+
+
+def save(name: str, model, folder: Path) -> None:
+    model.save_pretrained(folder, safe_serialization=True)
+    if name == "phi3":
+        # The converter reads a BPE vocabulary for Phi only when the
+        # config names GPT2Tokenizer (as Phi-4's does), else it wants
+        # tokenizer.model.
+        tc_path = folder / "tokenizer_config.json"
+        tc = json.loads(tc_path.read_text(encoding="utf-8"))
+        tc["tokenizer_class"] = "GPT2Tokenizer"
+        tc_path.write_text(json.dumps(tc, indent=2), encoding="utf-8")
+    if name == "kimi_linear":
+        # transformers saves by reversing its load-time renames, and its
+        # block_sparse_moe. -> mlp. comes back for the dense first layer too;
+        # the real checkpoints (and the converter) have that one under mlp.
+        from safetensors.torch import load_file, save_file
+        st = folder / "model.safetensors"
+        tensors = {re.sub(r"\.block_sparse_moe\.(gate_proj|up_proj|down_proj)\.", r".mlp.\1.", k): v
+                   for k, v in load_file(st).items()}
+        save_file(tensors, st, metadata={"format": "pt"})
+
+
+def goldens(name: str, model, tok):
+    """Every prompt's logits, the greedy continuation of the last prompt with
+    its margins, and per MoE router (mlp.gate) the experts its top-k chose
+    over the prompts and the smallest gap between the k-th and the next
+    expert's selection score."""
+    import torch
+    routed: dict[str, set[int]] = {}
+    gaps: dict[str, float] = {}
+
+    def on_router(m, args, out, n):
+        routed.setdefault(n, set()).update(out[2].flatten().tolist())
+        logits = out[0].float()
+        bias = getattr(m, "e_score_correction_bias", None)
+        score = logits.sigmoid() + bias if bias is not None else logits.softmax(-1)
+        if getattr(m, "num_group", 1) not in (None, 1):
+            return  # group-limited choice: the plain k-th gap does not apply
+        top = score.sort(-1, descending=True).values
+        k = out[2].shape[-1]
+        gaps[n] = min(gaps.get(n, 1.0), float((top[:, k - 1] - top[:, k]).min()))
+
+    hooks = [m.register_forward_hook(lambda m, args, out, n=n: on_router(m, args, out, n))
+             for n, m in model.named_modules() if n.endswith(".mlp.gate")]
+    prompts = []
+    with torch.no_grad():
+        for text in HYBRID_PROMPTS if name in HYBRID else PROMPTS:
+            ids = tok(text, add_special_tokens=False)["input_ids"]
+            logits = model(torch.tensor([ids])).logits[0].float()
+            prompts.append({"text": text, "ids": ids,
+                            "logits": [[round(float(v), 6) for v in row] for row in logits]})
+        for h in hooks:
+            h.remove()
+        seq = list(prompts[-1]["ids"])
+        greedy, margins = [], []
+        for _ in range(N_GREEDY):
+            row = model(torch.tensor([seq])).logits[0, -1].float()
+            top = torch.topk(row, 2)
+            greedy.append(int(top.indices[0]))
+            margins.append(round(float(top.values[0] - top.values[1]), 6))
+            seq.append(greedy[-1])
+    return prompts, greedy, margins, routed, gaps
+
+
 def make(name: str, llama_cpp: Path) -> None:
     import torch
     import transformers
-    cls_name, cfg_name, kwargs = CONFIGS[name]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / name
-        tok = train_tokenizer(folder)
-        cfg = getattr(transformers, cfg_name)(vocab_size=len(tok), bos_token_id=tok.bos_token_id,
-                                              eos_token_id=tok.eos_token_id, pad_token_id=None, **kwargs)
-        torch.manual_seed(SEEDS.get(name, SEED))
-        model = getattr(transformers, cls_name)(cfg).to(torch.float32).eval()
-        # Random init gives logits of a few hundredths; widen the spread so
-        # that greedy margins are far above float32 noise.
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.dim() >= 2:
-                    p.mul_(4.0)
-            # DeepSeek V3's router bias starts at zero: give it the size of
-            # the sigmoid scores, so that it changes which experts win.
-            for m in model.modules():
-                if getattr(m, "e_score_correction_bias", None) is not None:
-                    m.e_score_correction_bias.copy_(torch.randn_like(m.e_score_correction_bias) * 0.1)
-        model.save_pretrained(folder, safe_serialization=True)
-        if name == "phi3":
-            # The converter reads a BPE vocabulary for Phi only when the
-            # config names GPT2Tokenizer (as Phi-4's does), else it wants
-            # tokenizer.model.
-            tc_path = folder / "tokenizer_config.json"
-            tc = json.loads(tc_path.read_text(encoding="utf-8"))
-            tc["tokenizer_class"] = "GPT2Tokenizer"
-            tc_path.write_text(json.dumps(tc, indent=2), encoding="utf-8")
+        tok, cfg, model = build(name, folder)
+        save(name, model, folder)
         OUT.mkdir(parents=True, exist_ok=True)
-        convert(llama_cpp, folder, OUT / f"{name}.gguf")
+        convert(llama_cpp, folder, OUT / f"{name}.gguf", CONVERT_ARGS.get(name, []))
         kept = OUT / name
         shutil.rmtree(kept, ignore_errors=True)
         shutil.copytree(folder, kept)
 
-        # The experts each MoE router (mlp.gate) picks over the prompts.
-        routed: dict[str, set[int]] = {}
-        hooks = [m.register_forward_hook(lambda m, args, out, n=n: routed.setdefault(n, set()).update(
-                     out[2].flatten().tolist()))
-                 for n, m in model.named_modules() if n.endswith(".mlp.gate")]
-        prompts = []
-        with torch.no_grad():
-            for text in PROMPTS:
-                ids = tok(text, add_special_tokens=False)["input_ids"]
-                logits = model(torch.tensor([ids])).logits[0].float()
-                prompts.append({"text": text, "ids": ids,
-                                "logits": [[round(float(v), 6) for v in row] for row in logits]})
-            for h in hooks:
-                h.remove()
-            seq = list(prompts[-1]["ids"])
-            greedy, margins = [], []
-            for _ in range(N_GREEDY):
-                row = model(torch.tensor([seq])).logits[0, -1].float()
-                top = torch.topk(row, 2)
-                greedy.append(int(top.indices[0]))
-                margins.append(round(float(top.values[0] - top.values[1]), 6))
-                seq.append(greedy[-1])
+        prompts, greedy, margins, routed, gaps = goldens(name, model, tok)
         golden = {
             "format": 1, "generator": "tests/models/make-tiny-models.py", "architecture": name,
             "transformers": transformers.__version__, "torch": torch.__version__,
@@ -257,8 +399,9 @@ def make(name: str, llama_cpp: Path) -> None:
         path = OUT / f"{name}.json"
         path.write_text(json.dumps(golden, separators=(",", ":")) + "\n", encoding="utf-8")
         print(f"{name}: {(OUT / f'{name}.gguf').stat().st_size} + {path.stat().st_size} bytes, "
-              f"min greedy margin {min(margins):.4f}"
-              + (f", experts used per MoE layer {[len(e) for e in routed.values()]}" if routed else ""),
+              f"min greedy margin {min(margins):.4f}, {len(set(greedy))} distinct greedy tokens"
+              + (f", experts used per MoE layer {[len(e) for e in routed.values()]}" if routed else "")
+              + (f", smallest router top-k gap {min(gaps.values()):.2e}" if gaps else ""),
               file=sys.stderr)
 
 
