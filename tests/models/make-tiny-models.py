@@ -128,7 +128,7 @@ QWEN35_ROPE = {"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary
 # Qwen's mixtures in the hybrids: 8 routed experts of 8, 2 used, softmax then
 # top-k then renormalised, plus a shared expert of 16 scaled by
 # sigmoid(shared_expert_gate . x), in every layer. (Narrow experts and a dense
-# width of 64 keep each fixture's folder and GGUF under 1.6 MB.)
+# width of 64 keep each fixture's folder and GGUF to about 1.6 MB.)
 QWEN_HYBRID_MOE = dict(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=8,
                        shared_expert_intermediate_size=16)
 HYBRID = {"qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear"}
@@ -220,9 +220,9 @@ CONFIGS = {
     # wants); a dense first layer, then DeepSeek-V3-style mixtures of 8
     # experts of 8, 2 used: sigmoid router with a score correction bias, one
     # group, renormalised weights times 2.5, two shared experts (one MLP of
-    # 2 x 8). linear_attn_config and
-    # moe_router_activation_func are what the real config.json carries and
-    # what the converter reads (transformers reads linear_attn_config too).
+    # 2 x 8). linear_attn_config and moe_router_activation_func are what the
+    # real config.json carries and what the converter reads (transformers
+    # reads linear_attn_config too, and saves neither by itself).
     "kimi_linear": ("KimiLinearForCausalLM", "KimiLinearConfig", dict(
         hidden_size=64, intermediate_size=128, moe_intermediate_size=8, num_hidden_layers=4,
         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512, rms_norm_eps=1e-5,
