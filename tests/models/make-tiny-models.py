@@ -70,9 +70,12 @@ SEED = 1234
 # greedy step within 0.01 of a tie, and vt's f16 K, V and attention
 # probabilities move logits by up to ~4e-3): every greedy margin above 0.05,
 # 4 to 8 distinct greedy tokens, the routers' top-k gaps above 5e-5 and all
-# 8 experts of every MoE layer chosen by some prompt token.
+# 8 experts of every MoE layer chosen by some prompt token. The hybrids'
+# seeds meet the same bounds (their greedy runs do not loop: 28 to 31
+# distinct tokens, so a seed with no margin under 0.05 is rare, about 1 in
+# 6000 for the Qwen mixtures); qwen3_5's dense seed too.
 SEEDS = {"qwen3_moe": 1590, "mixtral": 1274, "olmoe": 1308, "deepseek_v2": 1399, "deepseek_v2_qlora": 1403,
-         "deepseek_v3": 1508, "qwen3_5": 1236, "qwen3_5_moe": SEED, "qwen3_next": SEED, "kimi_linear": 1617}
+         "deepseek_v3": 1508, "qwen3_5": 1236, "qwen3_5_moe": 301822, "qwen3_next": 122658, "kimi_linear": 1617}
 
 PROMPTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -125,7 +128,7 @@ QWEN35_ROPE = {"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary
 # Qwen's mixtures in the hybrids: 8 routed experts of 8, 2 used, softmax then
 # top-k then renormalised, plus a shared expert of 16 scaled by
 # sigmoid(shared_expert_gate . x), in every layer. (Narrow experts and a dense
-# width of 64 keep each fixture's folder and GGUF under 1.6 MB.)
+# width of 64 keep each fixture's folder and GGUF to about 1.6 MB.)
 QWEN_HYBRID_MOE = dict(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=8,
                        shared_expert_intermediate_size=16)
 HYBRID = {"qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear"}
@@ -200,8 +203,10 @@ CONFIGS = {
     # do not); tied output.
     "qwen3_5": ("Qwen3_5ForCausalLM", "Qwen3_5TextConfig", dict(
         QWEN_HYBRID, linear_value_head_dim=24, tie_word_embeddings=True, rope_parameters=dict(QWEN35_ROPE))),
+    # Qwen3.5-MoE: every layer a mixture; its config has no intermediate_size.
     "qwen3_5_moe": ("Qwen3_5MoeForCausalLM", "Qwen3_5MoeTextConfig", dict(
-        QWEN_HYBRID, **QWEN_HYBRID_MOE, tie_word_embeddings=False, rope_parameters=dict(QWEN35_ROPE))),
+        {k: v for k, v in QWEN_HYBRID.items() if k != "intermediate_size"}, **QWEN_HYBRID_MOE,
+        tie_word_embeddings=False, rope_parameters=dict(QWEN35_ROPE))),
     # Qwen3-Next: plain partial rope, fused in_proj_qkvz / in_proj_ba in the
     # checkpoint (grouped per K head), the mixture in every layer.
     "qwen3_next": ("Qwen3NextForCausalLM", "Qwen3NextConfig", dict(
@@ -215,9 +220,9 @@ CONFIGS = {
     # wants); a dense first layer, then DeepSeek-V3-style mixtures of 8
     # experts of 8, 2 used: sigmoid router with a score correction bias, one
     # group, renormalised weights times 2.5, two shared experts (one MLP of
-    # 2 x 8). linear_attn_config and
-    # moe_router_activation_func are what the real config.json carries and
-    # what the converter reads (transformers reads linear_attn_config too).
+    # 2 x 8). linear_attn_config and moe_router_activation_func are what the
+    # real config.json carries and what the converter reads (transformers
+    # reads linear_attn_config too, and saves neither by itself).
     "kimi_linear": ("KimiLinearForCausalLM", "KimiLinearConfig", dict(
         hidden_size=64, intermediate_size=128, moe_intermediate_size=8, num_hidden_layers=4,
         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512, rms_norm_eps=1e-5,
