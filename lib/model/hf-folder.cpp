@@ -405,7 +405,8 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
              cfg.contains("max_position_embeddings") ? need_u(cfg, "max_position_embeddings", cfg_path) : 4096);
     meta.u32("embedding_length", n_embd);
     meta.u32("block_count", n_layer);
-    meta.u32("feed_forward_length", need_u(cfg, "intermediate_size", cfg_path));
+    // Absent where every layer has experts (Qwen3.5-MoE).
+    if (cfg.contains("intermediate_size")) meta.u32("feed_forward_length", need_u(cfg, "intermediate_size", cfg_path));
     meta.u32("attention.head_count", n_head);
     const std::optional<MlaShape> mla = mla_shape(cfg, n_head, cfg_path);
     if (!mla)  // MLA has one (latent) KV head: add_mla

@@ -13,7 +13,7 @@ void read_decoder_hparams(Model &m, int32_t rope_mode) {
     hp.n_ctx_train = m.arch_u32("context_length");
     hp.n_embd = m.arch_u32("embedding_length");
     hp.n_layer = m.arch_u32("block_count");
-    hp.n_ff = m.arch_u32("feed_forward_length");
+    hp.n_ff = m.arch_u32("feed_forward_length", 0);  // none where every layer has experts (Qwen3.5-MoE)
     hp.n_head = m.arch_u32("attention.head_count");
     hp.n_head_kv = m.arch_u32("attention.head_count_kv", hp.n_head);
     if (hp.n_head == 0 || hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0 || hp.n_layer == 0 || hp.n_embd == 0)
@@ -161,6 +161,8 @@ FfnWeights load_ffn_weights(Model &m, uint32_t il) {
     const Hparams &hp = m.hparams;
     const std::string p = "blk." + std::to_string(il) + ".";
     const int64_t E = hp.n_embd, F = hp.n_ff;
+    if (F == 0) fail(VT_ERR_FORMAT, "%s: blk.%u has a dense FFN but the model has no feed_forward_length",
+                     m.arch_name().c_str(), il);
     FfnWeights w;
     if (m.gguf().find_tensor(p + "ffn_gate.weight")) {
         w.gate = m.matmul_weight(p + "ffn_gate.weight", {E, F});
