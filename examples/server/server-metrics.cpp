@@ -135,6 +135,9 @@ std::string Metrics::render(const vt_engine_stats &st) const {
            "Graph nodes the device could not run, computed on the CPU with copies.", (double)st.fallback_nodes);
     metric(out, "vt_device_fallback_bytes_total", "counter", "Bytes copied between the device and the CPU for them.",
            (double)st.fallback_bytes);
+    metric(out, "vt_state_slots", "gauge", "Recurrent-layer state slots (requests running at once).", st.state_slots);
+    metric(out, "vt_state_snapshots", "gauge", "Recurrent-state snapshots kept for the prefix cache.",
+           st.state_snapshots);
     return out;
 }
 

@@ -21,7 +21,12 @@ void log_kv_pool_once(ServerState &st) {
     if (s.kv_blocks_total == 0 || st.pool_logged.exchange(true)) return;
     // Blocks summed over the cache groups (sliding-window layers have their own).
     std::fprintf(stderr, "vt-server: KV cache: %u blocks of %u tokens (%.1f MiB), max_model_len %u\n",
-                 s.kv_blocks_total, s.kv_block_size, (double)s.kv_cache_bytes / (1024.0 * 1024.0), s.max_model_len);
+                 s.kv_blocks_total, s.kv_block_size, (double)(s.kv_cache_bytes - s.state_bytes) / (1024.0 * 1024.0),
+                 s.max_model_len);
+    if (s.state_slots)
+        std::fprintf(stderr, "vt-server: recurrent state: %u slots (requests at once) and %u prefix-cache snapshots "
+                     "(%.1f MiB of the pool)\n", s.state_slots, s.state_snapshots,
+                     (double)s.state_bytes / (1024.0 * 1024.0));
 }
 
 namespace {

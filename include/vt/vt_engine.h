@@ -162,6 +162,14 @@ typedef struct vt_engine_stats {
      * where the device runs every op. */
     uint64_t fallback_nodes;
     uint64_t fallback_bytes;
+    /* Since ABI 1.10. Models with recurrent layers (linear attention: Qwen3.5,
+     * Qwen3-Next): a fixed-size state per running request instead of KV rows
+     * per token. state_slots bounds the requests running at once; snapshots
+     * of states at block boundaries serve prefix-cache hits. state_bytes is
+     * what slots and snapshots take of kv_cache_bytes. 0 for other models. */
+    uint32_t state_slots;
+    uint32_t state_snapshots;
+    uint64_t state_bytes;
 } vt_engine_stats;
 
 /* METHOD. A snapshot of the engine's counters. stats->struct_size must be

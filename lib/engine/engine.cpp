@@ -73,6 +73,9 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     stats_.kv_blocks_total = total_blocks;
     stats_.max_model_len = max_len;
     stats_.kv_cache_bytes = kv_pool_->bytes();
+    stats_.state_slots = plan.state_slots;
+    stats_.state_snapshots = plan.state_snapshots;
+    stats_.state_bytes = (uint64_t)(plan.state_slots + plan.state_snapshots) * plan.slot_bytes;
     std::string layout;
     for (size_t g = 0; g < groups.size(); ++g) {
         char part[96];

@@ -241,6 +241,15 @@ TEST_CASE("tiny models: greedy tokens match transformers' through the serving en
     vt_engine_stats st{};
     const auto alone = engine_greedy(0, 0, 1, &st);
     check_greedy(alone[0], "engine");
+    // Recurrent layers: a slot per running request and up to two snapshots
+    // each, all inside the pool.
+    if (st.state_slots) {
+        CHECK(st.state_bytes > 0);
+        CHECK(st.state_bytes < st.kv_cache_bytes);
+        CHECK(st.state_snapshots <= 2 * st.state_slots);
+    } else {
+        CHECK(st.state_bytes == 0);
+    }
     // In steps of 16 tokens (prompts longer than a step and than the
     // tiny sliding windows, chunked), in a pool sized for one request of
     // max_model_len, then for two and a half of this test's: the third and

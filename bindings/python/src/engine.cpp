@@ -160,6 +160,9 @@ py::dict stats(Context &self) {
     d["tokens_per_second"] = s.tokens_per_second;
     d["fallback_nodes"] = s.fallback_nodes;
     d["fallback_bytes"] = s.fallback_bytes;
+    d["state_slots"] = s.state_slots;
+    d["state_snapshots"] = s.state_snapshots;
+    d["state_bytes"] = s.state_bytes;
     return d;
 }
 
@@ -231,8 +234,10 @@ static void add_engine_methods(py::class_<Context, std::shared_ptr<Context>> cls
              "max_model_len, kv_cache_bytes, prefix_query_tokens, prefix_hit_tokens,\n"
              "prompt_tokens, generated_tokens, steps, preemptions, requests_finished,\n"
              "tokens_per_second, fallback_nodes, fallback_bytes (nodes the device could not\n"
-             "run, computed on the CPU, and the bytes copied for them). The pool fields are 0\n"
-             "before the first submit. Thread-safe.");
+             "run, computed on the CPU, and the bytes copied for them), state_slots,\n"
+             "state_snapshots, state_bytes (recurrent layers' per-request states and their\n"
+             "prefix-cache snapshots, part of kv_cache_bytes). The pool fields are 0 before\n"
+             "the first submit. Thread-safe.");
 }
 
 void init_engine(py::module_ &m) {
