@@ -20,6 +20,7 @@ std::unique_ptr<Architecture> make_deepseek2_architecture();
 std::unique_ptr<Architecture> make_qwen35_architecture();
 std::unique_ptr<Architecture> make_qwen35moe_architecture();
 std::unique_ptr<Architecture> make_qwen3next_architecture();
+std::unique_ptr<Architecture> make_kimi_linear_architecture();
 
 namespace {
 struct ArchEntry {
@@ -39,6 +40,7 @@ const ArchEntry kArchitectures[] = {
     {"qwen35", make_qwen35_architecture},
     {"qwen35moe", make_qwen35moe_architecture},
     {"qwen3next", make_qwen3next_architecture},
+    {"kimi-linear", make_kimi_linear_architecture},
 };
 
 struct HfEntry {
@@ -64,6 +66,7 @@ const HfEntry kHfArchitectures[] = {
     {"Qwen3_5ForConditionalGeneration", {"qwen35", HfNorms::zero_centred}},  // its text model
     {"Qwen3_5MoeForCausalLM", {"qwen35moe", HfNorms::zero_centred}},
     {"Qwen3_5MoeForConditionalGeneration", {"qwen35moe", HfNorms::zero_centred}},
+    {"KimiLinearForCausalLM", {"kimi-linear", HfNorms::kimi}},
 };
 } // namespace
 

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/quant.h"
 #include "model/hf-experts.h"
+#include "model/hf-kimi.h"
 #include "model/hf-linear-attention.h"
 #include "model/json-file.h"
 #include "model/safetensors.h"
@@ -68,6 +69,16 @@ public:
         val.f = v;
         put(arch_ + "." + k, std::move(val));
     }
+    void i32s(const std::string &k, const std::vector<int32_t> &v) {
+        auto *bytes = &bytes_.emplace_back(v.size() * sizeof(int32_t));
+        std::memcpy(bytes->data(), v.data(), bytes->size());
+        GgufValue val;
+        val.type = GgufType::ARRAY;
+        val.arr_type = GgufType::INT32;
+        val.arr_n = v.size();
+        val.raw = bytes->data();
+        put(arch_ + "." + k, std::move(val));
+    }
     void bools(const std::string &k, const std::vector<bool> &v) {
         auto *bytes = &bytes_.emplace_back(v.begin(), v.end());
         GgufValue val;
@@ -86,7 +97,16 @@ public:
 
 private:
     std::string_view keep(const std::string &s) { return strings_.emplace_back(s); }
-    void put(std::string key, GgufValue v) { kvs.push_back(GgufKV{std::move(key), std::move(v)}); }
+    // A key written twice keeps the later value (an architecture's own
+    // keys over the generic ones: Kimi's per-layer head_count_kv).
+    void put(std::string key, GgufValue v) {
+        for (GgufKV &kv : kvs)
+            if (kv.key == key) {
+                kv.value = std::move(v);
+                return;
+            }
+        kvs.push_back(GgufKV{std::move(key), std::move(v)});
+    }
     std::string arch_;
     // deques: moving them into storage() keeps every element where it is.
     std::deque<std::string> strings_;
@@ -141,6 +161,8 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
     };
     if (norms == HfNorms::zero_centred)
         if (std::string g = gdn_gguf_name(rest); !g.empty()) return "blk." + bid + "." + g;
+    if (norms == HfNorms::kimi)
+        if (std::string k = kimi_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
     const auto &own = norms == HfNorms::gemma ? gemma : plain;
     for (const auto *table : {&common, &own}) {
         auto it = table->find(rest);
@@ -387,7 +409,7 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     const fs::path dir(dir_s), cfg_path = dir / "config.json";
     if (!fs::exists(cfg_path)) fail(VT_ERR_IO, "%s: a model folder needs config.json", dir.c_str());
     const json top = read_json_file(cfg_path);
-    const json &cfg = top.contains("text_config") && top["text_config"].is_object() ? top["text_config"] : top;
+    const json &text_cfg = top.contains("text_config") && top["text_config"].is_object() ? top["text_config"] : top;
     std::string hf_arch;
     if (top.contains("architectures") && top["architectures"].is_array() && !top["architectures"].empty() &&
         top["architectures"][0].is_string())
@@ -397,6 +419,8 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         fail(VT_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (supported: %s)", cfg_path.c_str(),
              hf_arch.c_str(), hf_architecture_names().c_str());
     const std::string a = arch->gguf_arch;
+    const bool kimi = arch->norms == HfNorms::kimi;
+    const json cfg = kimi ? kimi_config_aliases(text_cfg, cfg_path.string()) : text_cfg;
     Meta meta(a);
     const uint64_t n_embd = need_size(cfg, "hidden_size", cfg_path);
     const uint64_t n_head = need_size(cfg, "num_attention_heads", cfg_path);
@@ -446,8 +470,16 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         meta.u32("rope.dimension_count", gdn.rope_dims);
         if (gdn.shared_ff) meta.u32("expert_shared_feed_forward_length", gdn.shared_ff);
     }
+    // Kimi-Linear's KDA layers: which they are (a per-layer KV head count,
+    // 0 for KDA, over add_mla's 1), their head size and conv kernel.
+    if (kimi) {
+        const KimiMeta km = read_kimi_config(cfg, n_layer, n_head, cfg_path.string());
+        meta.i32s("attention.head_count_kv", km.kv_heads);
+        meta.u32("kda.head_dim", km.head_dim);
+        meta.u32("ssm.conv_kernel", km.kernel);
+    }
     // Sliding windows: Gemma's per layer type, Mistral's for every layer.
-    if (!gdn.present && cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
+    if (!gdn.present && !kimi && cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
         std::vector<bool> sliding;
         for (const json &t : cfg["layer_types"]) sliding.push_back(t == "sliding_attention");
         if (sliding.size() != n_layer)
@@ -540,26 +572,32 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
                 mtp += t.name.rfind("mtp.", 0) == 0;
                 continue;
             }
-            if (t.n_dims == 1) {
+            // A_log: Qwen's (n_v_heads), Kimi's (1, 1, H, 1) as ne (1, H, 1, 1).
+            const bool ssm_a = name.size() > 6 && name.compare(name.size() - 6, 6, ".ssm_a") == 0;
+            if (t.n_dims == 1 || ssm_a) {
                 // Norms and biases: small, read as F32 by the graph; Gemma's norms are 1 + w.
-                std::vector<float> v((size_t)t.ne[0]);
-                ref::dequantize_row(t.type, t.data, v.data(), t.ne[0]);
+                const int64_t count = t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3];
+                std::vector<float> v((size_t)count);
+                ref::dequantize_row(t.type, t.data, v.data(), count);
                 if (arch->norms == HfNorms::gemma && name.find("norm.weight") != std::string::npos)
                     for (float &x : v) x += 1.0f;
                 if (arch->norms == HfNorms::zero_centred && name.find("norm.weight") != std::string::npos &&
                     name.find("ssm_norm") == std::string::npos)
                     for (float &x : v) x += 1.0f;
-                if (name.size() > 6 && name.compare(name.size() - 6, 6, ".ssm_a") == 0)
+                if (ssm_a)
                     for (float &x : v) x = -std::exp(x);  // A_log, as the converter stores it
                 add_f32(name, std::move(v));
+                tensors.back().n_dims = (uint32_t)t.n_dims;  // its shape, as the converter keeps it
+                for (int d = 0; d < 4; ++d) tensors.back().ne[d] = t.ne[d];
                 continue;
             }
             GgufTensorInfo ti;
             ti.name = name;
             ti.n_dims = (uint32_t)t.n_dims;
             for (int d = 0; d < 4; ++d) ti.ne[d] = t.ne[d];
-            if (t.n_dims == 3 && t.ne[1] == 1 && name.find("ssm_conv1d") != std::string::npos) {
-                // (C, 1, K) in the checkpoint, (K, C) in GGUF: the same bytes.
+            if (!kimi && t.n_dims == 3 && t.ne[1] == 1 && name.find("ssm_conv1d") != std::string::npos) {
+                // (C, 1, K) in the checkpoint, (K, C) in GGUF: the same bytes
+                // (Kimi's converter keeps (K, 1, C)).
                 ti.n_dims = 2;
                 ti.ne[1] = t.ne[2];
                 ti.ne[2] = 1;

@@ -28,6 +28,9 @@ enum class HfNorms : uint8_t {
     // norm under llama.cpp's name post_attention_norm; linear-attention
     // layers (model/hf-linear-attention.h).
     zero_centred,
+    // Kimi-Linear: plain norms; its KDA layers, MoE blocks and config
+    // (model/hf-kimi.h).
+    kimi,
 };
 struct HfArchitecture {
     const char *gguf_arch;  // vt's (and GGUF's) name

@@ -15,7 +15,16 @@ void read_decoder_hparams(Model &m, int32_t rope_mode) {
     hp.n_layer = m.arch_u32("block_count");
     hp.n_ff = m.arch_u32("feed_forward_length", 0);  // none where every layer has experts (Qwen3.5-MoE)
     hp.n_head = m.arch_u32("attention.head_count");
-    hp.n_head_kv = m.arch_u32("attention.head_count_kv", hp.n_head);
+    const std::vector<uint32_t> kv_heads = read_head_count_kv(m);
+    // One count per layer (Kimi-Linear: 0 for a linear-attention layer):
+    // the attention layers' count, the same in each.
+    hp.n_head_kv = 0;
+    for (uint32_t c : kv_heads) {
+        if (c != 0 && hp.n_head_kv != 0 && c != hp.n_head_kv)
+            fail(VT_ERR_UNSUPPORTED, "%s: attention layers with different KV head counts", arch);
+        if (c != 0) hp.n_head_kv = c;
+    }
+    if (hp.n_head_kv == 0) hp.n_head_kv = hp.n_head;  // no attention layer
     if (hp.n_head == 0 || hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0 || hp.n_layer == 0 || hp.n_embd == 0)
         fail(VT_ERR_FORMAT, "%s: invalid head counts %u/%u, %u layers or width %u", arch, hp.n_head, hp.n_head_kv,
              hp.n_layer, hp.n_embd);
@@ -62,6 +71,30 @@ void read_decoder_hparams(Model &m, int32_t rope_mode) {
     const GgufTensorInfo *embd = m.gguf().find_tensor("token_embd.weight");
     if (!embd) fail(VT_ERR_FORMAT, "%s: model has no token_embd.weight", arch);
     hp.n_vocab = (uint32_t)embd->ne[1];
+}
+
+std::vector<uint32_t> read_head_count_kv(const Model &m) {
+    const Hparams &hp = m.hparams;
+    const std::string key = m.arch_name() + ".attention.head_count_kv";
+    const GgufKV *kv = m.gguf().find(key);
+    if (!kv) return std::vector<uint32_t>(hp.n_layer, hp.n_head);
+    if (kv->value.type != GgufType::ARRAY) {
+        const uint32_t c = m.arch_u32("attention.head_count_kv");
+        if (c == 0) fail(VT_ERR_FORMAT, "%s: %s is 0", m.arch_name().c_str(), key.c_str());
+        return std::vector<uint32_t>(hp.n_layer, c);
+    }
+    if (kv->value.arr_n != hp.n_layer)
+        fail(VT_ERR_FORMAT, "%s: %s lists %llu values for %u layers", m.arch_name().c_str(), key.c_str(),
+             (unsigned long long)kv->value.arr_n, hp.n_layer);
+    std::vector<uint32_t> out(hp.n_layer);
+    for (uint32_t i = 0; i < hp.n_layer; ++i) {
+        const uint64_t c = kv->value.uint_at(i);
+        if (c > hp.n_head || (c != 0 && hp.n_head % c != 0))
+            fail(VT_ERR_FORMAT, "%s: layer %u has %llu KV heads for %u heads", m.arch_name().c_str(), i,
+                 (unsigned long long)c, hp.n_head);
+        out[i] = (uint32_t)c;
+    }
+    return out;
 }
 
 void full_attention_cache(Model &m) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/graph.h"
 #include "model/model.h"
@@ -18,6 +19,11 @@ namespace vt {
 // scaling, RMS epsilon) and checks them. rope_mode is the caller's: it
 // depends on how the converter laid out Q and K (a folder is always NeoX).
 void read_decoder_hparams(Model &m, int32_t rope_mode);
+
+// attention.head_count_kv per layer: one count for every layer, or the
+// file's per-layer list (Kimi-Linear writes 0 for its linear-attention
+// layers); n_head where the file has neither. Needs n_layer and n_head.
+std::vector<uint32_t> read_head_count_kv(const Model &m);
 
 // One full-attention cache layer per block.
 void full_attention_cache(Model &m);

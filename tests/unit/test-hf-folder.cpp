@@ -2,7 +2,7 @@
 // every one must fail to load with the status and a message that names the
 // problem, never crash. The good folder is the tiny Qwen2 fixture
 // (tests/models/tiny/qwen2, tests/models/make-tiny-models.py), copied to a
-// scratch folder and spoiled there.
+// scratch folder and spoiled there (the Kimi-Linear cases: its tiny fixture).
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -24,9 +24,9 @@ using namespace vt;
 
 namespace {
 
-fs::path fixture() {
+fs::path fixture(const char *name = "qwen2") {
     const char *root = std::getenv("VT_SOURCE_ROOT");
-    return fs::path(root ? root : ".") / "tests" / "models" / "tiny" / "qwen2";
+    return fs::path(root ? root : ".") / "tests" / "models" / "tiny" / name;
 }
 
 std::string read(const fs::path &p) {
@@ -44,11 +44,11 @@ void write(const fs::path &p, const std::string &s) {
 // A copy of the fixture, removed at scope exit.
 struct Scratch {
     fs::path dir;
-    Scratch() {
+    explicit Scratch(const char *name = "qwen2") {
         static int n = 0;
         dir = fs::temp_directory_path() / ("vt-hf-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
         fs::remove_all(dir);
-        fs::copy(fixture(), dir, fs::copy_options::recursive);
+        fs::copy(fixture(name), dir, fs::copy_options::recursive);
     }
     ~Scratch() {
         std::error_code ec;
@@ -209,5 +209,60 @@ TEST_CASE("config.json values of the wrong type, zero or out of range") {
         auto [st, msg] = load(s.dir);
         CHECK(st == VT_ERR_FORMAT);
         CHECK_THAT(msg, Catch::Contains(std::string(*c.names ? c.names : "use_sliding_window")));
+    }
+}
+
+// Kimi-Linear's config.json (tests/models/tiny/kimi_linear): read as the
+// GGUF the converter wrote from it, whichever way it states the layer kinds.
+TEST_CASE("a Kimi-Linear folder reads as its GGUF conversion") {
+    const fs::path tiny = fixture("kimi_linear");
+    REQUIRE(fs::exists(tiny / "config.json"));
+    auto gguf = Model::load(tiny.string() + ".gguf", true, nullptr);
+    auto check_like_gguf = [&](const fs::path &dir) {
+        auto m = Model::load(dir.string(), true, nullptr);
+        CHECK(m->arch_name() == "kimi-linear");
+        const Hparams &a = m->hparams, &b = gguf->hparams;
+        CHECK(a.n_ctx_train == b.n_ctx_train);
+        CHECK((a.n_head == b.n_head && a.n_head_kv == b.n_head_kv && a.head_dim == b.head_dim && a.n_rot == b.n_rot));
+        CHECK((a.n_expert == b.n_expert && a.n_expert_used == b.n_expert_used && a.n_ff_exp == b.n_ff_exp &&
+               a.n_ff_shexp == b.n_ff_shexp && a.n_layer_dense_lead == b.n_layer_dense_lead));
+        CHECK((a.expert_gating == kMoeSigmoid && b.expert_gating == kMoeSigmoid));
+        CHECK((a.expert_weights_norm && b.expert_weights_norm && a.expert_weights_scale == b.expert_weights_scale));
+        REQUIRE(m->cache_layers.size() == gguf->cache_layers.size());
+        for (size_t l = 0; l < m->cache_layers.size(); ++l) {
+            INFO("layer " << l);
+            const LayerCacheSpec &x = m->cache_layers[l], &y = gguf->cache_layers[l];
+            CHECK((x.kind == y.kind && x.kv_row == y.kv_row && x.conv_floats == y.conv_floats &&
+                   x.state_floats == y.state_floats));
+        }
+    };
+    check_like_gguf(tiny);
+    CHECK(gguf->cache_layers[0].kind == CacheKind::recurrent);
+    CHECK(gguf->cache_layers[3].kind == CacheKind::latent);
+    SECTION("layer kinds from linear_attn_config's 1-based lists") {
+        Scratch s("kimi_linear");
+        s.replace_in("config.json", "\"layer_types\"", "\"unused_layer_types\"");
+        check_like_gguf(s.dir);
+    }
+}
+
+TEST_CASE("Kimi-Linear configs vt cannot read say why") {
+    struct Case {
+        const char *from, *to, *names;
+    };
+    const Case cases[] = {
+        // llama.cpp's format has one head count for KDA and MLA.
+        {"\"num_heads\": 4", "\"num_heads\": 8", "KDA heads"},
+        {"\"moe_router_activation_func\": \"sigmoid\"", "\"moe_router_activation_func\": \"softmax\"",
+         "moe_router_activation_func"},
+        {"\"sparse\"\n  ],", "\"dense\"\n  ],", "mlp_layer_types"},
+    };
+    for (const Case &c : cases) {
+        INFO(c.to);
+        Scratch s("kimi_linear");
+        s.replace_in("config.json", c.from, c.to);
+        auto [st, msg] = load(s.dir);
+        CHECK(st == VT_ERR_UNSUPPORTED);
+        CHECK_THAT(msg, Catch::Contains(c.names));
     }
 }
