@@ -7,12 +7,6 @@
 
 namespace vt {
 
-namespace {
-// transformers' l2norm: x * rsqrt(sum(x^2) + 1e-6), the epsilon fixed in
-// the modeling code (llama.cpp reads the RMS epsilon, 1e-6 in every release).
-constexpr float kL2Eps = 1e-6f;
-} // namespace
-
 GdnShape read_gdn_shape(Model &m) {
     GdnShape s;
     s.kernel = m.arch_u32("ssm.conv_kernel");
@@ -97,9 +91,9 @@ Tensor *gated_delta_net(LayerBuilder &b, uint32_t il, Tensor *h, const GdnWeight
     Tensor *q = g.view(x, {dk, nk, n}, {dk * f, row}, 0);
     Tensor *k = g.view(x, {dk, nk, n}, {dk * f, row}, (size_t)(nk * dk) * f);
     Tensor *v = g.view(x, {dv, nv, n}, {dv * f, row}, (size_t)(2 * nk * dk) * f);
-    q = g.op<Op::L2_NORM>(DType::F32, {dk, nk, n}, {q}, NormParams{kL2Eps});
+    q = g.op<Op::L2_NORM>(DType::F32, {dk, nk, n}, {q}, NormParams{kDeltaL2Eps});
     q = b.scale(q, 1.0f / std::sqrt((float)dk));
-    k = g.op<Op::L2_NORM>(DType::F32, {dk, nk, n}, {k}, NormParams{kL2Eps});
+    k = g.op<Op::L2_NORM>(DType::F32, {dk, nk, n}, {k}, NormParams{kDeltaL2Eps});
 
     // beta = sigmoid(b), g = -exp(A_log) * softplus(a + dt_bias), per V head and token.
     Tensor *beta_in, *alpha_in;

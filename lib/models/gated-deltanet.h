@@ -16,6 +16,13 @@
 
 namespace vt {
 
+// The epsilon of the L2 norm of q and k before the delta rule:
+// transformers' l2norm, x / sqrt(sum(x^2) + 1e-6), fixed in the modeling
+// code of Qwen3-Next, Qwen3.5 and Kimi-Linear. llama.cpp uses the RMS
+// epsilon instead (1e-6 for Qwen, 1e-5 for Kimi, which moves the tiny Kimi
+// model's logits by up to 5e-3): vt follows transformers.
+constexpr float kDeltaL2Eps = 1e-6f;
+
 // The shape of a model's Gated DeltaNet layers (GGUF "<arch>.ssm.*").
 struct GdnShape {
     int64_t nk = 0;      // key heads (ssm.group_count)

@@ -4,14 +4,11 @@
 #include <string>
 
 #include "core/error.h"
+#include "models/gated-deltanet.h"  // kDeltaL2Eps
 
 namespace vt {
 
 namespace {
-// transformers' l2norm: x / sqrt(sum(x^2) + 1e-6), fixed in the modeling
-// code. llama.cpp uses the RMS epsilon (1e-5 for Kimi) here, which moves the
-// tiny model's logits by up to 5e-3: we follow transformers.
-constexpr float kL2Eps = 1e-6f;
 const char *const kConvNames[3] = {"ssm_conv1d_q.weight", "ssm_conv1d_k.weight", "ssm_conv1d_v.weight"};
 } // namespace
 
@@ -83,9 +80,9 @@ Tensor *kimi_delta_attention(LayerBuilder &b, uint32_t il, Tensor *h, const KdaW
         Tensor *pool = g.view(conv_pool, {(int64_t)tail, conv_pool->ne[1]}, {conv_pool->nb[1]}, (size_t)i * tail * f);
         qkv[i] = g.op<Op::CONV1D_CAUSAL>(DType::F32, {C, n}, {x, wt, nullptr, pool, a.state_index}, ConvParams{1});
     }
-    Tensor *q = g.op<Op::L2_NORM>(DType::F32, {dk, H, n}, {g.reshape(qkv[0], {dk, H, n})}, NormParams{kL2Eps});
+    Tensor *q = g.op<Op::L2_NORM>(DType::F32, {dk, H, n}, {g.reshape(qkv[0], {dk, H, n})}, NormParams{kDeltaL2Eps});
     q = b.scale(q, 1.0f / std::sqrt((float)dk));
-    Tensor *k = g.op<Op::L2_NORM>(DType::F32, {dk, H, n}, {g.reshape(qkv[1], {dk, H, n})}, NormParams{kL2Eps});
+    Tensor *k = g.op<Op::L2_NORM>(DType::F32, {dk, H, n}, {g.reshape(qkv[1], {dk, H, n})}, NormParams{kDeltaL2Eps});
     Tensor *v = g.reshape(qkv[2], {dk, H, n});
 
     // The log-decay per key channel: -exp(A_log[head]) * softplus(f_b(f_a(h)) + dt_bias).
