@@ -1,5 +1,7 @@
-"""Broken hybrid (linear-attention) models fail to load with a clear error
-that names what is wrong: a Qwen3.5 folder without A_log, a config whose
+"""Hybrid (linear-attention) models from Python: vt.LLM on the tiny Qwen3.5
+(state slots in the stats, a follow-up prompt served from the prefix cache
+with the tokens of an uncached run). Broken ones fail to load with a clear
+error that names what is wrong: a Qwen3.5 folder without A_log, a config whose
 linear-attention shape does not match the weights, a GGUF in the fused
 layout of an older llama.cpp converter, a GGUF whose ssm.* keys disagree
 with its tensors. Built from the committed tiny fixture
@@ -43,6 +45,23 @@ def folder(tmp_path):
 def test_folder_loads(folder):
     m = vt.Model(str(folder))
     assert m.n_layer == 4
+
+
+def test_llm_generates_and_resumes_from_the_prefix_cache():
+    src = TINY / "qwen3_5.gguf"
+    if not src.exists():
+        pytest.skip("tests/models/tiny/qwen3_5.gguf is missing")
+    greedy = vt.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    prompt = list(range(3, 60))
+    llm = vt.LLM(str(src), n_threads=1, max_num_seqs=4)
+    first = llm.generate(prompt_token_ids=[prompt], sampling_params=greedy)[0].token_ids
+    follow_up = prompt + list(first) + [7, 8, 9]
+    cached = llm.generate(prompt_token_ids=[follow_up], sampling_params=greedy)[0].token_ids
+    s = llm.context.stats()
+    assert s["state_slots"] == 4 and 0 < s["state_bytes"] < s["kv_cache_bytes"], s
+    assert s["prefix_hit_tokens"] == (len(prompt) + len(first) - 1) // 16 * 16, s
+    plain = vt.LLM(str(src), n_threads=1, max_num_seqs=4, enable_prefix_caching=False)
+    assert plain.generate(prompt_token_ids=[follow_up], sampling_params=greedy)[0].token_ids == cached
 
 
 def test_folder_without_a_log(folder):
