@@ -10,7 +10,6 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "core/pages.h"
 #include "core/threadpool.h"  // default_thread_count
 #include "engine/kv-plan.h"
 

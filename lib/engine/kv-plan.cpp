@@ -1,11 +1,9 @@
 #include "engine/kv-plan.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "backend/backend.h"
 #include "core/error.h"
-#include "core/pages.h"
 #include "engine/engine.h"
 #include "kv/kv-cache-manager.h"
 
@@ -15,9 +13,9 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 
 // The compute arena of the largest step the engine may run: max_batched
-// tokens over as many sequences as may run, each wanting logits, the
-// decoding ones at the end of the context (longest block tables). Built
-// and planned over a pool of shapes only: nothing is computed or allocated.
+// tokens over as many sequences as may run, each wanting logits and each
+// with a block table as long as the context allows. Built and planned over
+// a pool of shapes only: nothing is computed or allocated.
 size_t full_step_arena(Context &ctx, const std::vector<CacheGroup> &groups, uint32_t block_size,
                        uint32_t max_num_seqs, uint32_t max_batched, uint32_t max_len) {
     const uint32_t n_seq = std::max(1u, std::min(max_num_seqs, max_batched));
@@ -36,6 +34,7 @@ size_t full_step_arena(Context &ctx, const std::vector<CacheGroup> &groups, uint
     }
     return ctx.arena_need(shapes, batch, max_len);
 }
+
 // The most blocks a group may have so that each of its layers' pools (one
 // tensor) fits in one allocation of the layer's device (a GPU's largest
 // allocation is often smaller than its memory).
@@ -151,7 +150,8 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
             if (groups[g].window == 0) blocks[g] = full_blocks;
     }
     if (cfg.kv_cache_bytes == 0)
-        for (size_t g = 0; g < groups.size(); ++g) blocks[g] = std::min(blocks[g], blocks_per_allocation(model, groups[g], block_size));
+        for (size_t g = 0; g < groups.size(); ++g)
+            blocks[g] = std::min(blocks[g], blocks_per_allocation(model, groups[g], block_size));
     for (size_t g = 0; g < groups.size(); ++g)
         if (blocks[g] == 0) {
             const uint64_t block_bytes = groups[g].bytes_per_token * block_size;
