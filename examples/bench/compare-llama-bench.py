@@ -39,8 +39,23 @@ counts n_expert_used / n_expert of the bytes, every other tensor whole.
 The KV cache (a few MB at these contexts) is not counted, except with -d D
 (both engines' --n-depth: the tests run on a context already D tokens deep),
 where the f16 K and V of the decode steps' average context, D + n/2
-positions, are added. "vt %" and "llama %" are each engine's median tg as a
-percentage of that roofline.
+positions, are added (in a hybrid file, only its attention layers have K
+and V). In a Gated DeltaNet hybrid (Qwen3.5, Qwen3.6-MoE, Qwen3-Next: the
+file has <arch>.ssm.* keys), a decode step also reads and writes each
+recurrent layer's per-sequence state, which is added:
+
+    state bytes per token = sum over the recurrent layers (those with
+                            blk.N.ssm_conv1d.weight) of
+                            2 x (nv x dk x dv x 4      the f32 delta-rule state,
+                                                       read and written
+                                 + (K - 1) x C x 4)    the conv tail, the last
+                                                       K - 1 inputs of its C
+                                                       channels, read and written
+
+with nv = ssm.time_step_rank, dk = ssm.state_size, dv = ssm.inner_size / nv
+and (K, C) ssm_conv1d's shape (Qwen3.5-2B's shape: 18 layers x 2 x (1 MiB +
+72 KiB) = 40.4 MB a token, 4% of its Q4_K weights). "vt %" and "llama %" are
+each engine's median tg as a percentage of that roofline.
 
 For files whose layer matrices are F16, prefill is bound by compute, not
 memory: F16 is multiplied as f32 (Zen 4 and most Intel cores have no f16
@@ -59,6 +74,9 @@ make-random-gguf.py (smollm2-135m and llama-3.2-1b shapes x Q4_0 Q4_1 Q8_0
 Q4_K Q6_K F16 BF16), written on first use into <model cache>/random/.
 --moe adds its mixture-of-experts files (qwen3moe-a3b and olmoe-1b-7b shapes x
 Q4_K Q8_0, 3.3-3.8 GB at Q8_0; --no-real leaves out the real model here too).
+--hybrid adds its Gated DeltaNet hybrid files (qwen35-2b: Qwen3.5-2B, all 24
+layers; qwen35moe-a3b: 3 of Qwen3.6-35B-A3B's layers; x Q4_K Q8_0, 1.1-3.8
+GB), whose roofline counts the recurrent state (above).
 
 llama-bench is built from the llama.cpp that llama-cpp-python's sdist vendors
 (pinned version below), outside the repository, and reused once built:
@@ -75,6 +93,7 @@ Usage (from the repository root; vt-bench, vt-membw and vt-flops from a meson bu
     python3 examples/bench/compare-llama-bench.py --matrix --threads 1,2 --json
     python3 examples/bench/compare-llama-bench.py --matrix --shapes smollm2-135m --types Q4_0,Q8_0
     python3 examples/bench/compare-llama-bench.py --moe --no-real -t 2 -r 3
+    python3 examples/bench/compare-llama-bench.py --hybrid --no-real -t 2 -r 3
     python3 examples/bench/compare-llama-bench.py -t 2 -r 3 --bin-dir build-lead/examples/bench
     python3 examples/bench/compare-llama-bench.py --build-only --jobs 1
     python3 examples/bench/compare-llama-bench.py --matrix --isa avx2 -t 2
@@ -109,6 +128,9 @@ LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 # --moe: make-random-gguf.py's mixture-of-experts shapes and the types they are measured in
 MOE_SHAPES = "qwen3moe-a3b,olmoe-1b-7b"
 MOE_TYPES = "Q4_K,Q8_0"
+# --hybrid: make-random-gguf.py's Gated DeltaNet hybrid shapes (Qwen3.5-2B, Qwen3.6-35B-A3B's layer)
+HYBRID_SHAPES = "qwen35-2b,qwen35moe-a3b"
+HYBRID_TYPES = "Q4_K,Q8_0"
 
 
 def log(msg: str) -> None:
@@ -349,13 +371,35 @@ def n_expert_used(kv: dict) -> int:
     return int(kv.get(f"{kv.get('general.architecture', '')}.expert_used_count", 0) or 0)
 
 
-def decode_bytes_per_token(ts: list, kv_tokens: float = 0, n_used: int = 0) -> int:
+def recurrent_state_bytes_per_token(kv: dict, ts: list) -> int:
+    """Bytes of recurrent state one decode step of one sequence reads and
+    writes in a Gated DeltaNet hybrid (<arch>.ssm.* keys; 0 for any other
+    file): per recurrent layer (one that has blk.N.ssm_conv1d.weight, ne
+    (K, C)), the f32 delta-rule state nv x dk x dv (nv = ssm.time_step_rank,
+    dk = ssm.state_size, dv = ssm.inner_size / nv) read and written, and the
+    conv tail, the last K - 1 of the C conv channels' inputs (f32), read and
+    written. kv, ts: gguf_tensors()'s."""
+    arch = kv.get("general.architecture", "")
+    nv, dk, inner = (int(kv.get(f"{arch}.ssm.{k}", 0) or 0) for k in ("time_step_rank", "state_size", "inner_size"))
+    if not (nv and dk and inner):
+        return 0
+    state = nv * dk * (inner // nv) * 4
+    total = 0
+    for name, _, _, ne in ts:
+        if name.endswith(".ssm_conv1d.weight") and len(ne) == 2:
+            total += 2 * (state + (ne[0] - 1) * ne[1] * 4)
+    return total
+
+
+def decode_bytes_per_token(ts: list, kv_tokens: float = 0, n_used: int = 0, state_bytes: int = 0) -> int:
     """Bytes one decode step reads: all tensors, token_embd.weight only when it
     doubles as the output matrix (no output.weight), of stacked experts
     (*_exps, n_expert in the last dimension) n_used / n_expert where n_used
     (the file's experts per token) is given; plus, with kv_tokens (the
     average context of the decode steps; left out at depth 0), the f16 K and
-    V of that many positions in every layer. ts: gguf_tensors()'s tensors."""
+    V of that many positions in every layer that has attn_k (a hybrid's
+    attention layers only); plus state_bytes (a hybrid's recurrent state,
+    recurrent_state_bytes_per_token()). ts: gguf_tensors()'s tensors."""
     names = {t[0] for t in ts}
 
     def share(name: str, ne: tuple) -> float:
@@ -363,7 +407,7 @@ def decode_bytes_per_token(ts: list, kv_tokens: float = 0, n_used: int = 0) -> i
     weights = sum(b * share(name, ne) for name, _, b, ne in ts
                   if not (name == "token_embd.weight" and "output.weight" in names))
     kv_dims = sum(ne[1] for name, _, _, ne in ts if name.endswith(".attn_k.weight") and len(ne) == 2)
-    return int(weights + 2 * 2 * kv_dims * kv_tokens)
+    return int(weights + 2 * 2 * kv_dims * kv_tokens + state_bytes)
 
 
 GGML_F16 = 1
@@ -446,7 +490,11 @@ def main() -> int:
                     help="random types for --matrix (comma-separated)")
     ap.add_argument("--moe", action="store_true",
                     help="also the random mixture-of-experts files (shapes " + MOE_SHAPES + " x " + MOE_TYPES + ")")
-    ap.add_argument("--no-real", action="store_true", help="with --matrix or --moe: leave out the real model")
+    ap.add_argument("--hybrid", action="store_true",
+                    help="also the random Gated DeltaNet hybrid files (shapes " + HYBRID_SHAPES + " x " + HYBRID_TYPES
+                         + "); their decode roofline counts the recurrent state read and written")
+    ap.add_argument("--no-real", action="store_true",
+                    help="with --matrix, --moe or --hybrid: leave out the real model")
     ap.add_argument("-t", "--threads", default=str(os.cpu_count() or 1),
                     help="thread counts, comma-separated, e.g. 1,2 (default: all cores)")
     ap.add_argument("-r", "--repetitions", type=int, default=5)
@@ -503,7 +551,7 @@ def main() -> int:
     models: list[tuple[str, Path]] = []
     if a.model:
         models += [(Path(m).name, Path(m)) for m in a.model]
-    elif not ((a.matrix or a.moe) and a.no_real):
+    elif not ((a.matrix or a.moe or a.hybrid) and a.no_real):
         path = vt_models.model_path(a.model_name)
         models.append((f"{a.model_name} ({path.name})", path))
     if a.matrix:
@@ -511,6 +559,8 @@ def main() -> int:
                                 [t for t in a.types.split(",") if t])
     if a.moe:
         models += random_models(MOE_SHAPES.split(","), MOE_TYPES.split(","))
+    if a.hybrid:
+        models += random_models(HYBRID_SHAPES.split(","), HYBRID_TYPES.split(","))
 
     tests = tests_of(a.n_prompt, a.n_gen)
     tg = f"tg{a.n_gen}" if a.n_gen > 0 else None
@@ -526,11 +576,12 @@ def main() -> int:
     for label, path in models:
         kv, tensors = gguf_tensors(path)
         n_used = n_expert_used(kv)
-        bpt = decode_bytes_per_token(tensors, a.n_depth + a.n_gen / 2 if a.n_depth else 0, n_used)
+        sbt = recurrent_state_bytes_per_token(kv, tensors)
+        bpt = decode_bytes_per_token(tensors, a.n_depth + a.n_gen / 2 if a.n_depth else 0, n_used, sbt)
         fpt = f16_prefill_flops_per_token(tensors, a.n_prompt, a.n_depth) if peaks else None
         for t in threads:
             row = {"model": label, "file": str(path), "threads": t, "bytes_per_token": bpt,
-                   "n_expert_used": n_used, "loadavg": [os.getloadavg()[0]],
+                   "state_bytes_per_token": sbt, "n_expert_used": n_used, "loadavg": [os.getloadavg()[0]],
                    "vt": {}, "llama.cpp": {}}
             engines = [e for e in ("vt", "llama.cpp")
                        if not (e == "vt" and a.skip_vt) and not (e == "llama.cpp" and a.skip_llama)]
@@ -603,6 +654,11 @@ def main() -> int:
         if any(row["n_expert_used"] for row in rows):
             print("mixture-of-experts rows: MB per token counts of each *_exps tensor only the "
                   "n_expert_used / n_expert share one token reads")
+        hybrid = {row["model"]: row["state_bytes_per_token"] for row in rows if row["state_bytes_per_token"]}
+        if hybrid:
+            print("hybrid rows: MB per token includes the recurrent state a token reads and writes (f32 "
+                  "delta-rule state and conv tail of every Gated DeltaNet layer): "
+                  + "; ".join(f"{m} {b / 1e6:.1f} MB" for m, b in hybrid.items()))
     print()
     hdr = ["model", "t", "load"]
     for test in tests:

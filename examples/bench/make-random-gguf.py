@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random-weight GGUFs in real model shapes (Llama, Qwen2, Qwen3, Qwen3-MoE, OLMoE), for throughput benchmarks.
+"""Random-weight GGUFs in real model shapes (Llama, Qwen2, Qwen3, Qwen3-MoE, OLMoE, Qwen3.5, Qwen3.6-MoE), for throughput benchmarks.
 
 Prefill and decode speed depend on the shapes and the weight types, not on the
 values, so these files stand in for models no hub can give us here. They are
@@ -28,16 +28,58 @@ Shapes (hyperparameters of the real models):
                   n_embd 2048, 16 heads of 128 (no GQA), q/k norms over the
                   whole projection, 64 experts of n_ff 1024, 8 used, vocab
                   50304, ctx 4096, rope base 10000, separate output.weight
+    qwen35-2b     arch qwen35, Qwen3.5-2B with all its 24 layers: n_embd 2048,
+                  18 Gated DeltaNet layers (16 key heads and 16 value heads
+                  of 128, conv kernel 4) and every 4th layer gated full
+                  attention (8 heads / 2 kv heads of 256, q/k norms, attn_q
+                  holding query and gate per head, rope on 64 dims with
+                  M-RoPE sections [11, 11, 10, 0]), n_ff 6144, vocab 248320,
+                  ctx 262144, rope base 10000000, tied output
+    qwen35moe-a3b arch qwen35moe, Qwen3.6-35B-A3B's layer with 3 of its 40
+                  layers: 2 Gated DeltaNet layers (16 key heads, 32 value
+                  heads, of 128) and 1 gated attention layer (16 heads / 2 kv
+                  heads of 256), 256 experts of n_ff 512, 8 used, a shared
+                  expert of 512 with its sigmoid gate, vocab 248320, ctx
+                  262144, rope as qwen35-2b, separate output.weight.
+                  feed_forward_length 512 (the shared expert's width) is
+                  written although the real file has none (Qwen3.5-MoE's
+                  config has no intermediate_size): vt's loader requires the
+                  key (read_decoder_hparams), llama.cpp does not read it
 The MoE shapes keep fewer layers than their models so that a file fits this
-kind of machine's memory (Q8_0: 3.3 and 3.8 GB; Q4_K: 1.8 and 2.0 GB); a
-layer is the real one, so prefill and decode per layer are as in the model,
-but the output matrix weighs more in the total than in the real model. Each
-layer has the router blk.N.ffn_gate_inp.weight (F32, as llama-quantize leaves
-it) and the experts stacked as llama.cpp's converter writes them:
-blk.N.ffn_{gate,up}_exps.weight (n_embd, n_ff, n_expert) and
-blk.N.ffn_down_exps.weight (n_ff, n_embd, n_expert). They are written only
-when named (--shape; compare-llama-bench.py --moe), not by default.
+kind of machine's memory (Q8_0: 3.3, 3.8 and 3.8 GB; Q4_K: 1.8, 2.0 and 2.0
+GB); a layer is the real one, so prefill and decode per layer are as in the
+model, but the output matrix weighs more in the total than in the real model
+(qwen35moe-a3b: a decode step reads the 248320-row output matrix, 74% of its
+bytes, where the real model's 40 layers make it 20%). qwen35moe-a3b keeps
+both kinds of layer: its 3 layers are 2 recurrent + 1 attention
+(full_attention_interval 3; the model's ratio is 3 + 1), since 4 layers would
+make the Q8_0 file 4.7 GB. Each MoE layer has the router
+blk.N.ffn_gate_inp.weight (F32, as llama-quantize leaves it) and the experts
+stacked as llama.cpp's converter writes them: blk.N.ffn_{gate,up}_exps.weight
+(n_embd, n_ff, n_expert) and blk.N.ffn_down_exps.weight (n_ff, n_embd,
+n_expert). They are written only when named (--shape; compare-llama-bench.py
+--moe, --hybrid), not by default.
+
+Hybrid files (qwen35-2b, qwen35moe-a3b) hold the tensors and keys llama.cpp's
+converter writes for Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM, converted
+with --no-mtp (the layout vt's lib/models/qwen-hybrid.cpp and
+gated-deltanet.cpp load): per Gated
+DeltaNet layer attn_qkv (n_embd, 2 nk dk + nv dv), attn_gate, ssm_alpha,
+ssm_beta, ssm_out (matrices, in the file's type as llama-quantize --pure
+leaves them), ssm_conv1d (4, channels), ssm_a, ssm_dt.bias, ssm_norm and the
+norms (F32, never quantized); per attention layer attn_q (n_embd, 2 q),
+attn_k, attn_v, attn_output and attn_{q,k}_norm; post_attention_norm; the
+keys ssm.{conv_kernel,state_size,group_count,time_step_rank,inner_size},
+attention.recurrent_layers, full_attention_interval, rope.dimension_sections
+and, for qwen35moe, expert_shared_feed_forward_length and
+ffn_{gate,up,down}_shexp + ffn_gate_inp_shexp (n_embd, 1). The F32 values
+are realistic: ssm_a = -A with A in 1..16, ssm_dt.bias = softplus^-1 of a dt
+in 0.001..0.1 (transformers' initialization), conv taps uniform in +-0.5.
+(Unsloth's published files keep ssm_alpha/ssm_beta in F32 too, 0.25 MB a
+layer; here they are in the file's type, as llama-quantize writes them.)
 Types: Q4_0 Q4_1 Q8_0 Q4_K Q6_K F16 BF16 (norm weights are always F32).
+Every matrix row of the hybrid shapes is a multiple of 256, so they have no
+K-quant fallback.
 
 Tensor types ("pure", like `llama-quantize --pure`): every matrix, the token
 embedding and the experts included, is in the named type, so a file measures that type's
@@ -67,6 +109,7 @@ Usage (from the repository root, with the project venv that has `gguf`):
     .venv/bin/python examples/bench/make-random-gguf.py                 # all shapes x types
     .venv/bin/python examples/bench/make-random-gguf.py --shape smollm2-135m --type Q4_0
     .venv/bin/python examples/bench/make-random-gguf.py --shape qwen3moe-a3b --shape olmoe-1b-7b --type Q4_K --type Q8_0
+    .venv/bin/python examples/bench/make-random-gguf.py --shape qwen35-2b --shape qwen35moe-a3b --type Q4_K --type Q8_0
     .venv/bin/python examples/bench/make-random-gguf.py --list           # paths, present or not
     .venv/bin/python examples/bench/make-random-gguf.py --check FILE     # dequantized stats
 
@@ -118,6 +161,24 @@ class Shape:
     n_expert: int = 0        # mixture of experts: experts per layer (0: a dense FFN)
     n_expert_used: int = 0
     n_ff_exp: int = 0        # an expert's FFN width
+    # Hybrid (Qwen3.5 / Qwen3.6, arch qwen35 / qwen35moe): Gated DeltaNet layers
+    # with every full_attn_interval-th layer gated full attention.
+    ssm_nk: int = 0          # linear attention: key heads (ssm.group_count; 0: not hybrid)
+    ssm_nv: int = 0          # value heads (ssm.time_step_rank)
+    ssm_dk: int = 0          # key head size (ssm.state_size)
+    ssm_dv: int = 0          # value head size (ssm.inner_size / ssm.time_step_rank)
+    ssm_conv: int = 4        # causal conv kernel (ssm.conv_kernel)
+    full_attn_interval: int = 4
+    n_rot: int = 0           # rope.dimension_count (0: the head size)
+    rope_sections: tuple[int, ...] = ()  # rope.dimension_sections (Qwen3.5's M-RoPE)
+    n_ff_shexp: int = 0      # the shared expert's FFN width (Qwen3.5-MoE)
+
+    @property
+    def hybrid(self) -> bool:
+        return self.ssm_nk > 0
+
+    def recurrent(self, il: int) -> bool:
+        return self.hybrid and (il + 1) % self.full_attn_interval != 0
 
     @property
     def hd(self) -> int:
@@ -135,8 +196,15 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
           head_dim=128, qk_norm=True, tied=False, n_expert=128, n_expert_used=8, n_ff_exp=768),
     Shape("olmoe-1b-7b", "1B-7B", 2048, 8, 16, 16, 1024, 50304, 4096, 10000.0, 1e-5, arch="olmoe",
           qk_norm=True, qk_norm_full=True, tied=False, n_expert=64, n_expert_used=8, n_ff_exp=1024),
+    Shape("qwen35-2b", "2B", 2048, 24, 8, 2, 6144, 248320, 262144, 10000000.0, 1e-6, arch="qwen35",
+          head_dim=256, qk_norm=True, ssm_nk=16, ssm_nv=16, ssm_dk=128, ssm_dv=128, n_rot=64,
+          rope_sections=(11, 11, 10, 0)),
+    Shape("qwen35moe-a3b", "35B-A3B", 2048, 3, 16, 2, 512, 248320, 262144, 10000000.0, 1e-6, arch="qwen35moe",
+          head_dim=256, qk_norm=True, tied=False, n_expert=256, n_expert_used=8, n_ff_exp=512,
+          n_ff_shexp=512, ssm_nk=16, ssm_nv=32, ssm_dk=128, ssm_dv=128, full_attn_interval=3, n_rot=64,
+          rope_sections=(11, 11, 10, 0)),
 )}
-DENSE_SHAPES = [name for name, s in SHAPES.items() if not s.n_expert]
+DENSE_SHAPES = [name for name, s in SHAPES.items() if not s.n_expert and not s.hybrid]
 
 TYPES: dict[str, QT] = {
     "Q4_0": QT.Q4_0, "Q4_1": QT.Q4_1, "Q8_0": QT.Q8_0, "Q4_K": QT.Q4_K,
@@ -229,47 +297,100 @@ def random_float(rng: np.random.Generator, qt: QT, rows: int, ne0: int) -> np.nd
     return (u >> 16).astype(np.uint16).view(np.uint8).reshape(rows, 2 * ne0)
 
 
-def tensor_plan(s: Shape) -> list[tuple[str, tuple[int, ...], bool]]:
-    """(name, ne, is_f32) in llama.cpp's order; ne is ggml's (ne0 = the row
-    length, ...). F32: the 1-D norms and biases, and the MoE router; every
-    other tensor is a matrix (or a stack of experts' matrices) in the file's type."""
+# Tensor kinds: "mat" a matrix (or a stack of experts' matrices) in the file's
+# type; every other kind is F32: "norm" (a 1-D norm weight or bias, near 1),
+# "router" (an MoE router or the shared expert's gate, small normals),
+# "ssm_a" (-exp(A_log), A in 1..16 as transformers initializes it),
+# "ssm_dt" (dt_bias: softplus^-1 of a dt in 0.001..0.1), "conv" (the
+# depthwise causal conv's taps, uniform +-0.5).
+F32_KINDS = ("norm", "router", "ssm_a", "ssm_dt", "conv")
+
+
+def tensor_plan(s: Shape) -> list[tuple[str, tuple[int, ...], str]]:
+    """(name, ne, kind) in llama.cpp's order; ne is ggml's (ne0 = the row
+    length, ...); kind: see F32_KINDS. F32: the 1-D norms and biases, the MoE
+    router, and a hybrid's ssm_a, ssm_dt.bias and ssm_conv1d (llama-quantize
+    leaves them so); every other tensor is a matrix (or a stack of experts'
+    matrices) in the file's type."""
     hd = s.hd
     q, kv = s.n_head * hd, s.n_head_kv * hd
-    plan = [("token_embd.weight", (s.n_embd, s.n_vocab), False)]
+    plan = [("token_embd.weight", (s.n_embd, s.n_vocab), "mat")]
+    if s.hybrid and not s.tied:  # the converter writes output.weight first
+        plan.append(("output.weight", (s.n_embd, s.n_vocab), "mat"))
     for i in range(s.n_layer):
         p = f"blk.{i}."
-        plan += [(p + "attn_norm.weight", (s.n_embd,), True)]
-        if s.qkv_bias:  # 1-D F32 like the norms
-            plan += [(p + "attn_q.bias", (q,), True), (p + "attn_k.bias", (kv,), True),
-                     (p + "attn_v.bias", (kv,), True)]
-        if s.qk_norm:
-            plan += [(p + "attn_q_norm.weight", (q if s.qk_norm_full else hd,), True),
-                     (p + "attn_k_norm.weight", (kv if s.qk_norm_full else hd,), True)]
-        plan += [
-            (p + "attn_q.weight", (s.n_embd, q), False),
-            (p + "attn_k.weight", (s.n_embd, kv), False),
-            (p + "attn_v.weight", (s.n_embd, kv), False),
-            (p + "attn_output.weight", (q, s.n_embd), False),
-            (p + "ffn_norm.weight", (s.n_embd,), True),
-        ]
+        plan += [(p + "attn_norm.weight", (s.n_embd,), "norm")]
+        if s.hybrid:
+            plan += hybrid_mixer_plan(s, p, s.recurrent(i))
+        else:
+            if s.qkv_bias:  # 1-D F32 like the norms
+                plan += [(p + "attn_q.bias", (q,), "norm"), (p + "attn_k.bias", (kv,), "norm"),
+                         (p + "attn_v.bias", (kv,), "norm")]
+            if s.qk_norm:
+                plan += [(p + "attn_q_norm.weight", (q if s.qk_norm_full else hd,), "norm"),
+                         (p + "attn_k_norm.weight", (kv if s.qk_norm_full else hd,), "norm")]
+            plan += [
+                (p + "attn_q.weight", (s.n_embd, q), "mat"),
+                (p + "attn_k.weight", (s.n_embd, kv), "mat"),
+                (p + "attn_v.weight", (s.n_embd, kv), "mat"),
+                (p + "attn_output.weight", (q, s.n_embd), "mat"),
+            ]
+        plan += [(p + ("post_attention_norm.weight" if s.hybrid else "ffn_norm.weight"), (s.n_embd,), "norm")]
         if s.n_expert:
             ff, e = s.n_ff_exp or s.n_ff, s.n_expert
             plan += [
-                (p + "ffn_gate_inp.weight", (s.n_embd, e), True),
-                (p + "ffn_gate_exps.weight", (s.n_embd, ff, e), False),
-                (p + "ffn_down_exps.weight", (ff, s.n_embd, e), False),
-                (p + "ffn_up_exps.weight", (s.n_embd, ff, e), False),
+                (p + "ffn_gate_inp.weight", (s.n_embd, e), "router"),
+                (p + "ffn_gate_exps.weight", (s.n_embd, ff, e), "mat"),
+                (p + "ffn_down_exps.weight", (ff, s.n_embd, e), "mat"),
+                (p + "ffn_up_exps.weight", (s.n_embd, ff, e), "mat"),
             ]
+            if s.n_ff_shexp:  # Qwen3.5-MoE's shared expert and its sigmoid gate ([n_embd, 1] as the converter writes it)
+                plan += [
+                    (p + "ffn_gate_shexp.weight", (s.n_embd, s.n_ff_shexp), "mat"),
+                    (p + "ffn_up_shexp.weight", (s.n_embd, s.n_ff_shexp), "mat"),
+                    (p + "ffn_down_shexp.weight", (s.n_ff_shexp, s.n_embd), "mat"),
+                    (p + "ffn_gate_inp_shexp.weight", (s.n_embd, 1), "router"),
+                ]
         else:
             plan += [
-                (p + "ffn_gate.weight", (s.n_embd, s.n_ff), False),
-                (p + "ffn_up.weight", (s.n_embd, s.n_ff), False),
-                (p + "ffn_down.weight", (s.n_ff, s.n_embd), False),
+                (p + "ffn_gate.weight", (s.n_embd, s.n_ff), "mat"),
+                (p + "ffn_up.weight", (s.n_embd, s.n_ff), "mat"),
+                (p + "ffn_down.weight", (s.n_ff, s.n_embd), "mat"),
             ]
-    plan.append(("output_norm.weight", (s.n_embd,), True))
-    if not s.tied:
-        plan.append(("output.weight", (s.n_embd, s.n_vocab), False))
+    plan.append(("output_norm.weight", (s.n_embd,), "norm"))
+    if not s.tied and not s.hybrid:
+        plan.append(("output.weight", (s.n_embd, s.n_vocab), "mat"))
     return plan
+
+
+def hybrid_mixer_plan(s: Shape, p: str, recurrent: bool) -> list[tuple[str, tuple[int, ...], str]]:
+    """A Qwen3.5 layer's mixer, as llama.cpp's converter writes it: a Gated DeltaNet layer
+    (attn_qkv [q | k | v], attn_gate z, ssm_beta, ssm_alpha, ssm_a,
+    ssm_dt.bias, ssm_conv1d over the qkv channels, ssm_norm, ssm_out) or a
+    gated full-attention layer (attn_q holds query and gate per head)."""
+    hd = s.hd
+    q, kv = s.n_head * hd, s.n_head_kv * hd
+    if recurrent:
+        key, val = s.ssm_nk * s.ssm_dk, s.ssm_nv * s.ssm_dv
+        return [
+            (p + "ssm_a", (s.ssm_nv,), "ssm_a"),
+            (p + "ssm_conv1d.weight", (s.ssm_conv, 2 * key + val), "conv"),
+            (p + "ssm_dt.bias", (s.ssm_nv,), "ssm_dt"),
+            (p + "ssm_alpha.weight", (s.n_embd, s.ssm_nv), "mat"),
+            (p + "ssm_beta.weight", (s.n_embd, s.ssm_nv), "mat"),
+            (p + "attn_qkv.weight", (s.n_embd, 2 * key + val), "mat"),
+            (p + "attn_gate.weight", (s.n_embd, val), "mat"),
+            (p + "ssm_norm.weight", (s.ssm_dv,), "norm"),
+            (p + "ssm_out.weight", (val, s.n_embd), "mat"),
+        ]
+    return [
+        (p + "attn_k_norm.weight", (hd,), "norm"),
+        (p + "attn_k.weight", (s.n_embd, kv), "mat"),
+        (p + "attn_output.weight", (q, s.n_embd), "mat"),
+        (p + "attn_q_norm.weight", (hd,), "norm"),
+        (p + "attn_q.weight", (s.n_embd, 2 * q), "mat"),
+        (p + "attn_v.weight", (s.n_embd, kv), "mat"),
+    ]
 
 
 def gpt2_byte_symbols() -> list[str]:
@@ -310,6 +431,39 @@ def add_tokenizer(w: gguf.GGUFWriter, n_vocab: int) -> None:
     w.add_add_bos_token(False)
 
 
+def add_hybrid_keys(w: gguf.GGUFWriter, s: Shape, type_name: str) -> None:
+    """The keys llama.cpp's converter (Qwen3_5TextModel, Qwen3_5MoeTextModel)
+    writes, in its order; as a --no-mtp conversion: no nextn_predict_layers."""
+    a = s.arch
+    w.add_block_count(s.n_layer)
+    w.add_context_length(s.n_ctx)
+    w.add_embedding_length(s.n_embd)
+    w.add_feed_forward_length(s.n_ff)
+    w.add_head_count(s.n_head)
+    w.add_head_count_kv(s.n_head_kv)
+    w.add_rope_dimension_sections(list(s.rope_sections))
+    w.add_rope_freq_base(s.rope_base)
+    w.add_layer_norm_rms_eps(s.norm_eps)
+    if s.n_expert:
+        w.add_expert_count(s.n_expert)
+        w.add_expert_used_count(s.n_expert_used)
+    w.add_key_length(s.hd)
+    w.add_value_length(s.hd)
+    w.add_file_type(FILE_TYPE[type_name])
+    if s.n_expert:
+        w.add_expert_feed_forward_length(s.n_ff_exp)
+        w.add_expert_shared_feed_forward_length(s.n_ff_shexp)
+    w.add_ssm_conv_kernel(s.ssm_conv)
+    w.add_ssm_state_size(s.ssm_dk)
+    w.add_ssm_group_count(s.ssm_nk)
+    w.add_ssm_time_step_rank(s.ssm_nv)
+    w.add_ssm_inner_size(s.ssm_nv * s.ssm_dv)
+    w.add_array(f"{a}.attention.recurrent_layers", [s.recurrent(i) for i in range(s.n_layer)])
+    w.add_full_attention_interval(s.full_attn_interval)
+    w.add_rope_dimension_count(s.n_rot or s.hd)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+
+
 def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[str, int]:
     s = SHAPES[shape]
     qt = TYPES[type_name]
@@ -323,33 +477,36 @@ def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[s
     w.add_description("random weights in real shapes (vt examples/bench/make-random-gguf.py); "
                       "for throughput measurements only")
     w.add_size_label(s.label)
-    w.add_context_length(s.n_ctx)
-    w.add_embedding_length(s.n_embd)
-    w.add_block_count(s.n_layer)
-    w.add_feed_forward_length(s.n_ff)
-    w.add_head_count(s.n_head)
-    w.add_head_count_kv(s.n_head_kv)
-    w.add_rope_freq_base(s.rope_base)
-    w.add_layer_norm_rms_eps(s.norm_eps)
-    w.add_rope_dimension_count(s.hd)
-    if s.head_dim:
-        w.add_key_length(s.hd)
-        w.add_value_length(s.hd)
-    if s.n_expert:
-        w.add_expert_count(s.n_expert)
-        w.add_expert_used_count(s.n_expert_used)
-        w.add_expert_feed_forward_length(s.n_ff_exp or s.n_ff)
-    w.add_vocab_size(s.n_vocab)
-    w.add_file_type(FILE_TYPE[type_name])
-    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    if s.hybrid:
+        add_hybrid_keys(w, s, type_name)
+    else:
+        w.add_context_length(s.n_ctx)
+        w.add_embedding_length(s.n_embd)
+        w.add_block_count(s.n_layer)
+        w.add_feed_forward_length(s.n_ff)
+        w.add_head_count(s.n_head)
+        w.add_head_count_kv(s.n_head_kv)
+        w.add_rope_freq_base(s.rope_base)
+        w.add_layer_norm_rms_eps(s.norm_eps)
+        w.add_rope_dimension_count(s.hd)
+        if s.head_dim:
+            w.add_key_length(s.hd)
+            w.add_value_length(s.hd)
+        if s.n_expert:
+            w.add_expert_count(s.n_expert)
+            w.add_expert_used_count(s.n_expert_used)
+            w.add_expert_feed_forward_length(s.n_ff_exp or s.n_ff)
+        w.add_vocab_size(s.n_vocab)
+        w.add_file_type(FILE_TYPE[type_name])
+        w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     add_tokenizer(w, s.n_vocab)
 
     mix: dict[str, int] = {}
     types: list[QT] = []
-    for name, ne, is_f32 in plan:
+    for name, ne, kind in plan:
         ne0, rows = ne[0], int(np.prod(ne[1:]))
         outer = tuple(reversed(ne[1:]))  # numpy order of the rows' dimensions
-        if is_f32:
+        if kind in F32_KINDS:
             t = QT.F32
             w.add_tensor_info(name, outer + (ne0,), np.dtype(np.float32), rows * ne0 * 4)
         else:
@@ -366,12 +523,18 @@ def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[s
         w.write_header_to_file()
         w.write_kv_data_to_file()
         w.write_ti_data_to_file()
-        for (name, ne, is_f32), t in zip(plan, types):
+        for (name, ne, kind), t in zip(plan, types):
             ne0, rows = ne[0], int(np.prod(ne[1:]))
-            if is_f32 and rows == 1:  # norm weights (and biases) near 1
+            if kind == "norm":  # norm weights (and biases) near 1
                 arr = (1.0 + 0.1 * rng.standard_normal(ne0, dtype=np.float32)).astype(np.float32)
-            elif is_f32:  # the router: a random, roughly balanced choice of experts
+            elif kind == "router":  # a random, roughly balanced choice of experts
                 arr = STD * rng.standard_normal((rows, ne0), dtype=np.float32)
+            elif kind == "ssm_a":
+                arr = -rng.uniform(1.0, 16.0, ne0).astype(np.float32)
+            elif kind == "ssm_dt":
+                arr = np.log(np.expm1(rng.uniform(1e-3, 0.1, ne0))).astype(np.float32)
+            elif kind == "conv":
+                arr = rng.uniform(-0.5, 0.5, (rows, ne0)).astype(np.float32)
             elif t in (QT.F16, QT.BF16):
                 arr = random_float(rng, t, rows, ne0)
             else:
