@@ -26,6 +26,14 @@ tg phase starts the sequences from prompts it computed just before.
 Usage (from the repository root, after `meson compile -C build`):
     python3 examples/bench/compare-batched-bench.py                     # SmolLM2 Q4_1, 2 threads
     python3 examples/bench/compare-batched-bench.py -m model.gguf --npl 16,64 -r 3 --json
+    python3 examples/bench/compare-batched-bench.py -m ~/.cache/vt/models/random/qwen35-2b-Q4_K.gguf --npl 1,16,64
+
+Hybrid (Gated DeltaNet) files run as any other: llama-batched-bench gives
+each of the B sequences its own recurrent state (n_seq_max = the largest B),
+and vt's tg phase starts the sequences from the prefix cache's snapshots of
+their states at the prompts' last full block. A decode step then reads and
+writes B sequences' states (Qwen3.5-2B: 40 MB each), which batching does not
+amortize as it does the weights.
 
 llama-batched-bench is built (once) from the llama.cpp that llama-cpp-python's
 sdist vendors, as compare-llama-bench.py builds llama-bench (same cache dir).

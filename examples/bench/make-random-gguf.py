@@ -49,8 +49,8 @@ The MoE shapes keep fewer layers than their models so that a file fits this
 kind of machine's memory (Q8_0: 3.3, 3.8 and 3.8 GB; Q4_K: 1.8, 2.0 and 2.0
 GB); a layer is the real one, so prefill and decode per layer are as in the
 model, but the output matrix weighs more in the total than in the real model
-(qwen35moe-a3b: a decode step reads the 248320-row output matrix, 74% of its
-bytes, where the real model's 40 layers make it 20%). qwen35moe-a3b keeps
+(qwen35moe-a3b: the 248320-row output matrix is 71-72% of the bytes a decode
+step reads, where the real model's 40 layers make it 15-16%). qwen35moe-a3b keeps
 both kinds of layer: its 3 layers are 2 recurrent + 1 attention
 (full_attention_interval 3; the model's ratio is 3 + 1), since 4 layers would
 make the Q8_0 file 4.7 GB. Each MoE layer has the router
