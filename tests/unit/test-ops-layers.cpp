@@ -4,32 +4,39 @@
 // plumbing is ops-harness.h.
 #include <catch2/catch.hpp>
 
+#include <array>
+
 #include "unit/ops-harness.h"
 
 namespace {
 
-// ---- ADD and MUL with a broadcast row, MUL, SCALE ----------------------------------
+// ---- ADD and MUL broadcasting, MUL, SCALE ------------------------------------------
 
 // One f32 add or multiply is correctly rounded, and a double holds the product
 // of two floats exactly and their sum exactly or (far apart magnitudes)
 // rounded innocuously (53 >= 2 * 24 + 2 bits), so the double result rounded
 // to f32 is the one right answer: these ops are checked bit for bit (tol 0).
 
-TEST_CASE("ADD and MUL: src1 one row broadcast over every row of src0, or src0's shape", "[ops]") {
-    std::mt19937 rng(11);
+TEST_CASE("ADD and MUL broadcast src1 over any dimension of extent 1", "[ops]") {
+    std::mt19937 rng(5150);
     struct Case {
-        int64_t a[4], b[4];
+        std::array<int64_t, 4> a, b;
     };
-    const Case cases[] = {{{77, 7, 1, 1}, {77, 1, 1, 1}},  // 7 rows: an uneven split over 3 threads
-                          {{16, 3, 5, 1}, {16, 1, 1, 1}},  // 3-D: 15 rows share one
-                          {{77, 7, 1, 1}, {77, 7, 1, 1}},
-                          {{16, 3, 5, 1}, {16, 3, 5, 1}},
-                          {{4099, 1, 1, 1}, {4099, 1, 1, 1}}};
+    // Same shape, one row (the fast paths; 7 rows: an uneven split over 3
+    // threads), one value per head, per token, per (head, token) pair of a
+    // 4-D tensor, a row per token, a scalar.
+    const Case cases[] = {
+        {{77, 7, 1, 1}, {77, 1, 1, 1}}, {{16, 3, 5, 1}, {16, 1, 1, 1}}, {{77, 7, 1, 1}, {77, 7, 1, 1}},
+        {{4099, 1, 1, 1}, {4099, 1, 1, 1}},
+        {{64, 4, 7, 1}, {64, 4, 7, 1}}, {{64, 4, 7, 1}, {64, 1, 1, 1}}, {{64, 4, 7, 1}, {1, 4, 7, 1}},
+        {{64, 4, 7, 1}, {1, 1, 7, 1}},  {{16, 3, 5, 2}, {1, 3, 1, 2}},  {{64, 4, 7, 1}, {64, 1, 7, 1}},
+        {{33, 5, 1, 1}, {1, 1, 1, 1}},  {{16, 3, 5, 2}, {16, 3, 1, 1}},
+    };
     for (const Case &c : cases) {
-        INFO("src0 " << c.a[0] << " x " << c.a[1] << " x " << c.a[2] << ", src1 " << c.b[0] << " x " << c.b[1]
-                     << " x " << c.b[2]);
-        const size_t N = (size_t)(c.a[0] * c.a[1] * c.a[2]), NB = (size_t)(c.b[0] * c.b[1] * c.b[2]);
-        const std::vector<float> a = normal(N, rng, 3.f), b = normal(NB, rng, 3.f);
+        INFO("a (" << c.a[0] << ", " << c.a[1] << ", " << c.a[2] << ", " << c.a[3] << "), b (" << c.b[0] << ", "
+                   << c.b[1] << ", " << c.b[2] << ", " << c.b[3] << ")");
+        const int64_t na = c.a[0] * c.a[1] * c.a[2] * c.a[3], nb = c.b[0] * c.b[1] * c.b[2] * c.b[3];
+        const std::vector<float> a = normal((size_t)na, rng, 2.f), b = normal((size_t)nb, rng, 2.f);
         Graph g;
         Tensor *at = g.input(DType::F32, {c.a[0], c.a[1], c.a[2], c.a[3]});
         Tensor *bt = g.input(DType::F32, {c.b[0], c.b[1], c.b[2], c.b[3]});
@@ -37,39 +44,48 @@ TEST_CASE("ADD and MUL: src1 one row broadcast over every row of src0, or src0's
         Tensor *prod = g.op<Op::MUL>(DType::F32, {c.a[0], c.a[1], c.a[2], c.a[3]}, {at, bt});
         g.mark_output(sum);
         g.mark_output(prod);
-        for (const Node &nd : g.nodes()) CHECK(supports(nd));
+        for (const Node &nd : g.nodes()) REQUIRE(supports(nd));
         Bound bound(g);
         std::vector<float> got_prod;
         const std::vector<float> got_sum = run_both(
-            g, sum,
-            [&] {
-                put(at, a);
-                put(bt, b);
-            },
+            g, sum, [&] { put(at, a); put(bt, b); },
             [&] {
                 got_prod = get(prod);
-                Bytes s(N * 4);
-                std::memcpy(s.data(), got_prod.data(), N * 4);
+                Bytes s(got_prod.size() * 4);
+                std::memcpy(s.data(), got_prod.data(), s.size());
                 return s;
             });
-        std::vector<double> r_sum(N), r_prod(N);
-        for (size_t i = 0; i < N; ++i) {
-            const double bi = b[NB == N ? i : i % (size_t)c.a[0]];
-            r_sum[i] = (float)((double)a[i] + bi);
-            r_prod[i] = (float)((double)a[i] * bi);
-        }
-        check_close(got_sum, r_sum, std::vector<double>(N, 0.0), "ADD");
-        check_close(got_prod, r_prod, std::vector<double>(N, 0.0), "MUL");
+        std::vector<double> r_sum((size_t)na), r_prod((size_t)na), t_sum((size_t)na), t_prod((size_t)na);
+        for (int64_t i3 = 0; i3 < c.a[3]; ++i3)
+            for (int64_t i2 = 0; i2 < c.a[2]; ++i2)
+                for (int64_t i1 = 0; i1 < c.a[1]; ++i1)
+                    for (int64_t i0 = 0; i0 < c.a[0]; ++i0) {
+                        const int64_t ia = ((i3 * c.a[2] + i2) * c.a[1] + i1) * c.a[0] + i0;
+                        const int64_t ib = (((c.b[3] == 1 ? 0 : i3) * c.b[2] + (c.b[2] == 1 ? 0 : i2)) * c.b[1] +
+                                            (c.b[1] == 1 ? 0 : i1)) * c.b[0] + (c.b[0] == 1 ? 0 : i0);
+                        // One f32 operation per element, whatever the path:
+                        // the double result rounded to f32 is the one right
+                        // answer (double rounding is innocuous, 53 >= 2 * 24
+                        // + 2 bits), so bit for bit (tol 0).
+                        r_sum[(size_t)ia] = (float)((double)a[(size_t)ia] + b[(size_t)ib]);
+                        r_prod[(size_t)ia] = (float)((double)a[(size_t)ia] * b[(size_t)ib]);
+                        t_sum[(size_t)ia] = t_prod[(size_t)ia] = 0;
+                    }
+        check_close(got_sum, r_sum, t_sum, "ADD");
+        check_close(got_prod, r_prod, t_prod, "MUL");
     }
-    // Any other src1 is refused: several rows that are not all of src0's,
-    // a row of another length. (A column, one value per row, is a broadcast
-    // since the linear-attention ops: test-ops-recurrent.cpp.)
-    for (auto [n0, n1] : {std::pair<int64_t, int64_t>{77, 2}, {76, 1}}) {
-        INFO("src1 " << n0 << " x " << n1 << " against src0 77 x 7");
+    // An extent that is neither src0's nor 1 is refused: several rows that
+    // are not all of src0's, a row of another length, a partial head count.
+    const std::array<int64_t, 3> refused[][2] = {{{77, 7, 1}, {77, 2, 1}}, {{77, 7, 1}, {76, 1, 1}},
+                                                 {{8, 4, 3}, {1, 2, 3}}};
+    for (const auto &r : refused) {
+        INFO("src1 " << r[1][0] << " x " << r[1][1] << " x " << r[1][2] << " against " << r[0][0] << " x " << r[0][1]
+                     << " x " << r[0][2]);
         Graph g;
-        Tensor *at = g.input(DType::F32, {77, 7}), *bt = g.input(DType::F32, {n0, n1});
-        g.op<Op::ADD>(DType::F32, {77, 7}, {at, bt});
-        g.op<Op::MUL>(DType::F32, {77, 7}, {at, bt});
+        Tensor *at = g.input(DType::F32, {r[0][0], r[0][1], r[0][2]});
+        Tensor *bt = g.input(DType::F32, {r[1][0], r[1][1], r[1][2]});
+        g.op<Op::ADD>(DType::F32, {r[0][0], r[0][1], r[0][2]}, {at, bt});
+        g.op<Op::MUL>(DType::F32, {r[0][0], r[0][1], r[0][2]}, {at, bt});
         for (const Node &nd : g.nodes()) CHECK_FALSE(supports(nd));
     }
 }
