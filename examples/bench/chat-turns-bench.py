@@ -49,12 +49,9 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import importlib.util
 import json
-import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -102,53 +99,16 @@ def conversation_messages(conv: int, turns: int, first_words: int, message_words
     return system, users
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+def _serve_bench():
+    """serve-bench.py as a module (dashes in its name): its Server (own
+    session, log file, /health wait, stop) and free_port, as soak.py uses them."""
+    spec = importlib.util.spec_from_file_location("serve_bench", Path(__file__).resolve().parent / "serve-bench.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-class Server:
-    def __init__(self, cmd: list[str], port: int, log_path: Path):
-        self.cmd, self.port, self.log_path = cmd, port, log_path
-        log("starting: " + " ".join(cmd))
-        self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-
-    def log_tail(self, n: int = 2000) -> str:
-        try:
-            return self.log_path.read_bytes()[-n:].decode(errors="replace")
-        except OSError:
-            return ""
-
-    def wait_healthy(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"vt-server exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"http://{HOST}:{self.port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.25)
-        raise RuntimeError(f"vt-server not healthy after {timeout:.0f} s:\n{self.log_tail()}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-                try:
-                    os.killpg(self.proc.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    self.proc.wait(timeout=wait)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-        self._log.close()
+sb = _serve_bench()
 
 
 def metrics(port: int) -> dict[str, float]:
@@ -217,7 +177,7 @@ def chat(port: int, messages: list[dict], max_tokens: int, timeout: float) -> di
 def run_mode(a, mode: str, template_path: Path | None, answers: dict, log_dir: Path) -> list[list[dict]]:
     """One server, every conversation; returns [conversation][turn] records. In
     the first mode, answers (conv, turn) -> text is filled; later modes replay it."""
-    port = free_port()
+    port = sb.free_port()
     cmd = [str(a.vt_server), "-m", str(a.model), "-t", str(a.threads), "--host", HOST, "--port", str(port),
            "--max-num-seqs", str(a.max_num_seqs), "--max-model-len", str(a.max_model_len)]
     if template_path:
@@ -225,9 +185,10 @@ def run_mode(a, mode: str, template_path: Path | None, answers: dict, log_dir: P
     if mode == "nocache":
         cmd += ["--no-prefix-caching"]
     cmd += a.vt_arg
-    srv = Server(cmd, port, log_dir / f"vt-server-{mode}.log")
+    srv = sb.Server(f"vt-server-{mode}", cmd, port, log_dir)
     records: list[list[dict]] = []
     try:
+        srv.start()
         srv.wait_healthy(a.start_timeout)
         chat(port, [{"role": "system", "content": "Warmup."}, {"role": "user", "content": "Say something."}],
              4, a.timeout)
@@ -272,13 +233,6 @@ def fmt(x, spec: str) -> str:
     return "-" if x is None else format(x, spec)
 
 
-def loadavg() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "?"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -311,7 +265,7 @@ def main() -> int:
     if not Path(a.vt_server).is_file():
         sys.exit(f"{a.vt_server} is missing: build vt first (meson compile -C build)")
 
-    load_before = loadavg()
+    load_before = sb.loadavg()
     t0 = time.monotonic()
     answers: dict = {}
     results: dict[str, list[list[dict]]] = {}
@@ -332,7 +286,7 @@ def main() -> int:
 
     print(f"{Path(a.model).name}, vt-server -t {a.threads}, {a.conversations} conversation(s) x {a.turns} turns, "
           f"answers of {a.max_tokens} tokens; TTFT medians over the conversations; load average before "
-          f"{load_before}, after {loadavg()}; {elapsed / 60:.1f} min")
+          f"{load_before}, after {sb.loadavg()}; {elapsed / 60:.1f} min")
     print()
     hdr = ["turn", "prompt tok"] + [f"TTFT {m} ms" for m in modes]
     both = "cache" in modes and "nocache" in modes
