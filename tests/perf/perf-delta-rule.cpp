@@ -21,13 +21,7 @@
 
 using namespace vt;
 
-namespace {
-int arg(int argc, char **argv, const char *name, int def) {
-    for (int i = 1; i + 1 < argc; ++i)
-        if (!std::strcmp(argv[i], name)) return std::atoi(argv[i + 1]);
-    return def;
-}
-} // namespace
+using vt::perf::arg;
 
 int main(int argc, char **argv) {
     const int64_t B = arg(argc, argv, "--b", 1), nt = arg(argc, argv, "--tokens", 1), dk = arg(argc, argv, "--dk", 128),

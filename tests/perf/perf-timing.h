@@ -1,9 +1,11 @@
 // What the micro-benchmarks of tests/perf share: timing a bound graph on a
-// CPU stream of the backend.
+// CPU stream of the backend, and their "--name value" integer options.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <vector>
 
@@ -11,6 +13,13 @@
 #include "core/graph.h"
 
 namespace vt::perf {
+
+// The integer after "--name" on the command line, or def.
+inline int arg(int argc, char **argv, const char *name, int def) {
+    for (int i = 1; i + 1 < argc; ++i)
+        if (!std::strcmp(argv[i], name)) return std::atoi(argv[i + 1]);
+    return def;
+}
 
 struct Timing {
     double wall_median = 0;  // seconds per call
