@@ -40,11 +40,9 @@ Shapes (hyperparameters of the real models):
                   heads, of 128) and 1 gated attention layer (16 heads / 2 kv
                   heads of 256), 256 experts of n_ff 512, 8 used, a shared
                   expert of 512 with its sigmoid gate, vocab 248320, ctx
-                  262144, rope as qwen35-2b, separate output.weight.
-                  feed_forward_length 512 (the shared expert's width) is
-                  written although the real file has none (Qwen3.5-MoE's
-                  config has no intermediate_size): vt's loader requires the
-                  key (read_decoder_hparams), llama.cpp does not read it
+                  262144, rope as qwen35-2b, separate output.weight; no
+                  feed_forward_length, as the real file (Qwen3.5-MoE's config
+                  has no intermediate_size)
 The MoE shapes keep fewer layers than their models so that a file fits this
 kind of machine's memory (Q8_0: 3.3, 3.8 and 3.8 GB; Q4_K: 1.8, 2.0 and 2.0
 GB); a layer is the real one, so prefill and decode per layer are as in the
@@ -438,7 +436,8 @@ def add_hybrid_keys(w: gguf.GGUFWriter, s: Shape, type_name: str) -> None:
     w.add_block_count(s.n_layer)
     w.add_context_length(s.n_ctx)
     w.add_embedding_length(s.n_embd)
-    w.add_feed_forward_length(s.n_ff)
+    if not s.n_expert:  # every layer of the MoE has experts: the converter writes none
+        w.add_feed_forward_length(s.n_ff)
     w.add_head_count(s.n_head)
     w.add_head_count_kv(s.n_head_kv)
     w.add_rope_dimension_sections(list(s.rope_sections))
