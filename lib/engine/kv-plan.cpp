@@ -172,10 +172,6 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
              (unsigned long long)seq_tokens);
     p.blocks = std::move(blocks);
     p.max_model_len = max_len;
-    p.budget = budget + (uint64_t)(n_slots + p.state_snapshots) * slot_bytes;
-    p.pool_bytes = (uint64_t)(n_slots + p.state_snapshots) * slot_bytes;
-    for (size_t g = 0; g < groups.size(); ++g)
-        p.pool_bytes += (uint64_t)p.blocks[g] * block_size * groups[g].bytes_per_token;
     return p;
 }
 

@@ -26,8 +26,6 @@ struct KvPlan {
     uint32_t max_num_seqs = 64;
     uint32_t max_batched = 512;
     uint32_t max_model_len = 0;    // tokens per request, after the pool caps a default one
-    uint64_t budget = 0;           // the bytes the pool was sized from
-    uint64_t pool_bytes = 0;       // what its blocks take (at most budget)
     // Where a default budget came from: "a quarter of the available memory"
     // or "90% of vulkan0's free memory after ..." (for the load line).
     std::string budget_source;

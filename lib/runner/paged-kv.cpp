@@ -173,5 +173,4 @@ uint64_t kv_memory_limit(const Model &m, vt_device *arena_dev, size_t arena_byte
     return limit;
 }
 
-
 } // namespace vt
