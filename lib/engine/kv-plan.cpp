@@ -87,14 +87,15 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
     if (on_device || !device_is_host(ctx.executor().device()))
         p.arena_bytes = full_step_arena(ctx, groups, block_size, max_num_seqs, max_batched, max_len);
     std::string source;
-    const uint64_t limit = kv_memory_limit(model, ctx.executor().device(), p.arena_bytes, &source);
-
-    // Recurrent layers: a state slot per running sequence (vLLM's MambaSpec).
+    // Recurrent layers: a state slot per running sequence (vLLM's MambaSpec),
+    // and with prefix caching up to two snapshots each (below).
     const uint64_t slot_bytes = state_slots(model.cache_layers).bytes_per_slot;
+    const uint64_t slots_per_seq = cfg.prefix_caching ? 3 : 1;
+    const uint64_t limit =
+        kv_memory_limit(model, ctx.executor().device(), p.arena_bytes, len_blocks * block_size / slots_per_seq, &source);
     uint64_t budget = cfg.kv_cache_bytes;
     if (budget == 0) {
-        // Snapshots as the slots: up to two per running sequence (below).
-        const uint64_t state = slot_bytes * (cfg.prefix_caching ? 3 : 1);
+        const uint64_t state = slot_bytes * slots_per_seq;
         budget = std::min(limit, (uint64_t)max_num_seqs * (len_blocks * full_block_bytes + state) + sliding_bytes);
         p.budget_source = budget == limit ? source : "what max_num_seqs requests of max_model_len tokens use";
     } else if (on_device && budget > limit) {

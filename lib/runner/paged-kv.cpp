@@ -131,8 +131,10 @@ void PagedKv::copy_slots(std::span<const StateCopy> copies) {
     }
 }
 
-uint64_t kv_memory_limit(const Model &m, vt_device *arena_dev, size_t arena_bytes, std::string *source) {
-    // Each device's share of a token's KV bytes (its layers').
+uint64_t kv_memory_limit(const Model &m, vt_device *arena_dev, size_t arena_bytes, uint64_t tokens_per_slot,
+                         std::string *source) {
+    // Each device's share of the pool: its layers' KV rows of tokens_per_slot
+    // tokens and their state slot.
     std::vector<vt_device *> devs;
     std::vector<uint64_t> per_token;
     uint64_t total = 0;
@@ -143,7 +145,8 @@ uint64_t kv_memory_limit(const Model &m, vt_device *arena_dev, size_t arena_byte
             devs.push_back(d);
             per_token.push_back(0);
         }
-        const uint64_t b = layer_bytes_per_token(m.cache_layers[l]);
+        const uint64_t b = layer_bytes_per_token(m.cache_layers[l]) * tokens_per_slot +
+                           layer_bytes_per_slot(m.cache_layers[l]);
         per_token[i] += b;
         total += b;
     }

@@ -76,8 +76,11 @@ private:
 // on arena_dev (the device a context computes on). A device's part is 90%
 // of its room (device_memory_room; the driver's own allocations and
 // fragmentation keep the rest, as vLLM's gpu_memory_utilization), the CPU's
-// a quarter of the available memory. source, when given, says which bound
-// held, for messages.
-uint64_t kv_memory_limit(const Model &m, vt_device *arena_dev, size_t arena_bytes, std::string *source = nullptr);
+// a quarter of the available memory. Each device's share of the pool is that
+// of its layers in a pool of tokens_per_slot tokens of KV rows per state
+// slot of the recurrent layers (ignored without such layers). source, when
+// given, says which bound held, for messages.
+uint64_t kv_memory_limit(const Model &m, vt_device *arena_dev, size_t arena_bytes, uint64_t tokens_per_slot,
+                         std::string *source = nullptr);
 
 } // namespace vt

@@ -231,9 +231,14 @@ Sequence::Sequence(Context &ctx, uint32_t n_ctx, bool logits_all) : ctx_(ctx), l
         // On a device, no more than its memory holds (the engine's rule,
         // engine/kv-plan.h), in whole blocks; the CPU's pages are taken
         // only as they are written.
-        uint64_t per_token = 0;
-        for (const LayerCacheSpec &l : model.cache_layers) per_token += layer_bytes_per_token(l);
-        const uint64_t fits = per_token ? kv_memory_limit(model, ctx.executor().device(), 0) / per_token / kBlockSize * kBlockSize : n_ctx_;
+        uint64_t per_token = 0, slot = 0;
+        for (const LayerCacheSpec &l : model.cache_layers) {
+            per_token += layer_bytes_per_token(l);
+            slot += layer_bytes_per_slot(l);
+        }
+        const uint64_t limit = kv_memory_limit(model, ctx.executor().device(), 0, n_ctx_);
+        const uint64_t rows = limit > slot ? limit - slot : 0;  // beside its one state slot
+        const uint64_t fits = per_token ? rows / per_token / kBlockSize * kBlockSize : n_ctx_;
         if (fits < n_ctx_) {
             if (fits == 0) fail(VT_ERR_OUT_OF_MEMORY, "KV cache: not one block of %u tokens fits", kBlockSize);
             VT_LOG_INFO("sequence context: %llu tokens (what fits in the device's memory)", (unsigned long long)fits);
