@@ -97,16 +97,7 @@ public:
 
 private:
     std::string_view keep(const std::string &s) { return strings_.emplace_back(s); }
-    // A key written twice keeps the later value (an architecture's own
-    // keys over the generic ones: Kimi's per-layer head_count_kv).
-    void put(std::string key, GgufValue v) {
-        for (GgufKV &kv : kvs)
-            if (kv.key == key) {
-                kv.value = std::move(v);
-                return;
-            }
-        kvs.push_back(GgufKV{std::move(key), std::move(v)});
-    }
+    void put(std::string key, GgufValue v) { kvs.push_back(GgufKV{std::move(key), std::move(v)}); }
     std::string arch_;
     // deques: moving them into storage() keeps every element where it is.
     std::deque<std::string> strings_;
@@ -474,6 +465,8 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     // 0 for KDA, over add_mla's 1), their head size and conv kernel.
     if (kimi) {
         const KimiMeta km = read_kimi_config(cfg, n_layer, n_head, cfg_path.string());
+        // Over add_mla's one latent head: a duplicate key is the folder's error.
+        std::erase_if(meta.kvs, [&](const GgufKV &kv) { return kv.key == a + ".attention.head_count_kv"; });
         meta.i32s("attention.head_count_kv", km.kv_heads);
         meta.u32("kda.head_dim", km.head_dim);
         meta.u32("ssm.conv_kernel", km.kernel);
