@@ -17,6 +17,7 @@
 #include "core/quant.h"
 #include "model/hf-experts.h"
 #include "model/hf-kimi.h"
+#include "model/hf-lfm2.h"
 #include "model/hf-linear-attention.h"
 #include "model/json-file.h"
 #include "model/safetensors.h"
@@ -117,6 +118,7 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
     if (n == "model.embed_tokens.weight") return "token_embd.weight";
     if (n == "model.norm.weight") return "output_norm.weight";
     if (n == "lm_head.weight") return "output.weight";
+    if (norms == HfNorms::lfm2 && n == "model.embedding_norm.weight") return "token_embd_norm.weight";  // the final norm
     std::string bid, rest;
     if (!split_hf_layer_name(n, bid, rest)) return "";
     static const std::map<std::string, std::string> common = {
@@ -154,6 +156,8 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
         if (std::string g = gdn_gguf_name(rest); !g.empty()) return "blk." + bid + "." + g;
     if (norms == HfNorms::kimi)
         if (std::string k = kimi_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
+    if (norms == HfNorms::lfm2)
+        if (std::string k = lfm2_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
     const auto &own = norms == HfNorms::gemma ? gemma : plain;
     for (const auto *table : {&common, &own}) {
         auto it = table->find(rest);
@@ -410,8 +414,10 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         fail(VT_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (supported: %s)", cfg_path.c_str(),
              hf_arch.c_str(), hf_architecture_names().c_str());
     const std::string a = arch->gguf_arch;
-    const bool kimi = arch->norms == HfNorms::kimi;
-    const json cfg = kimi ? kimi_config_aliases(text_cfg, cfg_path.string()) : text_cfg;
+    const bool kimi = arch->norms == HfNorms::kimi, lfm2 = arch->norms == HfNorms::lfm2;
+    const json cfg = kimi   ? kimi_config_aliases(text_cfg, cfg_path.string())
+                     : lfm2 ? lfm2_config_aliases(text_cfg, a == "lfm2", cfg_path.string())
+                            : text_cfg;
     Meta meta(a);
     const uint64_t n_embd = need_size(cfg, "hidden_size", cfg_path);
     const uint64_t n_head = need_size(cfg, "num_attention_heads", cfg_path);
@@ -471,8 +477,17 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         meta.u32("kda.head_dim", km.head_dim);
         meta.u32("ssm.conv_kernel", km.kernel);
     }
+    // LFM2's short-conv layers: which they are (a per-layer KV head count,
+    // 0 for a conv layer) and the conv width.
+    if (lfm2) {
+        const uint64_t n_kv = cfg.contains("num_key_value_heads") ? need_size(cfg, "num_key_value_heads", cfg_path) : n_head;
+        const Lfm2Meta lm = read_lfm2_config(cfg, n_layer, n_kv, cfg_path.string());
+        std::erase_if(meta.kvs, [&](const GgufKV &kv) { return kv.key == a + ".attention.head_count_kv"; });
+        meta.i32s("attention.head_count_kv", lm.kv_heads);
+        meta.u32("shortconv.l_cache", lm.l_cache);
+    }
     // Sliding windows: Gemma's per layer type, Mistral's for every layer.
-    if (!gdn.present && !kimi && cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
+    if (!gdn.present && !kimi && !lfm2 && cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
         std::vector<bool> sliding;
         for (const json &t : cfg["layer_types"]) sliding.push_back(t == "sliding_attention");
         if (sliding.size() != n_layer)
@@ -567,7 +582,12 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             }
             // A_log: Qwen's (n_v_heads), Kimi's (1, 1, H, 1) as ne (1, H, 1, 1).
             const bool ssm_a = name.size() > 6 && name.compare(name.size() - 6, 6, ".ssm_a") == 0;
-            if (t.n_dims == 1 || ssm_a) {
+            // LFM2's conv (C, 1, K) (K, C) as the converter squeezes it, and
+            // F32 as the graph reads it (checkpoints are BF16): a small copy.
+            const bool short_conv = lfm2 && name.find("shortconv.conv.weight") != std::string::npos;
+            if (short_conv && (t.n_dims != 3 || t.ne[1] != 1))
+                fail(VT_ERR_FORMAT, "%s: %s is not (channels, 1, L_cache)", dir.c_str(), t.name.c_str());
+            if (t.n_dims == 1 || ssm_a || short_conv) {
                 // Norms and biases: small, read as F32 by the graph; Gemma's norms are 1 + w.
                 const int64_t count = t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3];
                 std::vector<float> v((size_t)count);
@@ -582,6 +602,11 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
                 add_f32(name, std::move(v));
                 tensors.back().n_dims = (uint32_t)t.n_dims;  // its shape, as the converter keeps it
                 for (int d = 0; d < 4; ++d) tensors.back().ne[d] = t.ne[d];
+                if (short_conv) {
+                    tensors.back().n_dims = 2;
+                    tensors.back().ne[1] = t.ne[2];
+                    tensors.back().ne[2] = 1;
+                }
                 continue;
             }
             GgufTensorInfo ti;

@@ -31,6 +31,9 @@ enum class HfNorms : uint8_t {
     // Kimi-Linear: plain norms; its KDA layers, MoE blocks and config
     // (model/hf-kimi.h).
     kimi,
+    // LFM2 / LFM2-MoE: plain norms under their own names; short-conv
+    // layers, config and final norm (model/hf-lfm2.h).
+    lfm2,
 };
 struct HfArchitecture {
     const char *gguf_arch;  // vt's (and GGUF's) name

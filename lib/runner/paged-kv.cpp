@@ -47,10 +47,13 @@ PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_gro
         vt_device *d = model.layer_device((uint32_t)l);
         if (spec.kind == CacheKind::recurrent) {
             // A slot per sequence: the conv tail in K's place, the state in V's.
+            // Either may be empty (LFM2's short conv has no state beyond its
+            // tail): that pool then has no elements and no data, as a latent
+            // layer's V, and takes no room in a buffer.
             tensor_init(k_[l], DType::F32, spec.conv_floats, n_slots, 1, 1, nullptr, "conv_state");
             tensor_init(v_[l], DType::F32, spec.state_floats, n_slots, 1, 1, nullptr, "recurrent_state");
             if (spec.conv_floats) pools.push_back({&k_[l], d, (size_t)spec.conv_floats * n_slots * 4});
-            pools.push_back({&v_[l], d, (size_t)spec.state_floats * n_slots * 4});
+            if (spec.state_floats) pools.push_back({&v_[l], d, (size_t)spec.state_floats * n_slots * 4});
             continue;
         }
         const int64_t kv_row = spec.kv_row, n_blocks = blocks_[layer_group_[l]];

@@ -73,9 +73,12 @@ SEED = 1234
 # 8 experts of every MoE layer chosen by some prompt token. The hybrids'
 # seeds meet the same bounds (their greedy runs do not loop: 28 to 31
 # distinct tokens, so a seed with no margin under 0.05 is rare, about 1 in
-# 6000 for the Qwen mixtures); qwen3_5's dense seed too.
+# 6000 for the Qwen mixtures); qwen3_5's dense seed too. LFM2's are the best
+# of a shorter search (60 and 200 seeds): the largest smallest greedy margin
+# (0.030 and 0.008), with LFM2-MoE's routing bounds met.
 SEEDS = {"qwen3_moe": 1590, "mixtral": 1274, "olmoe": 1308, "deepseek_v2": 1399, "deepseek_v2_qlora": 1403,
-         "deepseek_v3": 1508, "qwen3_5": 1236, "qwen3_5_moe": 301822, "qwen3_next": 122658, "kimi_linear": 1617}
+         "deepseek_v3": 1508, "qwen3_5": 1236, "qwen3_5_moe": 301822, "qwen3_next": 122658, "kimi_linear": 1617,
+         "lfm2": 1272, "lfm2_moe": 1378}
 
 PROMPTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -131,7 +134,19 @@ QWEN35_ROPE = {"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary
 # width of 64 keep each fixture's folder and GGUF to about 1.6 MB.)
 QWEN_HYBRID_MOE = dict(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=8,
                        shared_expert_intermediate_size=16)
-HYBRID = {"qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear"}
+# LFM2 (transformers 5.25): gated short convs (conv_L_cache 3: a state of two
+# inputs per channel) and, in some layers, GQA attention with per-head q/k
+# norms (4 heads of 16 over 2 kv heads); the final norm is transformers'
+# embedding_norm. LFM2's FFN width is auto-adjusted from intermediate_size
+# (int(2/3 100) = 66, times 1.3 = 85, up to a multiple of 16: 96), as the
+# converter computes it too. LFM2-MoE: a dense first layer (num_dense_layers),
+# then 8 experts of 16, 2 used: sigmoid scores chosen by score + expert_bias
+# (random, see build), weighted by the unbiased scores renormalised; its
+# output is tied (the converter has no output.weight for lfm2moe), LFM2's not.
+LFM2 = dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+            max_position_embeddings=512, norm_eps=1e-5, conv_L_cache=3, conv_bias=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
+HYBRID = {"qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear", "lfm2", "lfm2_moe"}
 CONFIGS = {
     "llama": ("LlamaForCausalLM", "LlamaConfig", dict(
         COMMON, num_hidden_layers=2, tie_word_embeddings=False,
@@ -234,6 +249,13 @@ CONFIGS = {
         num_local_experts=8, num_experts_per_tok=2, n_shared_experts=2, n_group=1, topk_group=1,
         norm_topk_prob=True, routed_scaling_factor=2.5, first_k_dense_replace=1,
         moe_router_activation_func="sigmoid")),
+    "lfm2": ("Lfm2ForCausalLM", "Lfm2Config", dict(
+        LFM2, intermediate_size=100, block_auto_adjust_ff_dim=True, block_ffn_dim_multiplier=1.3,
+        block_multiple_of=16, tie_word_embeddings=False, layer_types=["conv", "conv", "full_attention", "conv"])),
+    "lfm2_moe": ("Lfm2MoeForCausalLM", "Lfm2MoeConfig", dict(
+        LFM2, intermediate_size=96, moe_intermediate_size=16, num_dense_layers=1, num_experts=8,
+        num_experts_per_tok=2, use_expert_bias=True, norm_topk_prob=True, routed_scaling_factor=1.0,
+        tie_word_embeddings=True, layer_types=["conv", "full_attention", "conv", "conv"])),
 }
 # Extra converter arguments: Qwen3-Next's and Qwen3.5's converters count
 # multi-token-prediction layers and assert there is one unless told not to.
@@ -313,8 +335,14 @@ def build(name: str, folder: Path, seed: int | None = None):
         for m in model.modules():
             if getattr(m, "e_score_correction_bias", None) is not None:
                 m.e_score_correction_bias.copy_(torch.randn_like(m.e_score_correction_bias) * 0.1)
+            if isinstance(getattr(m, "expert_bias", None), torch.Tensor):  # LFM2-MoE's, beside its router
+                m.expert_bias.copy_(torch.randn_like(m.expert_bias) * 0.1)
         if name in HYBRID:
             hybrid_init(model)
+        if name == "lfm2_moe":
+            # Tied output: with the embeddings widened as well, each token's own
+            # row dominates its logits and greedy repeats one token forever.
+            model.model.embed_tokens.weight.mul_(0.25)
     return tok, cfg, model
 
 
@@ -351,7 +379,7 @@ def goldens(name: str, model, tok):
     def on_router(m, args, out, n):
         routed.setdefault(n, set()).update(out[2].flatten().tolist())
         logits = out[0].float()
-        bias = getattr(m, "e_score_correction_bias", None)
+        bias = getattr(m, "e_score_correction_bias", biases.get(n))
         score = logits.sigmoid() + bias if bias is not None else logits.softmax(-1)
         if getattr(m, "num_group", 1) not in (None, 1):
             return  # group-limited choice: the plain k-th gap does not apply
@@ -359,8 +387,11 @@ def goldens(name: str, model, tok):
         k = out[2].shape[-1]
         gaps[n] = min(gaps.get(n, 1.0), float((top[:, k - 1] - top[:, k]).min()))
 
+    # LFM2-MoE's router is feed_forward.gate, its selection bias the block's expert_bias.
+    biases = {n + ".gate": m.expert_bias for n, m in model.named_modules()
+              if isinstance(getattr(m, "expert_bias", None), torch.Tensor)}
     hooks = [m.register_forward_hook(lambda m, args, out, n=n: on_router(m, args, out, n))
-             for n, m in model.named_modules() if n.endswith(".mlp.gate")]
+             for n, m in model.named_modules() if n.endswith((".mlp.gate", ".feed_forward.gate"))]
     prompts = []
     with torch.no_grad():
         for text in HYBRID_PROMPTS if name in HYBRID else PROMPTS:
