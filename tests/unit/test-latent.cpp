@@ -1,5 +1,6 @@
 // DeepSeek MLA's latent cache: the pool a latent layer gets (PagedKv: a K
-// pool and no V; the engine's byte budget at one row per token) and
+// pool and no V; the engine's byte budget at one row per token; likewise a
+// recurrent layer with no state beside its conv tail, LFM2's) and
 // Op::ATTN_PAGED's latent mode (src2 and src4 null: values are the first dv
 // dimensions of each cached K row), against a double reference, bit for bit
 // across threads, steps and batches.
@@ -74,6 +75,57 @@ TEST_CASE("PagedKv: a latent layer gets a K pool and no V pool", "[latent]") {
     std::sort(spans.begin(), spans.end());
     for (size_t i = 0; i + 1 < spans.size(); ++i) CHECK(spans[i].first + spans[i].second == spans[i + 1].first);
     CHECK((uint64_t)(spans.back().first + spans.back().second - spans.front().first) == want);
+}
+
+TEST_CASE("PagedKv: a recurrent layer whose slot is the conv tail only has no state pool", "[latent]") {
+    // LFM2's short conv keeps (kernel - 1) * n_embd floats and no state:
+    // its V tensor has no elements and no data (as a latent layer's), takes
+    // no room in the buffer, and copy_slots copies the tail alone.
+    const std::unique_ptr<Model> m = mixed_model();
+    m->cache_layers = {{CacheKind::full_attention, 0, 128},
+                       {CacheKind::recurrent, 0, 0, 12, 0},
+                       {CacheKind::recurrent, 0, 0, 6, 10},
+                       {CacheKind::full_attention, 0, 128},
+                       {CacheKind::recurrent, 0, 0, 8, 0}};
+    const uint32_t bs = 16, n_slots = 3;
+    PagedKv kv(*m, {4}, bs, n_slots);
+    const uint64_t want = 4ull * bs * 2 * (2 * 128 * 2) + n_slots * 4ull * (12 + 6 + 10 + 8);
+    CHECK(kv.bytes() == want);
+    for (uint32_t l : {1u, 4u}) {
+        CHECK(kv.layer_group(l) == PagedKv::kNoGroup);
+        CHECK(kv.k()[l].data != nullptr);
+        CHECK(kv.v()[l].nelements() == 0);
+        CHECK(kv.v()[l].data == nullptr);
+        CHECK(kv.v()[l].buffer == nullptr);
+    }
+    CHECK(kv.v()[2].data != nullptr);
+    // The pools with data hold exactly bytes() and none overlaps (the slot
+    // pools' sizes are no multiple of the buffer's alignment: gaps between).
+    std::vector<std::pair<const uint8_t *, size_t>> spans;
+    uint64_t total = 0;
+    for (uint32_t l = 0; l < 5; ++l)
+        for (const Tensor *t : {&kv.k()[l], &kv.v()[l]})
+            if (t->data) {
+                spans.push_back({static_cast<const uint8_t *>(t->data), t->nbytes()});
+                total += t->nbytes();
+            }
+    CHECK(total == want);
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 0; i + 1 < spans.size(); ++i) CHECK(spans[i].first + spans[i].second <= spans[i + 1].first);
+    // A snapshot copy: slot 0 to slot 2 in every recurrent layer, slot 1 untouched.
+    for (uint32_t l : {1u, 2u, 4u})
+        for (Tensor *t : {&kv.k()[l], &kv.v()[l]})
+            for (int64_t i = 0; i < t->ne[0] * t->ne[1]; ++i) static_cast<float *>(t->data)[i] = (float)(l * 1000 + i);
+    const StateCopy copy{0, 2};
+    kv.copy_slots({&copy, 1});
+    for (uint32_t l : {1u, 2u, 4u})
+        for (const Tensor *t : {&kv.k()[l], &kv.v()[l]}) {
+            const float *d = static_cast<const float *>(t->data);
+            for (int64_t i = 0; i < t->ne[0]; ++i) {
+                CHECK(d[2 * t->ne[0] + i] == d[i]);
+                CHECK(d[t->ne[0] + i] == (float)(l * 1000 + t->ne[0] + i));
+            }
+        }
 }
 
 TEST_CASE("the engine sizes a pool with latent layers at one row per token", "[latent]") {
