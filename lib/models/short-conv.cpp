@@ -25,7 +25,9 @@ ShortConvWeights load_short_conv_weights(Model &m, uint32_t il, int64_t kernel) 
     const std::string p = "blk." + std::to_string(il) + ".shortconv.";
     const int64_t E = m.hparams.n_embd;
     ShortConvWeights w;
-    w.in_proj = m.matmul_weight(p + "in_proj.weight", {E, 3 * E});
+    w.in_b = m.matmul_weight_rows(p + "in_proj.weight", E, 3 * E, 0, E);
+    w.in_c = m.matmul_weight_rows(p + "in_proj.weight", E, 3 * E, E, E);
+    w.in_x = m.matmul_weight_rows(p + "in_proj.weight", E, 3 * E, 2 * E, E);
     w.in_bias = load_norm(m, p + "in_proj.bias", 3 * E, false);
     w.conv = m.weight(p + "conv.weight", {kernel, E});
     if (w.conv->type != DType::F32)
@@ -41,12 +43,13 @@ Tensor *short_conv(LayerBuilder &b, uint32_t il, Tensor *h, const ShortConvWeigh
     const ForwardArgs &a = b.args();
     const int64_t n = b.n_tokens(), E = b.model().hparams.n_embd;
     const size_t f = sizeof(float);
-    Tensor *bcx = b.linear(w.in_proj, h, w.in_bias);  // (3E, n): [B | C | x] per token
-    // MUL wants contiguous operands: the three thirds as copies.
-    auto third = [&](int i) {
-        return g.op<Op::CPY>(DType::F32, {E, n}, {g.view(bcx, {E, n}, {3 * E * f}, (size_t)i * E * f)});
+    // [B | C | x]: three products (a bias, where the checkpoint has one, in thirds).
+    auto third = [&](const Tensor *wt, int i) {
+        Tensor *y = b.linear(wt, h);
+        if (!w.in_bias) return y;
+        return b.add(y, g.view(const_cast<Tensor *>(w.in_bias), {E}, {E * f}, (size_t)i * E * f));
     };
-    Tensor *B = third(0), *C = third(1), *x = third(2);
+    Tensor *B = third(w.in_b, 0), *C = third(w.in_c, 1), *x = third(w.in_x, 2);
     Tensor *bx = g.op<Op::MUL>(DType::F32, {E, n}, {B, x});
     Tensor *conv = g.op<Op::CONV1D_CAUSAL>(DType::F32, {E, n},
                                            {bx, const_cast<Tensor *>(w.conv), const_cast<Tensor *>(w.conv_bias),

@@ -23,7 +23,9 @@ uint32_t read_short_conv_kernel(Model &m);
 LayerCacheSpec short_conv_cache_spec(int64_t n_embd, int64_t kernel);
 
 struct ShortConvWeights {
-    const Tensor *in_proj = nullptr;   // (n_embd, 3 n_embd): rows [B | C | x]
+    // in_proj (n_embd, 3 n_embd), rows [B | C | x], as three matmul weights
+    // of its rows (n_embd, n_embd) each: three contiguous products, no copies.
+    const Tensor *in_b = nullptr, *in_c = nullptr, *in_x = nullptr;
     const Tensor *in_bias = nullptr;   // (3 n_embd) or null
     const Tensor *conv = nullptr;      // (kernel, n_embd) f32
     const Tensor *conv_bias = nullptr; // (n_embd) or null

@@ -6,7 +6,9 @@ linear-attention shape does not match the weights, a GGUF in the fused
 layout of an older llama.cpp converter, a GGUF whose ssm.* keys disagree
 with its tensors. Built from the committed tiny fixture
 (tests/models/tiny/qwen3_5, make-tiny-models.py); the GGUF edits use gguf-py
-(tests/run.sh installs it).
+(tests/run.sh installs it). LFM2 (its short conv keeps only a conv tail per
+sequence) likewise: served with its state slots and a prefix hit, and a
+conv weight of the wrong shape or width named in the error.
 """
 import json
 import os
@@ -79,7 +81,7 @@ def test_config_shape_that_does_not_match_the_weights(folder):
         vt.Model(str(folder))
 
 
-def _rewrite_gguf(src: Path, dst: Path, rename=None, set_u32=None):
+def _rewrite_gguf(src: Path, dst: Path, rename=None, set_u32=None, replace=None):
     gguf = pytest.importorskip("gguf")
     reader = gguf.GGUFReader(str(src))
     arch = reader.fields["general.architecture"].contents()
@@ -97,6 +99,9 @@ def _rewrite_gguf(src: Path, dst: Path, rename=None, set_u32=None):
             writer.add_key_value(name, value, vtype)
     for t in reader.tensors:
         name = rename.get(t.name, t.name) if rename else t.name
+        if replace and name in replace:  # a float32 array of another shape (numpy order)
+            writer.add_tensor(name, replace[name])
+            continue
         writer.add_tensor(name, t.data, raw_shape=list(reversed(t.shape.tolist())), raw_dtype=t.tensor_type)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -122,3 +127,61 @@ def test_gguf_state_size_that_does_not_match_the_tensors(tmp_path):
     _rewrite_gguf(src, out, set_u32={"qwen35.ssm.state_size": 32})
     with pytest.raises(vt.VtFormatError, match=r"tensor 'blk\.0\.attn_qkv\.weight'"):
         vt.Model(str(out))
+
+
+# ---- LFM2: gated short convs whose state is the conv tail only ----
+
+
+def test_lfm2_generates_and_resumes_from_the_prefix_cache():
+    src = TINY / "lfm2.gguf"
+    if not src.exists():
+        pytest.skip("tests/models/tiny/lfm2.gguf is missing")
+    greedy = vt.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    prompt = list(range(3, 60))
+    llm = vt.LLM(str(src), n_threads=1, max_num_seqs=4)
+    first = llm.generate(prompt_token_ids=[prompt], sampling_params=greedy)[0].token_ids
+    follow_up = prompt + list(first) + [7, 8, 9]
+    cached = llm.generate(prompt_token_ids=[follow_up], sampling_params=greedy)[0].token_ids
+    s = llm.context.stats()
+    # Three conv layers of (3 - 1) * 64 floats a slot, no recurrent state.
+    assert s["state_slots"] == 4 and 0 < s["state_bytes"] < s["kv_cache_bytes"], s
+    assert s["prefix_hit_tokens"] == (len(prompt) + len(first) - 1) // 16 * 16, s
+    plain = vt.LLM(str(src), n_threads=1, max_num_seqs=4, enable_prefix_caching=False)
+    assert plain.generate(prompt_token_ids=[follow_up], sampling_params=greedy)[0].token_ids == cached
+
+
+def test_lfm2_gguf_conv_weight_of_the_wrong_shape(tmp_path):
+    np = pytest.importorskip("numpy")
+    src = TINY / "lfm2.gguf"
+    if not src.exists():
+        pytest.skip("tests/models/tiny/lfm2.gguf is missing")
+    out = tmp_path / "bad.gguf"
+    # (64 channels, 4 taps) where the file's shortconv.l_cache says 3.
+    _rewrite_gguf(src, out, replace={"blk.1.shortconv.conv.weight": np.zeros((64, 4), dtype=np.float32)})
+    with pytest.raises(vt.VtFormatError, match=r"blk\.1\.shortconv\.conv\.weight"):
+        vt.Model(str(out))
+
+
+def test_lfm2_folder_conv_width_that_does_not_match_the_weights(tmp_path):
+    src = TINY / "lfm2_moe"
+    if not src.is_dir():
+        pytest.skip("tests/models/tiny/lfm2_moe is missing")
+    folder = tmp_path / "lfm2_moe"
+    shutil.copytree(src, folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["conv_L_cache"] = 4  # the weights have 3 taps
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(vt.VtFormatError, match=r"blk\.0\.shortconv\.conv\.weight"):
+        vt.Model(str(folder))
+
+
+def test_lfm2_folder_without_in_proj(tmp_path):
+    src = TINY / "lfm2"
+    if not src.is_dir():
+        pytest.skip("tests/models/tiny/lfm2 is missing")
+    folder = tmp_path / "lfm2"
+    shutil.copytree(src, folder)
+    _rename_safetensors(folder / "model.safetensors", "model.layers.3.conv.in_proj.weight",
+                        "model.layers.3.conv.in_prog.weight")
+    with pytest.raises(vt.VtFormatError, match=r"blk\.3\.shortconv\.in_proj\.weight"):
+        vt.Model(str(folder))

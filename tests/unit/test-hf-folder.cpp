@@ -246,6 +246,64 @@ TEST_CASE("a Kimi-Linear folder reads as its GGUF conversion") {
     }
 }
 
+// LFM2's and LFM2-MoE's config.json (tests/models/tiny/lfm2, lfm2_moe): read
+// as the GGUF the converter wrote from it: LFM2's auto-adjusted FFN width
+// (intermediate_size 100 -> 96), the layer kinds as per-layer KV heads, the
+// conv tail as each conv layer's whole slot, LFM2-MoE's routing.
+TEST_CASE("LFM2 and LFM2-MoE folders read as their GGUF conversions") {
+    for (const char *name : {"lfm2", "lfm2_moe"}) {
+        INFO(name);
+        const fs::path tiny = fixture(name);
+        REQUIRE(fs::exists(tiny / "config.json"));
+        auto gguf = Model::load(tiny.string() + ".gguf", true, nullptr);
+        auto check_like_gguf = [&](const fs::path &dir) {
+            auto m = Model::load(dir.string(), true, nullptr);
+            CHECK(m->arch_name() == gguf->arch_name());
+            const Hparams &a = m->hparams, &b = gguf->hparams;
+            CHECK((a.n_ctx_train == b.n_ctx_train && a.n_ff == b.n_ff && a.n_ff == 96));
+            CHECK((a.n_head == b.n_head && a.n_head_kv == b.n_head_kv && a.head_dim == b.head_dim && a.n_rot == b.n_rot));
+            CHECK((a.rope_freq_base == b.rope_freq_base && a.norm_eps == b.norm_eps));
+            CHECK((a.n_expert == b.n_expert && a.n_expert_used == b.n_expert_used && a.n_ff_exp == b.n_ff_exp &&
+                   a.n_layer_dense_lead == b.n_layer_dense_lead && a.expert_gating == b.expert_gating &&
+                   a.expert_weights_norm == b.expert_weights_norm && a.expert_weights_scale == b.expert_weights_scale));
+            REQUIRE(m->cache_layers.size() == gguf->cache_layers.size());
+            for (size_t l = 0; l < m->cache_layers.size(); ++l) {
+                INFO("layer " << l);
+                const LayerCacheSpec &x = m->cache_layers[l], &y = gguf->cache_layers[l];
+                CHECK((x.kind == y.kind && x.kv_row == y.kv_row && x.conv_floats == y.conv_floats &&
+                       x.state_floats == y.state_floats));
+            }
+        };
+        check_like_gguf(tiny);
+        CHECK(gguf->cache_layers[0].kind == CacheKind::recurrent);
+        CHECK(gguf->cache_layers[0].conv_floats == 2 * 64);
+        CHECK(gguf->cache_layers[0].state_floats == 0);
+        SECTION("layer kinds from full_attn_idxs") {
+            Scratch s(name);
+            const bool moe = std::string(name) == "lfm2_moe";
+            s.replace_in("config.json", "\"layer_types\"",
+                         moe ? "\"full_attn_idxs\": [1], \"unused_layer_types\"" : "\"unused_layer_types\"");
+            if (!moe) s.replace_in("config.json", "\"full_attn_idxs\": null", "\"full_attn_idxs\": [2]");
+            check_like_gguf(s.dir);
+        }
+    }
+    SECTION("LFM2's FFN width with transformers' defaults (multiplier 1, multiple of 256)") {
+        Scratch s("lfm2");
+        s.replace_in("config.json", "\"block_ffn_dim_multiplier\": 1.3,", "");
+        s.replace_in("config.json", "\"block_multiple_of\": 16,", "");
+        s.replace_in("config.json", "\"intermediate_size\": 100", "\"intermediate_size\": 400");
+        auto [st, msg] = load(s.dir);  // 400 -> int(266.7) = 266 -> 512: the weights have 96
+        CHECK(st == VT_ERR_FORMAT);
+        CHECK_THAT(msg, Catch::Contains("blk.0.ffn_gate.weight") && Catch::Contains("512"));
+    }
+    SECTION("LFM2 without the adjustment: intermediate_size as it is") {
+        Scratch s("lfm2");
+        s.replace_in("config.json", "\"intermediate_size\": 100", "\"intermediate_size\": 96");
+        s.replace_in("config.json", "\"block_auto_adjust_ff_dim\": true", "\"block_auto_adjust_ff_dim\": false");
+        CHECK(Model::load(s.dir.string(), true, nullptr)->hparams.n_ff == 96);
+    }
+}
+
 TEST_CASE("Kimi-Linear configs vt cannot read say why") {
     struct Case {
         const char *from, *to, *names;
