@@ -7,8 +7,8 @@ Run from the repository root (re-runnable, deterministic: fixed seeds):
     PY=/path/to/venv/bin/python   # torch, transformers==5.25.0, tokenizers==0.23.3
     $PY tests/models/make-tiny-models.py --llama-cpp DIR [--only NAME,...]
 (The fixtures before the hybrid ones were made with transformers 5.24.0;
-qwen3_5, qwen3_5_moe, qwen3_next and kimi_linear need 5.25, which the
-script checks. Each golden records the versions that made it.)
+qwen3_5, qwen3_5_moe, qwen3_next, kimi_linear, lfm2 and lfm2_moe need 5.25,
+which the script checks. Each golden records the versions that made it.)
 DIR is llama.cpp's source tree, e.g. the vendor/llama.cpp folder of the
 llama-cpp-python 0.3.36 sdist (pip download --no-deps --no-binary :all:
 llama-cpp-python==0.3.36). torch runs here only: CI reads the committed
@@ -35,7 +35,9 @@ linear attention and full attention (HYBRID): Qwen3.5 and Qwen3-Next gated
 delta nets (more V heads than K heads, K and V head sizes that differ in
 Qwen3.5), their gated full attention with partial rope, Qwen's softmax
 routers with a sigmoid-gated shared expert, and Kimi-Linear's KDA (a decay
-per key channel) beside MLA without rope. The hybrids get a third prompt of
+per key channel) beside MLA without rope, and LFM2's gated short convs (a
+state of the conv tail only) beside GQA attention, dense and with experts.
+The hybrids get a third prompt of
 170 tokens, longer than two chunks of 64 of the chunked delta rule, and
 random norm weights, A_log and dt_bias (their inits are constants, which
 would leave the norm conventions untested). For a
