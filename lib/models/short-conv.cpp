@@ -47,7 +47,7 @@ Tensor *short_conv(LayerBuilder &b, uint32_t il, Tensor *h, const ShortConvWeigh
     auto third = [&](const Tensor *wt, int i) {
         Tensor *y = b.linear(wt, h);
         if (!w.in_bias) return y;
-        return b.add(y, g.view(const_cast<Tensor *>(w.in_bias), {E}, {E * f}, (size_t)i * E * f));
+        return b.add(y, g.view(const_cast<Tensor *>(w.in_bias), {E}, {}, (size_t)i * E * f));
     };
     Tensor *B = third(w.in_b, 0), *C = third(w.in_c, 1), *x = third(w.in_x, 2);
     Tensor *bx = g.op<Op::MUL>(DType::F32, {E, n}, {B, x});
