@@ -68,6 +68,21 @@ struct DeltaRows {
 };
 using DeltaRowsFn = void (*)(float *S, int64_t j0, int64_t j1, const DeltaRows &b);
 
+// The recurrent form of Mamba-2's scan (SSM_SCAN, backends/cpu/ops-ssm-scan.cpp)
+// over a block of n tokens for state rows [p0, p1) of N floats each (row p of
+// a head's P x N state): for each row, token by token, r = r a_t + xd_t[p]
+// B_t; y_t[p] = r.C_t. The dot's order is the table's (the op's tolerance
+// holds for any order).
+struct SsmRows {
+    int64_t n, N, P;
+    const float *a;         // n decays
+    const float *xd;        // n x P: d_t x_t
+    const float *const *B;  // n pointers to N floats
+    const float *const *C;
+    float *const *y;        // n pointers: y[t][p] for row p
+};
+using SsmRowsFn = void (*)(float *S, int64_t p0, int64_t p1, const SsmRows &b);
+
 enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
 constexpr int kIsaCount = 4;
 
@@ -83,6 +98,7 @@ struct Kernels {
     SoftmaxFn softmax = nullptr;
     SwigluFn swiglu = nullptr;
     DeltaRowsFn delta_rows = nullptr; // optional: null means the op's portable loop
+    SsmRowsFn ssm_rows = nullptr;     // optional: null means the op's portable loop
     bool gemm_f32_acts[kTypeSlots] = {}; // see above
     bool bf16_chain = false; // BF16_X16's gemm follows dot_bf16_chain, not dot_bf16_pairs
 };
