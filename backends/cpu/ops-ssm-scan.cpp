@@ -101,6 +101,8 @@ struct Bufs {
     float *eg;      // chunked: Q, e^gamma_t
     float *w;       // chunked: Q, decay(last, s) for the state update
     double *gam;    // chunked: Q
+    float *gf;      // chunked, the kernel table's form: gamma_t in float (padded to 16)
+    float *ks;      // chunked, the kernel table's form: its scratch
 };
 
 size_t carve(const SsmShape &s, float *base, Bufs *b) {
@@ -123,6 +125,8 @@ size_t carve(const SsmShape &s, float *base, Bufs *b) {
         float *g = nullptr;
         take(g, 2 * Q);
         t.gam = reinterpret_cast<double *>(g);
+        take(t.gf, Q);
+        take(t.ks, quant::ssm_chunk_floats((int64_t)Q, s.N, s.P));
     }
     if (b) *b = t;
     return at;
@@ -183,10 +187,20 @@ void chunked_block(float *S, const SsmShape &s, float A, const Span &sp, const B
         b.gam[t] = acc;
         b.eg[t] = std::exp((float)acc);
     }
+    for (int64_t u = 0; u < n; ++u) b.w[u] = std::exp((float)(b.gam[n - 1] - b.gam[u]));
+    const quant::Kernels &kern = quant::active_kernels();
+    if (kern.ssm_chunk) {
+        // The decays from gamma in float: exp(g_t - g_u) is off by <= 1.5u
+        // |gamma_t| more than from the double (|gamma_u| <= |gamma_t|).
+        for (int64_t t = 0; t < n; ++t) b.gf[t] = (float)b.gam[t];
+        for (int64_t t = n; t < (int64_t)round16((size_t)n); ++t) b.gf[t] = 0.0f;
+        const quant::SsmChunk ch{n, N, P, b.gf, b.eg, b.w, b.xd, sp.B, sp.C, sp.y, b.ks};
+        kern.ssm_chunk(S, ch);
+        return;
+    }
     for (int64_t t = 0; t < n; ++t)
         for (int64_t u = 0; u <= t; ++u)
             b.M[t * Q + u] = std::exp((float)(b.gam[t] - b.gam[u])) * dot(sp.C[t], sp.B[u], N);
-    for (int64_t u = 0; u < n; ++u) b.w[u] = std::exp((float)(b.gam[n - 1] - b.gam[u]));
     // Per state row p: S0[p].C_t for every token from the old row, then the
     // row's update.
     const float el = b.eg[n - 1];

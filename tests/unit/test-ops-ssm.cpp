@@ -327,14 +327,16 @@ double step_exact(const SsmCfg &c, float dt) {
 //  M_{t-1} + 8u M_t (xd's 5u, the product, the fma or multiply and add);
 //  y_t[p] = sum_n S[p][n] C[n] with N products and additions: its error
 //  <= sum_n |C_n| (E_t + (N + 2) u M_t).
-//  Chunked: the decay from token s to t is expf(float(gamma_t - gamma_s)),
-//  gamma summed in double from the f32 d: relative error 5u |gamma_t -
-//  gamma_s| + 3u <= 5u |gamma_t| + 3u; each y_t term is a dot of N products
+//  Chunked: the decay from token s to t is exp(gamma_t - gamma_s), gamma
+//  summed in double from the f32 d (5u |gamma_t - gamma_s|), the difference
+//  rounded to float, or (the kernel tables) gamma_t and gamma_s each rounded
+//  to float and subtracted (1.5u |gamma_t|, as |gamma_s| <= |gamma_t|), then
+//  an exp within 2 ulp (4u): relative error <= 7u |gamma_t| + 4u; each y_t term is a dot of N products
 //  (C.B or S0.C) times a decay times xd, summed over t + 1 terms: y_t's
-//  error <= sum_n |C_n| (e^gamma_t E_0 (1 + ...) + (5u |gamma_t| + (N + t +
+//  error <= sum_n |C_n| (e^gamma_t E_0 (1 + ...) + (7u |gamma_t| + (N + t +
 //  12) u) M_t); the state at the chunk's end likewise over the chunk's n
-//  terms: E_end = e^gamma E_0 (1 + 5u |gamma| + 3u) + (5u |gamma| + (n + 12)
-//  u) M_end.
+//  terms (its decays from libm, the gamma differences in double): E_end =
+//  e^gamma E_0 (1 + 5u |gamma| + 3u) + (5u |gamma| + (n + 12) u) M_end.
 void ref_seq(const SsmCfg &c, const SsmIn &in, int64_t h, int64_t t0, int64_t n, bool chunked, UnitRef &u,
              SsmRef &r) {
     const int64_t P = c.P, N = c.N, H = c.H, g = h / (H / c.G), row = xbc_row(c);
@@ -369,7 +371,7 @@ void ref_seq(const SsmCfg &c, const SsmIn &in, int64_t h, int64_t t0, int64_t n,
                     const double eg = std::exp(gam);
                     ty += std::fabs((double)Ct[k]) *
                           (eg * E0[e] * (1 + 5 * uu * std::fabs(gam) + 3 * uu) +
-                           (5 * uu * std::fabs(gam) + (double)(N + j + 12) * uu) * u.M[e]);
+                           (7 * uu * std::fabs(gam) + (double)(N + j + 12) * uu) * u.M[e]);
                 }
                 y += u.S[e] * (double)Ct[k];
             }

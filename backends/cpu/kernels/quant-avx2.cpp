@@ -163,6 +163,7 @@ void fill_avx2(Kernels &k) {
     k.swiglu = swiglu_row<YmmExp>;
     k.delta_rows = delta_rows<Ymm>;
     k.ssm_rows = ssm_rows<Ymm>;
+    k.ssm_chunk = ssm_chunk<Ymm, YmmExp>;
 }
 
 } // namespace vt::quant

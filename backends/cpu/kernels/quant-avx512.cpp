@@ -57,6 +57,7 @@ void fill(Kernels &k) {
     k.swiglu = swiglu_row<ZmmExp>;
     k.delta_rows = delta_rows<Zmm>;
     k.ssm_rows = ssm_rows<Zmm>;
+    k.ssm_chunk = ssm_chunk<Zmm, ZmmExp>;
 }
 
 } // namespace
