@@ -7,7 +7,7 @@
 // expf and log1pf are taken as within 1 ulp (2u relative). (CONV1D_CAUSAL
 // with a bias, Mamba-2's conv, is covered by test-ops-recurrent.cpp's
 // batch test: its cases with bias and silu.)
-#include "unit/ops-harness.h"
+#include "unit/state-slots-harness.h"
 
 #include "backend/graph-exec.h"
 
@@ -135,40 +135,6 @@ TEST_CASE("RMS_NORM_GATED per group, gate before the norm (Mamba) and after (Qwe
 }
 
 // ---- SSM_SCAN ----------------------------------------------------------------------------
-
-struct SeqSpec {
-    int64_t n;   // tokens this step
-    bool fresh;  // starts at position 0
-};
-
-struct StepIndex {
-    std::vector<int32_t> index;  // (3, n_seqs): slot, n_tokens, fresh
-    std::vector<int64_t> t0;
-    int64_t n_tok = 0;
-};
-StepIndex step_index(const std::vector<SeqSpec> &seqs, const std::vector<int32_t> &slots) {
-    StepIndex s;
-    for (size_t i = 0; i < seqs.size(); ++i) {
-        s.index.insert(s.index.end(), {slots[i], (int32_t)seqs[i].n, seqs[i].fresh ? 1 : 0});
-        s.t0.push_back(s.n_tok);
-        s.n_tok += seqs[i].n;
-    }
-    return s;
-}
-
-std::vector<int32_t> pick_slots(size_t n, int64_t n_slots, std::mt19937 &rng) {
-    std::vector<int32_t> all((size_t)n_slots);
-    for (int64_t i = 0; i < n_slots; ++i) all[(size_t)i] = (int32_t)i;
-    std::shuffle(all.begin(), all.end(), rng);
-    all.resize(n);
-    return all;
-}
-
-Bytes bytes_of(const std::vector<float> &v) {
-    Bytes b(v.size() * sizeof(float));
-    std::memcpy(b.data(), v.data(), b.size());
-    return b;
-}
 
 struct SsmCfg {
     int64_t P, N, H, G;
