@@ -31,6 +31,10 @@ struct Mamba2Shape {
     // The time-step limit dt is clamped to after softplus (the config's
     // time_step_limit; GGUF has no key for it: (0, inf), as llama.cpp).
     float dt_min = 0.0f, dt_max = INFINITY;
+    // Tokens per chunk of the scan's chunked form (the config's chunk_size;
+    // GGUF has no key for it): 0 is the op's default. The forms agree to
+    // float rounding.
+    int32_t chunk_size = 0;
     int64_t conv_channels() const { return d_inner + 2 * n_group * n_state; }  // [x | B | C]
     int64_t in_rows() const { return 2 * d_inner + 2 * n_group * n_state + n_head; }  // [z | xBC | dt]
 };
