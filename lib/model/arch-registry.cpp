@@ -21,6 +21,7 @@ std::unique_ptr<Architecture> make_qwen35_architecture();
 std::unique_ptr<Architecture> make_qwen35moe_architecture();
 std::unique_ptr<Architecture> make_qwen3next_architecture();
 std::unique_ptr<Architecture> make_kimi_linear_architecture();
+std::unique_ptr<Architecture> make_nemotron_h_architecture();
 
 namespace {
 struct ArchEntry {
@@ -41,6 +42,8 @@ const ArchEntry kArchitectures[] = {
     {"qwen35moe", make_qwen35moe_architecture},
     {"qwen3next", make_qwen3next_architecture},
     {"kimi-linear", make_kimi_linear_architecture},
+    {"nemotron_h", make_nemotron_h_architecture},
+    {"nemotron_h_moe", make_nemotron_h_architecture},
 };
 
 struct HfEntry {
@@ -67,6 +70,7 @@ const HfEntry kHfArchitectures[] = {
     {"Qwen3_5MoeForCausalLM", {"qwen35moe", HfNorms::zero_centred}},
     {"Qwen3_5MoeForConditionalGeneration", {"qwen35moe", HfNorms::zero_centred}},
     {"KimiLinearForCausalLM", {"kimi-linear", HfNorms::kimi}},
+    {"NemotronHForCausalLM", {"nemotron_h", HfNorms::nemotron_h}},
 };
 } // namespace
 

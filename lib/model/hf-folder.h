@@ -31,6 +31,9 @@ enum class HfNorms : uint8_t {
     // Kimi-Linear: plain norms; its KDA layers, MoE blocks and config
     // (model/hf-kimi.h).
     kimi,
+    // NemotronH: plain norms; blocks of one mixer each, the checkpoint's
+    // backbone.* names and layer pattern (model/hf-nemotron-h.h).
+    nemotron_h,
 };
 struct HfArchitecture {
     const char *gguf_arch;  // vt's (and GGUF's) name
