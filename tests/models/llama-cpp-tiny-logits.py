@@ -38,7 +38,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "models" / "tiny"
-HYBRIDS = ["qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear"]
+HYBRIDS = ["qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear", "granitemoehybrid", "falcon_h1"]
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 
 DRIVER = r"""
