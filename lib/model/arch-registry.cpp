@@ -21,6 +21,8 @@ std::unique_ptr<Architecture> make_qwen35_architecture();
 std::unique_ptr<Architecture> make_qwen35moe_architecture();
 std::unique_ptr<Architecture> make_qwen3next_architecture();
 std::unique_ptr<Architecture> make_kimi_linear_architecture();
+std::unique_ptr<Architecture> make_granite_hybrid_architecture();
+std::unique_ptr<Architecture> make_falcon_h1_architecture();
 
 namespace {
 struct ArchEntry {
@@ -41,6 +43,8 @@ const ArchEntry kArchitectures[] = {
     {"qwen35moe", make_qwen35moe_architecture},
     {"qwen3next", make_qwen3next_architecture},
     {"kimi-linear", make_kimi_linear_architecture},
+    {"granitehybrid", make_granite_hybrid_architecture},
+    {"falcon-h1", make_falcon_h1_architecture},
 };
 
 struct HfEntry {
@@ -67,6 +71,8 @@ const HfEntry kHfArchitectures[] = {
     {"Qwen3_5MoeForCausalLM", {"qwen35moe", HfNorms::zero_centred}},
     {"Qwen3_5MoeForConditionalGeneration", {"qwen35moe", HfNorms::zero_centred}},
     {"KimiLinearForCausalLM", {"kimi-linear", HfNorms::kimi}},
+    {"GraniteMoeHybridForCausalLM", {"granitehybrid", HfNorms::granite_hybrid}},
+    {"FalconH1ForCausalLM", {"falcon-h1", HfNorms::falcon_h1}},
 };
 } // namespace
 

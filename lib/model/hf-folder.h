@@ -31,6 +31,10 @@ enum class HfNorms : uint8_t {
     // Kimi-Linear: plain norms; its KDA layers, MoE blocks and config
     // (model/hf-kimi.h).
     kimi,
+    // Granite 4.0-H and Falcon-H1: plain norms; Mamba-2 layers, experts and
+    // muP multipliers (model/hf-granite-falcon.h).
+    granite_hybrid,
+    falcon_h1,
 };
 struct HfArchitecture {
     const char *gguf_arch;  // vt's (and GGUF's) name
