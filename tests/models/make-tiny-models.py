@@ -307,6 +307,11 @@ CONFIGS.update({
         ssm_multipliers=[0.35, 0.25, 0.7, 0.5, 1.4], ssm_out_multiplier=0.24)),
 })
 HYBRID |= {"granitemoehybrid", "falcon_h1"}
+# Granite 4.0-H: every greedy margin above 0.05 (28 distinct tokens), all 8
+# experts chosen; falcon_h1 keeps SEED (margins above 0.07).
+SEEDS["granitemoehybrid"] = 1242
+# The Granite converter pads the vocabulary to a multiple of 8, as NemotronH's.
+PAD_VOCAB_8 |= {"granitemoehybrid"}
 
 
 def train_tokenizer(folder: Path):
