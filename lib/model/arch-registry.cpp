@@ -21,6 +21,7 @@ std::unique_ptr<Architecture> make_qwen35_architecture();
 std::unique_ptr<Architecture> make_qwen35moe_architecture();
 std::unique_ptr<Architecture> make_qwen3next_architecture();
 std::unique_ptr<Architecture> make_kimi_linear_architecture();
+std::unique_ptr<Architecture> make_nemotron_h_architecture();
 std::unique_ptr<Architecture> make_granite_hybrid_architecture();
 std::unique_ptr<Architecture> make_falcon_h1_architecture();
 
@@ -43,6 +44,8 @@ const ArchEntry kArchitectures[] = {
     {"qwen35moe", make_qwen35moe_architecture},
     {"qwen3next", make_qwen3next_architecture},
     {"kimi-linear", make_kimi_linear_architecture},
+    {"nemotron_h", make_nemotron_h_architecture},
+    {"nemotron_h_moe", make_nemotron_h_architecture},
     {"granitehybrid", make_granite_hybrid_architecture},
     {"falcon-h1", make_falcon_h1_architecture},
 };
@@ -71,6 +74,7 @@ const HfEntry kHfArchitectures[] = {
     {"Qwen3_5MoeForCausalLM", {"qwen35moe", HfNorms::zero_centred}},
     {"Qwen3_5MoeForConditionalGeneration", {"qwen35moe", HfNorms::zero_centred}},
     {"KimiLinearForCausalLM", {"kimi-linear", HfNorms::kimi}},
+    {"NemotronHForCausalLM", {"nemotron_h", HfNorms::nemotron_h}},
     {"GraniteMoeHybridForCausalLM", {"granitehybrid", HfNorms::granite_hybrid}},
     {"FalconH1ForCausalLM", {"falcon-h1", HfNorms::falcon_h1}},
 };

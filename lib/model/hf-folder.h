@@ -31,6 +31,9 @@ enum class HfNorms : uint8_t {
     // Kimi-Linear: plain norms; its KDA layers, MoE blocks and config
     // (model/hf-kimi.h).
     kimi,
+    // NemotronH: plain norms; blocks of one mixer each, the checkpoint's
+    // backbone.* names and layer pattern (model/hf-nemotron-h.h).
+    nemotron_h,
     // Granite 4.0-H and Falcon-H1: plain norms; Mamba-2 layers, experts and
     // muP multipliers (model/hf-granite-falcon.h).
     granite_hybrid,

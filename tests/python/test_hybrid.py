@@ -124,6 +124,13 @@ def test_gguf_state_size_that_does_not_match_the_tensors(tmp_path):
         vt.Model(str(out))
 
 
+# NemotronH (Mamba-2 layers; tests/models/tiny/nemotron_h): the same refusals.
+@pytest.fixture
+def nemotron_folder(tmp_path):
+    src = TINY / "nemotron_h"
+    if not src.is_dir():
+        pytest.skip("tests/models/tiny/nemotron_h is missing")
+    dst = tmp_path / "nemotron_h"
 # Granite 4.0-H and Falcon-H1 (Mamba-2 hybrids with muP multipliers): broken
 # folders name the key or tensor that is wrong.
 def _tiny_folder(tmp_path, name):
@@ -135,6 +142,32 @@ def _tiny_folder(tmp_path, name):
     return dst
 
 
+def test_nemotron_h_folder_loads(nemotron_folder):
+    m = vt.Model(str(nemotron_folder))
+    assert m.n_layer == 6
+
+
+def test_nemotron_h_folder_without_a_log(nemotron_folder):
+    _rename_safetensors(nemotron_folder / "model.safetensors", "backbone.layers.2.mixer.A_log",
+                        "backbone.layers.2.mixer.A_lox")
+    with pytest.raises(vt.VtFormatError, match=r"blk\.2\.ssm_a"):
+        vt.Model(str(nemotron_folder))
+
+
+def test_nemotron_h_ssm_shape_that_does_not_match_the_weights(nemotron_folder):
+    cfg = json.loads((nemotron_folder / "config.json").read_text())
+    cfg["ssm_state_size"] = 8  # the weights have 16
+    (nemotron_folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(vt.VtFormatError, match=r"tensor 'blk\.0\.ssm_in\.weight': dimension 1"):
+        vt.Model(str(nemotron_folder))
+
+
+def test_nemotron_h_pattern_that_is_not_one(nemotron_folder):
+    cfg = json.loads((nemotron_folder / "config.json").read_text())
+    cfg["hybrid_override_pattern"] = "M-M*-X"
+    (nemotron_folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(vt.VtFormatError, match=r"hybrid_override_pattern has 'X'"):
+        vt.Model(str(nemotron_folder))
 def _edit_config(folder: Path, **changes):
     cfg = json.loads((folder / "config.json").read_text())
     cfg.update(changes)

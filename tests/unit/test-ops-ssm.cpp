@@ -9,6 +9,8 @@
 // batch test: its cases with bias and silu.)
 #include "unit/ops-harness.h"
 
+#include "backend/graph-exec.h"
+
 namespace {
 
 // ---- UNARY relu^2 ---------------------------------------------------------------------
@@ -618,6 +620,72 @@ TEST_CASE("SSM_SCAN: a malformed index touches no slot; shapes it refuses", "[op
         g.op<Op::SSM_SCAN>(DType::F32, {8, bad.H, 2}, {x, dt, &at, B, C, &pt, it}, SsmScanParams{bad.chunk, 0.f, 0.f, 0});
         CHECK_FALSE(supports(g.nodes()[0]));
     }
+}
+
+TEST_CASE("SSM_SCAN on a device without it: the executor runs it on the CPU and writes the state back", "[.][fallback]") {
+    // Run by the 'backends' suite with tests/backends/fake on VT_BACKEND_PATH:
+    // device fake0 supports no op and its memory is reached only through
+    // set/get, so the graph executor copies the node's sources to the host,
+    // runs it there and copies back dst and the state pool (src5, updated in
+    // place): the same bits as a plain CPU run.
+    vt_device *dev = find_device("fake0");
+    REQUIRE(dev != nullptr);
+    REQUIRE_FALSE(device_is_host(dev));
+    std::mt19937 rng(41);
+    const SsmCfg c{8, 16, 4, 2, 16, 0.f, 0.f};
+    const int64_t n_slots = 3;
+    const StepIndex si = step_index({{1, false}, {20, true}}, {2, 0});
+    const SsmIn in = ssm_inputs(c, si.n_tok, rng);
+    const std::vector<float> pool0 = warm_pool(c, n_slots, rng);
+    // The CPU's run (chunked from 16 tokens: both forms).
+    const SsmOut want = ssm_step(c, in, si, pool0, n_slots, 16, false);
+
+    const int64_t P = c.P, H = c.H, N = c.N, G = c.G, n_tok = si.n_tok, row = xbc_row(c);
+    std::vector<float> xs, bs, cs;
+    for (int64_t t = 0; t < n_tok; ++t) {
+        const float *r = &in.xbc[(size_t)(t * row)];
+        xs.insert(xs.end(), r, r + P * H);
+        bs.insert(bs.end(), r + P * H, r + P * H + N * G);
+        cs.insert(cs.end(), r + P * H + N * G, r + row);
+    }
+    // The pool in the device's memory; A in plain host memory.
+    const size_t pool_bytes = pool0.size() * sizeof(float);
+    BufferPtr pool_buf = buffer_alloc(dev, pool_bytes, "ssm pool");
+    Tensor pt, at;
+    tensor_init(pt, DType::F32, N * P * H, n_slots, 1, 1, pool_buf->iface->get_base(pool_buf.get()), "ssm.state");
+    pt.buffer = pool_buf.get();
+    tensor_set(pt, pool0.data(), 0, pool_bytes);
+    tensor_init(at, DType::F32, H, 1, 1, 1, const_cast<float *>(in.A.data()), "ssm.A");
+    Graph g;
+    Tensor *xt = g.input(DType::F32, {P, H, n_tok}), *bt = g.input(DType::F32, {N, G, n_tok}),
+           *ct = g.input(DType::F32, {N, G, n_tok}), *dt = g.input(DType::F32, {H, n_tok}),
+           *it = g.input(DType::I32, {3, 2});
+    Tensor *y = g.op<Op::SSM_SCAN>(DType::F32, {P, H, n_tok}, {xt, dt, &at, bt, ct, &pt, it},
+                                   SsmScanParams{c.chunk, 0.f, 0.f, 16});
+    g.mark_output(y);
+    CHECK_FALSE(dev->iface->supports_op(dev, &g.nodes()[0]));
+    BufferPtr arena = buffer_alloc(dev, g.plan() + 64, "ssm arena");
+    uint8_t *base = static_cast<uint8_t *>(arena->iface->get_base(arena.get()));
+    g.bind(base, arena.get());
+    auto put_dev = [&](Tensor *t, const void *v) {
+        REQUIRE(arena->iface->set(arena.get(), v, (size_t)(static_cast<uint8_t *>(t->data) - base), t->nbytes()) ==
+                VT_OK);
+    };
+    put_dev(xt, xs.data());
+    put_dev(bt, bs.data());
+    put_dev(ct, cs.data());
+    put_dev(dt, in.dt.data());
+    put_dev(it, si.index.data());
+    GraphExecutor ex(dev, 2);
+    ex.compute(g.nodes());
+    CHECK(ex.fallback_nodes() == 1);
+    std::vector<float> got((size_t)y->nelements()), pool(pool0.size());
+    REQUIRE(arena->iface->get(arena.get(), got.data(), (size_t)(static_cast<uint8_t *>(y->data) - base),
+                              got.size() * sizeof(float)) == VT_OK);
+    tensor_get(pt, pool.data(), 0, pool_bytes);
+    CHECK(same_bits(got.data(), want.out.data(), got.size() * sizeof(float)));
+    CHECK(same_bits(pool.data(), want.pool.data(), pool_bytes));
+    CHECK_FALSE(same_bits(pool.data(), pool0.data(), pool_bytes));  // the state went back to the device
 }
 
 } // namespace
