@@ -304,12 +304,13 @@ CONFIGS.update({
         rope_parameters={"rope_type": "default", "rope_theta": 1e11},
         embedding_multiplier=5.66, lm_head_multiplier=3.0, mlp_multipliers=[0.88, 0.59], key_multiplier=0.39,
         attention_in_multiplier=1.5, attention_out_multiplier=0.94, ssm_in_multiplier=1.25,
-        ssm_multipliers=[0.35, 0.25, 0.7, 0.5, 1.4], ssm_out_multiplier=0.24)),
+        ssm_multipliers=[1.2, 2.5, 4.0, 3.0, 1.4], ssm_out_multiplier=1.8)),
 })
 HYBRID |= {"granitemoehybrid", "falcon_h1"}
 # Granite 4.0-H: every greedy margin above 0.05 (28 distinct tokens), all 8
-# experts chosen; falcon_h1 keeps SEED (margins above 0.07).
+# experts chosen; Falcon-H1: margins above 0.05 (7 distinct tokens).
 SEEDS["granitemoehybrid"] = 1242
+SEEDS["falcon_h1"] = 3004
 # The Granite converter pads the vocabulary to a multiple of 8, as NemotronH's.
 PAD_VOCAB_8 |= {"granitemoehybrid"}
 
