@@ -131,13 +131,6 @@ def nemotron_folder(tmp_path):
     if not src.is_dir():
         pytest.skip("tests/models/tiny/nemotron_h is missing")
     dst = tmp_path / "nemotron_h"
-# Granite 4.0-H and Falcon-H1 (Mamba-2 hybrids with muP multipliers): broken
-# folders name the key or tensor that is wrong.
-def _tiny_folder(tmp_path, name):
-    src = TINY / name
-    if not src.is_dir():
-        pytest.skip(f"tests/models/tiny/{name} is missing")
-    dst = tmp_path / name
     shutil.copytree(src, dst)
     return dst
 
@@ -168,6 +161,19 @@ def test_nemotron_h_pattern_that_is_not_one(nemotron_folder):
     (nemotron_folder / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(vt.VtFormatError, match=r"hybrid_override_pattern has 'X'"):
         vt.Model(str(nemotron_folder))
+
+
+# Granite 4.0-H and Falcon-H1 (Mamba-2 hybrids with muP multipliers): broken
+# folders name the key or tensor that is wrong.
+def _tiny_folder(tmp_path, name):
+    src = TINY / name
+    if not src.is_dir():
+        pytest.skip(f"tests/models/tiny/{name} is missing")
+    dst = tmp_path / name
+    shutil.copytree(src, dst)
+    return dst
+
+
 def _edit_config(folder: Path, **changes):
     cfg = json.loads((folder / "config.json").read_text())
     cfg.update(changes)
