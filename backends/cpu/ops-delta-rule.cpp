@@ -301,25 +301,8 @@ void op_gated_delta_rule(const Node &n, const OpCtx &c) {
     Bufs b;
     const size_t per_thread = carve(s, nullptr, nullptr);
     carve(s, reinterpret_cast<float *>(c.wdata) + (size_t)c.ith * per_thread, &b);
-    float *dst = static_cast<float *>(n.dst->data);
-    // Units (sequence, V head) dealt out round-robin: a prompt's heads spread
-    // over the threads as a decode batch's do.
-    const int64_t covered = for_each_seq(n.src[6], s.n_tok, s.n_slots, [&](int64_t seq, const SeqRun &r) {
-        for (int64_t h = 0; h < s.Hv; ++h) {
-            if ((seq * s.Hv + h) % c.nth != c.ith) continue;
-            if (r.valid) {
-                delta_unit(n, s, r, h, b);
-            } else {
-                for (int64_t t = r.t0; t < r.t0 + r.n; ++t)
-                    std::memset(dst + (t * s.Hv + h) * s.dv, 0, (size_t)s.dv * sizeof(float));
-            }
-        }
-    });
-    // Tokens no sequence covers.
-    int64_t t0, t1;
-    split(s.n_tok - covered, c.ith, c.nth, t0, t1);
-    if (t1 > t0)
-        std::memset(dst + (covered + t0) * s.Hv * s.dv, 0, (size_t)((t1 - t0) * s.Hv * s.dv) * sizeof(float));
+    for_each_head_unit(n.src[6], s.n_tok, s.n_slots, s.Hv, s.dv, static_cast<float *>(n.dst->data), c.ith, c.nth,
+                       [&](const SeqRun &r, int64_t h) { delta_unit(n, s, r, h, b); });
 }
 
 bool supports_gated_delta_rule(const Node &n) {

@@ -267,24 +267,8 @@ void op_ssm_scan(const Node &n, const OpCtx &c) {
     Bufs b;
     const size_t per_thread = carve(s, nullptr, nullptr);
     carve(s, reinterpret_cast<float *>(c.wdata) + (size_t)c.ith * per_thread, &b);
-    float *dst = static_cast<float *>(n.dst->data);
-    // Units (sequence, head) dealt out round-robin: a prompt's heads spread
-    // over the threads as a decode batch's do.
-    const int64_t covered = for_each_seq(n.src[6], s.n_tok, s.n_slots, [&](int64_t seq, const SeqRun &r) {
-        for (int64_t h = 0; h < s.H; ++h) {
-            if ((seq * s.H + h) % c.nth != c.ith) continue;
-            if (r.valid) {
-                ssm_unit(n, s, r, h, b);
-            } else {
-                for (int64_t t = r.t0; t < r.t0 + r.n; ++t)
-                    std::memset(dst + (t * s.H + h) * s.P, 0, (size_t)s.P * sizeof(float));
-            }
-        }
-    });
-    // Tokens no sequence covers.
-    int64_t t0, t1;
-    split(s.n_tok - covered, c.ith, c.nth, t0, t1);
-    if (t1 > t0) std::memset(dst + (covered + t0) * s.H * s.P, 0, (size_t)((t1 - t0) * s.H * s.P) * sizeof(float));
+    for_each_head_unit(n.src[6], s.n_tok, s.n_slots, s.H, s.P, static_cast<float *>(n.dst->data), c.ith, c.nth,
+                       [&](const SeqRun &r, int64_t h) { ssm_unit(n, s, r, h, b); });
 }
 
 bool supports_ssm_scan(const Node &n) {

@@ -1,11 +1,14 @@
-// The state index of the recurrent ops (CONV1D_CAUSAL, GATED_DELTA_RULE): an
+// The state index of the recurrent ops (CONV1D_CAUSAL, GATED_DELTA_RULE,
+// SSM_SCAN): an
 // i32 tensor (3, n_seqs), per sequence {slot, n_tokens, fresh}. A step's
 // tokens are the sequences' tokens one sequence after another, in index
 // order; each sequence reads and updates its own slot of a state pool.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
+#include "cpu-ops.h"
 #include "core/tensor.h"
 
 namespace vt::cpu {
@@ -34,6 +37,33 @@ int64_t for_each_seq(const Tensor *index, int64_t n_tok, int64_t n_slots, F f) {
         t0 += n;
     }
     return t0;
+}
+
+// The per-head recurrences (GATED_DELTA_RULE, SSM_SCAN) on thread ith of nth:
+// units (sequence, head) dealt out round-robin, so that a prompt's heads
+// spread over the threads as a decode batch's do; unit(run, h) for each of
+// this thread's units of a valid sequence. dst holds row_floats outputs per
+// head and token ((row, n_heads, n_tok)): an invalid sequence's rows and the
+// tokens no sequence covers are zeroed here.
+template <typename F>
+void for_each_head_unit(const Tensor *index, int64_t n_tok, int64_t n_slots, int64_t n_heads, int64_t row_floats,
+                        float *dst, int ith, int nth, F unit) {
+    const int64_t covered = for_each_seq(index, n_tok, n_slots, [&](int64_t seq, const SeqRun &r) {
+        for (int64_t h = 0; h < n_heads; ++h) {
+            if ((seq * n_heads + h) % nth != ith) continue;
+            if (r.valid) {
+                unit(r, h);
+            } else {
+                for (int64_t t = r.t0; t < r.t0 + r.n; ++t)
+                    std::memset(dst + (t * n_heads + h) * row_floats, 0, (size_t)row_floats * sizeof(float));
+            }
+        }
+    });
+    int64_t t0, t1;
+    split(n_tok - covered, ith, nth, t0, t1);
+    if (t1 > t0)
+        std::memset(dst + (covered + t0) * n_heads * row_floats, 0,
+                    (size_t)((t1 - t0) * n_heads * row_floats) * sizeof(float));
 }
 
 // Whether t is an i32 (3, n_seqs) index.
