@@ -49,10 +49,13 @@ def test_folder_loads(folder):
     assert m.n_layer == 4
 
 
-def test_llm_generates_and_resumes_from_the_prefix_cache():
-    src = TINY / "qwen3_5.gguf"
+# One fixture of each state kind: the delta rule's (qwen3_5), the conv tail
+# alone (lfm2: no recurrent state beside it), Mamba-2's (nemotron_h_moe).
+@pytest.mark.parametrize("name", ["qwen3_5", "lfm2", "nemotron_h_moe"])
+def test_llm_generates_and_resumes_from_the_prefix_cache(name):
+    src = TINY / f"{name}.gguf"
     if not src.exists():
-        pytest.skip("tests/models/tiny/qwen3_5.gguf is missing")
+        pytest.skip(f"tests/models/tiny/{name}.gguf is missing")
     greedy = vt.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
     prompt = list(range(3, 60))
     llm = vt.LLM(str(src), n_threads=1, max_num_seqs=4)
@@ -130,24 +133,6 @@ def test_gguf_state_size_that_does_not_match_the_tensors(tmp_path):
 
 
 # ---- LFM2: gated short convs whose state is the conv tail only ----
-
-
-def test_lfm2_generates_and_resumes_from_the_prefix_cache():
-    src = TINY / "lfm2.gguf"
-    if not src.exists():
-        pytest.skip("tests/models/tiny/lfm2.gguf is missing")
-    greedy = vt.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
-    prompt = list(range(3, 60))
-    llm = vt.LLM(str(src), n_threads=1, max_num_seqs=4)
-    first = llm.generate(prompt_token_ids=[prompt], sampling_params=greedy)[0].token_ids
-    follow_up = prompt + list(first) + [7, 8, 9]
-    cached = llm.generate(prompt_token_ids=[follow_up], sampling_params=greedy)[0].token_ids
-    s = llm.context.stats()
-    # Three conv layers of (3 - 1) * 64 floats a slot, no recurrent state.
-    assert s["state_slots"] == 4 and 0 < s["state_bytes"] < s["kv_cache_bytes"], s
-    assert s["prefix_hit_tokens"] == (len(prompt) + len(first) - 1) // 16 * 16, s
-    plain = vt.LLM(str(src), n_threads=1, max_num_seqs=4, enable_prefix_caching=False)
-    assert plain.generate(prompt_token_ids=[follow_up], sampling_params=greedy)[0].token_ids == cached
 
 
 def test_lfm2_gguf_conv_weight_of_the_wrong_shape(tmp_path):
