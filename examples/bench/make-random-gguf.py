@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random-weight GGUFs in real model shapes (Llama, Qwen2, Qwen3, Qwen3-MoE, OLMoE, Qwen3.5, Qwen3.6-MoE), for throughput benchmarks.
+"""Random-weight GGUFs in real model shapes (Llama, Qwen2, Qwen3, Qwen3-MoE, OLMoE, Qwen3.5, Qwen3.6-MoE, NemotronH, Granite 4.0-H, LFM2), for throughput benchmarks.
 
 Prefill and decode speed depend on the shapes and the weight types, not on the
 values, so these files stand in for models no hub can give us here. They are
@@ -43,6 +43,12 @@ Shapes (hyperparameters of the real models):
                   262144, rope as qwen35-2b, separate output.weight; no
                   feed_forward_length, as the real file (Qwen3.5-MoE's config
                   has no intermediate_size)
+    nemotronh-30b-a3b, granite4-h-tiny, lfm2-2.6b
+                  the Mamba-2 hybrids (5 of Nemotron-3-Nano-30B-A3B's layers,
+                  10 of Granite-4.0-H-Tiny's) and LFM2-2.6B (all 30 layers):
+                  their dims, tensors and keys are in ssm_shapes.py, beside
+                  this file (Q8_0: 3.6, 2.0, 2.7 GB; Q4_K: 2.3, 1.0, 1.5 GB;
+                  NemotronH's 2688-wide rows fall back to Q5_0 at Q4_K)
 The MoE shapes keep fewer layers than their models so that a file fits this
 kind of machine's memory (Q8_0: 3.3, 3.8 and 3.8 GB; Q4_K: 1.8, 2.0 and 2.0
 GB); a layer is the real one, so prefill and decode per layer are as in the
@@ -108,6 +114,7 @@ Usage (from the repository root, with the project venv that has `gguf`):
     .venv/bin/python examples/bench/make-random-gguf.py --shape smollm2-135m --type Q4_0
     .venv/bin/python examples/bench/make-random-gguf.py --shape qwen3moe-a3b --shape olmoe-1b-7b --type Q4_K --type Q8_0
     .venv/bin/python examples/bench/make-random-gguf.py --shape qwen35-2b --shape qwen35moe-a3b --type Q4_K --type Q8_0
+    .venv/bin/python examples/bench/make-random-gguf.py --shape nemotronh-30b-a3b --shape granite4-h-tiny --type Q4_K
     .venv/bin/python examples/bench/make-random-gguf.py --list           # paths, present or not
     .venv/bin/python examples/bench/make-random-gguf.py --check FILE     # dequantized stats
 
@@ -133,6 +140,9 @@ except ImportError as e:  # pragma: no cover
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "examples" / "models"))
 import vt_models  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ssm_shapes  # noqa: E402  (the Mamba-2 hybrids' and LFM2's plans and keys)
 
 STD = 0.02  # weight standard deviation, like a trained transformer's matrices
 
@@ -300,8 +310,9 @@ def random_float(rng: np.random.Generator, qt: QT, rows: int, ne0: int) -> np.nd
 # "router" (an MoE router or the shared expert's gate, small normals),
 # "ssm_a" (-exp(A_log), A in 1..16 as transformers initializes it),
 # "ssm_dt" (dt_bias: softplus^-1 of a dt in 0.001..0.1), "conv" (the
-# depthwise causal conv's taps, uniform +-0.5).
-F32_KINDS = ("norm", "router", "ssm_a", "ssm_dt", "conv")
+# depthwise causal conv's taps, uniform +-0.5), "bias" (a conv bias or an
+# MoE router's expert bias, small normals).
+F32_KINDS = ("norm", "router", "ssm_a", "ssm_dt", "conv", "bias")
 
 
 def tensor_plan(s: Shape) -> list[tuple[str, tuple[int, ...], str]]:
@@ -464,10 +475,10 @@ def add_hybrid_keys(w: gguf.GGUFWriter, s: Shape, type_name: str) -> None:
 
 
 def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[str, int]:
-    s = SHAPES[shape]
+    s = SHAPES.get(shape) or ssm_shapes.SHAPES[shape]
     qt = TYPES[type_name]
     rng = np.random.default_rng(seed)
-    plan = tensor_plan(s)
+    plan = ssm_shapes.tensor_plan(s) if isinstance(s, ssm_shapes.SsmShape) else tensor_plan(s)
     tmp = path.with_name(path.name + f".partial-{os.getpid()}")
     path.parent.mkdir(parents=True, exist_ok=True)
     w = gguf.GGUFWriter(tmp, s.arch)
@@ -476,7 +487,9 @@ def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[s
     w.add_description("random weights in real shapes (vt examples/bench/make-random-gguf.py); "
                       "for throughput measurements only")
     w.add_size_label(s.label)
-    if s.hybrid:
+    if isinstance(s, ssm_shapes.SsmShape):
+        ssm_shapes.add_keys(w, s, FILE_TYPE[type_name])
+    elif s.hybrid:
         add_hybrid_keys(w, s, type_name)
     else:
         w.add_context_length(s.n_ctx)
@@ -524,14 +537,14 @@ def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[s
         w.write_ti_data_to_file()
         for (name, ne, kind), t in zip(plan, types):
             ne0, rows = ne[0], int(np.prod(ne[1:]))
-            if kind == "norm":  # norm weights (and biases) near 1
-                arr = (1.0 + 0.1 * rng.standard_normal(ne0, dtype=np.float32)).astype(np.float32)
-            elif kind == "router":  # a random, roughly balanced choice of experts
+            if kind == "norm":  # norm weights (and biases, Mamba-2's D) near 1
+                arr = (1.0 + 0.1 * rng.standard_normal((rows, ne0), dtype=np.float32)).astype(np.float32)
+            elif kind in ("router", "bias"):  # a random, roughly balanced choice of experts
                 arr = STD * rng.standard_normal((rows, ne0), dtype=np.float32)
             elif kind == "ssm_a":
-                arr = -rng.uniform(1.0, 16.0, ne0).astype(np.float32)
+                arr = -rng.uniform(1.0, 16.0, (rows, ne0)).astype(np.float32)
             elif kind == "ssm_dt":
-                arr = np.log(np.expm1(rng.uniform(1e-3, 0.1, ne0))).astype(np.float32)
+                arr = np.log(np.expm1(rng.uniform(1e-3, 0.1, (rows, ne0)))).astype(np.float32)
             elif kind == "conv":
                 arr = rng.uniform(-0.5, 0.5, (rows, ne0)).astype(np.float32)
             elif t in (QT.F16, QT.BF16):
@@ -579,7 +592,7 @@ def check(path: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shape", action="append", choices=list(SHAPES),
+    ap.add_argument("--shape", action="append", choices=list(SHAPES) + list(ssm_shapes.SHAPES),
                     help="shape to write (repeatable; default the dense ones: " + ", ".join(DENSE_SHAPES) + ")")
     ap.add_argument("--type", action="append", choices=list(TYPES),
                     help="type to write (repeatable; default all)")
