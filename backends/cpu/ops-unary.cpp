@@ -28,13 +28,18 @@ void op_unary(const Node &n, const OpCtx &c) {
     // threshold, where log1p(exp(x)) rounds to x anyway.
     case kUnarySoftplus: return map(n, c, [](float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); });
     case kUnaryExp: return map(n, c, [](float x) { return std::exp(x); });
+    // NemotronH's relu2, torch.square(relu(x)): NaN passes through as torch's relu lets it.
+    case kUnaryReluSqr: return map(n, c, [](float x) {
+        const float r = x < 0.0f ? 0.0f : x;
+        return r * r;
+    });
     default: return;
     }
 }
 bool supports_unary(const Node &n) {
     const int32_t k = n.params.unary.kind;
     return is_f32(n.src[0]) && is_f32(n.dst) && same_shape(n.src[0], n.dst) && k >= kUnarySigmoid &&
-           k <= kUnaryExp;
+           k <= kUnaryReluSqr;
 }
 size_t work_size_unary(const Node &, int) { return 0; }
 

@@ -123,7 +123,7 @@ bool supports_op_rules(const Node &n) {
     case Op::ATTN_PAGED: return supports_attn_paged(n);
     case Op::SCALE: return contiguous_f32(n.src[0]) && contiguous_f32(n.dst) && same_shape(n.src[0], n.dst);
     // No shaders for the linear-attention ops (UNARY, L2_NORM,
-    // RMS_NORM_GATED, CONV1D_CAUSAL, GATED_DELTA_RULE), for RMS_NORM without
+    // RMS_NORM_GATED, CONV1D_CAUSAL, GATED_DELTA_RULE, SSM_SCAN), for RMS_NORM without
     // a weight or for ADD/MUL broadcasts other than one row: the graph
     // executor runs them on the CPU.
     default: return false;

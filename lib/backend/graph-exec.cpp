@@ -21,6 +21,7 @@ bool writes_source(Op op, int i) {
     case Op::ATTN_PAGED: return i == 3 || i == 4;
     case Op::CONV1D_CAUSAL: return i == 3;
     case Op::GATED_DELTA_RULE: return i == 5;
+    case Op::SSM_SCAN: return i == 5;
     default: return false;
     }
 }

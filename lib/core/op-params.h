@@ -25,14 +25,24 @@ constexpr int32_t kUnarySigmoid = 0;   // 1 / (1 + exp(-x))
 constexpr int32_t kUnarySilu = 1;      // x / (1 + exp(-x))
 constexpr int32_t kUnarySoftplus = 2;  // log1p(exp(x)), x where x > 20 (torch's softplus, threshold 20)
 constexpr int32_t kUnaryExp = 3;       // exp(x)
+constexpr int32_t kUnaryReluSqr = 4;   // max(x, 0)^2 (NemotronH's relu2 MLPs and experts)
 
-// RMSNorm times a gate (Op::RMS_NORM_GATED).
+// RMSNorm times a gate (Op::RMS_NORM_GATED). The fields after gate are
+// zero in every older caller's {eps, gate}, and zero means the old
+// behaviour: the whole row one norm, the gate after the weight.
 struct GatedNormParams {
     float eps;
-    int32_t gate;  // kGateSilu or kGateSigmoid: the activation of z
+    int32_t gate;   // kGateSilu or kGateSigmoid: the activation of z
+    int32_t group;  // elements per norm group within the ne[0] row (a divisor of ne[0]); 0: the whole row
+    int32_t order;  // kGateAfterNorm or kGateBeforeNorm
 };
 constexpr int32_t kGateSilu = 0;
 constexpr int32_t kGateSigmoid = 1;
+// ((x * rms_scale(x)) * w) * act(z): Qwen3-Next's and Kimi's gated norms.
+constexpr int32_t kGateAfterNorm = 0;
+// ((x * act(z)) * rms_scale(x * act(z))) * w: Mamba's MambaRMSNormGated with
+// norm_before_gate=False (NemotronH, Granite 4 hybrid, Falcon-H1).
+constexpr int32_t kGateBeforeNorm = 1;
 
 // Causal depthwise convolution with per-sequence state (Op::CONV1D_CAUSAL).
 struct ConvParams {
@@ -58,6 +68,22 @@ constexpr int32_t kDeltaChunk = 64;            // tokens per chunk of the chunke
 // its tokens are split into steps. The chunked form stays for devices where
 // it pays (chunked_from selects it).
 constexpr int32_t kDeltaChunkedFrom = INT32_MAX;
+
+// Mamba-2's selective state-space scan (Op::SSM_SCAN). Value-initialized
+// (SsmScanParams{}) it is the transformers defaults: time_step_limit (0,
+// inf), the chunk size kSsmChunk, the default choice of form.
+struct SsmScanParams {
+    int32_t chunk_size;    // tokens per chunk of the chunked (SSD) form (the checkpoint's chunk_size),
+                           // at most kSsmChunkMax; 0: kSsmChunk
+    float dt_min;          // dt is clamped to [dt_min, dt_max] after softplus (time_step_limit)
+    float dt_max;          // <= 0: no upper limit (as +inf)
+    int32_t chunked_from;  // a sequence with at least this many tokens in the step takes the chunked
+                           // form; 0: kSsmChunkedFrom; INT32_MAX: never
+};
+constexpr int32_t kSsmChunk = 128;     // transformers' Mamba2Config/NemotronHConfig default chunk_size
+constexpr int32_t kSsmChunkMax = 512;  // the largest chunk_size the CPU backend takes
+// Which form a prompt takes by default: see ops-ssm-scan.cpp (measured).
+constexpr int32_t kSsmChunkedFrom = INT32_MAX;
 
 // Rotary embedding, with ggml's YaRN terms (ext_factor 0 = plain RoPE).
 // theta_i = pos * freq_base^(-2i/n_rot) / freq_factor_i (src2, when given),

@@ -23,6 +23,7 @@ std::unique_ptr<Architecture> make_qwen3next_architecture();
 std::unique_ptr<Architecture> make_kimi_linear_architecture();
 std::unique_ptr<Architecture> make_lfm2_architecture();
 std::unique_ptr<Architecture> make_lfm2moe_architecture();
+std::unique_ptr<Architecture> make_nemotron_h_architecture();
 
 namespace {
 struct ArchEntry {
@@ -45,6 +46,8 @@ const ArchEntry kArchitectures[] = {
     {"kimi-linear", make_kimi_linear_architecture},
     {"lfm2", make_lfm2_architecture},
     {"lfm2moe", make_lfm2moe_architecture},
+    {"nemotron_h", make_nemotron_h_architecture},
+    {"nemotron_h_moe", make_nemotron_h_architecture},
 };
 
 struct HfEntry {
@@ -73,6 +76,7 @@ const HfEntry kHfArchitectures[] = {
     {"KimiLinearForCausalLM", {"kimi-linear", HfNorms::kimi}},
     {"Lfm2ForCausalLM", {"lfm2", HfNorms::lfm2}},
     {"Lfm2MoeForCausalLM", {"lfm2moe", HfNorms::lfm2}},
+    {"NemotronHForCausalLM", {"nemotron_h", HfNorms::nemotron_h}},
 };
 } // namespace
 

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -18,6 +19,7 @@
 #include "model/hf-experts.h"
 #include "model/hf-kimi.h"
 #include "model/hf-lfm2.h"
+#include "model/hf-nemotron-h.h"
 #include "model/hf-linear-attention.h"
 #include "model/json-file.h"
 #include "model/safetensors.h"
@@ -158,6 +160,8 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
         if (std::string k = kimi_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
     if (norms == HfNorms::lfm2)
         if (std::string k = lfm2_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
+    if (norms == HfNorms::nemotron_h)
+        if (std::string k = nemotron_h_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
     const auto &own = norms == HfNorms::gemma ? gemma : plain;
     for (const auto *table : {&common, &own}) {
         auto it = table->find(rest);
@@ -415,9 +419,11 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
              hf_arch.c_str(), hf_architecture_names().c_str());
     const std::string a = arch->gguf_arch;
     const bool kimi = arch->norms == HfNorms::kimi, lfm2 = arch->norms == HfNorms::lfm2;
-    const json cfg = kimi   ? kimi_config_aliases(text_cfg, cfg_path.string())
-                     : lfm2 ? lfm2_config_aliases(text_cfg, a == "lfm2", cfg_path.string())
-                            : text_cfg;
+    const bool nemotron = arch->norms == HfNorms::nemotron_h;
+    const json cfg = kimi       ? kimi_config_aliases(text_cfg, cfg_path.string())
+                     : lfm2     ? lfm2_config_aliases(text_cfg, a == "lfm2", cfg_path.string())
+                     : nemotron ? nemotron_h_config_aliases(text_cfg, cfg_path.string())
+                                : text_cfg;
     Meta meta(a);
     const uint64_t n_embd = need_size(cfg, "hidden_size", cfg_path);
     const uint64_t n_head = need_size(cfg, "num_attention_heads", cfg_path);
@@ -485,6 +491,43 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         std::erase_if(meta.kvs, [&](const GgufKV &kv) { return kv.key == a + ".attention.head_count_kv"; });
         meta.i32s("attention.head_count_kv", lm.kv_heads);
         meta.u32("shortconv.l_cache", lm.l_cache);
+    }
+    // NemotronH's blocks: which mixer each layer has, as the converter's
+    // per-layer KV head counts and FFN widths; the Mamba-2 shape; the
+    // experts' latent size and group-limited routing.
+    std::vector<char> nemotron_kinds;
+    if (nemotron) {
+        const NemotronHMeta nm = read_nemotron_h_config(cfg, cfg_path.string());
+        nemotron_kinds = nm.kinds;
+        const uint64_t kv = cfg.contains("num_key_value_heads") ? need_size(cfg, "num_key_value_heads", cfg_path) : n_head;
+        const uint64_t ff = nm.moe ? need_size(cfg, "moe_intermediate_size", cfg_path)
+                                   : (std::count(nm.kinds.begin(), nm.kinds.end(), '-')
+                                          ? need_size(cfg, "intermediate_size", cfg_path) : 0);
+        std::vector<int32_t> kv_heads, widths;
+        for (char c : nm.kinds) {
+            kv_heads.push_back(c == '*' ? (int32_t)kv : 0);
+            widths.push_back(c == '-' || c == 'E' ? (int32_t)ff : 0);
+        }
+        std::erase_if(meta.kvs, [&](const GgufKV &k) {
+            return k.key == a + ".attention.head_count_kv" || k.key == a + ".feed_forward_length";
+        });
+        meta.i32s("attention.head_count_kv", kv_heads);
+        meta.i32s("feed_forward_length", widths);
+        meta.f32("attention.layer_norm_epsilon", num(cfg, "layer_norm_epsilon", 1e-5));
+        meta.u32("ssm.conv_kernel", nm.ssm.kernel);
+        meta.u32("ssm.state_size", nm.ssm.n_state);
+        meta.u32("ssm.group_count", nm.ssm.n_group);
+        meta.u32("ssm.time_step_rank", nm.ssm.n_head);
+        meta.u32("ssm.inner_size", nm.ssm.inner());
+        if (nm.moe) {
+            meta.u32("expert_shared_feed_forward_length", need_size(cfg, "moe_shared_expert_intermediate_size", cfg_path));
+            if (cfg.contains("moe_latent_size") && !cfg["moe_latent_size"].is_null())
+                meta.u32("moe_latent_size", need_size(cfg, "moe_latent_size", cfg_path));
+            if (cfg.contains("n_group") && !cfg["n_group"].is_null()) {
+                meta.u32("expert_group_count", need_size(cfg, "n_group", cfg_path));
+                meta.u32("expert_group_used_count", need_size(cfg, "topk_group", cfg_path));
+            }
+        }
     }
     // Sliding windows: Gemma's per layer type, Mistral's for every layer.
     if (!gdn.present && !kimi && !lfm2 && cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
@@ -561,7 +604,13 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     for (const fs::path &f : files) {
         std::shared_ptr<SafetensorsFile> st = SafetensorsFile::open(f.string(), use_mmap);
         keep.push_back(st);
-        for (const SafetensorsTensor &t : st->tensors()) {
+        for (const SafetensorsTensor &t0 : st->tensors()) {
+            SafetensorsTensor renamed;
+            if (nemotron) {
+                renamed = t0;
+                renamed.name = nemotron_h_tensor_name(t0.name, nemotron_kinds);
+            }
+            const SafetensorsTensor &t = nemotron ? renamed : t0;
             if (experts.take(t)) continue;
             if (std::string bid, rest; mla && split_hf_layer_name(text_model_name(t.name), bid, rest) &&
                                        rest == "self_attn.kv_b_proj.weight") {

@@ -34,6 +34,9 @@ enum class HfNorms : uint8_t {
     // LFM2 / LFM2-MoE: plain norms under their own names; short-conv
     // layers, config and final norm (model/hf-lfm2.h).
     lfm2,
+    // NemotronH: plain norms; blocks of one mixer each, the checkpoint's
+    // backbone.* names and layer pattern (model/hf-nemotron-h.h).
+    nemotron_h,
 };
 struct HfArchitecture {
     const char *gguf_arch;  // vt's (and GGUF's) name

@@ -122,7 +122,7 @@ Tensor *gated_delta_net(LayerBuilder &b, uint32_t il, Tensor *h, const GdnWeight
     // RMSNorm per head times silu(z), then the output projection.
     Tensor *z = g.reshape(b.linear(w.z, h), {dv, nv, n});
     o = g.op<Op::RMS_NORM_GATED>(DType::F32, {dv, nv, n}, {o, const_cast<Tensor *>(w.norm), z},
-                                 GatedNormParams{eps, kGateSilu});
+                                 GatedNormParams{eps, kGateSilu, 0, kGateAfterNorm});
     return b.linear(w.out, g.reshape(o, {dv * nv, n}));
 }
 

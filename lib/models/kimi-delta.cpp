@@ -99,7 +99,7 @@ Tensor *kimi_delta_attention(LayerBuilder &b, uint32_t il, Tensor *h, const KdaW
     // RMSNorm per head (rms_norm_eps) times sigmoid of the low-rank gate, then the output projection.
     Tensor *gate = g.reshape(b.linear(w.g_b, b.linear(w.g_a, h)), {dk, H, n});
     o = g.op<Op::RMS_NORM_GATED>(DType::F32, {dk, H, n}, {o, const_cast<Tensor *>(w.norm), gate},
-                                 GatedNormParams{eps, kGateSigmoid});
+                                 GatedNormParams{eps, kGateSigmoid, 0, kGateAfterNorm});
     return b.linear(w.out, g.reshape(o, {C, n}));
 }
 

@@ -1,5 +1,6 @@
 #include "models/layers.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -13,7 +14,16 @@ void read_decoder_hparams(Model &m, int32_t rope_mode) {
     hp.n_ctx_train = m.arch_u32("context_length");
     hp.n_embd = m.arch_u32("embedding_length");
     hp.n_layer = m.arch_u32("block_count");
-    hp.n_ff = m.arch_u32("feed_forward_length", 0);  // none where every layer has experts (Qwen3.5-MoE)
+    // None where every layer has experts (Qwen3.5-MoE); a list per layer
+    // (NemotronH: 0 but for its MLP blocks) reads as its largest width.
+    if (const GgufKV *ff = m.gguf().find(m.arch_name() + ".feed_forward_length");
+        ff && ff->value.type == GgufType::ARRAY) {
+        hp.n_ff = 0;
+        for (uint64_t i = 0; i < ff->value.arr_n; ++i)
+            hp.n_ff = (uint32_t)std::min<uint64_t>(std::max<uint64_t>(hp.n_ff, ff->value.uint_at(i)), UINT32_MAX);
+    } else {
+        hp.n_ff = m.arch_u32("feed_forward_length", 0);
+    }
     hp.n_head = m.arch_u32("attention.head_count");
     const std::vector<uint32_t> kv_heads = read_head_count_kv(m);
     // One count per layer (Kimi-Linear: 0 for a linear-attention layer):

@@ -16,8 +16,8 @@ its token-by-token recurrence are both compared). Prints, per fixture and
 prompt, max |llama.cpp - transformers| over all logits, and how many greedy
 argmaxes agree. Needs only the standard library and a C++ compiler + cmake.
 
-What to expect: about 1e-5 for qwen3_5_moe and qwen3_next, 3e-6 for lfm2 and
-1e-6 for lfm2_moe (float32 noise);
+What to expect: about 1e-5 for qwen3_5_moe and qwen3_next, 3e-6 for lfm2,
+nemotron_h and nemotron_h_moe, 1e-6 for lfm2_moe (float32 noise);
 about 5e-3 for kimi_linear, all of it from one epsilon: llama.cpp's Kimi
 L2-normalises q and k with rms_norm_eps (1e-5) where transformers uses 1e-6
 (hybrid-numpy-reference.py with 1e-5 there matches llama.cpp to 2e-6).
@@ -39,7 +39,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "models" / "tiny"
-HYBRIDS = ["qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear", "lfm2", "lfm2_moe"]
+HYBRIDS = ["qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear", "lfm2", "lfm2_moe", "nemotron_h",
+           "nemotron_h_moe"]
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 
 DRIVER = r"""

@@ -7,8 +7,8 @@ Run from the repository root (re-runnable, deterministic: fixed seeds):
     PY=/path/to/venv/bin/python   # torch, transformers==5.25.0, tokenizers==0.23.3
     $PY tests/models/make-tiny-models.py --llama-cpp DIR [--only NAME,...]
 (The fixtures before the hybrid ones were made with transformers 5.24.0;
-qwen3_5, qwen3_5_moe, qwen3_next, kimi_linear, lfm2 and lfm2_moe need 5.25,
-which the script checks. Each golden records the versions that made it.)
+qwen3_5, qwen3_5_moe, qwen3_next, kimi_linear, lfm2, lfm2_moe, nemotron_h and
+nemotron_h_moe need 5.25, which the script checks. Each golden records the versions that made it.)
 DIR is llama.cpp's source tree, e.g. the vendor/llama.cpp folder of the
 llama-cpp-python 0.3.36 sdist (pip download --no-deps --no-binary :all:
 llama-cpp-python==0.3.36). torch runs here only: CI reads the committed
@@ -35,9 +35,11 @@ linear attention and full attention (HYBRID): Qwen3.5 and Qwen3-Next gated
 delta nets (more V heads than K heads, K and V head sizes that differ in
 Qwen3.5), their gated full attention with partial rope, Qwen's softmax
 routers with a sigmoid-gated shared expert, and Kimi-Linear's KDA (a decay
-per key channel) beside MLA without rope, and LFM2's gated short convs (a
-state of the conv tail only) beside GQA attention, dense and with experts.
-The hybrids get a third prompt of
+per key channel) beside MLA without rope, LFM2's gated short convs (a
+state of the conv tail only) beside GQA attention, dense and with experts;
+each (Mamba-2 with grouped B/C and its gated norm per group, attention
+without rope, relu2 MLPs or relu2 experts behind DeepSeek-V3's router with a
+latent projection and a shared expert). The hybrids get a third prompt of
 170 tokens, longer than two chunks of 64 of the chunked delta rule, and
 random norm weights, A_log and dt_bias (their inits are constants, which
 would leave the norm conventions untested). For a
@@ -80,7 +82,7 @@ SEED = 1234
 # (0.030 and 0.008), with LFM2-MoE's routing bounds met.
 SEEDS = {"qwen3_moe": 1590, "mixtral": 1274, "olmoe": 1308, "deepseek_v2": 1399, "deepseek_v2_qlora": 1403,
          "deepseek_v3": 1508, "qwen3_5": 1236, "qwen3_5_moe": 301822, "qwen3_next": 122658, "kimi_linear": 1617,
-         "lfm2": 1272, "lfm2_moe": 1378}
+         "lfm2": 1272, "lfm2_moe": 1378, "nemotron_h": 79, "nemotron_h_moe": 74}
 
 PROMPTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -148,7 +150,17 @@ QWEN_HYBRID_MOE = dict(num_experts=8, num_experts_per_tok=2, moe_intermediate_si
 LFM2 = dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
             max_position_embeddings=512, norm_eps=1e-5, conv_L_cache=3, conv_bias=False,
             rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
-HYBRID = {"qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear", "lfm2", "lfm2_moe"}
+# NemotronH (transformers 5.25): blocks of one mixer each after a pre-norm,
+# Mamba-2 ("linear_attention", M), attention without rope ("full_attention",
+# *), a relu2 MLP ("mlp", -) or relu2 experts ("moe", E). Mamba-2 of 8 heads
+# of 16 (d_inner 128), state 16, 2 groups, conv 4, chunks of 32 (the third
+# prompt's 170 tokens cross five); attention of 4 heads of 16 over 2 kv heads.
+NEMOTRON_H = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                  max_position_embeddings=512, layer_norm_epsilon=1e-5, mamba_num_heads=8, mamba_head_dim=16,
+                  ssm_state_size=16, n_groups=2, conv_kernel=4, chunk_size=32, use_conv_bias=True,
+                  tie_word_embeddings=False)
+HYBRID = {"qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear", "lfm2", "lfm2_moe", "nemotron_h",
+          "nemotron_h_moe"}
 CONFIGS = {
     "llama": ("LlamaForCausalLM", "LlamaConfig", dict(
         COMMON, num_hidden_layers=2, tie_word_embeddings=False,
@@ -258,10 +270,31 @@ CONFIGS = {
         LFM2, intermediate_size=96, moe_intermediate_size=16, num_dense_layers=1, num_experts=8,
         num_experts_per_tok=2, use_expert_bias=True, norm_topk_prob=True, routed_scaling_factor=1.0,
         tie_word_embeddings=True, layer_types=["conv", "full_attention", "conv", "conv"])),
+    # NemotronH dense: M - M * - M (the real models' kinds, in a short pattern).
+    "nemotron_h": ("NemotronHForCausalLM", "NemotronHConfig", dict(
+        NEMOTRON_H, layers_block_type=["linear_attention", "mlp", "linear_attention", "full_attention", "mlp",
+                                       "linear_attention"])),
+    # NemotronH with experts (Nemotron-3-Nano's kinds): M E M * E M E; 8 relu2
+    # experts of 16 over a latent of 32 (fc1/fc2_latent_proj around them), 2
+    # used, DeepSeek-V3's sigmoid router with a score correction bias, 4 groups
+    # of which 2 stay eligible, renormalised weights times 2.5; a shared relu2
+    # expert of 32 on the block's input.
+    "nemotron_h_moe": ("NemotronHForCausalLM", "NemotronHConfig", dict(
+        NEMOTRON_H, layers_block_type=["linear_attention", "moe", "linear_attention", "full_attention", "moe",
+                                       "linear_attention", "moe"],
+        n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, moe_shared_expert_intermediate_size=32,
+        moe_latent_size=32, n_group=4, topk_group=2, norm_topk_prob=True, routed_scaling_factor=2.5)),
 }
 # Extra converter arguments: Qwen3-Next's and Qwen3.5's converters count
 # multi-token-prediction layers and assert there is one unless told not to.
 CONVERT_ARGS = {"qwen3_5": ["--no-mtp"], "qwen3_5_moe": ["--no-mtp"], "qwen3_next": ["--no-mtp"]}
+# The converter reads a config through transformers' AutoConfig where it
+# can, and NemotronHConfig (transformers 5) fills in every MoE default: the
+# converter then takes the dense model for nemotron_h_moe (it tests for
+# num_experts_per_tok) without its MLP layers. Read as written (as without
+# a transformers that knows nemotron_h), config.json converts to nemotron_h.
+RAW_CONFIG = {"nemotron_h"}
+PAD_VOCAB_8 = {"nemotron_h", "nemotron_h_moe"}
 
 
 def train_tokenizer(folder: Path):
@@ -280,15 +313,21 @@ def train_tokenizer(folder: Path):
     return fast
 
 
-def convert(llama_cpp: Path, folder: Path, out: Path, extra: list[str] = ()) -> None:
+def convert(llama_cpp: Path, folder: Path, out: Path, extra: list[str] = (), raw_config: bool = False) -> None:
     # The converter in a child process, with get_vocab_base_pre answering
-    # "gpt-2" for this tokenizer (see the docstring).
+    # "gpt-2" for this tokenizer (see the docstring). raw_config: the
+    # converter reads config.json itself instead of through transformers'
+    # AutoConfig (see RAW_CONFIG).
     code = (
         "import sys, runpy\n"
         f"sys.path.insert(0, {str(llama_cpp)!r})\n"
         f"sys.path.insert(1, {str(llama_cpp / 'gguf-py')!r})\n"
         "import conversion.base as base\n"
         "base.TextModel.get_vocab_base_pre = lambda self, tokenizer: 'gpt-2'\n"
+        + ("class _NoAutoConfig:\n"
+           "    @staticmethod\n"
+           "    def from_pretrained(*a, **k): raise ValueError('config.json as written')\n"
+           "base.AutoConfig = _NoAutoConfig\n" if raw_config else "") +
         f"sys.argv = ['convert_hf_to_gguf.py', {str(folder)!r}, '--outtype', 'f32', '--outfile', {str(out)!r}]"
         f" + {list(extra)!r}\n"
         f"runpy.run_path({str(llama_cpp / 'convert_hf_to_gguf.py')!r}, run_name='__main__')\n"
@@ -322,7 +361,14 @@ def build(name: str, folder: Path, seed: int | None = None):
         sys.exit(f"make-tiny-models: {name} needs transformers 5.25 or newer, not {transformers.__version__}")
     cls_name, cfg_name, kwargs = CONFIGS[name]
     tok = train_tokenizer(folder)
-    cfg = getattr(transformers, cfg_name)(vocab_size=len(tok), bos_token_id=tok.bos_token_id,
+    # NemotronH's converter pads the vocabulary to a multiple of 8 (as the
+    # real models' 131072 is) and llama.cpp wants that many embedding rows:
+    # one more special token makes the 383 of the tokenizer 384.
+    if name in PAD_VOCAB_8 and len(tok) % 8:
+        tok.add_tokens([f"<|pad{i}|>" for i in range(8 - len(tok) % 8)], special_tokens=True)
+        tok.save_pretrained(folder)
+    n_vocab = len(tok)
+    cfg = getattr(transformers, cfg_name)(vocab_size=n_vocab, bos_token_id=tok.bos_token_id,
                                           eos_token_id=tok.eos_token_id, pad_token_id=None, **kwargs)
     torch.manual_seed(SEEDS.get(name, SEED) if seed is None else seed)
     model = getattr(transformers, cls_name)(cfg).to(torch.float32).eval()
@@ -367,6 +413,25 @@ def save(name: str, model, folder: Path) -> None:
         tensors = {re.sub(r"\.block_sparse_moe\.(gate_proj|up_proj|down_proj)\.", r".mlp.\1.", k): v
                    for k, v in load_file(st).items()}
         save_file(tensors, st, metadata={"format": "pt"})
+    if name == "nemotron_h":
+        # transformers saves every MoE default (n_routed_experts,
+        # num_experts_per_tok...) and the layer kinds as a list; the
+        # converter takes num_experts_per_tok for a model with experts and
+        # finds dense MLP layers only in the pattern string. The real dense
+        # checkpoints (Nemotron-H 8B, Nano 9B v2) carry no MoE key,
+        # hybrid_override_pattern and num_hidden_layers: so does this one
+        # (transformers reads it).
+        cfg_path = folder / "config.json"
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        pattern = {"linear_attention": "M", "full_attention": "*", "mlp": "-", "moe": "E"}
+        cfg["hybrid_override_pattern"] = "".join(pattern[t] for t in cfg.pop("layers_block_type"))
+        cfg["num_hidden_layers"] = len(cfg["hybrid_override_pattern"])
+        for k in ("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size", "moe_latent_size",
+                  "moe_shared_expert_intermediate_size", "moe_shared_expert_overlap", "n_group", "topk_group",
+                  "norm_topk_prob", "routed_scaling_factor", "n_shared_experts", "mtp_layers_block_type",
+                  "num_nextn_predict_layers"):
+            cfg.pop(k, None)
+        cfg_path.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
 
 
 def goldens(name: str, model, tok):
@@ -393,7 +458,8 @@ def goldens(name: str, model, tok):
     biases = {n + ".gate": m.expert_bias for n, m in model.named_modules()
               if isinstance(getattr(m, "expert_bias", None), torch.Tensor)}
     hooks = [m.register_forward_hook(lambda m, args, out, n=n: on_router(m, args, out, n))
-             for n, m in model.named_modules() if n.endswith((".mlp.gate", ".feed_forward.gate"))]
+             for n, m in model.named_modules()
+             if n.endswith((".mlp.gate", ".feed_forward.gate", ".mixer.gate"))]
     prompts = []
     with torch.no_grad():
         for text in HYBRID_PROMPTS if name in HYBRID else PROMPTS:
@@ -422,7 +488,7 @@ def make(name: str, llama_cpp: Path) -> None:
         tok, cfg, model = build(name, folder)
         save(name, model, folder)
         OUT.mkdir(parents=True, exist_ok=True)
-        convert(llama_cpp, folder, OUT / f"{name}.gguf", CONVERT_ARGS.get(name, []))
+        convert(llama_cpp, folder, OUT / f"{name}.gguf", CONVERT_ARGS.get(name, []), name in RAW_CONFIG)
         kept = OUT / name
         shutil.rmtree(kept, ignore_errors=True)
         shutil.copytree(folder, kept)
@@ -431,7 +497,7 @@ def make(name: str, llama_cpp: Path) -> None:
         golden = {
             "format": 1, "generator": "tests/models/make-tiny-models.py", "architecture": name,
             "transformers": transformers.__version__, "torch": torch.__version__,
-            "config": json.loads(cfg.to_json_string()), "n_vocab": len(tok),
+            "config": json.loads(cfg.to_json_string()), "n_vocab": cfg.vocab_size,
             "prompts": prompts, "greedy": greedy, "greedy_margins": margins,
         }
         path = OUT / f"{name}.json"

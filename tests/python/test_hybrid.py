@@ -185,3 +185,42 @@ def test_lfm2_folder_without_in_proj(tmp_path):
                         "model.layers.3.conv.in_prog.weight")
     with pytest.raises(vt.VtFormatError, match=r"blk\.3\.shortconv\.in_proj\.weight"):
         vt.Model(str(folder))
+
+
+# NemotronH (Mamba-2 layers; tests/models/tiny/nemotron_h): the same refusals.
+@pytest.fixture
+def nemotron_folder(tmp_path):
+    src = TINY / "nemotron_h"
+    if not src.is_dir():
+        pytest.skip("tests/models/tiny/nemotron_h is missing")
+    dst = tmp_path / "nemotron_h"
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_nemotron_h_folder_loads(nemotron_folder):
+    m = vt.Model(str(nemotron_folder))
+    assert m.n_layer == 6
+
+
+def test_nemotron_h_folder_without_a_log(nemotron_folder):
+    _rename_safetensors(nemotron_folder / "model.safetensors", "backbone.layers.2.mixer.A_log",
+                        "backbone.layers.2.mixer.A_lox")
+    with pytest.raises(vt.VtFormatError, match=r"blk\.2\.ssm_a"):
+        vt.Model(str(nemotron_folder))
+
+
+def test_nemotron_h_ssm_shape_that_does_not_match_the_weights(nemotron_folder):
+    cfg = json.loads((nemotron_folder / "config.json").read_text())
+    cfg["ssm_state_size"] = 8  # the weights have 16
+    (nemotron_folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(vt.VtFormatError, match=r"tensor 'blk\.0\.ssm_in\.weight': dimension 1"):
+        vt.Model(str(nemotron_folder))
+
+
+def test_nemotron_h_pattern_that_is_not_one(nemotron_folder):
+    cfg = json.loads((nemotron_folder / "config.json").read_text())
+    cfg["hybrid_override_pattern"] = "M-M*-X"
+    (nemotron_folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(vt.VtFormatError, match=r"hybrid_override_pattern has 'X'"):
+        vt.Model(str(nemotron_folder))

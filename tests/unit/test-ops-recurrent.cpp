@@ -178,7 +178,7 @@ TEST_CASE("RMS_NORM without a weight, and RMS_NORM_GATED with silu and sigmoid g
         Tensor *zt = z_view ? g.view(zbase, {n, heads, n_tok}, {(size_t)n * 4, (size_t)(2 * n * heads) * 4},
                                      (size_t)(n * heads) * 4)
                             : g.reshape(zbase, {n, heads, n_tok});
-        Tensor *y = g.op<Op::RMS_NORM_GATED>(DType::F32, {n, heads, n_tok}, {xt, &wt, zt}, {eps, gate});
+        Tensor *y = g.op<Op::RMS_NORM_GATED>(DType::F32, {n, heads, n_tok}, {xt, &wt, zt}, {eps, gate, 0, kGateAfterNorm});
         g.mark_output(y);
         REQUIRE(supports(g.nodes()[0]));
         Bound bound(g);
@@ -203,7 +203,7 @@ TEST_CASE("RMS_NORM without a weight, and RMS_NORM_GATED with silu and sigmoid g
     // A gate kind the kernel does not know is refused.
     Graph g;
     Tensor *xt = g.input(DType::F32, {n, 2}), *zt = g.input(DType::F32, {n, 2});
-    g.op<Op::RMS_NORM_GATED>(DType::F32, {n, 2}, {xt, &wt, zt}, {eps, 7});
+    g.op<Op::RMS_NORM_GATED>(DType::F32, {n, 2}, {xt, &wt, zt}, {eps, 7, 0, kGateAfterNorm});
     CHECK_FALSE(supports(g.nodes()[0]));
 }
 

@@ -68,6 +68,49 @@ struct DeltaRows {
 };
 using DeltaRowsFn = void (*)(float *S, int64_t j0, int64_t j1, const DeltaRows &b);
 
+// The recurrent form of Mamba-2's scan (SSM_SCAN, backends/cpu/ops-ssm-scan.cpp)
+// over a block of n tokens for state rows [p0, p1) of N floats each (row p of
+// a head's P x N state): for each row, token by token, r = r a_t + xd_t[p]
+// B_t; y_t[p] = r.C_t. The dot's order is the table's (the op's tolerance
+// holds for any order).
+struct SsmRows {
+    int64_t n, N, P;
+    const float *a;         // n decays
+    const float *xd;        // n x P: d_t x_t
+    const float *const *B;  // n pointers to N floats
+    const float *const *C;
+    float *const *y;        // n pointers: y[t][p] for row p
+};
+using SsmRowsFn = void (*)(float *S, int64_t p0, int64_t p1, const SsmRows &b);
+
+// The chunked (SSD) form of the same scan for one head over a chunk of n
+// tokens, its state S (P x N) updated in place: with decay(t, u) =
+// exp(g_t - g_u) for u <= t,
+//   y_t = e_t (S0 C_t) + sum_{u <= t} decay(t, u) (C_t.B_u) xd_u
+//   S  <- e_last S0 + sum_u w_u xd_u B_u^T
+// as tiled matrix products (ops-ssm-scan.cpp's chunked_block is the portable
+// form). scratch: ssm_chunk_floats(n, N, P) floats, 64-byte aligned.
+struct SsmChunk {
+    int64_t n, N, P;
+    const float *g;         // n: gamma_t, the cumulative d A within the chunk (<= 0, descending)
+    const float *e;         // n: exp(gamma_t)
+    const float *w;         // n: exp(gamma_last - gamma_u)
+    const float *xd;        // n x P: d_t x_t
+    const float *const *B;  // n pointers to N floats
+    const float *const *C;
+    float *const *y;        // n pointers to P floats
+    float *scratch;
+};
+using SsmChunkFn = void (*)(float *S, const SsmChunk &c);
+inline size_t ssm_chunk_floats(int64_t n, int64_t N, int64_t P) {
+    auto r16 = [](int64_t v) { return (size_t)((v + 15) & ~(int64_t)15); };
+    const int64_t m = n > N ? (n > P ? n : P) : (N > P ? N : P);
+    // B^T (N x n), S0^T (N x P), M (n x n), QS and Z (n x P), XW (P x n),
+    // two arrays of m row pointers.
+    return r16(N) * r16(n) + r16(N) * r16(P) + r16(n) * r16(n) + 2 * r16(n) * r16(P) + r16(P) * r16(n) +
+           4 * r16(m) + 64;
+}
+
 enum class Isa { scalar = 0, avx2 = 1, avx512 = 2, avx512vnni = 3 };
 constexpr int kIsaCount = 4;
 
@@ -83,6 +126,8 @@ struct Kernels {
     SoftmaxFn softmax = nullptr;
     SwigluFn swiglu = nullptr;
     DeltaRowsFn delta_rows = nullptr; // optional: null means the op's portable loop
+    SsmRowsFn ssm_rows = nullptr;     // optional: null means the op's portable loop
+    SsmChunkFn ssm_chunk = nullptr;   // optional: null means the op's portable chunked form
     bool gemm_f32_acts[kTypeSlots] = {}; // see above
     bool bf16_chain = false; // BF16_X16's gemm follows dot_bf16_chain, not dot_bf16_pairs
 };

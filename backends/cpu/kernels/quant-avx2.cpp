@@ -15,6 +15,7 @@
 #include "cpu/kernels/attn-x86.h"
 #include "cpu/kernels/exp-x86.h"
 #include "cpu/kernels/delta-x86.h"
+#include "cpu/kernels/ssm-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -161,6 +162,8 @@ void fill_avx2(Kernels &k) {
     k.softmax = softmax_row<YmmExp>;
     k.swiglu = swiglu_row<YmmExp>;
     k.delta_rows = delta_rows<Ymm>;
+    k.ssm_rows = ssm_rows<Ymm>;
+    k.ssm_chunk = ssm_chunk<Ymm, YmmExp>;
 }
 
 } // namespace vt::quant

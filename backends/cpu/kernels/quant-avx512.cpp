@@ -16,6 +16,7 @@
 #include "cpu/kernels/attn-x86.h"
 #include "cpu/kernels/exp-x86.h"
 #include "cpu/kernels/delta-x86.h"
+#include "cpu/kernels/ssm-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -55,6 +56,8 @@ void fill(Kernels &k) {
     k.softmax = softmax_row<ZmmExp>;
     k.swiglu = swiglu_row<ZmmExp>;
     k.delta_rows = delta_rows<Zmm>;
+    k.ssm_rows = ssm_rows<Zmm>;
+    k.ssm_chunk = ssm_chunk<Zmm, ZmmExp>;
 }
 
 } // namespace
