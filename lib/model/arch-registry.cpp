@@ -24,6 +24,8 @@ std::unique_ptr<Architecture> make_kimi_linear_architecture();
 std::unique_ptr<Architecture> make_lfm2_architecture();
 std::unique_ptr<Architecture> make_lfm2moe_architecture();
 std::unique_ptr<Architecture> make_nemotron_h_architecture();
+std::unique_ptr<Architecture> make_granite_hybrid_architecture();
+std::unique_ptr<Architecture> make_falcon_h1_architecture();
 
 namespace {
 struct ArchEntry {
@@ -48,6 +50,8 @@ const ArchEntry kArchitectures[] = {
     {"lfm2moe", make_lfm2moe_architecture},
     {"nemotron_h", make_nemotron_h_architecture},
     {"nemotron_h_moe", make_nemotron_h_architecture},
+    {"granitehybrid", make_granite_hybrid_architecture},
+    {"falcon-h1", make_falcon_h1_architecture},
 };
 
 struct HfEntry {
@@ -77,6 +81,8 @@ const HfEntry kHfArchitectures[] = {
     {"Lfm2ForCausalLM", {"lfm2", HfNorms::lfm2}},
     {"Lfm2MoeForCausalLM", {"lfm2moe", HfNorms::lfm2}},
     {"NemotronHForCausalLM", {"nemotron_h", HfNorms::nemotron_h}},
+    {"GraniteMoeHybridForCausalLM", {"granitehybrid", HfNorms::granite_hybrid}},
+    {"FalconH1ForCausalLM", {"falcon-h1", HfNorms::falcon_h1}},
 };
 } // namespace
 

@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/quant.h"
 #include "model/hf-experts.h"
+#include "model/hf-granite-falcon.h"
 #include "model/hf-kimi.h"
 #include "model/hf-lfm2.h"
 #include "model/hf-nemotron-h.h"
@@ -119,6 +120,7 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
     const std::string n = text_model_name(hf);
     if (n == "model.embed_tokens.weight") return "token_embd.weight";
     if (n == "model.norm.weight") return "output_norm.weight";
+    if (n == "model.final_layernorm.weight") return "output_norm.weight";  // Falcon-H1
     if (n == "lm_head.weight") return "output.weight";
     if (norms == HfNorms::lfm2 && n == "model.embedding_norm.weight") return "token_embd_norm.weight";  // the final norm
     std::string bid, rest;
@@ -162,6 +164,9 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
         if (std::string k = lfm2_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
     if (norms == HfNorms::nemotron_h)
         if (std::string k = nemotron_h_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
+    if (norms == HfNorms::granite_hybrid || norms == HfNorms::falcon_h1)
+        if (std::string k = mup_hybrid_gguf_name(rest, norms == HfNorms::falcon_h1, true); !k.empty())
+            return "blk." + bid + "." + k;
     const auto &own = norms == HfNorms::gemma ? gemma : plain;
     for (const auto *table : {&common, &own}) {
         auto it = table->find(rest);
@@ -530,7 +535,31 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         }
     }
     // Sliding windows: Gemma's per layer type, Mistral's for every layer.
-    if (!gdn.present && !kimi && !lfm2 && cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
+    // Granite 4.0-H and Falcon-H1: the Mamba-2 shape, Granite's layer kinds
+    // (a per-layer KV head count, 0 for Mamba) and multipliers
+    // (model/hf-granite-falcon.h).
+    const bool mup_hybrid = arch->norms == HfNorms::granite_hybrid || arch->norms == HfNorms::falcon_h1;
+    const bool granite_experts = num(cfg, "num_local_experts", 0) > 0;
+    MupHybridMeta mh;
+    if (mup_hybrid) {
+        const uint64_t n_kv =
+            cfg.contains("num_key_value_heads") ? need_size(cfg, "num_key_value_heads", cfg_path) : n_head;
+        mh = read_mup_hybrid_config(cfg, arch->norms == HfNorms::falcon_h1, n_layer, n_kv, cfg_path.string());
+        meta.u32("ssm.conv_kernel", mh.ssm.kernel);
+        meta.u32("ssm.state_size", mh.ssm.n_state);
+        meta.u32("ssm.group_count", mh.ssm.n_group);
+        meta.u32("ssm.time_step_rank", mh.ssm.n_head);
+        meta.u32("ssm.inner_size", mh.ssm.inner());
+        if (!mh.kv_heads.empty()) {
+            std::erase_if(meta.kvs, [&](const GgufKV &kv) { return kv.key == a + ".attention.head_count_kv"; });
+            meta.i32s("attention.head_count_kv", mh.kv_heads);
+        }
+        for (const auto &[k, v] : mh.f32s) meta.f32(k, v);
+        for (const auto &[k, v] : mh.u32s) meta.u32(k, v);
+        for (const auto &[k, v] : mh.bools) meta.boolean(k, v);
+    }
+    // Sliding windows: Gemma's per layer type, Mistral's for every layer.
+    if (!gdn.present && !kimi && !lfm2 && !mup_hybrid && cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
         std::vector<bool> sliding;
         for (const json &t : cfg["layer_types"]) sliding.push_back(t == "sliding_attention");
         if (sliding.size() != n_layer)
@@ -609,9 +638,32 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             if (nemotron) {
                 renamed = t0;
                 renamed.name = nemotron_h_tensor_name(t0.name, nemotron_kinds);
+            } else if (arch->norms == HfNorms::granite_hybrid) {
+                renamed = t0;
+                renamed.name = granite_expert_alias(t0.name);
             }
-            const SafetensorsTensor &t = nemotron ? renamed : t0;
+            const SafetensorsTensor &t = nemotron || arch->norms == HfNorms::granite_hybrid ? renamed : t0;
             if (experts.take(t)) continue;
+            if (std::string bid, rest; arch->norms == HfNorms::granite_hybrid &&
+                                       split_hf_layer_name(text_model_name(t.name), bid, rest) &&
+                                       rest == "shared_mlp.input_linear.weight") {
+                split_granite_shared(t, "blk." + bid + ".", granite_experts, tensors);
+                continue;
+            }
+            if (std::string bid, rest; arch->norms == HfNorms::granite_hybrid && !granite_experts &&
+                                       split_hf_layer_name(text_model_name(t.name), bid, rest) &&
+                                       rest == "shared_mlp.output_linear.weight") {
+                GgufTensorInfo ti;  // a dense Granite: the shared MLP is the FFN
+                ti.name = "blk." + bid + ".ffn_down.weight";
+                ti.n_dims = 2;
+                ti.ne[0] = t.ne[0];
+                ti.ne[1] = t.ne[1];
+                ti.type = t.type;
+                ti.data = t.data;
+                ti.nbytes = t.nbytes;
+                tensors.push_back(std::move(ti));
+                continue;
+            }
             if (std::string bid, rest; mla && split_hf_layer_name(text_model_name(t.name), bid, rest) &&
                                        rest == "self_attn.kv_b_proj.weight") {
                 split_kv_b(t, *mla, "blk." + bid + ".", *mla_copies, tensors);
@@ -676,6 +728,9 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         }
     }
     experts.finish(tensors, dir.string());
+    // Falcon-H1's in_proj multipliers, one copy per Mamba layer (every layer).
+    if (!mh.in_scale.empty())
+        for (uint64_t il = 0; il < n_layer; ++il) add_f32("blk." + std::to_string(il) + ".ssm_in_scale", mh.in_scale);
     keep.push_back(experts.storage());
     if (experts.copied_bytes())
         VT_LOG_INFO("%s: the experts, %.1f MiB, are stacked into copies (the checkpoint keeps one matrix per expert)",

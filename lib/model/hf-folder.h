@@ -37,6 +37,10 @@ enum class HfNorms : uint8_t {
     // NemotronH: plain norms; blocks of one mixer each, the checkpoint's
     // backbone.* names and layer pattern (model/hf-nemotron-h.h).
     nemotron_h,
+    // Granite 4.0-H and Falcon-H1: plain norms; Mamba-2 layers, experts and
+    // muP multipliers (model/hf-granite-falcon.h).
+    granite_hybrid,
+    falcon_h1,
 };
 struct HfArchitecture {
     const char *gguf_arch;  // vt's (and GGUF's) name

@@ -62,9 +62,13 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
             m->size_bytes += t.nbytes;
         }
         m->arch_->load(*m);
-        if (m->cache_layers.size() != m->hparams.n_layer)
-            fail(VT_ERR_INTERNAL, "%s declared %zu cache layers for %u layers", m->arch_name_.c_str(),
-                 m->cache_layers.size(), m->hparams.n_layer);
+        if (m->cache_layers.size() != m->hparams.n_layer + m->extra_cache_owner.size())
+            fail(VT_ERR_INTERNAL, "%s declared %zu cache layers for %u layers and %zu extra", m->arch_name_.c_str(),
+                 m->cache_layers.size(), m->hparams.n_layer, m->extra_cache_owner.size());
+        for (uint32_t owner : m->extra_cache_owner)
+            if (owner >= m->hparams.n_layer)
+                fail(VT_ERR_INTERNAL, "%s: an extra cache layer of block %u of %u", m->arch_name_.c_str(), owner,
+                     m->hparams.n_layer);
         if (m->hparams.n_vocab != m->tokenizer_->n_vocab())
             fail(VT_ERR_FORMAT, "the output has %u rows but the vocabulary %u tokens", m->hparams.n_vocab,
                  m->tokenizer_->n_vocab());
@@ -241,6 +245,8 @@ const Tensor *Model::matmul_weight_rows(const std::string &name, int64_t ne0, in
 }
 
 vt_device *Model::layer_device(uint32_t il) const {
+    if (il >= hparams.n_layer && il - hparams.n_layer < extra_cache_owner.size())
+        il = extra_cache_owner[il - hparams.n_layer];
     return il + n_device_layers_ >= hparams.n_layer ? device_ : cpu_device();
 }
 

@@ -147,7 +147,8 @@ public:
     uint64_t uploaded_bytes() const { return uploaded_bytes_; }
     double upload_seconds() const { return upload_seconds_; }
     // The device of layer il's weights and KV: device(), or the CPU for a
-    // layer n_gpu_layers left there.
+    // layer n_gpu_layers left there. A cache layer past n_layer (a block's
+    // second cache, extra_cache_owner) is on its block's device.
     vt_device *layer_device(uint32_t il) const;
     // Layers whose weights are on device() (n_layer on the CPU).
     uint32_t n_device_layers() const { return n_device_layers_; }
@@ -215,7 +216,12 @@ public:
     const WeightBytes &weight_bytes() const { return weight_bytes_; }
 
     Hparams hparams;
-    std::vector<LayerCacheSpec> cache_layers;  // (n_layer), set by Architecture::load
+    std::vector<LayerCacheSpec> cache_layers;  // (n_layer + extra_cache_owner.size()), set by Architecture::load
+    // The block of each cache layer past n_layer: a block with two caches
+    // (Falcon-H1: attention KV beside a Mamba state slot) declares its second
+    // one there, and its graph reads k_cache / v_cache at that index. Empty
+    // for one cache per block (every other architecture).
+    std::vector<uint32_t> extra_cache_owner;
     uint64_t n_params = 0;
     uint64_t size_bytes = 0;
 

@@ -339,10 +339,11 @@ Tensor *LayerBuilder::moe(Tensor *h, const MoeWeights &mw) {
     return add(out, shared);
 }
 
-Tensor *LayerBuilder::logits(Tensor *x, const Tensor *norm, const Tensor *output) {
+Tensor *LayerBuilder::logits(Tensor *x, const Tensor *norm, const Tensor *output, float s) {
     const int64_t n_out = a_.out_rows->ne[0];
     Tensor *sel = g_.op<Op::GET_ROWS>(DType::F32, {x->ne[0], n_out}, {x, a_.out_rows});
     Tensor *lg = linear(output, rms_norm(sel, norm));
+    if (s != 1.0f) lg = scale(lg, s);
     g_.mark_output(lg);
     return lg;
 }

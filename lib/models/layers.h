@@ -118,9 +118,9 @@ public:
         return moe.router ? this->moe(h, moe) : this->ffn(h, ffn, act);
     }
 
-    // The rows in out_rows, normed and projected to the vocabulary: the
-    // graph's output (n_vocab, n_out).
-    Tensor *logits(Tensor *x, const Tensor *norm, const Tensor *output);
+    // The rows in out_rows, normed and projected to the vocabulary, times
+    // scale (muP's logit multipliers): the graph's output (n_vocab, n_out).
+    Tensor *logits(Tensor *x, const Tensor *norm, const Tensor *output, float scale = 1.0f);
 
     // RopeParams from hparams, with another base and scale where a layer
     // kind has its own (Gemma 3's sliding layers).

@@ -296,6 +296,46 @@ CONVERT_ARGS = {"qwen3_5": ["--no-mtp"], "qwen3_5_moe": ["--no-mtp"], "qwen3_nex
 RAW_CONFIG = {"nemotron_h"}
 PAD_VOCAB_8 = {"nemotron_h", "nemotron_h_moe"}
 
+# Mamba-2 hybrids with muP multipliers (transformers 5.25), every multiplier
+# != 1 so that each is exercised. Mamba-2 heads of 16, state 16, 2 groups,
+# conv 4, chunks of 32 (the third prompt's 170 tokens cross five).
+# Granite 4.0-H (granitemoehybrid): M M * M, attention without rope as the
+# real Granite 4.0-H models ("nope"), 4 heads of 16 over 2 kv heads, scale
+# attention_multiplier; 8 Mamba heads (d_inner = 2 * hidden, which
+# llama.cpp's loader asserts); 8 experts of 8, 2 used (softmax over the top
+# k logits), a shared SwiGLU MLP of 16 in every layer; tied output as the
+# real models. save() writes layer_types as the real config.json does
+# ("mamba" / "attention"), which the converter reads and transformers
+# remaps. Falcon-H1: attention and Mamba-2 side by side in every layer
+# (4 heads of 32 over 2 kv heads, rope theta 1e11 as the real models; 6
+# Mamba heads, mamba_d_ssm 96 != 2 * hidden), no gated norm (mamba_rms_norm
+# false, as the real models), SwiGLU of 64, untied output (the converter
+# folds lm_head_multiplier into the output and embedding_multiplier into
+# the embeddings, which tying would mix up).
+MAMBA2 = dict(hidden_size=64, max_position_embeddings=512, rms_norm_eps=1e-5, num_attention_heads=4,
+              num_key_value_heads=2, mamba_d_head=16, mamba_n_groups=2, mamba_d_state=16, mamba_d_conv=4,
+              mamba_expand=2, mamba_chunk_size=32, mamba_conv_bias=True, mamba_proj_bias=False)
+CONFIGS.update({
+    "granitemoehybrid": ("GraniteMoeHybridForCausalLM", "GraniteMoeHybridConfig", dict(
+        MAMBA2, num_hidden_layers=4, intermediate_size=8, shared_intermediate_size=16, num_local_experts=8,
+        num_experts_per_tok=2, mamba_n_heads=8, position_embedding_type="nope", tie_word_embeddings=True,
+        layer_types=["linear_attention", "linear_attention", "full_attention", "linear_attention"],
+        embedding_multiplier=2.0, attention_multiplier=0.0625, residual_multiplier=0.5, logits_scaling=0.5)),
+    "falcon_h1": ("FalconH1ForCausalLM", "FalconH1Config", dict(
+        MAMBA2, num_hidden_layers=3, intermediate_size=64, head_dim=32, mamba_n_heads=6, mamba_d_ssm=96,
+        mamba_rms_norm=False, mamba_norm_before_gate=False, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 1e11},
+        embedding_multiplier=5.66, lm_head_multiplier=3.0, mlp_multipliers=[0.88, 0.59], key_multiplier=0.39,
+        attention_in_multiplier=1.5, attention_out_multiplier=0.94, ssm_in_multiplier=1.25,
+        ssm_multipliers=[0.35, 0.25, 0.7, 0.5, 1.4], ssm_out_multiplier=0.24)),
+})
+HYBRID |= {"granitemoehybrid", "falcon_h1"}
+# Granite 4.0-H: every greedy margin above 0.05 (28 distinct tokens), all 8
+# experts chosen; falcon_h1 keeps SEED (margins above 0.07).
+SEEDS["granitemoehybrid"] = 1242
+# The Granite converter pads the vocabulary to a multiple of 8, as NemotronH's.
+PAD_VOCAB_8 |= {"granitemoehybrid"}
+
 
 def train_tokenizer(folder: Path):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -351,6 +391,8 @@ def hybrid_init(model) -> None:
             p.copy_(torch.randn_like(p) * 0.5)
         elif n.endswith("norm.weight"):
             p.add_(torch.randn_like(p) * 0.1)
+        elif n.endswith(".D"):  # Mamba-2's skip, ones at init
+            p.copy_(1.0 + torch.randn_like(p) * 0.5)
 
 
 def build(name: str, folder: Path, seed: int | None = None):
@@ -413,6 +455,13 @@ def save(name: str, model, folder: Path) -> None:
         tensors = {re.sub(r"\.block_sparse_moe\.(gate_proj|up_proj|down_proj)\.", r".mlp.\1.", k): v
                    for k, v in load_file(st).items()}
         save_file(tensors, st, metadata={"format": "pt"})
+    if name == "granitemoehybrid":
+        # The real checkpoints' layer names, which the converter looks for.
+        cfg_path = folder / "config.json"
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        cfg["layer_types"] = [{"linear_attention": "mamba", "full_attention": "attention"}[t]
+                              for t in cfg["layer_types"]]
+        cfg_path.write_text(json.dumps(cfg, indent=2), encoding="utf-8")
     if name == "nemotron_h":
         # transformers saves every MoE default (n_routed_experts,
         # num_experts_per_tok...) and the layer kinds as a list; the
@@ -462,6 +511,8 @@ def goldens(name: str, model, tok):
              if n.endswith((".mlp.gate", ".feed_forward.gate", ".mixer.gate"))]
     prompts = []
     with torch.no_grad():
+        hooks += [m.register_forward_hook(lambda m, args, out, n=n: on_router(m, args, out, n))
+                  for n, m in model.named_modules() if n.endswith(".block_sparse_moe.router")]
         for text in HYBRID_PROMPTS if name in HYBRID else PROMPTS:
             ids = tok(text, add_special_tokens=False)["input_ids"]
             logits = model(torch.tensor([ids])).logits[0].float()

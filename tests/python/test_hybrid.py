@@ -224,3 +224,49 @@ def test_nemotron_h_pattern_that_is_not_one(nemotron_folder):
     (nemotron_folder / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(vt.VtFormatError, match=r"hybrid_override_pattern has 'X'"):
         vt.Model(str(nemotron_folder))
+
+
+# Granite 4.0-H and Falcon-H1 (Mamba-2 hybrids with muP multipliers): broken
+# folders name the key or tensor that is wrong.
+def _tiny_folder(tmp_path, name):
+    src = TINY / name
+    if not src.is_dir():
+        pytest.skip(f"tests/models/tiny/{name} is missing")
+    dst = tmp_path / name
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _edit_config(folder: Path, **changes):
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(changes)
+    (folder / "config.json").write_text(json.dumps(cfg))
+
+
+def test_granite_hybrid_unknown_layer_type(tmp_path):
+    folder = _tiny_folder(tmp_path, "granitemoehybrid")
+    _edit_config(folder, layer_types=["mamba", "mamba", "sliding_attention", "mamba"])
+    with pytest.raises(vt.VtFormatError, match=r"layer type 'sliding_attention' is neither mamba nor attention"):
+        vt.Model(str(folder))
+
+
+def test_falcon_h1_ssm_multipliers_of_the_wrong_length(tmp_path):
+    folder = _tiny_folder(tmp_path, "falcon_h1")
+    _edit_config(folder, ssm_multipliers=[1.0, 1.0, 1.0, 1.0])
+    with pytest.raises(vt.VtFormatError, match=r"'ssm_multipliers' is not a list of 5 numbers"):
+        vt.Model(str(folder))
+
+
+def test_falcon_h1_norm_before_the_gate(tmp_path):
+    folder = _tiny_folder(tmp_path, "falcon_h1")
+    _edit_config(folder, mamba_rms_norm=True, mamba_norm_before_gate=True)
+    with pytest.raises(vt.VtUnsupportedError, match=r"mamba_norm_before_gate"):
+        vt.Model(str(folder))
+
+
+def test_falcon_h1_without_an_in_proj(tmp_path):
+    folder = _tiny_folder(tmp_path, "falcon_h1")
+    _rename_safetensors(folder / "model.safetensors", "model.layers.1.mamba.in_proj.weight",
+                        "model.layers.1.mamba.in_proj.weigh")
+    with pytest.raises(vt.VtFormatError, match=r"blk\.1\.ssm_in\.weight"):
+        vt.Model(str(folder))
