@@ -40,22 +40,30 @@ The KV cache (a few MB at these contexts) is not counted, except with -d D
 (both engines' --n-depth: the tests run on a context already D tokens deep),
 where the f16 K and V of the decode steps' average context, D + n/2
 positions, are added (in a hybrid file, only its attention layers have K
-and V). In a Gated DeltaNet hybrid (Qwen3.5, Qwen3.6-MoE, Qwen3-Next: the
-file has <arch>.ssm.* keys), a decode step also reads and writes each
+and V). In a hybrid with recurrent layers (the file has <arch>.ssm.* keys:
+Gated DeltaNet in Qwen3.5, Qwen3.6-MoE, Qwen3-Next; Mamba-2 in NemotronH,
+Granite 4.0-H, Falcon-H1), a decode step also reads and writes each
 recurrent layer's per-sequence state, which is added:
 
     state bytes per token = sum over the recurrent layers (those with
                             blk.N.ssm_conv1d.weight) of
-                            2 x (nv x dk x dv x 4      the f32 delta-rule state,
-                                                       read and written
+                            2 x (nv x dk x dv x 4      the f32 state, read
+                                                       and written
                                  + (K - 1) x C x 4)    the conv tail, the last
                                                        K - 1 inputs of its C
                                                        channels, read and written
 
 with nv = ssm.time_step_rank, dk = ssm.state_size, dv = ssm.inner_size / nv
-and (K, C) ssm_conv1d's shape (Qwen3.5-2B's shape: 18 layers x 2 x (1 MiB +
-72 KiB) = 40.4 MB a token, 4% of its Q4_K weights). "vt %" and "llama %" are
-each engine's median tg as a percentage of that roofline.
+and (K, C) ssm_conv1d's shape. In Gated DeltaNet that is the delta-rule
+state, nv value heads of dk x dv (Qwen3.5-2B's shape: 18 layers x 2 x (1 MiB
++ 72 KiB) = 40.4 MB a token, 4% of its Q4_K weights); in Mamba-2 the same
+keys give H x N x P (time_step_rank = H heads, state_size = N, inner_size =
+H x P), the SSM state, with C = H x P + 2 G N (NemotronH-30B-A3B: 2 x (2 MiB
++ 72 KiB) = 4.3 MB per Mamba layer). LFM2's gated short conv (no ssm keys)
+has only its conv tail: 2 x (L - 1) x n_embd x 4 per layer with
+blk.N.shortconv.conv.weight (L, n_embd) (LFM2-2.6B: 22 x 32 KiB = 0.7 MB).
+"vt %" and "llama %" are each engine's median tg as a percentage of that
+roofline.
 
 For files whose layer matrices are F16, prefill is bound by compute, not
 memory: F16 is multiplied as f32 (Zen 4 and most Intel cores have no f16
@@ -76,7 +84,11 @@ Q4_K Q6_K F16 BF16), written on first use into <model cache>/random/.
 Q4_K Q8_0, 3.3-3.8 GB at Q8_0; --no-real leaves out the real model here too).
 --hybrid adds its Gated DeltaNet hybrid files (qwen35-2b: Qwen3.5-2B, all 24
 layers; qwen35moe-a3b: 3 of Qwen3.6-35B-A3B's layers; x Q4_K Q8_0, 1.1-3.8
-GB), whose roofline counts the recurrent state (above).
+GB), whose roofline counts the recurrent state (above). --mamba adds the
+Mamba-2 hybrids and LFM2 (nemotronh-30b-a3b: 5 of Nemotron-3-Nano-30B-A3B's
+layers; granite4-h-tiny: 10 of Granite-4.0-H-Tiny's; lfm2-2.6b: all of
+LFM2-2.6B; x Q4_K Q8_0, 1.0-3.6 GB; examples/bench/ssm_shapes.py says what
+each assumes), their roofline counting the SSM state and conv tails.
 
 llama-bench is built from the llama.cpp that llama-cpp-python's sdist vendors
 (pinned version below), outside the repository, and reused once built:
@@ -94,6 +106,7 @@ Usage (from the repository root; vt-bench, vt-membw and vt-flops from a meson bu
     python3 examples/bench/compare-llama-bench.py --matrix --shapes smollm2-135m --types Q4_0,Q8_0
     python3 examples/bench/compare-llama-bench.py --moe --no-real -t 2 -r 3
     python3 examples/bench/compare-llama-bench.py --hybrid --no-real -t 2 -r 3
+    python3 examples/bench/compare-llama-bench.py --mamba --no-real -t 2 -r 3
     python3 examples/bench/compare-llama-bench.py -t 2 -r 3 --bin-dir build-lead/examples/bench
     python3 examples/bench/compare-llama-bench.py --build-only --jobs 1
     python3 examples/bench/compare-llama-bench.py --matrix --isa avx2 -t 2
@@ -131,6 +144,9 @@ MOE_TYPES = "Q4_K,Q8_0"
 # --hybrid: make-random-gguf.py's Gated DeltaNet hybrid shapes (Qwen3.5-2B, Qwen3.6-35B-A3B's layer)
 HYBRID_SHAPES = "qwen35-2b,qwen35moe-a3b"
 HYBRID_TYPES = "Q4_K,Q8_0"
+# --mamba: its Mamba-2 hybrids (Nemotron-3-Nano-30B-A3B's layers, Granite-4.0-H-Tiny's) and LFM2-2.6B
+MAMBA_SHAPES = "nemotronh-30b-a3b,granite4-h-tiny,lfm2-2.6b"
+MAMBA_TYPES = "Q4_K,Q8_0"
 
 
 def log(msg: str) -> None:
@@ -373,21 +389,25 @@ def n_expert_used(kv: dict) -> int:
 
 def recurrent_state_bytes_per_token(kv: dict, ts: list) -> int:
     """Bytes of recurrent state one decode step of one sequence reads and
-    writes in a Gated DeltaNet hybrid (<arch>.ssm.* keys; 0 for any other
-    file): per recurrent layer (one that has blk.N.ssm_conv1d.weight, ne
-    (K, C)), the f32 delta-rule state nv x dk x dv (nv = ssm.time_step_rank,
-    dk = ssm.state_size, dv = ssm.inner_size / nv) read and written, and the
-    conv tail, the last K - 1 of the C conv channels' inputs (f32), read and
-    written. kv, ts: gguf_tensors()'s."""
+    writes (0 for a file without recurrent layers): per recurrent layer of a
+    Gated DeltaNet or Mamba-2 hybrid (<arch>.ssm.* keys; a layer that has
+    blk.N.ssm_conv1d.weight, ne (K, C)), the f32 state nv x dk x dv (nv =
+    ssm.time_step_rank, dk = ssm.state_size, dv = ssm.inner_size / nv:
+    Mamba-2's H x N x P) read and written, and the conv tail, the last K - 1
+    of the C conv channels' inputs (f32), read and written; per LFM2 short
+    conv layer (blk.N.shortconv.conv.weight, ne (L, n_embd)) its conv tail
+    alone. kv, ts: gguf_tensors()'s."""
     arch = kv.get("general.architecture", "")
     nv, dk, inner = (int(kv.get(f"{arch}.ssm.{k}", 0) or 0) for k in ("time_step_rank", "state_size", "inner_size"))
-    if not (nv and dk and inner):
-        return 0
-    state = nv * dk * (inner // nv) * 4
+    state = nv * dk * (inner // nv) * 4 if nv and dk and inner else 0
     total = 0
     for name, _, _, ne in ts:
-        if name.endswith(".ssm_conv1d.weight") and len(ne) == 2:
+        if len(ne) != 2:
+            continue
+        if name.endswith(".ssm_conv1d.weight") and state:
             total += 2 * (state + (ne[0] - 1) * ne[1] * 4)
+        elif name.endswith(".shortconv.conv.weight"):
+            total += 2 * (ne[0] - 1) * ne[1] * 4
     return total
 
 
@@ -493,8 +513,11 @@ def main() -> int:
     ap.add_argument("--hybrid", action="store_true",
                     help="also the random Gated DeltaNet hybrid files (shapes " + HYBRID_SHAPES + " x " + HYBRID_TYPES
                          + "); their decode roofline counts the recurrent state read and written")
+    ap.add_argument("--mamba", action="store_true",
+                    help="also the random Mamba-2 hybrid and LFM2 files (shapes " + MAMBA_SHAPES + " x " + MAMBA_TYPES
+                         + "); their decode roofline counts the SSM state and conv tails read and written")
     ap.add_argument("--no-real", action="store_true",
-                    help="with --matrix, --moe or --hybrid: leave out the real model")
+                    help="with --matrix, --moe, --hybrid or --mamba: leave out the real model")
     ap.add_argument("-t", "--threads", default=str(os.cpu_count() or 1),
                     help="thread counts, comma-separated, e.g. 1,2 (default: all cores)")
     ap.add_argument("-r", "--repetitions", type=int, default=5)
@@ -551,7 +574,7 @@ def main() -> int:
     models: list[tuple[str, Path]] = []
     if a.model:
         models += [(Path(m).name, Path(m)) for m in a.model]
-    elif not ((a.matrix or a.moe or a.hybrid) and a.no_real):
+    elif not ((a.matrix or a.moe or a.hybrid or a.mamba) and a.no_real):
         path = vt_models.model_path(a.model_name)
         models.append((f"{a.model_name} ({path.name})", path))
     if a.matrix:
@@ -561,6 +584,8 @@ def main() -> int:
         models += random_models(MOE_SHAPES.split(","), MOE_TYPES.split(","))
     if a.hybrid:
         models += random_models(HYBRID_SHAPES.split(","), HYBRID_TYPES.split(","))
+    if a.mamba:
+        models += random_models(MAMBA_SHAPES.split(","), MAMBA_TYPES.split(","))
 
     tests = tests_of(a.n_prompt, a.n_gen)
     tg = f"tg{a.n_gen}" if a.n_gen > 0 else None
@@ -657,7 +682,7 @@ def main() -> int:
         hybrid = {row["model"]: row["state_bytes_per_token"] for row in rows if row["state_bytes_per_token"]}
         if hybrid:
             print("hybrid rows: MB per token includes the recurrent state a token reads and writes (f32 "
-                  "delta-rule state and conv tail of every Gated DeltaNet layer): "
+                  "state and conv tail of every recurrent layer): "
                   + "; ".join(f"{m} {b / 1e6:.1f} MB" for m, b in hybrid.items()))
     print()
     hdr = ["model", "t", "load"]

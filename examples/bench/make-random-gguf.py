@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random-weight GGUFs in real model shapes (Llama, Qwen2, Qwen3, Qwen3-MoE, OLMoE, Qwen3.5, Qwen3.6-MoE, NemotronH), for throughput benchmarks.
+"""Random-weight GGUFs in real model shapes (Llama, Qwen2, Qwen3, Qwen3-MoE, OLMoE, Qwen3.5, Qwen3.6-MoE, NemotronH, Granite 4.0-H, LFM2), for throughput benchmarks.
 
 Prefill and decode speed depend on the shapes and the weight types, not on the
 values, so these files stand in for models no hub can give us here. They are
@@ -43,18 +43,12 @@ Shapes (hyperparameters of the real models):
                   262144, rope as qwen35-2b, separate output.weight; no
                   feed_forward_length, as the real file (Qwen3.5-MoE's config
                   has no intermediate_size)
-    nemotronh-30b-a3b arch nemotron_h_moe, Nemotron-3-Nano-30B-A3B's blocks
-                  with 6 of its 52 (the first period of its pattern,
-                  M E M E M *: 3 Mamba-2, 2 MoE, 1 attention; the model has
-                  23, 23 and 6): n_embd 2688; Mamba-2 of 64 heads of 64
-                  (d_inner 4096), state 128, 8 groups, conv 4 with bias;
-                  attention of 32 heads / 2 kv heads of 128, no rope; 128
-                  relu2 experts of 1856, 6 used (sigmoid router, score
-                  correction bias, weights renormalised times 2.5), a shared
-                  relu2 expert of 3712, no latent projection; vocab 131072,
-                  separate output.weight. The values are the published
-                  config's as this script's author recalls them (no config
-                  could be read here): an assumption, stated.
+    nemotronh-30b-a3b, granite4-h-tiny, lfm2-2.6b
+                  the Mamba-2 hybrids (5 of Nemotron-3-Nano-30B-A3B's layers,
+                  10 of Granite-4.0-H-Tiny's) and LFM2-2.6B (all 30 layers):
+                  their dims, tensors and keys are in ssm_shapes.py, beside
+                  this file (Q8_0: 3.6, 2.0, 2.7 GB; Q4_K: 2.3, 1.0, 1.5 GB;
+                  NemotronH's 2688-wide rows fall back to Q5_0 at Q4_K)
 The MoE shapes keep fewer layers than their models so that a file fits this
 kind of machine's memory (Q8_0: 3.3, 3.8 and 3.8 GB; Q4_K: 1.8, 2.0 and 2.0
 GB); a layer is the real one, so prefill and decode per layer are as in the
@@ -120,6 +114,7 @@ Usage (from the repository root, with the project venv that has `gguf`):
     .venv/bin/python examples/bench/make-random-gguf.py --shape smollm2-135m --type Q4_0
     .venv/bin/python examples/bench/make-random-gguf.py --shape qwen3moe-a3b --shape olmoe-1b-7b --type Q4_K --type Q8_0
     .venv/bin/python examples/bench/make-random-gguf.py --shape qwen35-2b --shape qwen35moe-a3b --type Q4_K --type Q8_0
+    .venv/bin/python examples/bench/make-random-gguf.py --shape nemotronh-30b-a3b --shape granite4-h-tiny --type Q4_K
     .venv/bin/python examples/bench/make-random-gguf.py --list           # paths, present or not
     .venv/bin/python examples/bench/make-random-gguf.py --check FILE     # dequantized stats
 
@@ -145,6 +140,9 @@ except ImportError as e:  # pragma: no cover
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "examples" / "models"))
 import vt_models  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ssm_shapes  # noqa: E402  (the Mamba-2 hybrids' and LFM2's plans and keys)
 
 STD = 0.02  # weight standard deviation, like a trained transformer's matrices
 
@@ -182,16 +180,10 @@ class Shape:
     n_rot: int = 0           # rope.dimension_count (0: the head size)
     rope_sections: tuple[int, ...] = ()  # rope.dimension_sections (Qwen3.5's M-RoPE)
     n_ff_shexp: int = 0      # the shared expert's FFN width (Qwen3.5-MoE)
-    # NemotronH (arch nemotron_h_moe): blocks of one mixer each, by pattern
-    # (M Mamba-2, * attention, E experts), Mamba-2 of mamba_heads x
-    # mamba_head_dim, state ssm_dk, ssm_nk groups (nemotron_* functions).
-    pattern: str = ""
-    mamba_heads: int = 0
-    mamba_head_dim: int = 0
 
     @property
     def hybrid(self) -> bool:
-        return self.ssm_nk > 0 and not self.pattern
+        return self.ssm_nk > 0
 
     def recurrent(self, il: int) -> bool:
         return self.hybrid and (il + 1) % self.full_attn_interval != 0
@@ -219,11 +211,8 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
           head_dim=256, qk_norm=True, tied=False, n_expert=256, n_expert_used=8, n_ff_exp=512,
           n_ff_shexp=512, ssm_nk=16, ssm_nv=32, ssm_dk=128, ssm_dv=128, full_attn_interval=3, n_rot=64,
           rope_sections=(11, 11, 10, 0)),
-    Shape("nemotronh-30b-a3b", "30B-A3B", 2688, 6, 32, 2, 1856, 131072, 262144, 10000.0, 1e-5,
-          arch="nemotron_h_moe", head_dim=128, tied=False, n_expert=128, n_expert_used=6, n_ff_exp=1856,
-          n_ff_shexp=3712, ssm_nk=8, ssm_dk=128, pattern="MEMEM*", mamba_heads=64, mamba_head_dim=64),
 )}
-DENSE_SHAPES = [name for name, s in SHAPES.items() if not s.n_expert and not s.hybrid and not s.pattern]
+DENSE_SHAPES = [name for name, s in SHAPES.items() if not s.n_expert and not s.hybrid]
 
 TYPES: dict[str, QT] = {
     "Q4_0": QT.Q4_0, "Q4_1": QT.Q4_1, "Q8_0": QT.Q8_0, "Q4_K": QT.Q4_K,
@@ -321,86 +310,9 @@ def random_float(rng: np.random.Generator, qt: QT, rows: int, ne0: int) -> np.nd
 # "router" (an MoE router or the shared expert's gate, small normals),
 # "ssm_a" (-exp(A_log), A in 1..16 as transformers initializes it),
 # "ssm_dt" (dt_bias: softplus^-1 of a dt in 0.001..0.1), "conv" (the
-# depthwise causal conv's taps, uniform +-0.5).
-# NemotronH adds "ssm_d" (the D skip, ones) and "small" (biases: the conv's,
-# the router's score correction; small normals).
-F32_KINDS = ("norm", "router", "ssm_a", "ssm_dt", "conv", "ssm_d", "small")
-
-
-def nemotron_plan(s: Shape) -> list[tuple[str, tuple[int, ...], str]]:
-    """A NemotronH file as llama.cpp's converter writes it (conversion/nemotron.py):
-    per block attn_norm and one mixer: Mamba-2 (ssm_in [z | x B C | dt],
-    ssm_conv1d (+ bias), ssm_dt.bias, ssm_a and ssm_d (1, H), ssm_norm
-    (d_inner / G, G), ssm_out), attention (attn_q/k/v/output) or relu2
-    experts (router, exp_probs_b.bias, ffn_{up,down}_exps, ffn_{up,down}_shexp)."""
-    di, g, n, h = s.mamba_heads * s.mamba_head_dim, s.ssm_nk, s.ssm_dk, s.mamba_heads
-    conv = di + 2 * g * n
-    q, kv = s.n_head * s.hd, s.n_head_kv * s.hd
-    plan = [("token_embd.weight", (s.n_embd, s.n_vocab), "mat"), ("output.weight", (s.n_embd, s.n_vocab), "mat")]
-    for i, kind in enumerate(s.pattern):
-        p = f"blk.{i}."
-        plan.append((p + "attn_norm.weight", (s.n_embd,), "norm"))
-        if kind == "M":
-            plan += [
-                (p + "ssm_in.weight", (s.n_embd, 2 * di + 2 * g * n + h), "mat"),
-                (p + "ssm_conv1d.weight", (s.ssm_conv, conv), "conv"),
-                (p + "ssm_conv1d.bias", (conv,), "small"),
-                (p + "ssm_dt.bias", (h,), "ssm_dt"),
-                (p + "ssm_a", (1, h), "ssm_a"),
-                (p + "ssm_d", (1, h), "ssm_d"),
-                (p + "ssm_norm.weight", (di // g, g), "norm"),
-                (p + "ssm_out.weight", (di, s.n_embd), "mat"),
-            ]
-        elif kind == "*":
-            plan += [
-                (p + "attn_q.weight", (s.n_embd, q), "mat"),
-                (p + "attn_k.weight", (s.n_embd, kv), "mat"),
-                (p + "attn_v.weight", (s.n_embd, kv), "mat"),
-                (p + "attn_output.weight", (q, s.n_embd), "mat"),
-            ]
-        else:
-            ff, e = s.n_ff_exp, s.n_expert
-            plan += [
-                (p + "ffn_gate_inp.weight", (s.n_embd, e), "router"),
-                (p + "exp_probs_b.bias", (e,), "small"),
-                (p + "ffn_up_exps.weight", (s.n_embd, ff, e), "mat"),
-                (p + "ffn_down_exps.weight", (ff, s.n_embd, e), "mat"),
-                (p + "ffn_up_shexp.weight", (s.n_embd, s.n_ff_shexp), "mat"),
-                (p + "ffn_down_shexp.weight", (s.n_ff_shexp, s.n_embd), "mat"),
-            ]
-    plan.append(("output_norm.weight", (s.n_embd,), "norm"))
-    return plan
-
-
-def add_nemotron_keys(w: gguf.GGUFWriter, s: Shape, type_name: str) -> None:
-    """The keys llama.cpp's converter writes for NemotronHForCausalLM with experts."""
-    w.add_block_count(s.n_layer)
-    w.add_context_length(s.n_ctx)
-    w.add_embedding_length(s.n_embd)
-    w.add_feed_forward_length([s.n_ff_exp if k == "E" else 0 for k in s.pattern])
-    w.add_head_count(s.n_head)
-    w.add_head_count_kv([s.n_head_kv if k == "*" else 0 for k in s.pattern])
-    w.add_layer_norm_eps(s.norm_eps)
-    w.add_expert_count(s.n_expert)
-    w.add_expert_used_count(s.n_expert_used)
-    w.add_expert_group_count(1)
-    w.add_expert_group_used_count(1)
-    w.add_file_type(FILE_TYPE[type_name])
-    w.add_vocab_size(s.n_vocab)
-    w.add_rope_dimension_count(s.hd)
-    w.add_ssm_conv_kernel(s.ssm_conv)
-    w.add_ssm_state_size(s.ssm_dk)
-    w.add_ssm_group_count(s.ssm_nk)
-    w.add_ssm_inner_size(s.mamba_heads * s.mamba_head_dim)
-    w.add_ssm_time_step_rank(s.mamba_heads)
-    w.add_key_length(s.hd)
-    w.add_value_length(s.hd)
-    w.add_expert_feed_forward_length(s.n_ff_exp)
-    w.add_expert_shared_feed_forward_length(s.n_ff_shexp)
-    w.add_expert_shared_count(1)
-    w.add_expert_weights_norm(True)
-    w.add_expert_weights_scale(2.5)
-    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+# depthwise causal conv's taps, uniform +-0.5), "bias" (a conv bias or an
+# MoE router's expert bias, small normals).
+F32_KINDS = ("norm", "router", "ssm_a", "ssm_dt", "conv", "bias")
 
 
 def tensor_plan(s: Shape) -> list[tuple[str, tuple[int, ...], str]]:
@@ -563,10 +475,10 @@ def add_hybrid_keys(w: gguf.GGUFWriter, s: Shape, type_name: str) -> None:
 
 
 def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[str, int]:
-    s = SHAPES[shape]
+    s = SHAPES.get(shape) or ssm_shapes.SHAPES[shape]
     qt = TYPES[type_name]
     rng = np.random.default_rng(seed)
-    plan = nemotron_plan(s) if s.pattern else tensor_plan(s)
+    plan = ssm_shapes.tensor_plan(s) if isinstance(s, ssm_shapes.SsmShape) else tensor_plan(s)
     tmp = path.with_name(path.name + f".partial-{os.getpid()}")
     path.parent.mkdir(parents=True, exist_ok=True)
     w = gguf.GGUFWriter(tmp, s.arch)
@@ -575,8 +487,8 @@ def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[s
     w.add_description("random weights in real shapes (vt examples/bench/make-random-gguf.py); "
                       "for throughput measurements only")
     w.add_size_label(s.label)
-    if s.pattern:
-        add_nemotron_keys(w, s, type_name)
+    if isinstance(s, ssm_shapes.SsmShape):
+        ssm_shapes.add_keys(w, s, FILE_TYPE[type_name])
     elif s.hybrid:
         add_hybrid_keys(w, s, type_name)
     else:
@@ -625,18 +537,14 @@ def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[s
         w.write_ti_data_to_file()
         for (name, ne, kind), t in zip(plan, types):
             ne0, rows = ne[0], int(np.prod(ne[1:]))
-            if kind == "norm":  # norm weights (and biases) near 1
-                arr = (1.0 + 0.1 * rng.standard_normal(rows * ne0, dtype=np.float32)).astype(np.float32)
-            elif kind == "router":  # a random, roughly balanced choice of experts
+            if kind == "norm":  # norm weights (and biases, Mamba-2's D) near 1
+                arr = (1.0 + 0.1 * rng.standard_normal((rows, ne0), dtype=np.float32)).astype(np.float32)
+            elif kind in ("router", "bias"):  # a random, roughly balanced choice of experts
                 arr = STD * rng.standard_normal((rows, ne0), dtype=np.float32)
             elif kind == "ssm_a":
-                arr = -rng.uniform(1.0, 16.0, rows * ne0).astype(np.float32)
+                arr = -rng.uniform(1.0, 16.0, (rows, ne0)).astype(np.float32)
             elif kind == "ssm_dt":
-                arr = np.log(np.expm1(rng.uniform(1e-3, 0.1, rows * ne0))).astype(np.float32)
-            elif kind == "ssm_d":
-                arr = np.ones(rows * ne0, dtype=np.float32)
-            elif kind == "small":
-                arr = (0.1 * rng.standard_normal(rows * ne0)).astype(np.float32)
+                arr = np.log(np.expm1(rng.uniform(1e-3, 0.1, (rows, ne0)))).astype(np.float32)
             elif kind == "conv":
                 arr = rng.uniform(-0.5, 0.5, (rows, ne0)).astype(np.float32)
             elif t in (QT.F16, QT.BF16):
@@ -684,7 +592,7 @@ def check(path: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shape", action="append", choices=list(SHAPES),
+    ap.add_argument("--shape", action="append", choices=list(SHAPES) + list(ssm_shapes.SHAPES),
                     help="shape to write (repeatable; default the dense ones: " + ", ".join(DENSE_SHAPES) + ")")
     ap.add_argument("--type", action="append", choices=list(TYPES),
                     help="type to write (repeatable; default all)")

@@ -76,7 +76,28 @@ def main():
               rc == 0 and obj is not None and obj.get("best_gbs", 0) > 0 and len(obj.get("samples_gbs", [])) == 2,
               str(obj) + err)
 
+    check_state_bytes()
     return exit_status()
+
+
+def check_state_bytes():
+    """compare-llama-bench.py's decode roofline counts the recurrent state a
+    token reads and writes; on the tiny fixtures, by hand from their shapes:
+    nemotron_h_moe, 3 Mamba-2 layers of 8 heads x state 16 x head dim 16
+    (f32) and a conv tail of 3 x 192 channels, read and written; lfm2, 3
+    short-conv layers of a 2 x 64 tail."""
+    import importlib.util
+    repo = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("clb", repo / "examples" / "bench" / "compare-llama-bench.py")
+    clb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(clb)
+    for name, want in (("nemotron_h_moe", 3 * 2 * (8 * 16 * 16 * 4 + 3 * 192 * 4)), ("lfm2", 3 * 2 * 2 * 64 * 4)):
+        path = repo / "tests" / "models" / "tiny" / f"{name}.gguf"
+        if not path.is_file():
+            continue
+        kv, ts = clb.gguf_tensors(path)
+        got = clb.recurrent_state_bytes_per_token(kv, ts)
+        check(f"the decode roofline counts {name}'s recurrent state", got == want, f"{got} != {want}")
 
 
 if __name__ == "__main__":
