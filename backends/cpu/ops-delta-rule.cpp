@@ -41,6 +41,7 @@
 
 #include "cpu-ops.h"
 #include "cpu/kernels/kernels.h"
+#include "recurrent-rows.h"
 #include "state-index.h"
 
 namespace vt::cpu {
@@ -48,7 +49,6 @@ namespace vt::cpu {
 namespace {
 
 constexpr int64_t kChunk = kDeltaChunk;
-constexpr int kL = 8;  // partial sums of a dot: lanes the compiler keeps in vector registers
 
 struct DeltaShape {
     int64_t dk, dv, Hk, Hv, n_tok, n_slots;
@@ -70,35 +70,22 @@ DeltaShape delta_shape(const Node &n) {
             p.chunked_from > 0 ? (int64_t)p.chunked_from : (int64_t)kDeltaChunkedFrom};
 }
 
-// ---- row primitives (dk values; kL partial sums, a fixed tree) ----------------------
-
-inline float fold(const float *acc) {
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
-inline float dot(const float *__restrict a, const float *__restrict b, int64_t n) {
-    float acc[kL] = {};
-    int64_t i = 0;
-    for (; i + kL <= n; i += kL)
-        for (int l = 0; l < kL; ++l) acc[l] += a[i + l] * b[i + l];
-    for (int l = 0; i < n; ++i, ++l) acc[l] += a[i] * b[i];
-    return fold(acc);
-}
+// ---- row primitives (dk values; kRowLanes partial sums, a fixed tree) ----------------------
 
 // r = r d + a k (d one decay, or one per element when dvec), then returns r.q.
 inline float update_dot(float *__restrict r, float d, const float *__restrict dvec, float a,
                         const float *__restrict k, const float *__restrict q, int64_t n) {
-    float acc[kL] = {};
+    float acc[kRowLanes] = {};
     int64_t i = 0;
     if (dvec) {
-        for (; i + kL <= n; i += kL)
-            for (int l = 0; l < kL; ++l) {
+        for (; i + kRowLanes <= n; i += kRowLanes)
+            for (int l = 0; l < kRowLanes; ++l) {
                 r[i + l] = r[i + l] * dvec[i + l] + a * k[i + l];
                 acc[l] += r[i + l] * q[i + l];
             }
     } else {
-        for (; i + kL <= n; i += kL)
-            for (int l = 0; l < kL; ++l) {
+        for (; i + kRowLanes <= n; i += kRowLanes)
+            for (int l = 0; l < kRowLanes; ++l) {
                 r[i + l] = r[i + l] * d + a * k[i + l];
                 acc[l] += r[i + l] * q[i + l];
             }
@@ -107,11 +94,7 @@ inline float update_dot(float *__restrict r, float d, const float *__restrict dv
         r[i] = r[i] * (dvec ? dvec[i] : d) + a * k[i];
         acc[l] += r[i] * q[i];
     }
-    return fold(acc);
-}
-
-inline void axpy(float *__restrict y, float a, const float *__restrict x, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+    return fold_lanes(acc);
 }
 
 // ---- scratch ------------------------------------------------------------------------
@@ -196,7 +179,7 @@ void recurrent_block(float *S, const DeltaShape &s, const Block &blk, const Bufs
     for (int64_t j = 0; j < s.dv; ++j) {
         float *r = S + j * dk;
         for (int64_t t = 0; t < n; ++t) {
-            const float kv = dot(r, b.kdec + t * dk, dk);
+            const float kv = row_dot(r, b.kdec + t * dk, dk);
             const float d = blk.beta[t] * (blk.v[t][j] - kv);
             blk.o[t][j] = s.per_channel ? update_dot(r, 0.0f, b.dec + t * dk, d, blk.k[t], blk.q[t], dk)
                                         : update_dot(r, b.dec[t], nullptr, d, blk.k[t], blk.q[t], dk);
@@ -220,8 +203,8 @@ void chunked_block(float *S, const DeltaShape &s, const Block &blk, const Bufs &
     for (int64_t t = 0; t < n; ++t)
         for (int64_t u = 0; u <= t; ++u) {
             const float e = std::exp((float)(b.gam[t] - b.gam[u]));
-            if (u < t) b.L[t * C + u] = blk.beta[t] * (e * dot(blk.k[t], blk.k[u], dk));
-            b.M[t * C + u] = e * dot(blk.q[t], blk.k[u], dk);
+            if (u < t) b.L[t * C + u] = blk.beta[t] * (e * row_dot(blk.k[t], blk.k[u], dk));
+            b.M[t * C + u] = e * row_dot(blk.q[t], blk.k[u], dk);
         }
     // Forward substitution: U_t = beta_t v_t - sum_{s<t} L[t][s] U_s, W_t =
     // beta_t e^gamma_t k_t - sum_{s<t} L[t][s] W_s.
@@ -232,8 +215,8 @@ void chunked_block(float *S, const DeltaShape &s, const Block &blk, const Bufs &
         for (int64_t i = 0; i < dk; ++i) w[i] = bw * blk.k[t][i];
         for (int64_t u0 = 0; u0 < t; ++u0) {
             const float l = -b.L[t * C + u0];
-            axpy(u, l, b.U + u0 * dv, dv);
-            axpy(w, l, b.W + u0 * dk, dk);
+            row_axpy(u, l, b.U + u0 * dv, dv);
+            row_axpy(w, l, b.W + u0 * dk, dk);
         }
     }
     // The keys as they reach the chunk's end: decay(n-1, s) k_s.
@@ -247,27 +230,22 @@ void chunked_block(float *S, const DeltaShape &s, const Block &blk, const Bufs &
     for (int64_t j = 0; j < dv; ++j) {
         float *r = S + j * dk;
         for (int64_t t = 0; t < n; ++t) {
-            b.D[t * dv + j] = b.U[t * dv + j] - dot(b.W + t * dk, r, dk);
-            b.QS[t * dv + j] = dot(blk.q[t], r, dk);
+            b.D[t * dv + j] = b.U[t * dv + j] - row_dot(b.W + t * dk, r, dk);
+            b.QS[t * dv + j] = row_dot(blk.q[t], r, dk);
         }
         for (int64_t i = 0; i < dk; ++i) r[i] *= el;
-        for (int64_t t = 0; t < n; ++t) axpy(r, b.D[t * dv + j], b.KD + t * dk, dk);
+        for (int64_t t = 0; t < n; ++t) row_axpy(r, b.D[t * dv + j], b.KD + t * dk, dk);
     }
     // o_t = e^gamma_t S0^T q_t + sum_{s <= t} M[t][s] Delta_s.
     for (int64_t t = 0; t < n; ++t) {
         float *o = blk.o[t];
         const float e = b.eg[t];
         for (int64_t j = 0; j < dv; ++j) o[j] = e * b.QS[t * dv + j];
-        for (int64_t u = 0; u <= t; ++u) axpy(o, b.M[t * C + u], b.D + u * dv, dv);
+        for (int64_t u = 0; u <= t; ++u) row_axpy(o, b.M[t * C + u], b.D + u * dv, dv);
     }
 }
 
 // ---- a unit: one sequence, one V head ----------------------------------------------------
-
-template <typename T> const T *at(const Tensor *t, int64_t i1, int64_t i2) {
-    return reinterpret_cast<const T *>(static_cast<const uint8_t *>(t->data) + (size_t)i1 * t->nb[1] +
-                                       (size_t)i2 * t->nb[2]);
-}
 
 void delta_unit(const Node &n, const DeltaShape &s, const SeqRun &r, int64_t h, const Bufs &b) {
     const Tensor *q = n.src[0], *k = n.src[1], *v = n.src[2], *g = n.src[3], *beta = n.src[4], *pool = n.src[5];
@@ -281,12 +259,12 @@ void delta_unit(const Node &n, const DeltaShape &s, const SeqRun &r, int64_t h, 
         blk.n = std::min(kChunk, r.n - b0);
         for (int64_t i = 0; i < blk.n; ++i) {
             const int64_t t = r.t0 + b0 + i;
-            blk.q[i] = at<float>(q, hk, t);
-            blk.k[i] = at<float>(k, hk, t);
-            blk.v[i] = at<float>(v, h, t);
+            blk.q[i] = row_at<float>(q, hk, t);
+            blk.k[i] = row_at<float>(k, hk, t);
+            blk.v[i] = row_at<float>(v, h, t);
             // g: (Hv, n_tok), or (dk, Hv, n_tok) per key channel.
-            blk.g[i] = s.per_channel ? at<float>(g, h, t) : at<float>(g, t, 0) + h;
-            blk.beta[i] = at<float>(beta, t, 0)[h];
+            blk.g[i] = s.per_channel ? row_at<float>(g, h, t) : row_at<float>(g, t, 0) + h;
+            blk.beta[i] = row_at<float>(beta, t, 0)[h];
             blk.o[i] = static_cast<float *>(n.dst->data) + (t * s.Hv + h) * dv;
         }
         if (chunked) chunked_block(S, s, blk, b);

@@ -42,6 +42,7 @@
 
 #include "cpu-ops.h"
 #include "cpu/kernels/kernels.h"
+#include "recurrent-rows.h"
 #include "state-index.h"
 
 namespace vt::cpu {
@@ -49,7 +50,6 @@ namespace vt::cpu {
 namespace {
 
 constexpr int64_t kBlock = 64;  // tokens per block of the recurrent form
-constexpr int kL = 8;           // partial sums of a dot: lanes the compiler keeps in vector registers
 
 struct SsmShape {
     int64_t P, H, N, G, n_tok, n_slots;
@@ -70,23 +70,6 @@ SsmShape ssm_shape(const Node &n) {
             p.chunked_from > 0 ? (int64_t)p.chunked_from : (int64_t)kSsmChunkedFrom,
             p.dt_min,
             p.dt_max};
-}
-
-inline float fold(const float *acc) {
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
-inline float dot(const float *__restrict a, const float *__restrict b, int64_t n) {
-    float acc[kL] = {};
-    int64_t i = 0;
-    for (; i + kL <= n; i += kL)
-        for (int l = 0; l < kL; ++l) acc[l] += a[i + l] * b[i + l];
-    for (int l = 0; i < n; ++i, ++l) acc[l] += a[i] * b[i];
-    return fold(acc);
-}
-
-inline void axpy(float *__restrict y, float a, const float *__restrict x, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
 // softplus (torch's, threshold 20, as kUnarySoftplus) then the clamp.
@@ -170,10 +153,10 @@ void recurrent_block(float *S, const SsmShape &s, float A, const Span &sp, const
         for (int64_t t = 0; t < n; ++t) {
             const float a = b.a[t], u = b.xd[t * P + p];
             const float *Bt = sp.B[t], *Ct = sp.C[t];
-            float acc[kL] = {};
+            float acc[kRowLanes] = {};
             int64_t i = 0;
-            for (; i + kL <= N; i += kL)
-                for (int l = 0; l < kL; ++l) {
+            for (; i + kRowLanes <= N; i += kRowLanes)
+                for (int l = 0; l < kRowLanes; ++l) {
                     r[i + l] = r[i + l] * a + u * Bt[i + l];
                     acc[l] += r[i + l] * Ct[i + l];
                 }
@@ -181,7 +164,7 @@ void recurrent_block(float *S, const SsmShape &s, float A, const Span &sp, const
                 r[i] = r[i] * a + u * Bt[i];
                 acc[l] += r[i] * Ct[i];
             }
-            sp.y[t][p] = fold(acc);
+            sp.y[t][p] = fold_lanes(acc);
         }
     }
 }
@@ -210,30 +193,25 @@ void chunked_block(float *S, const SsmShape &s, float A, const Span &sp, const B
     }
     for (int64_t t = 0; t < n; ++t)
         for (int64_t u = 0; u <= t; ++u)
-            b.M[t * Q + u] = std::exp((float)(b.gam[t] - b.gam[u])) * dot(sp.C[t], sp.B[u], N);
+            b.M[t * Q + u] = std::exp((float)(b.gam[t] - b.gam[u])) * row_dot(sp.C[t], sp.B[u], N);
     // Per state row p: S0[p].C_t for every token from the old row, then the
     // row's update.
     const float el = b.eg[n - 1];
     for (int64_t p = 0; p < P; ++p) {
         float *r = S + p * N;
-        for (int64_t t = 0; t < n; ++t) b.QS[t * P + p] = dot(r, sp.C[t], N);
+        for (int64_t t = 0; t < n; ++t) b.QS[t * P + p] = row_dot(r, sp.C[t], N);
         for (int64_t i = 0; i < N; ++i) r[i] *= el;
-        for (int64_t u = 0; u < n; ++u) axpy(r, b.w[u] * b.xd[u * P + p], sp.B[u], N);
+        for (int64_t u = 0; u < n; ++u) row_axpy(r, b.w[u] * b.xd[u * P + p], sp.B[u], N);
     }
     for (int64_t t = 0; t < n; ++t) {
         float *y = sp.y[t];
         const float e = b.eg[t];
         for (int64_t p = 0; p < P; ++p) y[p] = e * b.QS[t * P + p];
-        for (int64_t u = 0; u <= t; ++u) axpy(y, b.M[t * Q + u], b.xd + u * P, P);
+        for (int64_t u = 0; u <= t; ++u) row_axpy(y, b.M[t * Q + u], b.xd + u * P, P);
     }
 }
 
 // ---- a unit: one sequence, one head --------------------------------------------------------
-
-template <typename T> const T *at(const Tensor *t, int64_t i1, int64_t i2) {
-    return reinterpret_cast<const T *>(static_cast<const uint8_t *>(t->data) + (size_t)i1 * t->nb[1] +
-                                       (size_t)i2 * t->nb[2]);
-}
 
 void ssm_unit(const Node &n, const SsmShape &s, const SeqRun &r, int64_t h, const Bufs &b) {
     const Tensor *x = n.src[0], *dt = n.src[1], *B = n.src[3], *C = n.src[4], *pool = n.src[5];
@@ -249,10 +227,10 @@ void ssm_unit(const Node &n, const SsmShape &s, const SeqRun &r, int64_t h, cons
         sp.n = std::min(step, r.n - b0);
         for (int64_t i = 0; i < sp.n; ++i) {
             const int64_t t = r.t0 + b0 + i;
-            sp.x[i] = at<float>(x, h, t);
-            sp.B[i] = at<float>(B, g, t);
-            sp.C[i] = at<float>(C, g, t);
-            sp.dt[i] = at<float>(dt, t, 0)[h];
+            sp.x[i] = row_at<float>(x, h, t);
+            sp.B[i] = row_at<float>(B, g, t);
+            sp.C[i] = row_at<float>(C, g, t);
+            sp.dt[i] = row_at<float>(dt, t, 0)[h];
             sp.y[i] = static_cast<float *>(n.dst->data) + (t * s.H + h) * P;
         }
         if (chunked) chunked_block(S, s, A, sp, b);
