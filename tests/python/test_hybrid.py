@@ -34,14 +34,24 @@ def _rename_safetensors(path: Path, old: str, new: str):
     path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n:])
 
 
-@pytest.fixture
-def folder(tmp_path):
-    src = TINY / "qwen3_5"
+def _tiny_folder(tmp_path, name):
+    src = TINY / name
     if not src.is_dir():
-        pytest.skip("tests/models/tiny/qwen3_5 is missing")
-    dst = tmp_path / "qwen3_5"
+        pytest.skip(f"tests/models/tiny/{name} is missing")
+    dst = tmp_path / name
     shutil.copytree(src, dst)
     return dst
+
+
+def _edit_config(folder: Path, **changes):
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(changes)
+    (folder / "config.json").write_text(json.dumps(cfg))
+
+
+@pytest.fixture
+def folder(tmp_path):
+    return _tiny_folder(tmp_path, "qwen3_5")
 
 
 def test_folder_loads(folder):
@@ -77,9 +87,7 @@ def test_folder_without_a_log(folder):
 
 
 def test_config_shape_that_does_not_match_the_weights(folder):
-    cfg = json.loads((folder / "config.json").read_text())
-    cfg["linear_value_head_dim"] = 16  # the weights have 24
-    (folder / "config.json").write_text(json.dumps(cfg))
+    _edit_config(folder, linear_value_head_dim=16)  # the weights have 24
     with pytest.raises(vt.VtFormatError, match=r"tensor 'blk\.0\.attn_qkv\.weight': dimension 1"):
         vt.Model(str(folder))
 
@@ -148,24 +156,14 @@ def test_lfm2_gguf_conv_weight_of_the_wrong_shape(tmp_path):
 
 
 def test_lfm2_folder_conv_width_that_does_not_match_the_weights(tmp_path):
-    src = TINY / "lfm2_moe"
-    if not src.is_dir():
-        pytest.skip("tests/models/tiny/lfm2_moe is missing")
-    folder = tmp_path / "lfm2_moe"
-    shutil.copytree(src, folder)
-    cfg = json.loads((folder / "config.json").read_text())
-    cfg["conv_L_cache"] = 4  # the weights have 3 taps
-    (folder / "config.json").write_text(json.dumps(cfg))
+    folder = _tiny_folder(tmp_path, "lfm2_moe")
+    _edit_config(folder, conv_L_cache=4)  # the weights have 3 taps
     with pytest.raises(vt.VtFormatError, match=r"blk\.0\.shortconv\.conv\.weight"):
         vt.Model(str(folder))
 
 
 def test_lfm2_folder_without_in_proj(tmp_path):
-    src = TINY / "lfm2"
-    if not src.is_dir():
-        pytest.skip("tests/models/tiny/lfm2 is missing")
-    folder = tmp_path / "lfm2"
-    shutil.copytree(src, folder)
+    folder = _tiny_folder(tmp_path, "lfm2")
     _rename_safetensors(folder / "model.safetensors", "model.layers.3.conv.in_proj.weight",
                         "model.layers.3.conv.in_prog.weight")
     with pytest.raises(vt.VtFormatError, match=r"blk\.3\.shortconv\.in_proj\.weight"):
@@ -175,12 +173,7 @@ def test_lfm2_folder_without_in_proj(tmp_path):
 # NemotronH (Mamba-2 layers; tests/models/tiny/nemotron_h): the same refusals.
 @pytest.fixture
 def nemotron_folder(tmp_path):
-    src = TINY / "nemotron_h"
-    if not src.is_dir():
-        pytest.skip("tests/models/tiny/nemotron_h is missing")
-    dst = tmp_path / "nemotron_h"
-    shutil.copytree(src, dst)
-    return dst
+    return _tiny_folder(tmp_path, "nemotron_h")
 
 
 def test_nemotron_h_folder_loads(nemotron_folder):
@@ -196,38 +189,19 @@ def test_nemotron_h_folder_without_a_log(nemotron_folder):
 
 
 def test_nemotron_h_ssm_shape_that_does_not_match_the_weights(nemotron_folder):
-    cfg = json.loads((nemotron_folder / "config.json").read_text())
-    cfg["ssm_state_size"] = 8  # the weights have 16
-    (nemotron_folder / "config.json").write_text(json.dumps(cfg))
+    _edit_config(nemotron_folder, ssm_state_size=8)  # the weights have 16
     with pytest.raises(vt.VtFormatError, match=r"tensor 'blk\.0\.ssm_in\.weight': dimension 1"):
         vt.Model(str(nemotron_folder))
 
 
 def test_nemotron_h_pattern_that_is_not_one(nemotron_folder):
-    cfg = json.loads((nemotron_folder / "config.json").read_text())
-    cfg["hybrid_override_pattern"] = "M-M*-X"
-    (nemotron_folder / "config.json").write_text(json.dumps(cfg))
+    _edit_config(nemotron_folder, hybrid_override_pattern="M-M*-X")
     with pytest.raises(vt.VtFormatError, match=r"hybrid_override_pattern has 'X'"):
         vt.Model(str(nemotron_folder))
 
 
 # Granite 4.0-H and Falcon-H1 (Mamba-2 hybrids with muP multipliers): broken
 # folders name the key or tensor that is wrong.
-def _tiny_folder(tmp_path, name):
-    src = TINY / name
-    if not src.is_dir():
-        pytest.skip(f"tests/models/tiny/{name} is missing")
-    dst = tmp_path / name
-    shutil.copytree(src, dst)
-    return dst
-
-
-def _edit_config(folder: Path, **changes):
-    cfg = json.loads((folder / "config.json").read_text())
-    cfg.update(changes)
-    (folder / "config.json").write_text(json.dumps(cfg))
-
-
 def test_granite_hybrid_unknown_layer_type(tmp_path):
     folder = _tiny_folder(tmp_path, "granitemoehybrid")
     _edit_config(folder, layer_types=["mamba", "mamba", "sliding_attention", "mamba"])
