@@ -33,13 +33,18 @@ void op_unary(const Node &n, const OpCtx &c) {
         const float r = x < 0.0f ? 0.0f : x;
         return r * r;
     });
+    // transformers' logits / c, tanh, * c: three roundings in this order.
+    case kUnarySoftcap: {
+        const float cap = n.params.unary.cap;
+        return map(n, c, [cap](float x) { return std::tanh(x / cap) * cap; });
+    }
     default: return;
     }
 }
 bool supports_unary(const Node &n) {
     const int32_t k = n.params.unary.kind;
     return is_f32(n.src[0]) && is_f32(n.dst) && same_shape(n.src[0], n.dst) && k >= kUnarySigmoid &&
-           k <= kUnaryReluSqr;
+           k <= kUnarySoftcap && (k != kUnarySoftcap || n.params.unary.cap > 0.0f);
 }
 size_t work_size_unary(const Node &, int) { return 0; }
 

@@ -20,12 +20,14 @@ struct ScaleParams {
 // Element-wise functions (Op::UNARY).
 struct UnaryParams {
     int32_t kind;  // kUnary*
+    float cap;     // kUnarySoftcap's c; unused by the other kinds (0 in their {kind})
 };
 constexpr int32_t kUnarySigmoid = 0;   // 1 / (1 + exp(-x))
 constexpr int32_t kUnarySilu = 1;      // x / (1 + exp(-x))
 constexpr int32_t kUnarySoftplus = 2;  // log1p(exp(x)), x where x > 20 (torch's softplus, threshold 20)
 constexpr int32_t kUnaryExp = 3;       // exp(x)
 constexpr int32_t kUnaryReluSqr = 4;   // max(x, 0)^2 (NemotronH's relu2 MLPs and experts)
+constexpr int32_t kUnarySoftcap = 5;   // c * tanh(x / c): Gemma's and Muse Glimmer's logit soft-cap, Laguna's router's
 
 // RMSNorm times a gate (Op::RMS_NORM_GATED). The fields after gate are
 // zero in every older caller's {eps, gate}, and zero means the old

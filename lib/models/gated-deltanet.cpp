@@ -110,9 +110,9 @@ Tensor *gated_delta_net(LayerBuilder &b, uint32_t il, Tensor *h, const GdnWeight
         beta_in = b.linear(w.beta, h);
         alpha_in = b.linear(w.alpha, h);
     }
-    Tensor *beta = g.op<Op::UNARY>(DType::F32, {nv, n}, {beta_in}, UnaryParams{kUnarySigmoid});
+    Tensor *beta = g.op<Op::UNARY>(DType::F32, {nv, n}, {beta_in}, UnaryParams{kUnarySigmoid, 0.0f});
     Tensor *decay = g.op<Op::UNARY>(DType::F32, {nv, n}, {b.add(alpha_in, const_cast<Tensor *>(w.dt_bias))},
-                                    UnaryParams{kUnarySoftplus});
+                                    UnaryParams{kUnarySoftplus, 0.0f});
     decay = g.op<Op::MUL>(DType::F32, {nv, n}, {decay, const_cast<Tensor *>(w.a)});
 
     DeltaRuleParams dp{};

@@ -87,9 +87,9 @@ Tensor *kimi_delta_attention(LayerBuilder &b, uint32_t il, Tensor *h, const KdaW
 
     // The log-decay per key channel: -exp(A_log[head]) * softplus(f_b(f_a(h)) + dt_bias).
     Tensor *fg = b.add(b.linear(w.f_b, b.linear(w.f_a, h)), const_cast<Tensor *>(w.dt_bias));  // (C, n)
-    fg = g.op<Op::UNARY>(DType::F32, {C, n}, {fg}, UnaryParams{kUnarySoftplus});
+    fg = g.op<Op::UNARY>(DType::F32, {C, n}, {fg}, UnaryParams{kUnarySoftplus, 0.0f});
     Tensor *decay = g.op<Op::MUL>(DType::F32, {dk, H, n}, {g.reshape(fg, {dk, H, n}), const_cast<Tensor *>(w.a)});
-    Tensor *beta = g.op<Op::UNARY>(DType::F32, {H, n}, {b.linear(w.beta, h)}, UnaryParams{kUnarySigmoid});
+    Tensor *beta = g.op<Op::UNARY>(DType::F32, {H, n}, {b.linear(w.beta, h)}, UnaryParams{kUnarySigmoid, 0.0f});
 
     DeltaRuleParams dp{};
     dp.k_head_mode = kDeltaHeadsInterleaved;  // one K head per V head: either mode reads the same

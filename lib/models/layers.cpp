@@ -269,6 +269,11 @@ Tensor *LayerBuilder::scale(Tensor *x, float s) {
     return g_.op<Op::SCALE>(DType::F32, {x->ne[0], x->ne[1], x->ne[2], x->ne[3]}, {x}, {s});
 }
 
+Tensor *LayerBuilder::softcap(Tensor *x, float cap) {
+    return g_.op<Op::UNARY>(DType::F32, {x->ne[0], x->ne[1], x->ne[2], x->ne[3]}, {x},
+                            UnaryParams{kUnarySoftcap, cap});
+}
+
 Tensor *LayerBuilder::attention(uint32_t il, Tensor *h, const AttnWeights &aw, const RopeParams &rope, float scale,
                                 const Tensor *rope_factors) {
     const Hparams &hp = m_.hparams;
@@ -333,7 +338,7 @@ Tensor *LayerBuilder::moe(Tensor *h, const MoeWeights &mw) {
     if (!mw.shared.gate) return out;
     Tensor *shared = ffn(h, mw.shared, Activation::silu);
     if (mw.shared_gate) {
-        Tensor *gate = g_.op<Op::UNARY>(DType::F32, {1, n_}, {linear(mw.shared_gate, h)}, UnaryParams{kUnarySigmoid});
+        Tensor *gate = g_.op<Op::UNARY>(DType::F32, {1, n_}, {linear(mw.shared_gate, h)}, UnaryParams{kUnarySigmoid, 0.0f});
         shared = g_.op<Op::MUL>(DType::F32, {E, n_}, {shared, gate});
     }
     return add(out, shared);

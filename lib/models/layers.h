@@ -96,6 +96,8 @@ public:
     Tensor *linear(const Tensor *w, Tensor *x, const Tensor *bias = nullptr);
     Tensor *add(Tensor *a, Tensor *b);
     Tensor *scale(Tensor *x, float s);
+    // cap * tanh(x / cap) (cap > 0): the soft-capped logits of Gemma and Muse Glimmer, routers' too.
+    Tensor *softcap(Tensor *x, float cap);
 
     // Self-attention of layer il on normed input h (n_embd, n): projections,
     // q/k norms, rotary embedding with rope, causal attention (scaled by

@@ -114,7 +114,7 @@ Tensor *mamba2_mixer(LayerBuilder &b, uint32_t il, Tensor *h, const Mamba2Weight
         y = g.op<Op::RMS_NORM_GATED>(DType::F32, {Di, n}, {y, g.reshape(cw(w.norm), {Di}), z}, np);
     } else {
         Tensor *gate = g.op<Op::UNARY>(DType::F32, {Di, n}, {g.op<Op::CPY>(DType::F32, {Di, n}, {z})},
-                                       UnaryParams{kUnarySilu});
+                                       UnaryParams{kUnarySilu, 0.0f});
         y = g.op<Op::MUL>(DType::F32, {Di, n}, {y, gate});
     }
     return b.linear(w.out, y, w.out_bias);

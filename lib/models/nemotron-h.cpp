@@ -154,7 +154,7 @@ Tensor *NemotronH::attention(LayerBuilder &b, uint32_t il, Tensor *h, const Attn
 
 Tensor *NemotronH::relu2_mlp(LayerBuilder &b, Tensor *h, const FfnWeights &w) const {
     Tensor *up = b.linear(w.up, h);
-    up = b.graph().op<Op::UNARY>(DType::F32, {up->ne[0], up->ne[1]}, {up}, UnaryParams{kUnaryReluSqr});
+    up = b.graph().op<Op::UNARY>(DType::F32, {up->ne[0], up->ne[1]}, {up}, UnaryParams{kUnaryReluSqr, 0.0f});
     return b.linear(w.down, up);
 }
 
@@ -177,7 +177,7 @@ Tensor *NemotronH::experts(LayerBuilder &b, Tensor *h, const LatentMoe &w) const
     Tensor *x = w.latent_down ? b.linear(w.latent_down, h) : h;
     const int64_t L = x->ne[0];
     Tensor *up = g.op<Op::MUL_MAT_ID>(DType::F32, {F, k, n}, {cw(w.moe.up), g.reshape(x, {L, 1, n}), ids});
-    up = g.op<Op::UNARY>(DType::F32, {F, k, n}, {up}, UnaryParams{kUnaryReluSqr});
+    up = g.op<Op::UNARY>(DType::F32, {F, k, n}, {up}, UnaryParams{kUnaryReluSqr, 0.0f});
     Tensor *down = g.op<Op::MUL_MAT_ID>(DType::F32, {L, k, n}, {cw(w.moe.down), up, ids});
     Tensor *out = g.op<Op::MOE_SUM>(DType::F32, {L, n}, {down, weights});
     if (w.latent_up) out = b.linear(w.latent_up, out);

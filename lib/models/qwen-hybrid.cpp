@@ -66,7 +66,7 @@ Tensor *QwenHybrid::gated_attention(LayerBuilder &b, uint32_t il, Tensor *h, con
     Tensor *k = g.reshape(b.linear(w.wk, h), {hd, HK, n});
     Tensor *v = g.reshape(b.linear(w.wv, h), {hd, HK, n});
     Tensor *att = b.attend(il, q, k, v, w, b.rope(), 1.0f / std::sqrt((float)hd));
-    gate = g.op<Op::UNARY>(DType::F32, {hd * H, n}, {gate}, UnaryParams{kUnarySigmoid});
+    gate = g.op<Op::UNARY>(DType::F32, {hd * H, n}, {gate}, UnaryParams{kUnarySigmoid, 0.0f});
     return b.linear(w.wo, g.op<Op::MUL>(DType::F32, {hd * H, n}, {att, gate}));
 }
 

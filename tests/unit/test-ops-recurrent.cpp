@@ -63,7 +63,7 @@ TEST_CASE("UNARY: sigmoid, silu, softplus, exp through libm's float functions", 
         INFO("kind " << kind);
         Graph g;
         Tensor *xt = g.input(DType::F32, {n, m});
-        Tensor *y = g.op<Op::UNARY>(DType::F32, {n, m}, {xt}, {kind});
+        Tensor *y = g.op<Op::UNARY>(DType::F32, {n, m}, {xt}, UnaryParams{kind, 0.0f});
         g.mark_output(y);
         REQUIRE(supports(g.nodes()[0]));
         Bound bound(g);
@@ -79,8 +79,44 @@ TEST_CASE("UNARY: sigmoid, silu, softplus, exp through libm's float functions", 
     // A kind the kernel does not know is refused.
     Graph g;
     Tensor *xt = g.input(DType::F32, {8});
-    g.op<Op::UNARY>(DType::F32, {8}, {xt}, {99});
+    g.op<Op::UNARY>(DType::F32, {8}, {xt}, UnaryParams{99, 0.0f});
     CHECK_FALSE(supports(g.nodes()[0]));
+}
+
+TEST_CASE("UNARY softcap: c * tanh(x / c), and a cap <= 0 refused", "[ops]") {
+    std::mt19937 rng(23);
+    const int64_t n = 96, m = 3;
+    std::vector<float> x((size_t)(n * m));
+    std::uniform_real_distribution<float> dist(-80.f, 80.f);
+    for (float &v : x) v = dist(rng);
+    const float edges[] = {-1e4f, -30.f, -1e-30f, -0.f, 0.f, 1e-30f, 29.99f, 30.f, 1e4f};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; ++i) x[i * 29] = edges[i];
+    for (float cap : {30.f, 15.f, 1.f}) {
+        INFO("cap " << cap);
+        Graph g;
+        Tensor *xt = g.input(DType::F32, {n, m});
+        Tensor *y = g.op<Op::UNARY>(DType::F32, {n, m}, {xt}, UnaryParams{kUnarySoftcap, cap});
+        g.mark_output(y);
+        REQUIRE(supports(g.nodes()[0]));
+        Bound bound(g);
+        const std::vector<float> got = run_both(g, y, [&] { put(xt, x); });
+        std::vector<double> ref(x.size()), tol(x.size());
+        for (size_t i = 0; i < x.size(); ++i) {
+            ref[i] = cap * std::tanh((double)x[i] / cap);
+            // x / c rounds (u relative in t = x / c), which moves tanh(t) by
+            // sech^2(t) t u <= |tanh(t)| u (sech^2 falls, so t sech^2(t) <=
+            // tanh(t)); tanhf within 2 ulp (4u relative), the product with c
+            // u: 6u relative, 8u stated; subnormal quotients 2^-149 times c.
+            tol[i] = 8 * kU * std::fabs(ref[i]) + 0x1p-149 * cap;
+        }
+        check_close(got, ref, tol, "UNARY softcap");
+    }
+    for (float cap : {0.f, -1.f}) {
+        Graph g;
+        Tensor *xt = g.input(DType::F32, {8});
+        g.op<Op::UNARY>(DType::F32, {8}, {xt}, UnaryParams{kUnarySoftcap, cap});
+        CHECK_FALSE(supports(g.nodes()[0]));
+    }
 }
 
 // ---- L2_NORM ---------------------------------------------------------------------

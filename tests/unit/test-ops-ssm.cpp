@@ -23,7 +23,7 @@ TEST_CASE("UNARY relu^2: max(x, 0)^2 with one rounding, NaN kept", "[ops]") {
     for (size_t i = 0; i < sizeof edges / sizeof edges[0]; ++i) x[i * 37] = edges[i];
     Graph g;
     Tensor *xt = g.input(DType::F32, {n, m});
-    Tensor *y = g.op<Op::UNARY>(DType::F32, {n, m}, {xt}, {kUnaryReluSqr});
+    Tensor *y = g.op<Op::UNARY>(DType::F32, {n, m}, {xt}, UnaryParams{kUnaryReluSqr, 0.0f});
     g.mark_output(y);
     REQUIRE(supports(g.nodes()[0]));
     Bound bound(g);
