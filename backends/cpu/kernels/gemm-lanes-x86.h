@@ -8,6 +8,7 @@
 #pragma once
 
 #include "cpu/kernels/gemm-x86.h"
+#include "cpu/kernels/legacy-x86.h"
 
 namespace vt::quant::x86 {
 namespace {
@@ -70,6 +71,16 @@ struct OpsQ8_0 {
     static inline __m256i W(const BW &x) { return load_q(x.qs); }
 };
 #endif
+
+// MXFP4: the doubled e2m1 values (-12..12) plus 12, unsigned; the scale is
+// the e8m0 exponent's (weight_d, legacy-x86.h).
+struct OpsMXFP4 {
+    using BW = BlockMXFP4;
+    using BA = BlockQ8_0;
+    static constexpr int kOff = 12;
+    static constexpr bool kMin = false;
+    static inline __m256i W(const BW &x) { return mxfp4_bytes(x.qs, kOff); }
+};
 
 constexpr int kLaneRows = 16; // rows per _X16 group: the 32-bit lanes of a zmm
 
@@ -216,7 +227,7 @@ static void pack_u8_steps(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, u
                 }
                 const BW &x = ((const BW *)(w + (r0 + r) * ws))[b];
                 _mm256_store_si256((__m256i *)q[r], Ops::W(x));
-                d[r] = f16_at(&x.d);
+                d[r] = weight_d(x);
                 if constexpr (Ops::kMin) m[r] = f16_at(&x.m);
                 else m[r] = 0.f;
             }
