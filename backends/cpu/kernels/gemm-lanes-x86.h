@@ -99,16 +99,22 @@ struct X16Loc {
     const uint8_t *q, *h;
     size_t field;
 };
-template <size_t kBlock, size_t kPayload>
+template <size_t kBlock, size_t kPayload, size_t kField = 2>
 static inline X16Loc x16_locate(const uint8_t *pw, int64_t b, int64_t nb) {
-    const X16At at = x16_at(kBlock / 16, kPayload / 16, b, nb);
+    const X16At at = x16_at(kBlock / 16, kPayload / 16, b, nb, kField);
     return {pw + at.q, pw + at.h, at.field};
 }
 
-// A 32-element type's _X16 payload per block and 16 rows: everything after
-// its f16 header (d, and m where the weights carry a min).
+// Whether a 32-element type's scale is MXFP4's e8m0 byte, not an f16 d.
 template <class Ops>
-constexpr size_t kX16Payload = 16 * (sizeof(typename Ops::BW) - (Ops::kMin ? 4 : 2));
+constexpr bool kE8M0 = std::is_same_v<typename Ops::BW, BlockMXFP4>;
+// Its _X16 header field per row (x16-layout.h): 2 bytes, MXFP4's 1.
+template <class Ops>
+constexpr size_t kX16Field = kE8M0<Ops> ? 1 : 2;
+// A 32-element type's _X16 payload per block and 16 rows: everything after
+// its header (d, and m where the weights carry a min; MXFP4's e).
+template <class Ops>
+constexpr size_t kX16Payload = 16 * (sizeof(typename Ops::BW) - (Ops::kMin ? 4 : kX16Field<Ops>));
 
 // The layouts whose steps take work to unpack (Q5_0, Q5_1, Q6_K) are read in
 // place below this many tokens and packed per call from the layout above:
