@@ -663,102 +663,104 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         *mx_pending = pair_mxfp4(mx_parts, dir.string());
         for (const SafetensorsTensor &t : *mx_pending) all.push_back(&t);
     }
-    for (const SafetensorsTensor *tp : all) {
-        // A pending MXFP4 pair takes ggml's block layout here, every row;
-        // an architecture that needs rows of it (gpt-oss's interleaved
-        // gate_up) calls materialize_mxfp4 itself before this point.
-        SafetensorsTensor mx_rows;
-        if (tp->mx_blocks) mx_rows = materialize_mxfp4(*tp, 0, 1, *mla_copies);
-        const SafetensorsTensor &t0 = tp->mx_blocks ? mx_rows : *tp;
-        SafetensorsTensor renamed;
-        const bool rename = nemotron || arch->norms == HfNorms::granite_hybrid;
-        if (rename) {
-            renamed = t0;
-            renamed.name = nemotron ? nemotron_h_tensor_name(t0.name, nemotron_kinds) : granite_expert_alias(t0.name);
-        }
-        const SafetensorsTensor &t = rename ? renamed : t0;
-        if (experts.take(t)) continue;
-        if (std::string bid, rest; arch->norms == HfNorms::granite_hybrid &&
-                                   split_hf_layer_name(text_model_name(t.name), bid, rest) &&
-                                   rest == "shared_mlp.input_linear.weight") {
-            split_granite_shared(t, "blk." + bid + ".", granite_experts, tensors);
-            continue;
-        }
-        if (std::string bid, rest; arch->norms == HfNorms::granite_hybrid && !granite_experts &&
-                                   split_hf_layer_name(text_model_name(t.name), bid, rest) &&
-                                   rest == "shared_mlp.output_linear.weight") {
-            GgufTensorInfo ti;  // a dense Granite: the shared MLP is the FFN
-            ti.name = "blk." + bid + ".ffn_down.weight";
-            ti.n_dims = 2;
-            ti.ne[0] = t.ne[0];
-            ti.ne[1] = t.ne[1];
+    {  // (a block: the loop body kept its indentation, which gptoss's hook merged into)
+        for (const SafetensorsTensor *tp : all) {
+            // A pending MXFP4 pair takes ggml's block layout here, every row;
+            // an architecture that needs rows of it (gpt-oss's interleaved
+            // gate_up) calls materialize_mxfp4 itself before this point.
+            SafetensorsTensor mx_rows;
+            if (tp->mx_blocks) mx_rows = materialize_mxfp4(*tp, 0, 1, *mla_copies);
+            const SafetensorsTensor &t0 = tp->mx_blocks ? mx_rows : *tp;
+            SafetensorsTensor renamed;
+            const bool rename = nemotron || arch->norms == HfNorms::granite_hybrid;
+            if (rename) {
+                renamed = t0;
+                renamed.name = nemotron ? nemotron_h_tensor_name(t0.name, nemotron_kinds) : granite_expert_alias(t0.name);
+            }
+            const SafetensorsTensor &t = rename ? renamed : t0;
+            if (experts.take(t)) continue;
+            if (std::string bid, rest; arch->norms == HfNorms::granite_hybrid &&
+                                       split_hf_layer_name(text_model_name(t.name), bid, rest) &&
+                                       rest == "shared_mlp.input_linear.weight") {
+                split_granite_shared(t, "blk." + bid + ".", granite_experts, tensors);
+                continue;
+            }
+            if (std::string bid, rest; arch->norms == HfNorms::granite_hybrid && !granite_experts &&
+                                       split_hf_layer_name(text_model_name(t.name), bid, rest) &&
+                                       rest == "shared_mlp.output_linear.weight") {
+                GgufTensorInfo ti;  // a dense Granite: the shared MLP is the FFN
+                ti.name = "blk." + bid + ".ffn_down.weight";
+                ti.n_dims = 2;
+                ti.ne[0] = t.ne[0];
+                ti.ne[1] = t.ne[1];
+                ti.type = t.type;
+                ti.data = t.data;
+                ti.nbytes = t.nbytes;
+                tensors.push_back(std::move(ti));
+                continue;
+            }
+            if (std::string bid, rest; mla && split_hf_layer_name(text_model_name(t.name), bid, rest) &&
+                                       rest == "self_attn.kv_b_proj.weight") {
+                split_kv_b(t, *mla, "blk." + bid + ".", *mla_copies, tensors);
+                continue;
+            }
+            if (std::string bid, rest; gdn.present && split_hf_layer_name(text_model_name(t.name), bid, rest) &&
+                                       rest == "linear_attn.in_proj_qkvz.weight") {
+                split_qkvz(t, gdn.shape, "blk." + bid + ".", *mla_copies, tensors);
+                continue;
+            }
+            const std::string name = gguf_name(t.name, arch->norms);
+            if (name.empty()) {
+                ++skipped;
+                vision += t.name.find("visual.") != std::string::npos;
+                mtp += t.name.rfind("mtp.", 0) == 0;
+                continue;
+            }
+            // A_log: Qwen's (n_v_heads), Kimi's (1, 1, H, 1) as ne (1, H, 1, 1).
+            const bool ssm_a = name.size() > 6 && name.compare(name.size() - 6, 6, ".ssm_a") == 0;
+            // LFM2's conv (C, 1, K) (K, C) as the converter squeezes it, and
+            // F32 as the graph reads it (checkpoints are BF16): a small copy.
+            const bool short_conv = lfm2 && name.find("shortconv.conv.weight") != std::string::npos;
+            if (short_conv && (t.n_dims != 3 || t.ne[1] != 1))
+                fail(VT_ERR_FORMAT, "%s: %s is not (channels, 1, L_cache)", dir.c_str(), t.name.c_str());
+            if (t.n_dims == 1 || ssm_a || short_conv) {
+                // Norms and biases: small, read as F32 by the graph; Gemma's norms are 1 + w.
+                const int64_t count = t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3];
+                std::vector<float> v((size_t)count);
+                ref::dequantize_row(t.type, t.data, v.data(), count);
+                if (arch->norms == HfNorms::gemma && name.find("norm.weight") != std::string::npos)
+                    for (float &x : v) x += 1.0f;
+                if (arch->norms == HfNorms::zero_centred && name.find("norm.weight") != std::string::npos &&
+                    name.find("ssm_norm") == std::string::npos)
+                    for (float &x : v) x += 1.0f;
+                if (ssm_a)
+                    for (float &x : v) x = -std::exp(x);  // A_log, as the converter stores it
+                add_f32(name, std::move(v));
+                tensors.back().n_dims = (uint32_t)t.n_dims;  // its shape, as the converter keeps it
+                for (int d = 0; d < 4; ++d) tensors.back().ne[d] = t.ne[d];
+                if (short_conv) {
+                    tensors.back().n_dims = 2;
+                    tensors.back().ne[1] = t.ne[2];
+                    tensors.back().ne[2] = 1;
+                }
+                continue;
+            }
+            GgufTensorInfo ti;
+            ti.name = name;
+            ti.n_dims = (uint32_t)t.n_dims;
+            for (int d = 0; d < 4; ++d) ti.ne[d] = t.ne[d];
+            if (!kimi && t.n_dims == 3 && t.ne[1] == 1 && name.find("ssm_conv1d") != std::string::npos) {
+                // (C, 1, K) in the checkpoint, (K, C) in GGUF: the same bytes
+                // (Kimi's converter keeps (K, 1, C)).
+                ti.n_dims = 2;
+                ti.ne[1] = t.ne[2];
+                ti.ne[2] = 1;
+            }
             ti.type = t.type;
             ti.data = t.data;
             ti.nbytes = t.nbytes;
             tensors.push_back(std::move(ti));
-            continue;
         }
-        if (std::string bid, rest; mla && split_hf_layer_name(text_model_name(t.name), bid, rest) &&
-                                   rest == "self_attn.kv_b_proj.weight") {
-            split_kv_b(t, *mla, "blk." + bid + ".", *mla_copies, tensors);
-            continue;
-        }
-        if (std::string bid, rest; gdn.present && split_hf_layer_name(text_model_name(t.name), bid, rest) &&
-                                   rest == "linear_attn.in_proj_qkvz.weight") {
-            split_qkvz(t, gdn.shape, "blk." + bid + ".", *mla_copies, tensors);
-            continue;
-        }
-        const std::string name = gguf_name(t.name, arch->norms);
-        if (name.empty()) {
-            ++skipped;
-            vision += t.name.find("visual.") != std::string::npos;
-            mtp += t.name.rfind("mtp.", 0) == 0;
-            continue;
-        }
-        // A_log: Qwen's (n_v_heads), Kimi's (1, 1, H, 1) as ne (1, H, 1, 1).
-        const bool ssm_a = name.size() > 6 && name.compare(name.size() - 6, 6, ".ssm_a") == 0;
-        // LFM2's conv (C, 1, K) (K, C) as the converter squeezes it, and
-        // F32 as the graph reads it (checkpoints are BF16): a small copy.
-        const bool short_conv = lfm2 && name.find("shortconv.conv.weight") != std::string::npos;
-        if (short_conv && (t.n_dims != 3 || t.ne[1] != 1))
-            fail(VT_ERR_FORMAT, "%s: %s is not (channels, 1, L_cache)", dir.c_str(), t.name.c_str());
-        if (t.n_dims == 1 || ssm_a || short_conv) {
-            // Norms and biases: small, read as F32 by the graph; Gemma's norms are 1 + w.
-            const int64_t count = t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3];
-            std::vector<float> v((size_t)count);
-            ref::dequantize_row(t.type, t.data, v.data(), count);
-            if (arch->norms == HfNorms::gemma && name.find("norm.weight") != std::string::npos)
-                for (float &x : v) x += 1.0f;
-            if (arch->norms == HfNorms::zero_centred && name.find("norm.weight") != std::string::npos &&
-                name.find("ssm_norm") == std::string::npos)
-                for (float &x : v) x += 1.0f;
-            if (ssm_a)
-                for (float &x : v) x = -std::exp(x);  // A_log, as the converter stores it
-            add_f32(name, std::move(v));
-            tensors.back().n_dims = (uint32_t)t.n_dims;  // its shape, as the converter keeps it
-            for (int d = 0; d < 4; ++d) tensors.back().ne[d] = t.ne[d];
-            if (short_conv) {
-                tensors.back().n_dims = 2;
-                tensors.back().ne[1] = t.ne[2];
-                tensors.back().ne[2] = 1;
-            }
-            continue;
-        }
-        GgufTensorInfo ti;
-        ti.name = name;
-        ti.n_dims = (uint32_t)t.n_dims;
-        for (int d = 0; d < 4; ++d) ti.ne[d] = t.ne[d];
-        if (!kimi && t.n_dims == 3 && t.ne[1] == 1 && name.find("ssm_conv1d") != std::string::npos) {
-            // (C, 1, K) in the checkpoint, (K, C) in GGUF: the same bytes
-            // (Kimi's converter keeps (K, 1, C)).
-            ti.n_dims = 2;
-            ti.ne[1] = t.ne[2];
-            ti.ne[2] = 1;
-        }
-        ti.type = t.type;
-        ti.data = t.data;
-        ti.nbytes = t.nbytes;
-        tensors.push_back(std::move(ti));
     }
     experts.finish(tensors, dir.string());
     // Falcon-H1's in_proj multipliers, one copy per Mamba layer (every layer).
