@@ -663,7 +663,7 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         *mx_pending = pair_mxfp4(mx_parts, dir.string());
         for (const SafetensorsTensor &t : *mx_pending) all.push_back(&t);
     }
-    {  // (a block: the loop body kept its indentation, which gptoss's hook merged into)
+    {
         for (const SafetensorsTensor *tp : all) {
             // A pending MXFP4 pair takes ggml's block layout here, every row;
             // an architecture that needs rows of it (gpt-oss's interleaved
