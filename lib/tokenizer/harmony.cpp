@@ -94,33 +94,34 @@ void HarmonyParser::step(std::vector<HarmonyDelta> &out, bool at_end) {
 }
 
 bool HarmonyParser::step_header(std::vector<HarmonyDelta> &out, bool at_end) {
+    // Decided on the bytes so far in a way later bytes cannot undo, so that
+    // every chunking of a stream reads the same.
     const size_t at = buf_.find(kMessage);
-    if (at != std::string::npos) {
-        open_message(out, std::string_view(buf_).substr(0, at));
-        buf_.erase(0, at + kMessage.size());
-        state_ = State::content;
-        first_ = false;
-        return true;
-    }
-    bool plain = buf_.size() > kMaxHeader;
+    bool plain = (at == std::string::npos ? buf_.size() : at) > kMaxHeader;
     if (first_ && !plain) {
         // Output that does not open with a header is not harmony at all.
         size_t p = 0;
         while (p < buf_.size() && is_space(buf_[p])) ++p;
         const std::string_view s = std::string_view(buf_).substr(p);
-        bool fits = s.empty();
-        for (std::string_view opener : kHeaderOpeners)
+        bool fits = false, opened = false;
+        for (std::string_view opener : kHeaderOpeners) {
             if (s.size() >= opener.size() ? s.substr(0, opener.size()) == opener : opener.substr(0, s.size()) == s)
                 fits = true;
+            if (s.substr(0, opener.size()) == opener) opened = true;
+        }
         // At the end, a first header that never got past its opener is
         // plain text too ("to", "<|chan").
-        bool opened = false;
-        for (std::string_view opener : kHeaderOpeners)
-            if (s.substr(0, opener.size()) == opener) opened = true;
-        plain = !fits || (at_end && !opened && !buf_.empty());
+        plain = !fits || (at == std::string::npos && at_end && !opened && !buf_.empty());
     }
     if (plain) {
         state_ = State::plain;
+        return true;
+    }
+    if (at != std::string::npos) {
+        open_message(out, std::string_view(buf_).substr(0, at));
+        buf_.erase(0, at + kMessage.size());
+        state_ = State::content;
+        first_ = false;
         return true;
     }
     // A header cut off by the end is dropped: its message never began.

@@ -419,7 +419,38 @@ def check_parsing(n_sampled: int) -> None:
     print(f"parsed {len(cases)} completions, each whole and cut 3 times, streamed by token and by random pieces")
 
 
+# ---- 3. LLM.chat ---------------------------------------------------------------
+
+def check_llm_chat() -> None:
+    """LLM.chat with the template on the tiny random-weight model, its output
+    forced by a grammar to known harmony text (the tiny vocabulary has no
+    harmony control tokens, so the markers are plain text there)."""
+    writer = os.environ.get("VT_WRITE_TINY_MODEL")
+    if not writer or not Path(writer).exists():
+        unavailable("VT_WRITE_TINY_MODEL is unset (run through meson test)")
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "tiny.gguf"
+        subprocess.run([writer, str(path)], check=True)
+        llm = vt.LLM(str(path), kv_cache_memory="16MiB")
+        call = ('<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary '
+                'to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}')
+        answer = '<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>Hi there.'
+        for text, want in [(call, ("", "Need weather.", [{"name": "get_weather", "arguments": '{"city":"Paris"}'}],
+                                   "tool_calls")),
+                           (answer, ("Hi there.", "Easy.", [], "stop"))]:
+            params = vt.SamplingParams(temperature=0, max_tokens=300, grammar="root ::= " + json.dumps(text))
+            out = llm.chat([{"role": "user", "content": "Weather?"}], params, chat_template=SOURCE,
+                           tools=[WEATHER])[0]
+            got = (out.text, out.reasoning_content, out.tool_calls, out.finish_reason)
+            check(got == want, f"LLM.chat: {got} != {want}")
+            check(out.prompt.endswith("<|start|>assistant"), f"LLM.chat prompt: {out.prompt[-40:]!r}")
+
+
 def main() -> int:
+    check_llm_chat()
+    print("LLM.chat splits harmony answers")
     check_rendering()
     print(f"rendered {len(CASES)} conversations (vt, transformers, openai-harmony)")
     check_parsing(int(os.environ.get("VT_HARMONY_SAMPLES", "300")))

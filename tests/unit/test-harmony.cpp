@@ -173,6 +173,9 @@ TEST_CASE("harmony: every chunking of a stream gives the same split") {
     check_chunkings("<|channel|>final<|message|>a < b <|en and <|end|> <|start|>assistant<|channel|>final<|message|>c<|");
     check_chunkings("plain text, not harmony <|end|>");
     check_chunkings("<|channel|>analysis<|message|>x<|end|> junk\n<|start|>assistant<|channel|>final<|message|>y");
+    // Found by fuzz-harmony: plain text is plain however far a <|message|> comes after it.
+    check_chunkings("Hello ther<|channel|>commentary<|message|>Checking.<|end|>");
+    check_chunkings("<|channel|>" + std::string(HarmonyParser::kMaxHeader, 'a') + "<|message|>x");
 }
 
 TEST_CASE("harmony: a stream shows a message's text as it comes, holding back only a possible marker") {
