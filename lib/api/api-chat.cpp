@@ -77,6 +77,7 @@ bool tool_format_of(vt_tool_call_format f, ToolCallFormat *out) {
     case VT_TOOL_CALL_FORMAT_HERMES:
     case VT_TOOL_CALL_FORMAT_LLAMA3_JSON:
     case VT_TOOL_CALL_FORMAT_MISTRAL: *out = (ToolCallFormat)f; return true;
+    case VT_TOOL_CALL_FORMAT_HARMONY: return false;  // no ToolCallFormat: the callers read it themselves
     }
     return false;
 }

@@ -25,10 +25,11 @@ WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "The weather in a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 ASK = [{"role": "user", "content": "What is the weather like in Paris today?"}]
-CALL = ('<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary '
-        'to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}')
-ANSWER = ('<|channel|>analysis<|message|>It is sunny, I was told.<|end|><|start|>assistant'
-          '<|channel|>final<|message|>Sunny, 21 degrees.')
+# Short: the markers are many tokens of plain text here, and the test
+# machines are slow.
+CALL = ('<|channel|>analysis<|message|>Need it.<|end|><|start|>assistant<|channel|>commentary '
+        'to=functions.get_weather json<|message|>{"city":"Paris"}')
+ANSWER = '<|channel|>analysis<|message|>Told.<|end|><|start|>assistant<|channel|>final<|message|>Sunny.'
 
 
 def gbnf_literal(text):
@@ -76,13 +77,13 @@ def test_call_split_whole_and_streamed(harmony_server):
     c = client.chat.completions.create(**kw).choices[0]
     assert c.finish_reason == "tool_calls"
     assert c.message.content is None
-    assert c.message.reasoning_content == "Need the weather."
+    assert c.message.reasoning_content == "Need it."
     (call,) = c.message.tool_calls
     assert call.function.name == "get_weather" and call.id.startswith("call_")
     assert json.loads(call.function.arguments) == {"city": "Paris"}
     chunks = list(client.chat.completions.create(stream=True, **kw))
     reasoning, content, calls, finish = assemble(chunks)
-    assert (reasoning, content, finish) == ("Need the weather.", "", "tool_calls")
+    assert (reasoning, content, finish) == ("Need it.", "", "tool_calls")
     assert [(x["name"], x["arguments"]) for x in calls] == [("get_weather", call.function.arguments)]
     assert calls[0]["id"].startswith("call_")
     # Nothing of the markup reaches the client, and reasoning comes in pieces as generated.
@@ -95,8 +96,8 @@ def test_call_split_whole_and_streamed(harmony_server):
     kw2 = dict(model=harmony_server.model, messages=history, tools=[WEATHER], max_tokens=120, temperature=0,
                reasoning_effort="low", extra_body={"structured_outputs": {"grammar": gbnf_literal(ANSWER)}})
     r = client.chat.completions.create(**kw2).choices[0]
-    assert r.message.content == "Sunny, 21 degrees."
-    assert r.message.reasoning_content == "It is sunny, I was told."
+    assert r.message.content == "Sunny."
+    assert r.message.reasoning_content == "Told."
     assert r.message.tool_calls is None and r.finish_reason == "stop"
 
 
@@ -106,10 +107,10 @@ def test_answer_without_tools(harmony_server):
     kw = dict(model=harmony_server.model, messages=ASK, max_tokens=120, temperature=0,
               extra_body={"structured_outputs": {"grammar": gbnf_literal(ANSWER)}})
     c = client.chat.completions.create(**kw).choices[0]
-    assert (c.message.content, c.message.reasoning_content) == ("Sunny, 21 degrees.", "It is sunny, I was told.")
+    assert (c.message.content, c.message.reasoning_content) == ("Sunny.", "Told.")
     assert c.finish_reason == "stop" and c.message.tool_calls is None
     reasoning, content, calls, finish = assemble(client.chat.completions.create(stream=True, **kw))
-    assert (reasoning, content, calls, finish) == ("It is sunny, I was told.", "Sunny, 21 degrees.", [], "stop")
+    assert (reasoning, content, calls, finish) == ("Told.", "Sunny.", [], "stop")
 
 
 def test_not_harmony_text_is_content(harmony_server):
@@ -122,9 +123,9 @@ def test_not_harmony_text_is_content(harmony_server):
     reasoning, content, calls, finish = assemble(client.chat.completions.create(stream=True, **kw))
     assert (reasoning, content, calls, finish) == ("", '{"a": 1}', [], "stop")
     # Cut off by max_tokens inside the answer: what came is kept.
-    kw = dict(model=harmony_server.model, messages=ASK, max_tokens=14, temperature=0,
+    kw = dict(model=harmony_server.model, messages=ASK, max_tokens=12, temperature=0,
               extra_body={"structured_outputs": {"grammar": gbnf_literal(ANSWER)}})
     c = client.chat.completions.create(**kw).choices[0]
     assert c.finish_reason == "length"
-    assert "It is sunny, I was told.".startswith(c.message.reasoning_content or "")
+    assert "Told.".startswith(c.message.reasoning_content or "")
     assert "<|" not in (c.message.content or "") + (c.message.reasoning_content or "")
