@@ -103,15 +103,17 @@ bool HarmonyParser::step_header(std::vector<HarmonyDelta> &out, bool at_end) {
         size_t p = 0;
         while (p < buf_.size() && is_space(buf_[p])) ++p;
         const std::string_view s = std::string_view(buf_).substr(p);
-        bool fits = false, opened = false;
-        for (std::string_view opener : kHeaderOpeners) {
-            if (s.size() >= opener.size() ? s.substr(0, opener.size()) == opener : opener.substr(0, s.size()) == s)
-                fits = true;
-            if (s.substr(0, opener.size()) == opener) opened = true;
+        // Whitespace alone, at the end, is text; a beginning of an opener
+        // ("to", "<|chan") is a header cut off, as openai-harmony reads it.
+        bool fits = false;
+        if (s.empty()) {
+            fits = !(at_end && !buf_.empty());
+        } else {
+            for (std::string_view opener : kHeaderOpeners)
+                if (s.size() >= opener.size() ? s.substr(0, opener.size()) == opener : opener.substr(0, s.size()) == s)
+                    fits = true;
         }
-        // At the end, a first header that never got past its opener is
-        // plain text too ("to", "<|chan").
-        plain = !fits || (at == std::string::npos && at_end && !opened && !buf_.empty());
+        plain = !fits;
     }
     if (plain) {
         state_ = State::plain;

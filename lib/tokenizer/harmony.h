@@ -24,7 +24,8 @@
 //!
 //! Fallbacks, never an error: a completion whose first bytes cannot begin a
 //! header ("Hello", a JSON object a grammar forced) is content as a whole; a
-//! header that is cut off (no <|message|> before the end) is dropped; a
+//! header that is cut off (no <|message|> before the end; "<|chan" and " to"
+//! count as its beginning) is dropped, as openai-harmony drops it; a
 //! message cut off is kept as far as it came; text between messages (after an
 //! end marker, before <|start|>) that is not whitespace is content; a header
 //! that grows past kMaxHeader bytes is not one: it and the rest are content.

@@ -424,6 +424,11 @@ TEST_CASE("engine: render_special shows control tokens in the text; stop tokens 
     Result shown = run(c.get(), {r})[0];
     CHECK(shown.tokens == plain.tokens);
     CHECK(shown.text == "<|endoftext|><|endoftext|><|endoftext|>");
+    // vt_request_params_init zeroes it (in 1.10 its bytes were padding).
+    vt_request_params p;
+    std::memset(&p, 0xab, sizeof p);
+    vt_request_params_init(&p);
+    CHECK(!p.render_special);
     // A stop token ends the request and is left out, rendered or not.
     r.stop_tokens = {vt::test::TinyLlama::kEot};
     Result stopped = run(c.get(), {r})[0];

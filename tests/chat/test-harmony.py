@@ -344,8 +344,16 @@ def held_ok(shown: str, read: str) -> bool:
     return read.startswith(shown) and len(read) - len(shown) <= 9 and (read == shown or "<" in read[len(shown):])
 
 
+def utf8_text(tokens: list[int]) -> str | None:
+    """The tokens' text, None when it ends inside a UTF-8 character."""
+    try:
+        return ENC.decode_utf8(tokens)
+    except oh.HarmonyError:
+        return None
+
+
 def check_completion(tokens: list[int], rng: random.Random, label: str) -> None:
-    text = ENC.decode_utf8(tokens)
+    text = utf8_text(tokens)
     want = oracle_final(tokens)
     got = vt.parse_harmony(text)
     if got != want:
@@ -356,15 +364,13 @@ def check_completion(tokens: list[int], rng: random.Random, label: str) -> None:
     p = StreamableParser(ENC, Role.ASSISTANT)
     hp = vt.HarmonyParser()
     acc = Deltas()
-    pending = b""
-    for t in tokens:
+    shown = ""
+    for i, t in enumerate(tokens):
         p.process(t)
-        pending += ENC.decode_bytes([t])
-        try:
-            piece = pending.decode("utf-8")
-        except UnicodeDecodeError:
+        so_far = utf8_text(tokens[: i + 1])
+        if so_far is None:
             continue
-        pending = b""
+        piece, shown = so_far[len(shown):], so_far
         acc.add(hp.push(piece))
         read = oracle_snapshot(p)
         ok = (held_ok(acc.content, read.content or "") and held_ok(acc.reasoning, read.reasoning or "")
@@ -412,8 +418,11 @@ def check_parsing(n_sampled: int) -> None:
     for i, (msgs, drop) in enumerate(cases):
         tokens = completion_tokens(msgs, drop)
         check_completion(tokens, rng, f"case {i}")
-        for j in range(3):  # cut at a random token
-            check_completion(tokens[: rng.randint(0, len(tokens))], rng, f"case {i} cut {j}")
+        for j in range(3):  # cut at a random token (where the text is whole UTF-8)
+            k = rng.randint(0, len(tokens))
+            while utf8_text(tokens[:k]) is None:
+                k -= 1
+            check_completion(tokens[:k], rng, f"case {i} cut {j}")
         if len(failures) > 20:
             break
     print(f"parsed {len(cases)} completions, each whole and cut 3 times, streamed by token and by random pieces")

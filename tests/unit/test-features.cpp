@@ -79,6 +79,13 @@ std::string render(const fs::path &root) {
     // Families that load through another architecture's file.
     md << "\nMistral and Mixtral load as `llama` (their GGUF conversions say so; a Mistral\n"
           "folder's sliding_window applies to every layer; Mixtral is llama with experts).\n";
+    // Chat formats that come with an architecture but live outside lib/models.
+    md << "\ngpt-oss answers in OpenAI's harmony format: its chat template renders as\n"
+          "transformers and openai-harmony render it, and its output is split by channel\n"
+          "(lib/tokenizer/harmony.cpp: analysis -> reasoning_content, final -> content,\n"
+          "to=functions.NAME -> tool_calls; streamed by vt_harmony_parser) in vt-server and\n"
+          "LLM.chat. Gates: `harmony` (unit), `abi-chat`, `python/harmony` (vs openai-harmony),\n"
+          "`server` (tests/server/test_harmony.py), `fuzz-harmony`.\n";
     return md.str();
 }
 

@@ -133,7 +133,7 @@ TEST_CASE("harmony: channels route to reasoning, content and tool calls") {
 
 TEST_CASE("harmony: fallbacks for text that is not harmony or is cut off") {
     // Not a header: all content (a grammar-forced JSON object, plain text).
-    for (const char *plain : {"{\"a\": 1}", "Hello there", "to", "<|chan", "  x", "<|end|>x"}) {
+    for (const char *plain : {"{\"a\": 1}", "Hello there", "  x", "<|end|>x", "  "}) {
         INFO(plain);
         const HarmonyResult r = parse_harmony(plain);
         CHECK(r.content == plain);
@@ -141,6 +141,14 @@ TEST_CASE("harmony: fallbacks for text that is not harmony or is cut off") {
         CHECK(r.calls.empty());
     }
     CHECK(!parse_harmony("").content);
+    // The beginning of a header, cut off: dropped (openai-harmony: EOS in a header).
+    for (const char *cut : {"to", " to", "<|chan", "<|channel|>fin", " to=functions.f<|channel|>comm"}) {
+        INFO(cut);
+        const HarmonyResult r = parse_harmony(cut);
+        CHECK(!r.content);
+        CHECK(!r.reasoning);
+        CHECK(r.calls.empty());
+    }
     // A header cut off is dropped; a message cut off kept as far as it came.
     HarmonyResult r = parse_harmony("<|channel|>analysis<|message|>Thinking<|end|><|start|>assistant<|channel|>fin");
     CHECK(r.reasoning == "Thinking");
