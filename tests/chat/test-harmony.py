@@ -431,30 +431,32 @@ def check_parsing(n_sampled: int) -> None:
 # ---- 3. LLM.chat ---------------------------------------------------------------
 
 def check_llm_chat() -> None:
-    """LLM.chat with the template on the tiny random-weight model, its output
-    forced by a grammar to known harmony text (the tiny vocabulary has no
-    harmony control tokens, so the markers are plain text there)."""
+    """LLM.chat with a harmony template on the tiny random-weight model, its
+    output forced by a grammar to known harmony text (the tiny vocabulary has
+    no harmony control tokens, so the markers are plain text there). The
+    template is a short one of the same markers: gpt-oss's own prompt is
+    longer than the tiny model's 256-token context."""
     writer = os.environ.get("VT_WRITE_TINY_MODEL")
     if not writer or not Path(writer).exists():
         unavailable("VT_WRITE_TINY_MODEL is unset (run through meson test)")
     import subprocess
     import tempfile
+    short = ("{% for m in messages %}<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>{% endfor %}"
+             "<|start|>assistant{# answers on a <|channel|> #}")
+    check(vt.ChatTemplate(short).tool_call_format == "harmony", "the short template is not harmony")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "tiny.gguf"
         subprocess.run([writer, str(path)], check=True)
         llm = vt.LLM(str(path), kv_cache_memory="16MiB")
-        call = ('<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary '
-                'to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}')
-        answer = '<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>Hi there.'
-        for text, want in [(call, ("", "Need weather.", [{"name": "get_weather", "arguments": '{"city":"Paris"}'}],
-                                   "tool_calls")),
-                           (answer, ("Hi there.", "Easy.", [], "stop"))]:
-            params = vt.SamplingParams(temperature=0, max_tokens=300, grammar="root ::= " + json.dumps(text))
-            out = llm.chat([{"role": "user", "content": "Weather?"}], params, chat_template=SOURCE,
-                           tools=[WEATHER])[0]
+        call = ('<|channel|>analysis<|message|>Hm.<|end|><|start|>assistant<|channel|>commentary '
+                'to=functions.f json<|message|>{"a":1}')
+        answer = '<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>Hi.'
+        for text, want in [(call, ("", "Hm.", [{"name": "f", "arguments": '{"a":1}'}], "tool_calls")),
+                           (answer, ("Hi.", "Easy.", [], "stop"))]:
+            params = vt.SamplingParams(temperature=0, max_tokens=180, grammar="root ::= " + json.dumps(text))
+            out = llm.chat([{"role": "user", "content": "Hi?"}], params, chat_template=short)[0]
             got = (out.text, out.reasoning_content, out.tool_calls, out.finish_reason)
             check(got == want, f"LLM.chat: {got} != {want}")
-            check(out.prompt.endswith("<|start|>assistant"), f"LLM.chat prompt: {out.prompt[-40:]!r}")
 
 
 def main() -> int:
