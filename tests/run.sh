@@ -29,12 +29,17 @@ fi
 # first run costs ~30 s (pip, a 95 MB wheel holding a Qwen2 vocabulary, the
 # conversions), later runs ~2 s. Versions: those the goldens were made with.
 # The official openai client drives the vt-server tests (tests/server);
+# openai-harmony is the oracle of gpt-oss's format (tests/chat/test-harmony.py);
 # jsonschema validates structured outputs (tests/python/test_structured_output.py,
 # tests/server).
 "$root/.venv/bin/python" -m pip install -q --disable-pip-version-check \
     "tokenizers==0.23.3" "transformers==5.24.0" "sentencepiece==0.2.3" "protobuf==7.36.2" \
-    "tiktoken==0.14.0" "gguf==0.19.0" "openai==3.51.0" "jsonschema==4.26.0" ||
-    missing "could not install the tokenizer oracles, the openai client or jsonschema" "their cases"
+    "tiktoken==0.14.0" "gguf==0.19.0" "openai==3.51.0" "jsonschema==4.26.0" "openai-harmony==0.0.8" "jinja2==3.1.6" ||
+    missing "could not install the tokenizer oracles, the openai client, jsonschema or openai-harmony" "their cases"
+# gpt-oss's chat template, from the llama-cpp-python sdist (not copied into
+# the repository): tests/chat/test-harmony.py and tests/server/test_harmony.py.
+"$root/.venv/bin/python" "$root/tests/chat/gpt-oss-template.py" fetch >/dev/null ||
+    missing "could not fetch gpt-oss's chat template (the llama-cpp-python sdist)" "the harmony cases"
 "$root/.venv/bin/python" "$root/tests/tokenizers/make-goldens.py" --fixtures-only ||
     missing "tokenizer fixtures failed" "the parity cases that need them"
 [ -d "$root/../shared/data" ] || missing "no ../shared/data beside the repository" "the data-driven cases"

@@ -143,6 +143,9 @@ vt_status Engine::submit(const std::vector<vt_token> &prompt, const SubmitParams
     rp.top_logprobs = sp.top_logprobs;
     rp.prompt_logprobs = sp.prompt_logprobs;
     rp.prompt_top_logprobs = sp.prompt_top_logprobs;
+    rp.render_special = sp.render_special;
+    rp.stop_tokens = sp.stop_tokens.empty() ? nullptr : sp.stop_tokens.data();
+    rp.n_stop_tokens = sp.stop_tokens.size();
     rp.lora = sp.lora;
     rp.lora_scale = sp.lora_scale;
     rp.callback = &Engine::on_output;

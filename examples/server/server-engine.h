@@ -68,6 +68,8 @@ struct SubmitParams {
     uint32_t top_logprobs = 0;
     bool prompt_logprobs = false;     // an is_prompt event per prompt token from the second on
     uint32_t prompt_top_logprobs = 0;
+    bool render_special = false;          // control tokens in the text (harmony)
+    std::vector<vt_token> stop_tokens;    // more ids that end the request, not shown
     const vt_lora *lora = nullptr;  // the adapter to compute with (NULL: the base model); the
     float lora_scale = 1.0f;        //   caller holds it until submit() returns, the engine after
 };

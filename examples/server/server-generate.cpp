@@ -212,6 +212,8 @@ void generate(ServerState &st, const std::string &body_text, bool chat, httplib:
     ro.prompt_logprobs = r.prompt_logprobs;
     ro.tools = r.tools;
     ro.tool_format = st.prompter->tool_format();
+    ro.harmony = chat && uses_harmony(r.tools, ro.tool_format);
+    const bool ro_harmony = ro.harmony;
     ro.model = adapter ? adapter->name : st.model_name;
     std::vector<PromptInfo> infos;
     for (size_t i = 0; i < prompts.size(); ++i) {
@@ -234,6 +236,10 @@ void generate(ServerState &st, const std::string &body_text, bool chat, httplib:
     const bool echo_lp = r.echo && r.logprobs;
     sp.prompt_logprobs = echo_lp || r.prompt_logprobs;
     sp.prompt_top_logprobs = std::max(echo_lp ? r.top_logprobs : 0u, r.prompt_logprobs.value_or(0));
+    if (ro_harmony) {
+        sp.render_special = true;
+        sp.stop_tokens = st.prompter->harmony_stops();
+    }
     sp.lora = adapter ? adapter->lora.get() : nullptr;
     sp.lora_scale = r.lora_scale.value_or(1.0f);
     SamplingParams sampling = r.sampling;

@@ -1,6 +1,7 @@
 #include "server-prompt.h"
 
 #include <cstdio>
+#include <cstring>
 
 #include "server-errors.h"
 
@@ -29,6 +30,13 @@ Prompter::Prompter(const vt_model *model, const std::string &template_source, bo
     } else {
         vt_chat_template_tool_call_format(tmpl_, &tool_format_);
     }
+    if (tool_format_ == VT_TOOL_CALL_FORMAT_HARMONY)
+        for (const char *end : {"<|return|>", "<|call|>"}) {
+            vt_token t[2];
+            size_t n = 0;
+            if (vt_tokenize(tok_, end, std::strlen(end), VT_TOKENIZE_PARSE_SPECIAL, t, 2, &n) == VT_OK && n == 1)
+                harmony_stops_.push_back(t[0]);
+        }
     const vt_token bos = vt_token_bos(tok_);
     if (bos != VT_TOKEN_NULL) bos_text_ = piece(bos);
 }

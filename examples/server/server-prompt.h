@@ -54,6 +54,11 @@ public:
     // The tool-call syntax the chat template teaches (none without one).
     vt_tool_call_format tool_format() const { return tool_format_; }
 
+    // A harmony template's ends of generation: the ids of <|return|> and
+    // <|call|> (whichever the vocabulary has as one token), so that a
+    // model whose own end-of-generation set lacks them still stops.
+    const std::vector<vt_token> &harmony_stops() const { return harmony_stops_; }
+
     const vt_tokenizer *tokenizer() const { return tok_; }
 
 private:
@@ -66,6 +71,7 @@ private:
     std::string bos_text_;    // text of the BOS token, "" without one
     bool parse_special_in_content_ = false;
     vt_tool_call_format tool_format_ = VT_TOOL_CALL_FORMAT_NONE;
+    std::vector<vt_token> harmony_stops_;
 };
 
 } // namespace vts

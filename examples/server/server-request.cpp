@@ -149,6 +149,13 @@ void parse_messages(const json &body, GenRequest &r, const Guards &g) {
         if (!tools->is_array()) throw bad_param("tools", "'tools' must be a list");
         extra["tools"] = *tools;
     }
+    // OpenAI's reasoning_effort ("low" / "medium" / "high"), which gpt-oss's
+    // template writes into its system message; chat_template_kwargs may
+    // still override it.
+    if (const json *effort = field(body, "reasoning_effort")) {
+        if (!effort->is_string()) throw bad_param("reasoning_effort", "'reasoning_effort' must be a string");
+        extra["reasoning_effort"] = *effort;
+    }
     if (const json *kw = field(body, "chat_template_kwargs")) {
         if (!kw->is_object()) throw bad_param("chat_template_kwargs", "'chat_template_kwargs' must be an object");
         for (auto kv = kw->begin(); kv != kw->end(); ++kv) extra[kv.key()] = kv.value();

@@ -1,6 +1,7 @@
 #include "server-response.h"
 
 #include <chrono>
+#include <new>
 #include <random>
 
 #include "server-errors.h"
@@ -46,6 +47,11 @@ ResponseBuilder::ResponseBuilder(ResponseOptions opts, std::vector<PromptInfo> p
     for (size_t i = 0; i < choices_.size(); ++i) {
         choices_[i].index = (int)i;
         choices_[i].prompt = (int)(i / (size_t)n_per_prompt);
+        vt_harmony_parser *hp = nullptr;
+        if (o_.harmony && o_.stream) {
+            if (vt_harmony_parser_create(&hp) != VT_OK) throw std::bad_alloc();
+            choices_[i].harmony.reset(hp, vt_harmony_parser_destroy);
+        }
     }
 }
 
@@ -90,6 +96,7 @@ std::string ResponseBuilder::chat_chunks(ChoiceState &c, const TokenEvent &ev, c
         c.role_sent = true;
         out += delta_chunk(c, {{"role", "assistant"}, {"content", ""}}, nullptr);
     }
+    if (o_.harmony) return out + harmony_chunks(c, ev, lp);
     const ToolMode mode = o_.tools.mode;
     if (mode == ToolMode::named) {
         // The call's head (id, name) first, then its arguments as they come.
@@ -125,6 +132,52 @@ std::string ResponseBuilder::chat_chunks(ChoiceState &c, const TokenEvent &ev, c
         for (size_t i = 0; i < to.calls.size(); ++i)
             out += delta_chunk(c, {{"tool_calls", json::array({tool_call_json(to.calls[i], (int)i)})}}, nullptr);
     }
+    out += sse(chunk(json::array({{{"index", c.index},
+                                   {"delta", json::object()},
+                                   {"logprobs", nullptr},
+                                   {"finish_reason", finish_reason(c)}}})));
+    return out;
+}
+
+std::string ResponseBuilder::harmony_chunks(ChoiceState &c, const TokenEvent &ev, json lp) {
+    std::string out;
+    const bool end = ev.finish != VT_FINISH_NONE;
+    const std::string &text = o_.score_only ? std::string() : ev.text;
+    std::string buf(text.size() * 2 + 256, '\0');
+    size_t needed = 0;
+    vt_status s = vt_harmony_parser_push(c.harmony.get(), text.data(), text.size(), end);
+    if (s == VT_OK) s = vt_harmony_parser_take(c.harmony.get(), buf.data(), buf.size(), &needed);
+    if (s == VT_ERR_BUFFER_TOO_SMALL) {
+        buf.resize(needed + 1);
+        s = vt_harmony_parser_take(c.harmony.get(), buf.data(), buf.size(), &needed);
+    }
+    buf.resize(s == VT_OK ? needed : 0);
+    const json deltas = buf.empty() ? json::array() : json::parse(buf, nullptr, /*allow_exceptions=*/false);
+    for (const auto &d : deltas.is_array() ? deltas : json::array()) {
+        json delta;
+        if (d.contains("content")) {
+            delta = {{"content", d["content"]}};
+        } else if (d.contains("reasoning_content")) {
+            delta = {{"reasoning_content", d["reasoning_content"]}};
+        } else if (d.contains("tool_call")) {
+            const json &tc = d["tool_call"];
+            const int i = tc.value("index", 0);
+            json call;
+            if (tc.contains("name")) {
+                c.call_ids.push_back(make_call_id(o_.tool_format));
+                call = tool_call_json({c.call_ids.back(), tc["name"].get<std::string>(), ""}, i);
+            } else {
+                call = {{"index", i}, {"function", {{"arguments", tc["arguments"]}}}};
+            }
+            delta = {{"tool_calls", json::array({std::move(call)})}};
+        } else {
+            continue;
+        }
+        out += delta_chunk(c, std::move(delta), lp);
+        lp = nullptr;  // a token's logprobs go with the first delta it made
+    }
+    if (!lp.is_null()) out += delta_chunk(c, {{"content", ""}}, lp);
+    if (!end) return out;
     out += sse(chunk(json::array({{{"index", c.index},
                                    {"delta", json::object()},
                                    {"logprobs", nullptr},
@@ -172,7 +225,9 @@ std::string ResponseBuilder::consume(const std::vector<TokenEvent> &events) {
             c.finish = ev.finish;
             c.status = ev.status;
             ++n_finished_;
-            if (o_.chat && o_.tools.mode != ToolMode::none && ev.finish != VT_FINISH_ERROR) {
+            if (o_.harmony && ev.finish != VT_FINISH_ERROR) {
+                c.tool_out = parse_harmony_output(c.text);
+            } else if (o_.chat && o_.tools.mode != ToolMode::none && ev.finish != VT_FINISH_ERROR) {
                 c.tool_out = parse_tool_output(o_.tools, o_.tool_format, c.text);
                 if (!c.call_id.empty() && !c.tool_out->calls.empty()) c.tool_out->calls[0].id = c.call_id;
             }
@@ -194,6 +249,18 @@ bool ResponseBuilder::failed(vt_status *status) const {
 
 json ResponseBuilder::message(const ChoiceState &c) const {
     json m = {{"role", "assistant"}};
+    if (o_.harmony) {
+        // As vLLM answers for gpt-oss: the final channel, the analysis, the calls.
+        const bool ok = c.tool_out.has_value();
+        m["content"] = ok ? (c.tool_out->content ? json(*c.tool_out->content) : json(nullptr)) : json(c.text);
+        m["reasoning_content"] = ok && c.tool_out->reasoning ? json(*c.tool_out->reasoning) : json(nullptr);
+        if (ok && !c.tool_out->calls.empty()) {
+            json calls = json::array();
+            for (const auto &call : c.tool_out->calls) calls.push_back(tool_call_json(call));
+            m["tool_calls"] = std::move(calls);
+        }
+        return m;
+    }
     if (c.tool_out && !c.tool_out->calls.empty()) {
         m["content"] = c.tool_out->content ? json(*c.tool_out->content) : json(nullptr);
         json calls = json::array();

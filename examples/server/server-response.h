@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,6 +31,7 @@ struct ResponseOptions {
     std::optional<uint32_t> prompt_logprobs;  // vLLM's prompt_logprobs field, this many top entries
     ToolChoice tools;              // chat
     vt_tool_call_format tool_format = VT_TOOL_CALL_FORMAT_NONE;
+    bool harmony = false;          // chat, the output read as harmony (uses_harmony)
     std::string model;
 };
 
@@ -65,6 +67,10 @@ struct ChoiceState {
     size_t sent = 0;         // chat with tools: bytes of text sent as content
     std::string call_id;     // tool_choice naming a function, streaming: the call's id
     std::optional<ToolOutput> tool_out;  // chat with tools, once finished
+    // Harmony, streaming: the parser of this choice's output and the ids of
+    // the calls it has begun.
+    std::shared_ptr<vt_harmony_parser> harmony;
+    std::vector<std::string> call_ids;
 };
 
 class ResponseBuilder {
@@ -106,6 +112,9 @@ private:
     // Streaming chat: the chunks of one event's text (content, or the named
     // function's arguments), and at the choice's end its calls.
     std::string chat_chunks(ChoiceState &c, const TokenEvent &ev, const nlohmann::json &lp);
+    // Harmony: the deltas that the event's text adds (reasoning_content,
+    // content, tool calls), as vLLM streams gpt-oss.
+    std::string harmony_chunks(ChoiceState &c, const TokenEvent &ev, nlohmann::json lp);
     std::string completion_chunks(ChoiceState &c, const TokenEvent &ev, const nlohmann::json &lp);
     std::string delta_chunk(const ChoiceState &c, nlohmann::json delta, nlohmann::json lp) const;
     nlohmann::json message(const ChoiceState &c) const;

@@ -159,6 +159,33 @@ ToolOutput parse_tool_output(const ToolChoice &tc, vt_tool_call_format format, c
     return out;
 }
 
+bool uses_harmony(const ToolChoice &tc, vt_tool_call_format format) {
+    return format == VT_TOOL_CALL_FORMAT_HARMONY && (tc.mode == ToolMode::none || tc.mode == ToolMode::parse);
+}
+
+ToolOutput parse_harmony_output(const std::string &text) {
+    std::string buf(text.size() + 256, '\0');
+    size_t needed = 0;
+    vt_status s = vt_chat_parse_tool_calls(VT_TOOL_CALL_FORMAT_HARMONY, text.data(), text.size(), buf.data(),
+                                           buf.size(), &needed);
+    if (s == VT_ERR_BUFFER_TOO_SMALL) {
+        buf.resize(needed + 1);
+        s = vt_chat_parse_tool_calls(VT_TOOL_CALL_FORMAT_HARMONY, text.data(), text.size(), buf.data(), buf.size(),
+                                     &needed);
+    }
+    if (s != VT_OK) return {text, {}, std::nullopt};
+    buf.resize(needed);
+    const json parsed = json::parse(buf, nullptr, /*allow_exceptions=*/false);
+    ToolOutput out;
+    if (!parsed.is_object()) return {text, {}, std::nullopt};
+    if (parsed["content"].is_string()) out.content = parsed["content"].get<std::string>();
+    if (parsed["reasoning_content"].is_string()) out.reasoning = parsed["reasoning_content"].get<std::string>();
+    for (const auto &c : parsed["tool_calls"])
+        out.calls.push_back({make_call_id(VT_TOOL_CALL_FORMAT_HARMONY), c["name"].get<std::string>(),
+                             c["arguments"].get<std::string>()});
+    return out;
+}
+
 size_t releasable_content(const ToolChoice &tc, vt_tool_call_format format, const std::string &text) {
     switch (tc.mode) {
     case ToolMode::none: return text.size();

@@ -39,11 +39,22 @@ struct ToolCall {
     std::string arguments;  // JSON text
 };
 
-// A choice's output split into content and calls.
+// A choice's output split into content and calls (and, for harmony, the
+// reasoning).
 struct ToolOutput {
     std::optional<std::string> content;  // null when the output was only calls
     std::vector<ToolCall> calls;
+    std::optional<std::string> reasoning;  // harmony: the analysis channel
 };
+
+// gpt-oss (a harmony template) answers in channels: the output, with its
+// control tokens as text, is read by vt's harmony parser whatever the
+// tool_choice, except "required" and a named function, whose output a
+// grammar makes the calls' JSON (read as before).
+bool uses_harmony(const ToolChoice &tc, vt_tool_call_format format);
+
+// The whole harmony output: content, reasoning and calls (ids made here).
+ToolOutput parse_harmony_output(const std::string &text);
 
 // The whole output of a choice: parse mode through vt_chat_parse_tool_calls,
 // required mode as the JSON array it was constrained to, named mode as the

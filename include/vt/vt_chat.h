@@ -193,13 +193,21 @@ typedef enum vt_tool_call_format {
     /* Mistral: [TOOL_CALLS][{"name": .., "arguments": {..}}, ...] after
      * optional text, or [TOOL_CALLS]name[ARGS]{..} per call; without the
      * marker, an output that is only such an array. */
-    VT_TOOL_CALL_FORMAT_MISTRAL = 3
+    VT_TOOL_CALL_FORMAT_MISTRAL = 3,
+    /* Since ABI 1.11. OpenAI's harmony (gpt-oss): the output is messages on
+     * channels, "<|channel|>analysis<|message|>...<|end|><|start|>assistant
+     * <|channel|>final<|message|>..."; a message to functions.NAME is a call
+     * whose text is its arguments. The output must hold the control tokens
+     * as text (vt_request_params.render_special). Parsing splits out the
+     * reasoning too (see vt_harmony_parser for the rules and the stream). */
+    VT_TOOL_CALL_FORMAT_HARMONY = 4
 } vt_tool_call_format;
 
 /* METHOD. Since ABI 1.8. The syntax the template's source teaches, from the
  * markers it writes ([TOOL_CALLS], <tool_call>, <|python_tag|>, a Llama 3
- * header with the "parameters" call format); VT_TOOL_CALL_FORMAT_NONE when
- * it shows none. Errors: VT_ERR_INVALID_ARGUMENT (NULL tmpl or out).
+ * header with the "parameters" call format; since ABI 1.11 harmony's
+ * <|start|>, <|channel|> and <|message|>, whether or not it renders tools);
+ * VT_TOOL_CALL_FORMAT_NONE when it shows none. Errors: VT_ERR_INVALID_ARGUMENT (NULL tmpl or out).
  * Thread-safe. */
 VT_API vt_status vt_chat_template_tool_call_format(const vt_chat_template *tmpl,
                                                    vt_tool_call_format *out);
@@ -216,7 +224,11 @@ VT_API vt_status vt_chat_template_tool_call_format(const vt_chat_template *tmpl,
  * function.arguments. With calls, content is the text outside them in
  * order with trailing whitespace removed, null when nothing else is left;
  * without calls (none found, a malformed one, or VT_TOOL_CALL_FORMAT_NONE)
- * it is the whole text, unchanged, and tool_calls is empty. Bytes of text
+ * it is the whole text, unchanged, and tool_calls is empty.
+ * VT_TOOL_CALL_FORMAT_HARMONY (since ABI 1.11) adds "reasoning_content"
+ * (string or null) and follows vt_harmony_parser's rules: arguments are the
+ * call message's text as written, content is null without a content
+ * message. Bytes of text
  * that are not UTF-8 come out as U+FFFD. text may be NULL when len is 0.
  * Errors: VT_ERR_INVALID_ARGUMENT (an unknown format, NULL needed, NULL text
  * with len > 0), VT_ERR_BUFFER_TOO_SMALL. Thread-safe. */
@@ -231,12 +243,75 @@ VT_API vt_status vt_chat_parse_tool_calls(vt_tool_call_format format, const char
  * vt_chat_parse_tool_calls gives for any continuation of text starts with
  * these bytes (or, for the whole output, is null only when this prefix is
  * empty), so a server may send them at once and hold back the rest until
- * the output ends. VT_TOOL_CALL_FORMAT_NONE: len. Errors:
+ * the output ends. VT_TOOL_CALL_FORMAT_NONE: len. VT_TOOL_CALL_FORMAT_HARMONY:
+ * 0 (its content is not a prefix of the text; stream it through
+ * vt_harmony_parser). Errors:
  * VT_ERR_INVALID_ARGUMENT (an unknown format, NULL n_content, NULL text with
  * len > 0). Thread-safe. */
 VT_API vt_status vt_chat_tool_calls_content_prefix(vt_tool_call_format format,
                                                    const char *text, size_t len,
                                                    size_t *n_content);
+
+/* ---- Harmony, streamed (since ABI 1.11) ---------------------------------
+ *
+ * gpt-oss writes its answer as harmony messages (VT_TOOL_CALL_FORMAT_HARMONY);
+ * a vt_harmony_parser reads a completion piece by piece, as a server
+ * streams it, and returns what each piece adds, as vLLM streams gpt-oss:
+ * reasoning_content, content and tool-call deltas. Its rules, as vLLM routes
+ * openai-harmony's messages:
+ *   - a message whose recipient is functions.NAME ("to=functions.NAME" in
+ *     its header) is a call of NAME; its text is the arguments (JSON text
+ *     as the model wrote it);
+ *   - the analysis channel, and messages to another recipient (the
+ *     built-in browser.* / python tools), are reasoning_content;
+ *   - everything else (final, commentary without a recipient, no channel)
+ *     is content. Messages of one kind are concatenated.
+ * A message ends at <|end|>, <|return|> or <|call|>; other markers inside it
+ * are its text. Text that does not start as harmony (no header: plain text,
+ * a JSON object a grammar forced) is content as a whole; a header cut off by
+ * the end is dropped, a message cut off kept as far as it came; text between
+ * messages other than whitespace is content; a header longer than 1024
+ * bytes is taken for text (content, with all that follows). Never an error.
+ *
+ * A parser is one completion's; it is not thread-safe (one thread at a
+ * time), and holds back only a possible marker at the end of what it was
+ * given ("<|e"). */
+typedef struct vt_harmony_parser vt_harmony_parser;
+
+/* CONSTRUCTOR. Since ABI 1.11. Errors: VT_ERR_INVALID_ARGUMENT (out NULL),
+ * VT_ERR_OUT_OF_MEMORY. */
+VT_API vt_status vt_harmony_parser_create(vt_harmony_parser **out);
+
+/* DESTRUCTOR. Since ABI 1.11. Accepts NULL. */
+VT_API void vt_harmony_parser_destroy(vt_harmony_parser *parser);
+
+/* METHOD. Since ABI 1.11. Reads len more bytes of the completion (text may
+ * be NULL when len is 0); end: the completion is over (held-back text is
+ * released; later pushes are ignored). What they add is queued for
+ * vt_harmony_parser_take. Errors: VT_ERR_INVALID_ARGUMENT (NULL parser, NULL
+ * text with len > 0). */
+VT_API vt_status vt_harmony_parser_push(vt_harmony_parser *parser, const char *text, size_t len, bool end);
+
+/* METHOD. Since ABI 1.11. Writes the queued deltas to buf (the buffer
+ * convention of vt_common.h) as a JSON array, oldest first, and empties the
+ * queue (only when they fit):
+ *   {"reasoning_content": "..."}   more reasoning
+ *   {"content": "..."}             more content
+ *   {"tool_call": {"index": 0, "name": "get_weather"}}       a call begins
+ *   {"tool_call": {"index": 0, "arguments": "{\"city\""}}   more of its arguments
+ * Each kind's texts, concatenated over all takes, are the fields that
+ * vt_chat_parse_tool_calls(VT_TOOL_CALL_FORMAT_HARMONY) gives for the whole
+ * text, whatever the pieces were. Bytes that are not UTF-8 come out as
+ * U+FFFD. Errors: VT_ERR_INVALID_ARGUMENT (NULL parser or needed),
+ * VT_ERR_BUFFER_TOO_SMALL. */
+VT_API vt_status vt_harmony_parser_take(vt_harmony_parser *parser, char *buf, size_t buf_size, size_t *needed);
+
+/* METHOD. Since ABI 1.11. The split of everything pushed so far, as
+ * vt_chat_parse_tool_calls(VT_TOOL_CALL_FORMAT_HARMONY) writes it (before
+ * the end, without held-back text). Errors: VT_ERR_INVALID_ARGUMENT (NULL
+ * parser or needed), VT_ERR_BUFFER_TOO_SMALL. */
+VT_API vt_status vt_harmony_parser_result(const vt_harmony_parser *parser, char *buf, size_t buf_size,
+                                          size_t *needed);
 
 #ifdef __cplusplus
 }

@@ -100,6 +100,13 @@ typedef struct vt_request_params {
                                         Such a request computes its whole prompt: it does not
                                         read the prefix cache */
     uint32_t prompt_top_logprobs;    /* 0..20 most likely tokens per prompt event (default 0) */
+    /* Since ABI 1.11. It takes bytes that were the struct's tail padding in
+     * 1.10, so sizeof is unchanged: vt_request_params_init, which has always
+     * zeroed the whole struct, leaves it false for 1.10 programs. */
+    bool render_special;             /* control tokens that do not end the request appear in text
+                                        ("<|channel|>"), as a chat format such as gpt-oss's harmony
+                                        needs for parsing (vt_harmony_parser); default false: they
+                                        are left out, as Hugging Face's skip_special_tokens */
 } vt_request_params;
 
 VT_API void vt_request_params_init(vt_request_params *params);

@@ -2,17 +2,21 @@
 // BOS/EOS texts, and the context transformers' apply_chat_template passes to
 // a template (messages, tools, documents, add_generation_prompt, bos_token,
 // eos_token, then the caller's extra keys). The tool-call parsers
-// (tokenizer/tool-calls.h) behind vt_chat_parse_tool_calls.
+// (tokenizer/tool-calls.h) behind vt_chat_parse_tool_calls, and the harmony
+// parser (tokenizer/harmony.h) behind VT_TOOL_CALL_FORMAT_HARMONY and
+// vt_harmony_parser.
 #include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "api/api-handles.h"
 #include "api/api-internal.h"
+#include "tokenizer/harmony.h"
 #include "tokenizer/jinja/jinja.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tool-calls.h"
@@ -25,9 +29,11 @@ using ordered_json = nlohmann::ordered_json;
 
 struct vt_chat_template {
     explicit vt_chat_template(std::string_view source)
-        : tmpl(source), tool_format(vt::tok::detect_tool_call_format(source)) {}
+        : tmpl(source), tool_format(vt::tok::detect_tool_call_format(source)),
+          harmony(vt::tok::is_harmony_template(source)) {}
     vt::jinja::Template tmpl;
     vt::tok::ToolCallFormat tool_format;
+    bool harmony;  // VT_TOOL_CALL_FORMAT_HARMONY, which ToolCallFormat does not name
     std::string bos_token;  // the model's, "" without one
     std::string eos_token;
 };
@@ -71,6 +77,7 @@ bool tool_format_of(vt_tool_call_format f, ToolCallFormat *out) {
     case VT_TOOL_CALL_FORMAT_HERMES:
     case VT_TOOL_CALL_FORMAT_LLAMA3_JSON:
     case VT_TOOL_CALL_FORMAT_MISTRAL: *out = (ToolCallFormat)f; return true;
+    case VT_TOOL_CALL_FORMAT_HARMONY: return false;  // no ToolCallFormat: the callers read it themselves
     }
     return false;
 }
@@ -86,6 +93,33 @@ vt_chat_params params_or_defaults(const vt_chat_params *params) {
     return p;
 }
 
+// transformers (5.24 on) fills a message's reasoning under all the names
+// templates read: "thinking" (gpt-oss's template) first, then the message's
+// own keys, then "reasoning_content" (what vLLM returns and clients send
+// back), both from the first non-null of reasoning_content, thinking,
+// reasoning. Idempotent, so messages already normalized render the same.
+ordered_json alias_reasoning(ordered_json messages) {
+    if (!messages.is_array()) return messages;
+    for (ordered_json &m : messages) {
+        if (!m.is_object()) continue;
+        const ordered_json *reasoning = nullptr;
+        for (const char *key : {"reasoning_content", "thinking", "reasoning"}) {
+            auto it = m.find(key);
+            if (it != m.end() && !it->is_null()) {
+                reasoning = &*it;
+                break;
+            }
+        }
+        if (!reasoning) continue;
+        ordered_json out = ordered_json::object();
+        out["thinking"] = *reasoning;
+        for (auto it = m.begin(); it != m.end(); ++it) out[it.key()] = it.value();
+        out["reasoning_content"] = *reasoning;
+        m = std::move(out);
+    }
+    return messages;
+}
+
 // The variables the template sees, in transformers' order. `data` receives
 // the keys that hold the caller's data (everything but add_generation_prompt
 // and the bos/eos texts of params or the model).
@@ -93,7 +127,7 @@ ordered_json make_context(const vt_chat_template &t, ordered_json messages, cons
                           std::vector<std::string> *data = nullptr) {
     std::vector<std::string> keys{"messages", "tools", "documents"};
     ordered_json ctx = ordered_json::object();
-    ctx["messages"] = std::move(messages);
+    ctx["messages"] = alias_reasoning(std::move(messages));
     ctx["tools"] = nullptr;
     ctx["documents"] = nullptr;
     ctx["add_generation_prompt"] = p.add_generation_prompt;
@@ -305,19 +339,24 @@ VT_API vt_status vt_chat_template_tokenize_json(const vt_chat_template *tmpl, co
 
 VT_API vt_status vt_chat_template_tool_call_format(const vt_chat_template *tmpl, vt_tool_call_format *out) {
     if (!tmpl || !out) return fail_arg("vt_chat_template_tool_call_format: tmpl and out must not be NULL");
-    return guard([&] { *out = (vt_tool_call_format)tmpl->tool_format; });
+    return guard([&] {
+        *out = tmpl->harmony ? VT_TOOL_CALL_FORMAT_HARMONY : (vt_tool_call_format)tmpl->tool_format;
+    });
 }
 
 VT_API vt_status vt_chat_parse_tool_calls(vt_tool_call_format format, const char *text, size_t len, char *buf,
                                           size_t buf_size, size_t *needed) {
-    ToolCallFormat f;
+    ToolCallFormat f = ToolCallFormat::none;
     if (!needed) return fail_arg("vt_chat_parse_tool_calls: needed must not be NULL");
     if (!text && len) return fail_arg("vt_chat_parse_tool_calls: text is NULL with a nonzero length");
-    if (!tool_format_of(format, &f)) return fail_arg("vt_chat_parse_tool_calls: unknown vt_tool_call_format");
+    const bool harmony = format == VT_TOOL_CALL_FORMAT_HARMONY;
+    if (!harmony && !tool_format_of(format, &f))
+        return fail_arg("vt_chat_parse_tool_calls: unknown vt_tool_call_format");
     vt_status st = VT_OK;
     vt_status g = guard([&] {
-        const std::string out =
-            vt::tok::tool_call_parse_to_json(vt::tok::parse_tool_calls(f, std::string_view(text ? text : "", len)));
+        const std::string_view t(text ? text : "", len);
+        const std::string out = harmony ? vt::tok::harmony_result_to_json(vt::tok::parse_harmony(t))
+                                        : vt::tok::tool_call_parse_to_json(vt::tok::parse_tool_calls(f, t));
         st = copy_out(out, buf, buf_size, needed);
     });
     return g != VT_OK ? g : st;
@@ -325,11 +364,57 @@ VT_API vt_status vt_chat_parse_tool_calls(vt_tool_call_format format, const char
 
 VT_API vt_status vt_chat_tool_calls_content_prefix(vt_tool_call_format format, const char *text, size_t len,
                                                    size_t *n_content) {
-    ToolCallFormat f;
+    ToolCallFormat f = ToolCallFormat::none;
     if (!n_content) return fail_arg("vt_chat_tool_calls_content_prefix: n_content must not be NULL");
     if (!text && len) return fail_arg("vt_chat_tool_calls_content_prefix: text is NULL with a nonzero length");
+    if (format == VT_TOOL_CALL_FORMAT_HARMONY) {
+        *n_content = 0;  // its content is not a prefix of the text: vt_harmony_parser streams it
+        return VT_OK;
+    }
     if (!tool_format_of(format, &f)) return fail_arg("vt_chat_tool_calls_content_prefix: unknown vt_tool_call_format");
     return guard([&] { *n_content = vt::tok::tool_call_content_prefix(f, std::string_view(text ? text : "", len)); });
+}
+
+struct vt_harmony_parser {
+    vt::tok::HarmonyParser parser;
+    std::vector<vt::tok::HarmonyDelta> queued;
+};
+
+VT_API vt_status vt_harmony_parser_create(vt_harmony_parser **out) {
+    if (!out) return fail_arg("vt_harmony_parser_create: out must not be NULL");
+    *out = nullptr;
+    return guard([&] { *out = new vt_harmony_parser(); });
+}
+
+VT_API void vt_harmony_parser_destroy(vt_harmony_parser *parser) { delete parser; }
+
+VT_API vt_status vt_harmony_parser_push(vt_harmony_parser *parser, const char *text, size_t len, bool end) {
+    if (!parser) return fail_arg("vt_harmony_parser_push: parser must not be NULL");
+    if (!text && len) return fail_arg("vt_harmony_parser_push: text is NULL with a nonzero length");
+    return guard([&] {
+        parser->parser.push(std::string_view(text ? text : "", len), parser->queued);
+        if (end) parser->parser.finish(parser->queued);
+    });
+}
+
+VT_API vt_status vt_harmony_parser_take(vt_harmony_parser *parser, char *buf, size_t buf_size, size_t *needed) {
+    if (!parser || !needed) return fail_arg("vt_harmony_parser_take: parser and needed must not be NULL");
+    vt_status st = VT_OK;
+    const vt_status g = guard([&] {
+        st = copy_out(vt::tok::harmony_deltas_to_json(parser->queued), buf, buf_size, needed);
+        if (st == VT_OK) parser->queued.clear();
+    });
+    return g != VT_OK ? g : st;
+}
+
+VT_API vt_status vt_harmony_parser_result(const vt_harmony_parser *parser, char *buf, size_t buf_size,
+                                          size_t *needed) {
+    if (!parser || !needed) return fail_arg("vt_harmony_parser_result: parser and needed must not be NULL");
+    vt_status st = VT_OK;
+    const vt_status g = guard([&] {
+        st = copy_out(vt::tok::harmony_result_to_json(parser->parser.result()), buf, buf_size, needed);
+    });
+    return g != VT_OK ? g : st;
 }
 
 } // extern "C"

@@ -14,7 +14,7 @@ void OwnedEvent::fix_pointers() {
 }
 
 RequestText::RequestText(const Tokenizer &tok, const RequestSpec &spec)
-    : stops_(spec.stop_strings), detok_(tok, /*render_special=*/false) {
+    : stops_(spec.stop_strings), detok_(tok, spec.render_special) {
     // The prompt's last tokens are context, so that the first generated token
     // decodes as it does after them (a leading space, a split character).
     const size_t n = std::min(spec.prompt.size(), tok::DecodeStream::kMaxContext);

@@ -31,6 +31,7 @@ struct RequestSpec {
     float lora_scale = 1.0f;
     bool prompt_logprobs = false;         // is_prompt events for prompt tokens 1..n-1
     uint32_t prompt_top_logprobs = 0;
+    bool render_special = false;          // control tokens shown in the text
 };
 
 // One event with the storage its pointers point into.

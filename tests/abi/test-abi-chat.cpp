@@ -298,6 +298,90 @@ TEST_CASE("chat: errors give their documented status and a message", "[template]
                                       sizeof buf, &needed) == VT_ERR_FORMAT);
 }
 
+namespace {
+
+// A buffer-convention call: size first, then the text.
+template <class F> std::string take_text(F call) {
+    size_t needed = 0;
+    vt_status st = call(nullptr, 0, &needed);
+    if (st == VT_OK) return std::string();
+    REQUIRE(st == VT_ERR_BUFFER_TOO_SMALL);
+    std::string out(needed + 1, '\0');
+    REQUIRE(call(out.data(), out.size(), &needed) == VT_OK);
+    out.resize(needed);
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("chat: harmony through the C ABI: format detection, whole parse, streamed deltas", "[template]") {
+    // The markers decide; a template that renders no tools is harmony too.
+    TemplatePtr h = make_template("{{- '<|start|>system<|message|>hi<|end|>' -}}"
+                                  "{%- for m in messages %}<|start|>{{ m.role }}<|channel|>final<|message|>"
+                                  "{{ m.content }}<|end|>{% endfor %}<|start|>assistant");
+    vt_tool_call_format f = VT_TOOL_CALL_FORMAT_NONE;
+    REQUIRE(vt_chat_template_tool_call_format(h.get(), &f) == VT_OK);
+    CHECK(f == VT_TOOL_CALL_FORMAT_HARMONY);
+
+    const std::string text = "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant"
+                             "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+                             "{\"city\":\"Paris\"}";
+    const ordered_json whole = ordered_json::parse(take_text([&](char *b, size_t n, size_t *need) {
+        return vt_chat_parse_tool_calls(VT_TOOL_CALL_FORMAT_HARMONY, text.data(), text.size(), b, n, need);
+    }));
+    CHECK(whole == ordered_json::parse(R"({"content": null, "reasoning_content": "Need weather.",
+        "tool_calls": [{"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}]})"));
+    size_t n_content = 99;
+    CHECK(vt_chat_tool_calls_content_prefix(VT_TOOL_CALL_FORMAT_HARMONY, text.data(), text.size(), &n_content) ==
+          VT_OK);
+    CHECK(n_content == 0);
+
+    // Streamed in 5-byte pieces: the deltas rebuild the same split.
+    vt_harmony_parser *p = nullptr;
+    REQUIRE(vt_harmony_parser_create(&p) == VT_OK);
+    std::string reasoning, args, name;
+    for (size_t at = 0; at <= text.size(); at += 5) {
+        const size_t n = std::min<size_t>(5, text.size() - std::min(at, text.size()));
+        REQUIRE(vt_harmony_parser_push(p, text.data() + at, n, at + 5 > text.size()) == VT_OK);
+        const std::string d = take_text([&](char *b, size_t sz, size_t *need) {
+            return vt_harmony_parser_take(p, b, sz, need);
+        });
+        for (const auto &e : ordered_json::parse(d.empty() ? "[]" : d)) {
+            CHECK(!e.contains("content"));
+            if (e.contains("reasoning_content")) reasoning += e["reasoning_content"].get<std::string>();
+            if (e.contains("tool_call")) {
+                CHECK(e["tool_call"]["index"] == 0);
+                if (e["tool_call"].contains("name")) name += e["tool_call"]["name"].get<std::string>();
+                if (e["tool_call"].contains("arguments")) args += e["tool_call"]["arguments"].get<std::string>();
+            }
+        }
+    }
+    CHECK(reasoning == "Need weather.");
+    CHECK(name == "get_weather");
+    CHECK(args == "{\"city\":\"Paris\"}");
+    CHECK(ordered_json::parse(take_text([&](char *b, size_t n, size_t *need) {
+              return vt_harmony_parser_result(p, b, n, need);
+          })) == whole);
+    // An empty queue is "[]"; a too-small buffer keeps the queue.
+    size_t needed = 0;
+    char small[2];
+    CHECK(vt_harmony_parser_take(p, small, sizeof small, &needed) == VT_ERR_BUFFER_TOO_SMALL);
+    CHECK(needed == 2);
+    CHECK(vt_harmony_parser_push(p, "ignored after the end", 21, false) == VT_OK);
+    vt_harmony_parser_destroy(p);
+
+    // Bad arguments.
+    CHECK(vt_harmony_parser_create(nullptr) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(vt_harmony_parser_push(nullptr, "x", 1, false) == VT_ERR_INVALID_ARGUMENT);
+    REQUIRE(vt_harmony_parser_create(&p) == VT_OK);
+    CHECK(vt_harmony_parser_push(p, nullptr, 3, false) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(vt_harmony_parser_take(p, nullptr, 0, nullptr) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(vt_harmony_parser_result(nullptr, nullptr, 0, &needed) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(vt_chat_parse_tool_calls((vt_tool_call_format)5, "x", 1, nullptr, 0, &needed) == VT_ERR_INVALID_ARGUMENT);
+    vt_harmony_parser_destroy(p);
+    vt_harmony_parser_destroy(nullptr);
+}
+
 TEST_CASE("chat: a model without a template, and its BOS/EOS texts as defaults", "[template]") {
     // The tiny random-weight Llama of tests/common/gguf-writer.h: no
     // tokenizer.chat_template, BOS = EOS = <|endoftext|>.

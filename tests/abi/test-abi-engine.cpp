@@ -91,6 +91,9 @@ struct Request {
     bool logprobs = false;
     uint32_t top_logprobs = 0;
     bool ignore_eos = false;
+    bool render_special = false;
+    std::vector<vt_token> stop_tokens;
+    vt_token forced = -1;  // greedy with a +100 logit bias on this token
 };
 
 vt_status submit(vt_context *ctx, const Request &r, uint64_t *id) {
@@ -106,6 +109,20 @@ vt_status submit(vt_context *ctx, const Request &r, uint64_t *id) {
     p.logprobs = r.logprobs;
     p.top_logprobs = r.top_logprobs;
     p.ignore_eos = r.ignore_eos;
+    p.render_special = r.render_special;
+    p.stop_tokens = r.stop_tokens.empty() ? nullptr : r.stop_tokens.data();
+    p.n_stop_tokens = r.stop_tokens.size();
+    if (r.forced >= 0) {
+        vt_sampler *s = nullptr;
+        REQUIRE(vt_sampler_create(&s) == VT_OK);
+        const float bias = 100.0f;
+        REQUIRE(vt_sampler_add_logit_bias(s, &r.forced, &bias, 1) == VT_OK);
+        REQUIRE(vt_sampler_add_greedy(s) == VT_OK);
+        p.sampler = s;
+        const vt_status st = vt_context_submit(ctx, &p, id);
+        if (st != VT_OK) vt_sampler_destroy(s);
+        return st;
+    }
     if (r.seed) {
         vt_sampler *s = nullptr;
         REQUIRE(vt_sampler_create(&s) == VT_OK);
@@ -388,6 +405,35 @@ TEST_CASE("engine: stop strings end the text before them and never leak into the
         ++checked;
     }
     CHECK(checked >= 4);
+}
+
+TEST_CASE("engine: render_special shows control tokens in the text; stop tokens are never shown", "[tiny]") {
+    // A chat format read from the text (gpt-oss's harmony) needs its control
+    // tokens there; the tiny vocabulary's one is <|endoftext|> (its EOS).
+    ModelPtr m = tiny_model();
+    ContextPtr c = make_context(m.get(), 1 << 20);
+    Request r;
+    r.prompt = tiny_prompt(1);
+    r.max_tokens = 3;
+    r.ignore_eos = true;
+    r.forced = vt::test::TinyLlama::kEot;
+    Result plain = run(c.get(), {r})[0];
+    CHECK(plain.tokens == std::vector<vt_token>(3, vt::test::TinyLlama::kEot));
+    CHECK(plain.text.empty());
+    r.render_special = true;
+    Result shown = run(c.get(), {r})[0];
+    CHECK(shown.tokens == plain.tokens);
+    CHECK(shown.text == "<|endoftext|><|endoftext|><|endoftext|>");
+    // vt_request_params_init zeroes it (in 1.10 its bytes were padding).
+    vt_request_params p;
+    std::memset(&p, 0xab, sizeof p);
+    vt_request_params_init(&p);
+    CHECK(!p.render_special);
+    // A stop token ends the request and is left out, rendered or not.
+    r.stop_tokens = {vt::test::TinyLlama::kEot};
+    Result stopped = run(c.get(), {r})[0];
+    CHECK(stopped.reason == VT_FINISH_STOP);
+    CHECK(stopped.text.empty());
 }
 
 TEST_CASE("engine: cancel from another thread ends the request and frees its blocks", "[tiny]") {

@@ -86,6 +86,13 @@ std::string render(const fs::path &root) {
           "\nWeights: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K .. Q6_K and MXFP4 from GGUF\n"
           "(MXFP4: llama.cpp's type 39, gpt-oss's experts); from a folder F32, F16, BF16, and\n"
           "MXFP4 as transformers' `_blocks` / `_scales` pairs (quant_method mxfp4).\n";
+    // Chat formats that come with an architecture but live outside lib/models.
+    md << "\ngpt-oss answers in OpenAI's harmony format: its chat template renders as\n"
+          "transformers and openai-harmony render it, and its output is split by channel\n"
+          "(lib/tokenizer/harmony.cpp: analysis -> reasoning_content, final -> content,\n"
+          "to=functions.NAME -> tool_calls; streamed by vt_harmony_parser) in vt-server and\n"
+          "LLM.chat. Gates: `harmony` (unit), `abi-chat`, `python/harmony` (vs openai-harmony),\n"
+          "`server` (tests/server/test_harmony.py), `fuzz-harmony`.\n";
     return md.str();
 }
 

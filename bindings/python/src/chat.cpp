@@ -112,9 +112,118 @@ std::vector<vt_token> tokenize(const ChatTemplate &self, const Tokenizer &tok, c
     return out;
 }
 
+// A buffer-convention call into a std::string (GIL released by the caller).
+template <class F> vt_status text_of(F call, std::string &out) {
+    out.resize(256);
+    size_t needed = 0;
+    vt_status s = call(out.data(), out.size(), &needed);
+    if (s == VT_ERR_BUFFER_TOO_SMALL) {
+        out.resize(needed + 1);
+        s = call(out.data(), out.size(), &needed);
+    }
+    if (s == VT_OK) out.resize(needed);
+    return s;
+}
+
+py::object json_loads(const std::string &s) { return py::module_::import("json").attr("loads")(py::str(s)); }
+
+const char *format_name(vt_tool_call_format f) {
+    switch (f) {
+    case VT_TOOL_CALL_FORMAT_HERMES: return "hermes";
+    case VT_TOOL_CALL_FORMAT_LLAMA3_JSON: return "llama3_json";
+    case VT_TOOL_CALL_FORMAT_MISTRAL: return "mistral";
+    case VT_TOOL_CALL_FORMAT_HARMONY: return "harmony";
+    default: return "none";
+    }
+}
+
+std::string tool_call_format(const ChatTemplate &self) {
+    vt_tool_call_format f = VT_TOOL_CALL_FORMAT_NONE;
+    Failure fl;
+    fl.set(vt_chat_template_tool_call_format(self.handle, &f));
+    fl.raise_if_failed();
+    return format_name(f);
+}
+
+py::object parse_harmony(const py::str &text) {
+    const std::string t = utf8_of(text);
+    std::string out;
+    Failure f;
+    {
+        py::gil_scoped_release nogil;
+        f.set(text_of([&](char *b, size_t n, size_t *need) {
+            return vt_chat_parse_tool_calls(VT_TOOL_CALL_FORMAT_HARMONY, t.data(), t.size(), b, n, need);
+        }, out));
+    }
+    f.raise_if_failed();
+    return json_loads(out);
+}
+
+// vt.HarmonyParser: one completion's; a lock because Python threads may share it.
+struct HarmonyParser {
+    vt_harmony_parser *handle = nullptr;
+    std::mutex mu;
+    ~HarmonyParser() { vt_harmony_parser_destroy(handle); }
+};
+
+std::shared_ptr<HarmonyParser> harmony_create() {
+    auto p = std::make_shared<HarmonyParser>();
+    Failure f;
+    f.set(vt_harmony_parser_create(&p->handle));
+    f.raise_if_failed();
+    return p;
+}
+
+py::object harmony_push(HarmonyParser &self, const py::str &text, bool end) {
+    const std::string t = utf8_of(text);
+    std::string out;
+    Failure f;
+    {
+        py::gil_scoped_release nogil;
+        std::lock_guard<std::mutex> lock(self.mu);
+        if (!f.set(vt_harmony_parser_push(self.handle, t.data(), t.size(), end)))
+            f.set(text_of([&](char *b, size_t n, size_t *need) { return vt_harmony_parser_take(self.handle, b, n, need); },
+                          out));
+    }
+    f.raise_if_failed();
+    return json_loads(out);
+}
+
+py::object harmony_result(HarmonyParser &self) {
+    std::string out;
+    Failure f;
+    {
+        py::gil_scoped_release nogil;
+        std::lock_guard<std::mutex> lock(self.mu);
+        f.set(text_of([&](char *b, size_t n, size_t *need) { return vt_harmony_parser_result(self.handle, b, n, need); },
+                      out));
+    }
+    f.raise_if_failed();
+    return json_loads(out);
+}
+
 } // namespace
 
 void init_chat(py::module_ &m) {
+    m.def("parse_harmony", &parse_harmony, py::arg("text"),
+          "Splits a gpt-oss completion written in OpenAI's harmony format (its control\n"
+          "tokens as text) into {\"content\": str|None, \"reasoning_content\": str|None,\n"
+          "\"tool_calls\": [{\"name\": ..., \"arguments\": \"<JSON text>\"}]}: the final channel\n"
+          "is content, analysis reasoning, a message to functions.NAME a call (vt_chat.h,\n"
+          "VT_TOOL_CALL_FORMAT_HARMONY). Text that is not harmony is content; never raises\n"
+          "on the text.");
+    py::class_<HarmonyParser, std::shared_ptr<HarmonyParser>>(m, "HarmonyParser",
+        "Reads a harmony completion piece by piece (vt_harmony_parser):\n\n"
+        "    p = vt.HarmonyParser()\n"
+        "    p.push('<|channel|>analysis<|message|>Hm')   # [{'reasoning_content': 'Hm'}]\n"
+        "    p.push('', end=True); p.result()\n\n"
+        "Deltas are dicts: {'reasoning_content': s}, {'content': s},\n"
+        "{'tool_call': {'index': i, 'name': s}}, {'tool_call': {'index': i, 'arguments': s}}.")
+        .def(py::init(&harmony_create))
+        .def("push", &harmony_push, py::arg("text"), py::arg("end") = false,
+             "Reads more of the completion (end=True: it is over) and returns the deltas it adds.")
+        .def("result", &harmony_result, "The split of everything pushed so far, as vt.parse_harmony gives it.");
+
     py::class_<ChatTemplate, std::shared_ptr<ChatTemplate>>(m, "ChatTemplate",
         "A parsed chat template (Jinja), rendered as transformers' apply_chat_template renders\n"
         "it. Parse once, apply many times. Immutable: one ChatTemplate may be used by any\n"
@@ -133,6 +242,9 @@ void init_chat(py::module_ &m) {
              "    VtNotFound: source is None and the model has no chat template.\n"
              "    VtFormatError: a syntax error (the message names line and column).\n"
              "    VtUnsupportedError: a construct outside vt's Jinja subset.")
+        .def_property_readonly("tool_call_format", &tool_call_format,
+             "The tool-call syntax the template teaches: \"none\", \"hermes\", \"llama3_json\",\n"
+             "\"mistral\" or \"harmony\" (gpt-oss: its output also carries the reasoning).")
         .def("apply", &apply, py::arg("messages"), py::arg("add_generation_prompt") = true,
              "Renders a conversation into prompt text.\n\n"
              "Args:\n"

@@ -58,6 +58,7 @@ from ._vt import (
     Generation,
     Grammar,
     GrammarMatcher,
+    HarmonyParser,
     LoRA,
     Model,
     ModelMeta,
@@ -80,6 +81,7 @@ from ._vt import (
     VtUnsupportedError,
     abi_version,
     devices,
+    parse_harmony,
     set_log_level,
     status_str,
     version,
@@ -94,11 +96,11 @@ __version__: str = version()
 
 __all__ = [
     "ABI_VERSION", "LOG_DEBUG", "LOG_ERROR", "LOG_INFO", "LOG_NONE", "LOG_WARN", "STATUS_CODES",
-    "ChatTemplate", "Context", "Detokenizer", "Generation", "Grammar", "GrammarMatcher", "LLM", "Logprob", "LoRA",
+    "ChatTemplate", "Context", "Detokenizer", "Generation", "Grammar", "GrammarMatcher", "HarmonyParser", "LLM", "Logprob", "LoRA",
     "Model", "ModelMeta", "RequestEvent", "RequestOutput", "Sampler", "SamplingParams", "Sequence", "Stream",
     "StructuredOutputsParams", "Tokenizer",
     "VtBufferTooSmall", "VtCancelled", "VtContextFull", "VtError", "VtFormatError", "VtInternalError",
     "VtInvalidArgument", "VtInvalidState", "VtInvalidUTF8", "VtIOError", "VtNotFound", "VtOutOfMemory",
     "VtUnsupportedError",
-    "abi_version", "apply_chat_template", "devices", "set_log_level", "status_str", "version", "__version__",
+    "abi_version", "apply_chat_template", "devices", "parse_harmony", "set_log_level", "status_str", "version", "__version__",
 ]

@@ -1,6 +1,7 @@
 """vt.LLM, vt.SamplingParams and the outputs: text generation over vt._vt."""
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 import os
@@ -214,6 +215,16 @@ class RequestOutput:
             dict {token id: vt.Logprob(logprob, rank, decoded_token)} of the
             prompt token and the n most likely tokens at that position (the
             prompt token's rank is None unless it is among them); else None.
+        reasoning_content: LLM.chat with a harmony template (gpt-oss): the
+            analysis channel's text, or None. Else None.
+        tool_calls: LLM.chat with a harmony template: the calls the model
+            made (messages to functions.NAME), [{"name": ..., "arguments":
+            "<JSON text as written>"}], possibly empty. Else None.
+            With a harmony template, text is the final channel's text (the
+            answer's content; "" when there is none) and finish_reason is
+            "tool_calls" when the answer ended in a call; vt.parse_harmony
+            of tokenizer.decode(token_ids, render_special=True) gives all
+            three.
     """
 
     prompt: Optional[str]
@@ -226,6 +237,8 @@ class RequestOutput:
     num_cached_tokens: Optional[int] = None
     lora: Optional[_vt.LoRA] = None
     prompt_logprobs: Optional[PromptLogprobs] = None
+    reasoning_content: Optional[str] = None
+    tool_calls: Optional[List[Dict[str, str]]] = None
 
 
 class Stream:
@@ -535,6 +548,9 @@ class LLM:
         """
         conversations = [messages] if messages and isinstance(messages[0], Mapping) else list(messages)
         template = self._template(chat_template)
+        harmony = template.tool_call_format == "harmony"
+        if harmony:
+            sampling_params = self._harmony_params(sampling_params, len(conversations))
         kwargs = dict(chat_template_kwargs or {})
         if tools is not None:
             kwargs["tools"] = tools
@@ -546,7 +562,34 @@ class LLM:
                                 lora_scale=lora_scale)
         for out, text in zip(outputs, prompts):
             out.prompt = text
+            if harmony:
+                # The channels are read from the text with gpt-oss's
+                # control tokens, which the plain text leaves out.
+                split = _vt.parse_harmony(self.tokenizer.decode(out.token_ids, render_special=True))
+                out.text = split["content"] or ""
+                out.reasoning_content = split["reasoning_content"]
+                out.tool_calls = split["tool_calls"]
+                if out.tool_calls and out.finish_reason == "stop":
+                    out.finish_reason = "tool_calls"
         return outputs
+
+    def _harmony_params(self, params, n: int):
+        # <|return|> and <|call|> end a harmony answer: added to each
+        # params' stop_token_ids (copies; the caller's stay as they were).
+        ends = []
+        for text in ("<|return|>", "<|call|>"):
+            ids = self.tokenizer.encode(text, add_special=False, parse_special=True)
+            if len(ids) == 1:
+                ends.append(ids[0])
+        if not ends:
+            return params
+        def with_ends(p):
+            p = copy.copy(p) if p is not None else SamplingParams()
+            p.stop_token_ids = list(p.stop_token_ids) + [t for t in ends if t not in p.stop_token_ids]
+            return p
+        if params is None or isinstance(params, SamplingParams):
+            return with_ends(params)
+        return [with_ends(p) for p in params]
 
     def _template(self, source: Optional[str]) -> _vt.ChatTemplate:
         if source is not None:
