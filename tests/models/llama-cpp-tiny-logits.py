@@ -41,7 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "models" / "tiny"
 HYBRIDS = ["qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear", "lfm2", "lfm2_moe", "nemotron_h",
-           "nemotron_h_moe", "granitemoehybrid", "falcon_h1"]
+           "nemotron_h_moe", "granitemoehybrid", "falcon_h1", "gemma4", "gemma4_moe"]
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 
 DRIVER = r"""
