@@ -66,6 +66,8 @@ std::string render(const fs::path &root) {
                          : l.kind == CacheKind::latent       ? "latent"
                          : l.kind == CacheKind::recurrent    ? "recurrent"
                                                              : "full attention");
+            for (const LayerCacheSpec &l : m->cache_layers)
+                if (is_shared(l)) k.insert("KV sharing");
             if (m->hparams.n_expert) k.insert("experts");
             gates.push_back("`tiny-" + name + "-gguf`, `tiny-" + name + "-folder`: vs transformers float32");
         }
@@ -78,7 +80,9 @@ std::string render(const fs::path &root) {
     }
     // Families that load through another architecture's file.
     md << "\nMistral and Mixtral load as `llama` (their GGUF conversions say so; a Mistral\n"
-          "folder's sliding_window applies to every layer; Mixtral is llama with experts).\n";
+          "folder's sliding_window applies to every layer; Mixtral is llama with experts).\n"
+          "Gemma 4 (`gemma4`) is its text model: a Gemma4ForConditionalGeneration folder\n"
+          "loads its language model and leaves the vision and audio towers unread.\n";
     return md.str();
 }
 

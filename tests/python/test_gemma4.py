@@ -1,0 +1,114 @@
+"""Gemma 4 from Python: the tiny E2B-like fixture (per-layer embeddings, KV
+sharing) served by vt.LLM from its folder and its GGUF with the same greedy
+tokens, the shared layers adding nothing to the KV cache; broken ones fail to
+load with an error that names what is wrong: KV sharing past the model or
+with no earlier layer of a shared layer's type, a missing per-layer
+embedding table. Built from the committed fixtures (tests/models/tiny/gemma4,
+gemma4_moe; make-tiny-models.py)."""
+import json
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+import vt
+
+TINY = Path(os.environ.get("VT_SOURCE_ROOT", Path(__file__).resolve().parents[2])) / "tests" / "models" / "tiny"
+
+
+def _tiny_folder(tmp_path, name):
+    src = TINY / name
+    if not src.is_dir():
+        pytest.skip(f"tests/models/tiny/{name} is missing")
+    dst = tmp_path / name
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _edit_config(folder: Path, **changes):
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(changes)
+    (folder / "config.json").write_text(json.dumps(cfg))
+
+
+def _rename_safetensors(path: Path, old: str, new: str):
+    raw = path.read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    header[new] = header.pop(old)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+
+
+def test_folder_and_gguf_generate_alike():
+    if not (TINY / "gemma4.gguf").exists() or not (TINY / "gemma4").is_dir():
+        pytest.skip("tests/models/tiny/gemma4 is missing")
+    greedy = vt.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    prompt = list(range(3, 40))
+    out = []
+    for path in (TINY / "gemma4", TINY / "gemma4.gguf"):
+        llm = vt.LLM(str(path), n_threads=1, max_num_seqs=2)
+        out.append(llm.generate(prompt_token_ids=[prompt], sampling_params=greedy)[0].token_ids)
+    assert out[0] == out[1] and len(out[0]) == 12
+
+
+def test_shared_layers_own_no_cache():
+    # Layers 4 and 5 read layers 2 and 3's caches: of the 6 layers, the
+    # sliding 0, 1, 2 (2 KV heads of 16) and the global 3 (2 of 32) own one,
+    # K and V in f16: 384 and 256 bytes a token. One sequence of 64 tokens:
+    # 4 blocks of 16 in each group, 4 * 16 * (384 + 256) = 40960 bytes (with
+    # a cache for every layer it would be 65536).
+    if not (TINY / "gemma4.gguf").exists():
+        pytest.skip("tests/models/tiny/gemma4.gguf is missing")
+    llm = vt.LLM(str(TINY / "gemma4.gguf"), n_threads=1, max_num_seqs=1, max_model_len=64,
+                 enable_prefix_caching=False)
+    llm.generate(prompt_token_ids=[[5, 6, 7]],
+                 sampling_params=vt.SamplingParams(temperature=0, max_tokens=1, ignore_eos=True))
+    s = llm.context.stats()
+    assert (s["kv_block_size"], s["kv_blocks_total"], s["kv_cache_bytes"]) == (16, 8, 40960), s
+
+
+def test_kv_sharing_past_the_model(tmp_path):
+    folder = _tiny_folder(tmp_path, "gemma4")
+    _edit_config(folder, num_kv_shared_layers=9)
+    with pytest.raises(vt.VtFormatError, match=r"shared_kv_layers 9 leaves no layer that writes a cache"):
+        vt.Model(str(folder))
+
+
+def test_missing_per_layer_embedding_table(tmp_path):
+    folder = _tiny_folder(tmp_path, "gemma4")
+    _rename_safetensors(folder / "model.safetensors", "model.embed_tokens_per_layer.weight",
+                        "model.embed_tokens_per_layer.weigth")
+    with pytest.raises(vt.VtFormatError, match=r"per_layer_token_embd\.weight \(embed_tokens_per_layer\) is missing"):
+        vt.Model(str(folder))
+
+
+def test_shared_layer_without_an_earlier_layer_of_its_type(tmp_path):
+    # gemma4_moe's layers slide but for 2 and 5: with the last four shared,
+    # global layer 2 has no earlier global layer to read.
+    gguf = pytest.importorskip("gguf")
+    src = TINY / "gemma4_moe.gguf"
+    if not src.exists():
+        pytest.skip("tests/models/tiny/gemma4_moe.gguf is missing")
+    reader = gguf.GGUFReader(str(src))
+    out = tmp_path / "shared.gguf"
+    writer = gguf.GGUFWriter(str(out), "gemma4")
+    for name, field in reader.fields.items():
+        if name.startswith("GGUF.") or name == "general.architecture":
+            continue
+        value = 4 if name == "gemma4.attention.shared_kv_layers" else field.contents()
+        if field.types[0] == gguf.GGUFValueType.ARRAY:
+            writer.add_key_value(name, value, field.types[0], sub_type=field.types[-1])
+        else:
+            writer.add_key_value(name, value, field.types[0])
+    for t in reader.tensors:
+        writer.add_tensor(t.name, t.data, raw_shape=list(reversed(t.shape.tolist())), raw_dtype=t.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(vt.VtFormatError, match=r"layer 2 shares the KV cache of a global layer, but none of the first 2"):
+        vt.Model(str(out))
