@@ -112,3 +112,34 @@ def test_shared_layer_without_an_earlier_layer_of_its_type(tmp_path):
     writer.close()
     with pytest.raises(vt.VtFormatError, match=r"layer 2 shares the KV cache of a global layer, but none of the first 2"):
         vt.Model(str(out))
+
+
+def test_conditional_generation_folder_loads_its_text_model(tmp_path):
+    # Gemma4ForConditionalGeneration: the text model under
+    # model.language_model., its config under text_config, beside vision and
+    # audio towers (one tensor each here) that vt does not read. The same
+    # greedy tokens as the text-only folder.
+    folder = _tiny_folder(tmp_path, "gemma4")
+    st = folder / "model.safetensors"
+    raw = st.read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    nested = {("model.language_model." + k[len("model."):] if k.startswith("model.") else k): v
+              for k, v in header.items()}
+    for tower in ("model.vision_tower.encoder.layers.0.mlp.up_proj.linear.weight",
+                  "model.audio_tower.layers.0.feed_forward1.ffw_layer_1.linear.weight"):
+        nested[tower] = {"dtype": "F32", "shape": [2], "data_offsets": [len(data), len(data) + 8]}
+        data += struct.pack("<2f", 1.0, 2.0)
+    text = json.dumps(nested).encode()
+    text += b" " * (-len(text) % 8)
+    st.write_bytes(struct.pack("<Q", len(text)) + text + data)
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
+        "text_config": dict(cfg, model_type="gemma4_text"), "vision_config": {"model_type": "gemma4_vision"}}))
+    greedy = vt.SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
+    prompt = list(range(3, 30))
+    out = [vt.LLM(str(p), n_threads=1, max_num_seqs=1).generate(prompt_token_ids=[prompt], sampling_params=greedy)[0]
+           .token_ids for p in (folder, TINY / "gemma4")]
+    assert out[0] == out[1]
