@@ -8,7 +8,8 @@ Run from the repository root (re-runnable, deterministic: fixed seeds):
     $PY tests/models/make-tiny-models.py --llama-cpp DIR [--only NAME,...]
 (The fixtures before the hybrid ones were made with transformers 5.24.0;
 qwen3_5, qwen3_5_moe, qwen3_next, kimi_linear, lfm2, lfm2_moe, nemotron_h and
-nemotron_h_moe need 5.25, which the script checks. Each golden records the versions that made it.)
+nemotron_h_moe, the Mamba-2 hybrids and gemma4 / gemma4_moe need 5.25, which
+the script checks. Each golden records the versions that made it.)
 DIR is llama.cpp's source tree, e.g. the vendor/llama.cpp folder of the
 llama-cpp-python 0.3.36 sdist (pip download --no-deps --no-binary :all:
 llama-cpp-python==0.3.36). torch runs here only: CI reads the committed
@@ -42,7 +43,11 @@ without rope, relu2 MLPs or relu2 experts behind DeepSeek-V3's router with a
 latent projection and a shared expert). The hybrids get a third prompt of
 170 tokens, longer than two chunks of 64 of the chunked delta rule, and
 random norm weights, A_log and dt_bias (their inits are constants, which
-would leave the norm conventions untested). For a
+would leave the norm conventions untested). Gemma 4 (gemma4: per-layer embeddings, KV
+sharing, double-wide MLPs; gemma4_moe: K = V global layers, the dense MLP and
+experts in parallel; both: global layers of another head size with
+proportional rope, sliding windows shorter than the prompts, soft-capped
+logits) gets random norms, layer scalars and router scales (gemma4_init). For a
 mixture of experts the script prints how many distinct experts each MoE
 layer routed the prompts' tokens to (all 8, or the routing is not tested).
 
@@ -460,7 +465,7 @@ def build(name: str, folder: Path, seed: int | None = None):
     """The tokenizer (saved into folder) and the random model of CONFIGS[name]."""
     import torch
     import transformers
-    if name in HYBRID and tuple(int(x) for x in transformers.__version__.split(".")[:2]) < (5, 25):
+    if (name in HYBRID or name in GEMMA4_NAMES) and tuple(int(x) for x in transformers.__version__.split(".")[:2]) < (5, 25):
         sys.exit(f"make-tiny-models: {name} needs transformers 5.25 or newer, not {transformers.__version__}")
     cls_name, cfg_name, kwargs = CONFIGS[name]
     tok = train_tokenizer(folder)
