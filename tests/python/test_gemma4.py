@@ -143,3 +143,29 @@ def test_conditional_generation_folder_loads_its_text_model(tmp_path):
     out = [vt.LLM(str(p), n_threads=1, max_num_seqs=1).generate(prompt_token_ids=[prompt], sampling_params=greedy)[0]
            .token_ids for p in (folder, TINY / "gemma4")]
     assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("name", ["gemma4", "gemma4_moe"])
+def test_checkpoint_keys_for_the_global_layers(tmp_path, name):
+    # The published checkpoints name the global layers' head size and (with
+    # attention_k_eq_v) KV heads as global_head_dim and
+    # num_global_key_value_heads; transformers 5.25 writes per_layer_config
+    # instead. Either reads the same.
+    folder = _tiny_folder(tmp_path, name)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.pop("per_layer_config")
+    cfg["global_head_dim"] = 32
+    if cfg.get("attention_k_eq_v"):
+        cfg["num_global_key_value_heads"] = 1
+    (folder / "config.json").write_text(json.dumps(cfg))
+    greedy = vt.SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
+    prompt = list(range(3, 30))
+    out = [vt.LLM(str(p), n_threads=1, max_num_seqs=1).generate(prompt_token_ids=[prompt], sampling_params=greedy)[0]
+           .token_ids for p in (folder, TINY / name)]
+    assert out[0] == out[1]
+    # Without either, the global layers would be transformers' default 512
+    # wide: the weights say otherwise, and the error names the tensor.
+    cfg.pop("global_head_dim")
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(vt.VtFormatError, match=r"tensor .blk\.[23]\.attn_q\.weight.: dimension 1 is 128, expected 2048"):
+        vt.Model(str(folder))
