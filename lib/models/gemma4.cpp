@@ -39,7 +39,6 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/log.h"
 #include "models/layers.h"
 
 namespace vt {
