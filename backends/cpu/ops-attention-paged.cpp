@@ -28,6 +28,8 @@
 //
 // Latent mode (src2 and src4 null, DeepSeek MLA: values read from the K
 // pool) is ops-attention-latent.cpp; both share ops-attention-paged.h.
+// Read-only mode (src1 and src2 null: Gemma 4's KV-shared layers) is this
+// kernel without phase 1.
 //
 // Rounding points follow llama.cpp's CPU path without flash attention, so
 // logits agree with it: the query is rounded to f16 before QK^T, the softmax
@@ -55,8 +57,17 @@ bool supports_attn_paged(const Node &n) {
     const Tensor *q = n.src[0], *k = n.src[1], *v = n.src[2], *kp = n.src[3], *vp = n.src[4], *idx = n.src[5];
     if (!kp || !idx) return false;
     if (attn_is_latent(n)) return supports_attn_latent(n);
-    if (!v || !vp) return false;  // one of the two: neither mode
     const PagedAttnParams &p = n.params.attn_paged;
+    if (attn_reads_only(n)) {
+        const int64_t head_dim = q->ne[0], n_head = q->ne[1], bs = kp->ne[0];
+        const int64_t n_head_kv = head_dim > 0 ? kp->ne[1] / head_dim : 0;
+        return is_f32(q) && kp->type == DType::F16 && vp->type == DType::F16 && idx->type == DType::I32 &&
+               is_f32(n.dst) && same_shape(q, n.dst) && p.window >= 0 && p.max_kv > 0 && q->ne[3] == 1 &&
+               kp->ne[3] == 1 && n_head_kv > 0 && kp->ne[1] == head_dim * n_head_kv && n_head % n_head_kv == 0 &&
+               bs > 0 && vp->ne[0] == kp->ne[1] && vp->ne[1] == bs * kp->ne[2] && kp->nb[0] == 2 && vp->nb[0] == 2 &&
+               idx->ne[0] >= 3 * q->ne[2];
+    }
+    if (!k || !v || !vp) return false;  // one of the two: neither mode
     if (!(is_f32(q) && is_f32(k) && is_f32(v) && kp->type == DType::F16 && vp->type == DType::F16 &&
           idx->type == DType::I32 && is_f32(n.dst) && same_shape(q, n.dst) && same_shape(k, v) && p.window >= 0 &&
           p.max_kv > 0))

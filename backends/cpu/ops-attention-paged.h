@@ -21,6 +21,10 @@ constexpr int64_t kRunTokens = 16;
 // position's value is the first dv = dst->ne[0] values of its KV head's
 // cached K row.
 inline bool attn_is_latent(const Node &n) { return !n.src[2] && !n.src[4]; }
+// Read-only mode (Gemma 4's KV-shared layers): no new K or V (src1, src2
+// null) beside both pools; nothing is written, and the KV head count is the
+// pool's row over head_dim.
+inline bool attn_reads_only(const Node &n) { return !n.src[1] && !n.src[2] && n.src[4]; }
 
 struct PagedShape {
     int64_t head_dim, n_head, n_head_kv, group, n_tok, kv_row, block_size, n_blocks, window, max_kv;
@@ -31,7 +35,7 @@ inline PagedShape paged_shape(const Node &n) {
     PagedShape s;
     s.head_dim = n.src[0]->ne[0];
     s.n_head = n.src[0]->ne[1];
-    s.n_head_kv = n.src[1]->ne[1];
+    s.n_head_kv = n.src[1] ? n.src[1]->ne[1] : n.src[3]->ne[1] / s.head_dim;
     s.group = s.n_head / s.n_head_kv;
     s.n_tok = n.src[0]->ne[2];
     s.kv_row = s.head_dim * s.n_head_kv;
@@ -106,6 +110,7 @@ inline void write_k_row(const Tensor *kc, const float *kr, int64_t slot, int64_t
 // every write lands before any thread reads the pool (a sequence may read
 // blocks another sequence of the batch fills). scratch: kv_row f16.
 inline void write_new_rows(const Node &n, const OpCtx &c, const PagedShape &s, uint16_t *k16) {
+    if (!n.src[1]) return;  // read-only mode: the owner layer's node wrote them
     const Tensor *kc = n.src[3], *vc = n.src[4];
     const int32_t *idx = static_cast<const int32_t *>(n.src[5]->data);
     const int64_t n_slots = s.n_blocks * s.block_size;

@@ -91,8 +91,20 @@ bool supports_attn_paged(const Node &n) {
     const Tensor *q = n.src[0], *k = n.src[1], *v = n.src[2], *kp = n.src[3], *vp = n.src[4], *idx = n.src[5];
     // The latent mode (src2 and src4 null, DeepSeek MLA) has no shader: the
     // graph executor runs it on the CPU.
-    if (!v || !vp) return false;
+    if (!vp) return false;
     const PagedAttnParams &p = n.params.attn_paged;
+    if (!k && !v) {
+        // Read-only mode (Gemma 4's KV-shared layers): the attention
+        // dispatch alone, the KV heads from the pool's row.
+        const int64_t head_dim = q->ne[0], bs = kp->ne[0];
+        const int64_t n_head_kv = head_dim > 0 ? kp->ne[1] / head_dim : 0;
+        return contiguous_f32(q) && kp->type == DType::F16 && vp->type == DType::F16 && idx->type == DType::I32 &&
+               idx->is_contiguous() && contiguous_f32(n.dst) && same_shape(q, n.dst) && p.window >= 0 &&
+               p.max_kv > 0 && q->ne[3] == 1 && kp->ne[3] == 1 && head_dim <= kMaxHeadDim && n_head_kv > 0 &&
+               kp->ne[1] == head_dim * n_head_kv && q->ne[1] % n_head_kv == 0 && bs > 0 && vp->ne[0] == kp->ne[1] &&
+               vp->ne[1] == bs * kp->ne[2] && kp->nb[0] == 2 && vp->nb[0] == 2 && idx->ne[0] >= 3 * q->ne[2];
+    }
+    if (!k || !v) return false;
     if (!(contiguous_f32(q) && contiguous_f32(k) && contiguous_f32(v) && kp->type == DType::F16 &&
           vp->type == DType::F16 && idx->type == DType::I32 && idx->is_contiguous() && contiguous_f32(n.dst) &&
           same_shape(q, n.dst) && same_shape(k, v) && p.window >= 0 && p.max_kv > 0))
@@ -264,21 +276,25 @@ vt_status record_rope(Recorder &r, const Node &n) {
 vt_status record_attn_paged(Recorder &r, const Node &n) {
     const Tensor *q = n.src[0], *k = n.src[1], *kp = n.src[3], *vp = n.src[4], *idx = n.src[5];
     Bind bq, bk, bv, bkp, bvp, bi, bd;
-    if (!r.bind(q, bq) || !r.bind(k, bk) || !r.bind(n.src[2], bv) || !r.bind(kp, bkp) || !r.bind(vp, bvp) ||
-        !r.bind(idx, bi) || !r.bind(n.dst, bd))
+    if (!r.bind(q, bq) || (k && (!r.bind(k, bk) || !r.bind(n.src[2], bv))) || !r.bind(kp, bkp) ||
+        !r.bind(vp, bvp) || !r.bind(idx, bi) || !r.bind(n.dst, bd))
         return VT_ERR_INVALID_ARGUMENT;
-    const int64_t head_dim = q->ne[0], n_head = q->ne[1], n_head_kv = k->ne[1], n_tok = q->ne[2];
+    const int64_t head_dim = q->ne[0], n_head = q->ne[1], n_tok = q->ne[2];
+    const int64_t n_head_kv = k ? k->ne[1] : kp->ne[1] / head_dim;
     const int64_t kv_row = head_dim * n_head_kv, bs = kp->ne[0];
-    struct {
-        uint32_t kv_row, n_tok, block_size, n_slots, k_nb1, k_nb2, v_nb1, k_off, v_off, kp_off, vp_off, i_off;
-    } pw{u32(kv_row), u32(n_tok), u32(bs), u32(bs * kp->ne[2]), u32(kp->nb[1] / 2), u32(kp->nb[2] / 2),
-         u32(vp->nb[1] / 2), bk.rem / 4, bv.rem / 4, bkp.rem / 2, bvp.rem / 2, bi.rem / 4};
-    vt_status st = r.dispatch("kv_write", 0, {bk, bv, bkp, bvp, bi}, &pw, sizeof pw,
-                              ((uint64_t)kv_row * (uint64_t)n_tok + 255) / 256);
-    if (st != VT_OK) return st;
-    // Every token's K/V must be in the pools before any query reads them (a
-    // sequence may read blocks another sequence of the batch fills).
-    r.barrier();
+    // Read-only mode (k null) skips the write: an earlier node wrote the pools.
+    if (k) {
+        struct {
+            uint32_t kv_row, n_tok, block_size, n_slots, k_nb1, k_nb2, v_nb1, k_off, v_off, kp_off, vp_off, i_off;
+        } pw{u32(kv_row), u32(n_tok), u32(bs), u32(bs * kp->ne[2]), u32(kp->nb[1] / 2), u32(kp->nb[2] / 2),
+             u32(vp->nb[1] / 2), bk.rem / 4, bv.rem / 4, bkp.rem / 2, bvp.rem / 2, bi.rem / 4};
+        vt_status st = r.dispatch("kv_write", 0, {bk, bv, bkp, bvp, bi}, &pw, sizeof pw,
+                                  ((uint64_t)kv_row * (uint64_t)n_tok + 255) / 256);
+        if (st != VT_OK) return st;
+        // Every token's K/V must be in the pools before any query reads them (a
+        // sequence may read blocks another sequence of the batch fills).
+        r.barrier();
+    }
     const PagedAttnParams &ap = n.params.attn_paged;
     struct {
         uint32_t head_dim, n_head, n_head_kv, n_tok, block_size, n_blocks, n_idx, window, max_kv;
@@ -322,7 +338,7 @@ bool supports_node(const Device &d, const Node &n) {
 }
 
 uint32_t dispatch_count(const Device &d, const Node &n) {
-    if (n.op == Op::ATTN_PAGED) return 2;
+    if (n.op == Op::ATTN_PAGED) return n.src[1] ? 2 : 1;
     if (n.op == Op::MUL_MAT || n.op == Op::GET_ROWS) {
         const int64_t step = rows_per_binding(d, n.src[0]);
         return (uint32_t)((n.src[0]->ne[1] + step - 1) / step);

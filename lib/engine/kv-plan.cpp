@@ -134,8 +134,13 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
         const uint64_t n = std::min<uint64_t>(budget / all_block_bytes, INT32_MAX - 1);
         for (uint32_t &b : blocks) b = (uint32_t)n;
     } else {
-        // Sliding groups at most half the budget, then full attention the rest.
-        const double share = sliding_bytes > budget / 2 ? (double)(budget / 2) / (double)sliding_bytes : 1.0;
+        // Sliding groups at most half the budget, and no more than leaves
+        // full attention one sequence of max_model_len (a model whose few
+        // full layers own little cache, as Gemma 4's with KV sharing, would
+        // else hold less than one request); then full attention the rest.
+        const uint64_t one_seq = len_blocks * full_block_bytes;
+        const uint64_t cap = std::min(budget / 2, budget > one_seq ? budget - one_seq : 0);
+        const double share = sliding_bytes > cap ? (double)cap / (double)sliding_bytes : 1.0;
         uint64_t used = 0;
         for (size_t g = 0; g < groups.size(); ++g) {
             if (groups[g].window == 0) continue;

@@ -26,6 +26,14 @@ enum class CacheKind : uint8_t {
                      // (Op::CONV1D_CAUSAL, Op::GATED_DELTA_RULE); not paged
 };
 
+// A layer whose shared_from is not kOwnCache owns no cache: it reads the
+// pool of an earlier layer of the same kind, window and row (Gemma 4's KV
+// sharing: its last layers attend to the keys and values an earlier layer
+// wrote, and write none). Everything that sizes or lays out caches counts
+// each pool once: such a layer is in no cache group, has no bytes of its
+// own, and the runner hands it its source's tensors and block table.
+constexpr uint32_t kOwnCache = UINT32_MAX;
+
 struct LayerCacheSpec {
     CacheKind kind = CacheKind::full_attention;
     uint32_t window = 0;   // sliding_window: positions a query sees; 0 for the other kinds
@@ -34,12 +42,20 @@ struct LayerCacheSpec {
     // recurrent: the f32 values of one sequence's slot.
     uint32_t conv_floats = 0;   // the conv tail: (kernel - 1) * conv channels
     uint32_t state_floats = 0;  // the recurrent state (Gated DeltaNet: n_v_heads * dk * dv)
+    uint32_t shared_from = kOwnCache;  // the layer whose pool this one reads (see kOwnCache)
 };
+
+inline bool is_shared(const LayerCacheSpec &s) { return s.shared_from != kOwnCache; }
+
+// The layer whose pool layer l reads: l itself, or the layer it shares.
+inline uint32_t cache_owner(const std::vector<LayerCacheSpec> &layers, uint32_t l) {
+    return is_shared(layers[l]) ? layers[l].shared_from : l;
+}
 
 // Bytes one token takes in a layer's cache: f16 K and V rows, or a latent
 // layer's one f16 row; none for a recurrent layer (its state is per sequence).
 inline uint64_t layer_bytes_per_token(const LayerCacheSpec &s) {
-    if (s.kind == CacheKind::recurrent) return 0;
+    if (s.kind == CacheKind::recurrent || is_shared(s)) return 0;
     return (s.kind == CacheKind::latent ? 1ull : 2ull /* K and V */) * s.kv_row * 2 /* f16 */;
 }
 
@@ -65,7 +81,8 @@ inline const char *cache_kind_name(CacheKind k) {
 
 // The layers that share a paged cache spec: full-attention groups first,
 // then a latent one, then sliding ones by window. Recurrent layers are in
-// no paged group: their slots are state_slots()'s.
+// no paged group: their slots are state_slots()'s; nor are shared layers
+// (their owner's group serves them).
 struct CacheGroup {
     CacheKind kind = CacheKind::full_attention;
     uint32_t window = 0;
@@ -77,7 +94,7 @@ inline std::vector<CacheGroup> cache_groups(const std::vector<LayerCacheSpec> &l
     std::vector<CacheGroup> groups;
     for (uint32_t l = 0; l < layers.size(); ++l) {
         const LayerCacheSpec &s = layers[l];
-        if (s.kind == CacheKind::recurrent) continue;
+        if (s.kind == CacheKind::recurrent || is_shared(s)) continue;
         const uint32_t window = s.kind == CacheKind::sliding_window ? s.window : 0;
         CacheGroup *g = nullptr;
         for (CacheGroup &c : groups)

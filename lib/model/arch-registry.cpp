@@ -13,6 +13,7 @@ std::unique_ptr<Architecture> make_llama_architecture();
 std::unique_ptr<Architecture> make_qwen2_architecture();
 std::unique_ptr<Architecture> make_qwen3_architecture();
 std::unique_ptr<Architecture> make_gemma3_architecture();
+std::unique_ptr<Architecture> make_gemma4_architecture();
 std::unique_ptr<Architecture> make_phi3_architecture();
 std::unique_ptr<Architecture> make_qwen3moe_architecture();
 std::unique_ptr<Architecture> make_olmoe_architecture();
@@ -38,6 +39,7 @@ const ArchEntry kArchitectures[] = {
     {"qwen2", make_qwen2_architecture},
     {"qwen3", make_qwen3_architecture},
     {"gemma3", make_gemma3_architecture},
+    {"gemma4", make_gemma4_architecture},
     {"phi3", make_phi3_architecture},
     {"qwen3moe", make_qwen3moe_architecture},
     {"olmoe", make_olmoe_architecture},
@@ -66,6 +68,8 @@ const HfEntry kHfArchitectures[] = {
     {"Qwen3ForCausalLM", {"qwen3", HfNorms::plain}},
     {"Gemma3ForCausalLM", {"gemma3", HfNorms::gemma}},
     {"Gemma3ForConditionalGeneration", {"gemma3", HfNorms::gemma}},  // its text model
+    {"Gemma4ForCausalLM", {"gemma4", HfNorms::gemma4}},
+    {"Gemma4ForConditionalGeneration", {"gemma4", HfNorms::gemma4}},  // its text model; vision and audio not read
     {"Phi3ForCausalLM", {"phi3", HfNorms::plain}},
     {"MixtralForCausalLM", {"llama", HfNorms::plain}},
     {"Qwen3MoeForCausalLM", {"qwen3moe", HfNorms::plain}},

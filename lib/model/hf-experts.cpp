@@ -20,7 +20,8 @@ bool HfExperts::take(const SafetensorsTensor &t) {
     std::string bid, rest;
     if (!split_hf_layer_name(t.name, bid, rest)) return false;
     const std::string blk = "blk." + bid + ".";
-    for (const char *prefix : {"mlp.experts.", "block_sparse_moe.experts.", "feed_forward.experts." /* LFM2-MoE */}) {
+    for (const char *prefix : {"mlp.experts.", "block_sparse_moe.experts.", "feed_forward.experts." /* LFM2-MoE */,
+                           "experts." /* Gemma 4 */}) {
         if (rest.rfind(prefix, 0) != 0) continue;
         const std::string tail = rest.substr(std::strlen(prefix));
         if (t.n_dims == 3 && (tail == "gate_up_proj" || tail == "down_proj")) {

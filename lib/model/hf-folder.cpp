@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/quant.h"
 #include "model/hf-experts.h"
+#include "model/hf-gemma4.h"
 #include "model/hf-granite-falcon.h"
 #include "model/hf-kimi.h"
 #include "model/hf-lfm2.h"
@@ -123,8 +124,12 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
     if (n == "model.final_layernorm.weight") return "output_norm.weight";  // Falcon-H1
     if (n == "lm_head.weight") return "output.weight";
     if (norms == HfNorms::lfm2 && n == "model.embedding_norm.weight") return "token_embd_norm.weight";  // the final norm
+    if (norms == HfNorms::gemma4 && n.rfind("model.", 0) == 0)
+        if (std::string g = gemma4_gguf_name(n.substr(6), false); !g.empty()) return g;
     std::string bid, rest;
     if (!split_hf_layer_name(n, bid, rest)) return "";
+    if (norms == HfNorms::gemma4)
+        if (std::string g = gemma4_gguf_name(rest, true); !g.empty()) return "blk." + bid + "." + g;
     static const std::map<std::string, std::string> common = {
         {"input_layernorm.weight", "attn_norm.weight"},
         {"self_attn.q_proj.weight", "attn_q.weight"},   {"self_attn.q_proj.bias", "attn_q.bias"},
@@ -470,12 +475,27 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         meta.u32("attention.value_length", head_dim);
     }
     meta.f32("attention.layer_norm_rms_epsilon", num(cfg, "rms_norm_eps", 1e-6));
-    add_experts(meta, cfg, cfg_path);
+    const bool gemma4 = arch->norms == HfNorms::gemma4;
+    if (!gemma4) add_experts(meta, cfg, cfg_path);  // Gemma 4's: read_gemma4_config
 
     const json global = rope_params(cfg, "full_attention");
     const double base = num(global, "rope_theta", 10000.0);
     meta.f32("rope.freq_base", base);
-    add_rope(meta, global, cfg, a);
+    if (!gemma4) add_rope(meta, global, cfg, a);  // Gemma 4's proportional rope: rope_freqs, below
+    // Gemma 4: per-layer head sizes and KV heads, KV sharing, per-layer
+    // embeddings and experts, as the converter's keys (model/hf-gemma4.h).
+    Gemma4Meta g4;
+    if (gemma4) {
+        g4 = read_gemma4_config(cfg, n_layer, cfg_path.string());
+        std::erase_if(meta.kvs, [&](const GgufKV &kv) {
+            return kv.key == a + ".attention.head_count_kv" || kv.key == a + ".feed_forward_length" ||
+                   kv.key == a + ".attention.key_length" || kv.key == a + ".attention.value_length";
+        });
+        meta.i32s("attention.head_count_kv", g4.kv_heads);
+        meta.i32s("feed_forward_length", g4.n_ff);
+        for (const auto &[k, v] : g4.u32s) meta.u32(k, v);
+        for (const auto &[k, v] : g4.f32s) meta.f32(k, v);
+    }
 
     // Linear attention (Qwen3-Next, Qwen3.5): its shape, which layers are
     // recurrent, the partial rope of the attention layers.
@@ -672,10 +692,13 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             if (tp->mx_blocks) mx_rows = materialize_mxfp4(*tp, 0, 1, *mla_copies);
             const SafetensorsTensor &t0 = tp->mx_blocks ? mx_rows : *tp;
             SafetensorsTensor renamed;
-            const bool rename = nemotron || arch->norms == HfNorms::granite_hybrid;
+            // Gemma 4's multimodal checkpoints nest the text model: its experts too.
+            const bool rename = nemotron || arch->norms == HfNorms::granite_hybrid || gemma4;
             if (rename) {
                 renamed = t0;
-                renamed.name = nemotron ? nemotron_h_tensor_name(t0.name, nemotron_kinds) : granite_expert_alias(t0.name);
+                renamed.name = nemotron ? nemotron_h_tensor_name(t0.name, nemotron_kinds)
+                               : gemma4 ? text_model_name(t0.name)
+                                        : granite_expert_alias(t0.name);
             }
             const SafetensorsTensor &t = rename ? renamed : t0;
             if (experts.take(t)) continue;
@@ -712,7 +735,9 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             const std::string name = gguf_name(t.name, arch->norms);
             if (name.empty()) {
                 ++skipped;
-                vision += t.name.find("visual.") != std::string::npos;
+                vision += t.name.find("visual.") != std::string::npos || t.name.find("vision_tower.") != std::string::npos ||
+                          t.name.find("audio_tower.") != std::string::npos || t.name.find("embed_vision.") != std::string::npos ||
+                          t.name.find("embed_audio.") != std::string::npos;
                 mtp += t.name.rfind("mtp.", 0) == 0;
                 continue;
             }
@@ -771,8 +796,11 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         VT_LOG_INFO("%s: the experts, %.1f MiB, are stacked into copies (the checkpoint keeps one matrix per expert)",
                     dir.c_str(), (double)experts.copied_bytes() / (1 << 20));
     if (skipped) VT_LOG_DEBUG("%s: %zu tensors that vt does not read were left out", dir.c_str(), skipped);
-    if (vision) VT_LOG_INFO("%s: the vision tower (%zu tensors) is not read: vt runs the text model", dir.c_str(), vision);
+    if (vision)
+        VT_LOG_INFO("%s: the vision (and audio) towers (%zu tensors) are not read: vt runs the text model", dir.c_str(),
+                    vision);
     if (mtp) VT_LOG_INFO("%s: the multi-token-prediction layer (%zu tensors) is not used", dir.c_str(), mtp);
+    if (gemma4) add_f32("rope_freqs.weight", g4.rope_freqs);
     const std::string rtype = rope_type(global);
     if (rtype == "llama3") add_f32("rope_freqs.weight", llama3_rope_factors(global, base, (int64_t)head_dim));
     if (rtype == "longrope" || rtype == "su") {

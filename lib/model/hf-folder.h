@@ -42,6 +42,10 @@ enum class HfNorms : uint8_t {
     // muP multipliers (model/hf-granite-falcon.h).
     granite_hybrid,
     falcon_h1,
+    // Gemma 4: Gemma's four norms per block but stored as w (plain); its
+    // global layers, KV sharing, per-layer embeddings and parallel experts
+    // (model/hf-gemma4.h).
+    gemma4,
 };
 struct HfArchitecture {
     const char *gguf_arch;  // vt's (and GGUF's) name

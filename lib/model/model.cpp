@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -14,6 +15,32 @@
 #include "model/hf-folder.h"
 
 namespace vt {
+
+namespace {
+// A layer that shares another's cache (LayerCacheSpec::shared_from) reads a
+// pool the runner lays out for its owner: the owner must be an earlier layer
+// that owns its pool, of the same kind, window and row. Logs the mapping:
+// these layers add nothing to the KV cache.
+void check_shared_caches(const Model &m) {
+    std::string shared;
+    for (uint32_t l = 0; l < m.cache_layers.size(); ++l) {
+        const LayerCacheSpec &s = m.cache_layers[l];
+        if (!is_shared(s)) continue;
+        const uint32_t o = s.shared_from;
+        if (o >= l || is_shared(m.cache_layers[o]))
+            fail(VT_ERR_FORMAT, "%s: layer %u shares the KV cache of layer %u, which is not an earlier layer with a cache "
+                 "of its own", m.arch_name().c_str(), l, o);
+        const LayerCacheSpec &src = m.cache_layers[o];
+        if (src.kind != s.kind || src.window != s.window || src.kv_row != s.kv_row ||
+            (s.kind != CacheKind::full_attention && s.kind != CacheKind::sliding_window))
+            fail(VT_ERR_FORMAT, "%s: layer %u shares the KV cache of layer %u, whose kind, window or row differs",
+                 m.arch_name().c_str(), l, o);
+        shared += (shared.empty() ? "" : ", ") + std::to_string(l) + " -> " + std::to_string(o);
+    }
+    if (!shared.empty())
+        VT_LOG_INFO("KV sharing: layers read the cache of an earlier layer and own none (%s)", shared.c_str());
+}
+} // namespace
 
 std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const Progress &progress,
                                    std::optional<DType> quantize, vt_device *device, int32_t n_gpu_layers,
@@ -65,6 +92,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
         if (m->cache_layers.size() != m->hparams.n_layer + m->extra_cache_owner.size())
             fail(VT_ERR_INTERNAL, "%s declared %zu cache layers for %u layers and %zu extra", m->arch_name_.c_str(),
                  m->cache_layers.size(), m->hparams.n_layer, m->extra_cache_owner.size());
+        check_shared_caches(*m);
         for (uint32_t owner : m->extra_cache_owner)
             if (owner >= m->hparams.n_layer)
                 fail(VT_ERR_INTERNAL, "%s: an extra cache layer of block %u of %u", m->arch_name_.c_str(), owner,

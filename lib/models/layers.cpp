@@ -8,7 +8,7 @@
 
 namespace vt {
 
-void read_decoder_hparams(Model &m, int32_t rope_mode) {
+void read_decoder_hparams(Model &m, int32_t rope_mode, bool uniform_kv_heads) {
     Hparams &hp = m.hparams;
     const char *arch = m.arch_name().c_str();
     hp.n_ctx_train = m.arch_u32("context_length");
@@ -30,9 +30,9 @@ void read_decoder_hparams(Model &m, int32_t rope_mode) {
     // the attention layers' count, the same in each.
     hp.n_head_kv = 0;
     for (uint32_t c : kv_heads) {
-        if (c != 0 && hp.n_head_kv != 0 && c != hp.n_head_kv)
+        if (uniform_kv_heads && c != 0 && hp.n_head_kv != 0 && c != hp.n_head_kv)
             fail(VT_ERR_UNSUPPORTED, "%s: attention layers with different KV head counts", arch);
-        if (c != 0) hp.n_head_kv = c;
+        if (c != 0 && (uniform_kv_heads || hp.n_head_kv == 0)) hp.n_head_kv = c;
     }
     if (hp.n_head_kv == 0) hp.n_head_kv = hp.n_head;  // no attention layer
     if (hp.n_head == 0 || hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0 || hp.n_layer == 0 || hp.n_embd == 0)
@@ -104,6 +104,21 @@ std::vector<uint32_t> read_head_count_kv(const Model &m) {
                  (unsigned long long)c, hp.n_head);
         out[i] = (uint32_t)c;
     }
+    return out;
+}
+
+std::vector<bool> sliding_layers(const Model &m, uint32_t n_layer, uint32_t def_period) {
+    std::vector<bool> out(n_layer);
+    const std::string key = m.arch_name() + ".attention.sliding_window_pattern";
+    if (const GgufValue *arr = m.gguf().get_array(key, GgufType::BOOL)) {
+        if (arr->arr_n != n_layer)
+            fail(VT_ERR_FORMAT, "%s has %llu entries for %u layers", key.c_str(), (unsigned long long)arr->arr_n,
+                 n_layer);
+        for (uint32_t il = 0; il < n_layer; ++il) out[il] = arr->uint_at(il) != 0;
+        return out;
+    }
+    const uint32_t n = m.arch_u32("attention.sliding_window_pattern", def_period);
+    for (uint32_t il = 0; il < n_layer; ++il) out[il] = n == 0 || il % n < n - 1;
     return out;
 }
 
@@ -291,17 +306,18 @@ Tensor *LayerBuilder::attention(uint32_t il, Tensor *h, const AttnWeights &aw, c
 
 Tensor *LayerBuilder::attend(uint32_t il, Tensor *q, Tensor *k, Tensor *v, const AttnWeights &aw,
                              const RopeParams &rope, float scale, const Tensor *rope_factors) {
-    const Hparams &hp = m_.hparams;
-    const int64_t hd = hp.head_dim, H = hp.n_head, HK = hp.n_head_kv;
+    // The shapes are the tensors': a layer's head size and KV head count may
+    // be its own (Gemma 4's global layers).
+    const int64_t hd = q->ne[0], H = q->ne[1];
+    Tensor *kc = &(*a_.k_cache)[il], *vc = &(*a_.v_cache)[il];
     if (aw.q_norm && !aw.qk_norm_full) {  // per head (Qwen3)
         q = rms_norm(q, aw.q_norm);
-        k = rms_norm(k, aw.k_norm);
+        if (k) k = rms_norm(k, aw.k_norm);
     }
     Tensor *factors = w(rope_factors);
     q = g_.op<Op::ROPE>(DType::F32, {hd, H, n_}, {q, a_.positions, factors}, rope);
-    k = g_.op<Op::ROPE>(DType::F32, {hd, HK, n_}, {k, a_.positions, factors}, rope);
+    if (k) k = g_.op<Op::ROPE>(DType::F32, {hd, k->ne[1], n_}, {k, a_.positions, factors}, rope);
     const int32_t window = attention_window(m_.cache_layers[il]);
-    Tensor *kc = &(*a_.k_cache)[il], *vc = &(*a_.v_cache)[il];
     Tensor *att = g_.op<Op::ATTN_PAGED>(DType::F32, {hd, H, n_}, {q, k, v, kc, vc, a_.kv_index[il]},
                                         {scale, window, (int32_t)a_.n_ctx});
     return g_.reshape(att, {hd * H, n_});
@@ -344,11 +360,12 @@ Tensor *LayerBuilder::moe(Tensor *h, const MoeWeights &mw) {
     return add(out, shared);
 }
 
-Tensor *LayerBuilder::logits(Tensor *x, const Tensor *norm, const Tensor *output, float s) {
+Tensor *LayerBuilder::logits(Tensor *x, const Tensor *norm, const Tensor *output, float s, float cap) {
     const int64_t n_out = a_.out_rows->ne[0];
     Tensor *sel = g_.op<Op::GET_ROWS>(DType::F32, {x->ne[0], n_out}, {x, a_.out_rows});
     Tensor *lg = linear(output, rms_norm(sel, norm));
     if (s != 1.0f) lg = scale(lg, s);
+    if (cap > 0.0f) lg = softcap(lg, cap);
     g_.mark_output(lg);
     return lg;
 }

@@ -18,7 +18,15 @@ namespace vt {
 // (context, widths, heads, head size, rope dimensions, base, linear or YaRN
 // scaling, RMS epsilon) and checks them. rope_mode is the caller's: it
 // depends on how the converter laid out Q and K (a folder is always NeoX).
-void read_decoder_hparams(Model &m, int32_t rope_mode);
+// uniform_kv_heads false: the layers may have KV head counts of their own
+// (Gemma 4's global layers); hparams then hold the first layer's, and the
+// architecture reads read_head_count_kv().
+void read_decoder_hparams(Model &m, int32_t rope_mode, bool uniform_kv_heads = true);
+
+// Which layers slide, as llama.cpp reads it: attention.sliding_window_pattern
+// is a bool per layer, or a period n (layer il slides unless il % n == n - 1;
+// 0: all slide), def_period when absent.
+std::vector<bool> sliding_layers(const Model &m, uint32_t n_layer, uint32_t def_period);
 
 // attention.head_count_kv per layer: one count for every layer, or the
 // file's per-layer list (Kimi-Linear writes 0 for its linear-attention
@@ -108,7 +116,10 @@ public:
     // attention() after its projections: q (head_dim, n_head, n), k and v
     // (head_dim, n_head_kv, n) through w's per-head norms (when w has them),
     // rope and the paged attention of layer il. Returns (head_dim * n_head, n),
-    // before the output projection.
+    // before the output projection. The shapes are q's and k's (a layer may
+    // have its own head size and KV heads). k and v null: the layer shares
+    // another's cache (LayerCacheSpec::shared_from) and reads it, writing
+    // nothing (ATTN_PAGED's read-only mode).
     Tensor *attend(uint32_t il, Tensor *q, Tensor *k, Tensor *v, const AttnWeights &w, const RopeParams &rope,
                    float scale, const Tensor *rope_factors = nullptr);
 
@@ -121,8 +132,9 @@ public:
     }
 
     // The rows in out_rows, normed and projected to the vocabulary, times
-    // scale (muP's logit multipliers): the graph's output (n_vocab, n_out).
-    Tensor *logits(Tensor *x, const Tensor *norm, const Tensor *output, float scale = 1.0f);
+    // scale (muP's logit multipliers), soft-capped at cap when cap > 0
+    // (Gemma 4): the graph's output (n_vocab, n_out).
+    Tensor *logits(Tensor *x, const Tensor *norm, const Tensor *output, float scale = 1.0f, float cap = 0.0f);
 
     // RopeParams from hparams, with another base and scale where a layer
     // kind has its own (Gemma 3's sliding layers).

@@ -24,6 +24,10 @@ PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_gro
         for (uint32_t l : groups_[g].layers) layer_group_[l] = g;
         bytes_ += (uint64_t)blocks_[g] * block_size * groups_[g].bytes_per_token;
     }
+    // A layer that shares another's cache uses its owner's group (block ids
+    // and index) and, below, its owner's pools.
+    for (uint32_t l = 0; l < n_layer; ++l)
+        if (is_shared(model.cache_layers[l])) layer_group_[l] = layer_group_[cache_owner(model.cache_layers, l)];
     const StateSlots slots = state_slots(model.cache_layers);
     if (!slots.layers.empty() && n_slots == 0)
         fail(VT_ERR_INVALID_ARGUMENT, "the model's %zu recurrent layers need state slots", slots.layers.size());
@@ -45,6 +49,7 @@ PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_gro
     for (size_t l = 0; l < n_layer; ++l) {
         const LayerCacheSpec &spec = model.cache_layers[l];
         vt_device *d = model.layer_device((uint32_t)l);
+        if (is_shared(spec)) continue;  // its owner's tensors: share_pools()
         if (spec.kind == CacheKind::recurrent) {
             // A slot per sequence: the conv tail in K's place, the state in V's.
             // Either may be empty (LFM2's short conv has no state beyond its
@@ -67,7 +72,19 @@ PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_gro
         tensor_init(v_[l], DType::F16, kv_row, n_blocks * block_size, 1, 1, nullptr, "v_pool");
         pools.push_back({&v_[l], d, pool_bytes});
     }
-    if (!allocate) return;  // shapes only
+    // Views of the owners' pools (the same data once allocated): a shared
+    // layer's attention reads what its owner wrote and writes nothing.
+    auto share_pools = [&] {
+        for (size_t l = 0; l < n_layer; ++l)
+            if (is_shared(model.cache_layers[l])) {
+                k_[l] = k_[model.cache_layers[l].shared_from];
+                v_[l] = v_[model.cache_layers[l].shared_from];
+            }
+    };
+    if (!allocate) {  // shapes only
+        share_pools();
+        return;
+    }
     std::vector<bool> placed(pools.size(), false);
     for (size_t first = 0; first < pools.size(); ++first) {
         if (placed[first]) continue;
@@ -107,6 +124,7 @@ PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_gro
             placed[i] = true;
         }
     }
+    share_pools();
 }
 
 PagedKv::~PagedKv() = default;

@@ -58,8 +58,10 @@ public:
     // (kv/state-slots.h). Throws vt::Error.
     void copy_slots(std::span<const StateCopy> copies);
     uint64_t bytes() const { return bytes_; }  // every group's blocks * block_size * bytes_per_token, and the slots
-    std::vector<Tensor> &k() { return k_; }    // per layer
-    std::vector<Tensor> &v() { return v_; }    // per layer; empty for a latent one
+    // Per layer; a layer that shares another's cache (LayerCacheSpec::
+    // shared_from) has its owner's tensors (the same memory) and group.
+    std::vector<Tensor> &k() { return k_; }
+    std::vector<Tensor> &v() { return v_; }    // empty for a latent layer
 
 private:
     uint32_t block_size_;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Second oracle for the tiny hybrid fixtures: llama.cpp's float32 logits on
+"""Second oracle for the tiny hybrid and Gemma 4 fixtures: llama.cpp's float32 logits on
 tests/models/tiny/<name>.gguf against the transformers goldens in <name>.json.
 
     python3 tests/models/llama-cpp-tiny-logits.py [--only qwen3_5_moe,...] [--llama-cpp DIR]
@@ -23,6 +23,14 @@ about 5e-3 for kimi_linear, all of it from one epsilon: llama.cpp's Kimi
 L2-normalises q and k with rms_norm_eps (1e-5) where transformers uses 1e-6
 (hybrid-numpy-reference.py with 1e-5 there matches llama.cpp to 2e-6).
 
+Gemma 4: about 7e-3 for gemma4 and 4e-3 for gemma4_moe, greedy 32/32 both
+(float32 with GELU through ggml's f16 table; with an f16 KV cache, as vt
+keeps it, 2.1e-2 and 1.1e-2: Gemma 4 attends unscaled, so the f16 rounding
+of q, k and v shows more than in other models, and vt's own differences from
+transformers are the same size). llama.cpp's loader assumes that the last
+layer before the KV-shared ones is global and the one before it sliding (as
+in E2B/E4B); the gemma4 fixture is laid out so.
+
 llama.cpp needs the K and V head sizes of the gated delta net equal (its
 loader and state assume it); the tiny qwen3_5 fixture has 16 and 24 on
 purpose, so llama.cpp refuses it and the script says so.
@@ -41,7 +49,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "models" / "tiny"
 HYBRIDS = ["qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear", "lfm2", "lfm2_moe", "nemotron_h",
-           "nemotron_h_moe", "granitemoehybrid", "falcon_h1"]
+           "nemotron_h_moe", "granitemoehybrid", "falcon_h1", "gemma4", "gemma4_moe"]
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 
 DRIVER = r"""

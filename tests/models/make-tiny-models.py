@@ -8,7 +8,8 @@ Run from the repository root (re-runnable, deterministic: fixed seeds):
     $PY tests/models/make-tiny-models.py --llama-cpp DIR [--only NAME,...]
 (The fixtures before the hybrid ones were made with transformers 5.24.0;
 qwen3_5, qwen3_5_moe, qwen3_next, kimi_linear, lfm2, lfm2_moe, nemotron_h and
-nemotron_h_moe need 5.25, which the script checks. Each golden records the versions that made it.)
+nemotron_h_moe, the Mamba-2 hybrids and gemma4 / gemma4_moe need 5.25, which
+the script checks. Each golden records the versions that made it.)
 DIR is llama.cpp's source tree, e.g. the vendor/llama.cpp folder of the
 llama-cpp-python 0.3.36 sdist (pip download --no-deps --no-binary :all:
 llama-cpp-python==0.3.36). torch runs here only: CI reads the committed
@@ -42,7 +43,11 @@ without rope, relu2 MLPs or relu2 experts behind DeepSeek-V3's router with a
 latent projection and a shared expert). The hybrids get a third prompt of
 170 tokens, longer than two chunks of 64 of the chunked delta rule, and
 random norm weights, A_log and dt_bias (their inits are constants, which
-would leave the norm conventions untested). For a
+would leave the norm conventions untested). Gemma 4 (gemma4: per-layer embeddings, KV
+sharing, double-wide MLPs; gemma4_moe: K = V global layers, the dense MLP and
+experts in parallel; both: global layers of another head size with
+proportional rope, sliding windows shorter than the prompts, soft-capped
+logits) gets random norms, layer scalars and router scales (gemma4_init). For a
 mixture of experts the script prints how many distinct experts each MoE
 layer routed the prompts' tokens to (all 8, or the routing is not tested).
 
@@ -337,6 +342,45 @@ SEEDS["falcon_h1"] = 3004
 # The Granite converter pads the vocabulary to a multiple of 8, as NemotronH's.
 PAD_VOCAB_8 |= {"granitemoehybrid"}
 
+# Gemma 4 (transformers 5.25), two text models. Both: six layers, sliding
+# (window 8, shorter than every prompt) but for two global ones; sliding
+# layers 4 heads of 16 over 2 KV heads, rope theta 1e4; global layers heads
+# of 32 (global_head_dim), "proportional" rope at theta 1e6 on a quarter of
+# each head's pairs (4 of 16: the others stay unrotated in place); q/k norms,
+# an unweighted v norm, scaling 1.0, final logits soft-capped at 30.
+# gemma4 (E2B-like): layers 3 and 5 global, per-layer embeddings of 8 per
+# layer, the last two layers KV-shared (layer 4 reads layer 2's cache, layer 5
+# layer 3's: the last unshared layer global and the one before it sliding, as
+# in E2B/E4B and as llama.cpp's loader assumes), their MLPs double wide.
+# gemma4_moe: layers 2 and 5 global. gemma4_moe (26B-A4B-like): the global layers' keys are their
+# values (attention_k_eq_v, one global KV head), and every layer runs a dense
+# MLP and 8 experts of 16 (2 used) in parallel. build() randomizes what
+# transformers initializes to constants (norm weights, layer_scalar, the
+# router's scale and per-expert scale).
+GEMMA4 = dict(COMMON, intermediate_size=64, num_hidden_layers=6, head_dim=16, global_head_dim=32,
+              sliding_window=8, hidden_activation="gelu_pytorch_tanh", final_logit_softcapping=30.0,
+              tie_word_embeddings=True, max_position_embeddings=512,
+              layer_types=["sliding_attention", "sliding_attention", "full_attention"] * 2,
+              rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                               "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                  "rope_theta": 1000000.0}})
+CONFIGS.update({
+    "gemma4": ("Gemma4ForCausalLM", "Gemma4TextConfig", dict(
+        GEMMA4, layer_types=["sliding_attention"] * 3 + ["full_attention", "sliding_attention", "full_attention"],
+        hidden_size_per_layer_input=8, num_kv_shared_layers=2, use_double_wide_mlp=True,
+        attention_k_eq_v=False, enable_moe_block=False)),
+    "gemma4_moe": ("Gemma4ForCausalLM", "Gemma4TextConfig", dict(
+        GEMMA4, hidden_size_per_layer_input=0, num_kv_shared_layers=0, attention_k_eq_v=True,
+        num_global_key_value_heads=1, enable_moe_block=True, num_experts=8, top_k_experts=2,
+        moe_intermediate_size=16)),
+})
+GEMMA4_NAMES = {"gemma4", "gemma4_moe"}
+# Gemma 4: the best of searches of about 200 seeds each (smallest greedy
+# margin 0.045 with 24 distinct tokens; gemma4_moe 0.029 with 17, every
+# router's top-k gap above 5e-5 and all 8 experts of each layer chosen).
+SEEDS["gemma4"] = 2046
+SEEDS["gemma4_moe"] = 3006
+
 
 def train_tokenizer(folder: Path):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -365,6 +409,10 @@ def convert(llama_cpp: Path, folder: Path, out: Path, extra: list[str] = (), raw
         f"sys.path.insert(1, {str(llama_cpp / 'gguf-py')!r})\n"
         "import conversion.base as base\n"
         "base.TextModel.get_vocab_base_pre = lambda self, tokenizer: 'gpt-2'\n"
+        # Gemma 4's converter reads a SentencePiece-style vocabulary
+        # (LlamaHfVocab); this BPE one goes through Gemma 3's GPT-2 path.
+        "import conversion.gemma as gemma\n"
+        "gemma.Gemma4Model.set_vocab = gemma.Gemma3Model.set_vocab\n"
         + ("class _NoAutoConfig:\n"
            "    @staticmethod\n"
            "    def from_pretrained(*a, **k): raise ValueError('config.json as written')\n"
@@ -396,11 +444,28 @@ def hybrid_init(model) -> None:
             p.copy_(1.0 + torch.randn_like(p) * 0.5)
 
 
+def gemma4_init(model) -> None:
+    """Random values for what Gemma 4 initializes to ones: norm weights
+    (plain w, not 1 + w) N(1, 0.1), layer_scalar uniform in [0.5, 1.5], the
+    router's input scale N(1, 0.2) and per-expert scale uniform in [0.5, 1.5];
+    the router's projection 8 times wider than the other matrices."""
+    import torch
+    for n, p in list(model.named_parameters()) + list(model.named_buffers()):
+        if n.endswith("norm.weight") or re.search(r"layernorm(_\d)?\.weight$", n):
+            p.add_(torch.randn_like(p) * 0.1)
+        elif n.endswith("layer_scalar") or n.endswith("per_expert_scale"):
+            p.copy_(torch.empty_like(p).uniform_(0.5, 1.5))
+        elif n.endswith("router.scale"):
+            p.add_(torch.randn_like(p) * 0.2)
+        elif n.endswith("router.proj.weight"):
+            p.mul_(8.0)  # decisive routing: top-k gaps far above the f16 KV cache's noise
+
+
 def build(name: str, folder: Path, seed: int | None = None):
     """The tokenizer (saved into folder) and the random model of CONFIGS[name]."""
     import torch
     import transformers
-    if name in HYBRID and tuple(int(x) for x in transformers.__version__.split(".")[:2]) < (5, 25):
+    if (name in HYBRID or name in GEMMA4_NAMES) and tuple(int(x) for x in transformers.__version__.split(".")[:2]) < (5, 25):
         sys.exit(f"make-tiny-models: {name} needs transformers 5.25 or newer, not {transformers.__version__}")
     cls_name, cfg_name, kwargs = CONFIGS[name]
     tok = train_tokenizer(folder)
@@ -411,6 +476,8 @@ def build(name: str, folder: Path, seed: int | None = None):
         tok.add_tokens([f"<|pad{i}|>" for i in range(8 - len(tok) % 8)], special_tokens=True)
         tok.save_pretrained(folder)
     n_vocab = len(tok)
+    if name in GEMMA4_NAMES:  # the per-layer embedding table has a row per token
+        kwargs = dict(kwargs, vocab_size_per_layer_input=n_vocab)
     cfg = getattr(transformers, cfg_name)(vocab_size=n_vocab, bos_token_id=tok.bos_token_id,
                                           eos_token_id=tok.eos_token_id, pad_token_id=None, **kwargs)
     torch.manual_seed(SEEDS.get(name, SEED) if seed is None else seed)
@@ -430,6 +497,8 @@ def build(name: str, folder: Path, seed: int | None = None):
                 m.expert_bias.copy_(torch.randn_like(m.expert_bias) * 0.1)
         if name in HYBRID:
             hybrid_init(model)
+        if name in GEMMA4_NAMES:
+            gemma4_init(model)
         if name == "lfm2_moe":
             # Tied output: with the embeddings widened as well, each token's own
             # row dominates its logits and greedy repeats one token forever.
@@ -498,6 +567,8 @@ def goldens(name: str, model, tok):
         logits = out[0].float()
         bias = getattr(m, "e_score_correction_bias", biases.get(n))
         score = logits.sigmoid() + bias if bias is not None else logits.softmax(-1)
+        if n.endswith(".router"):  # Gemma 4's router returns its probabilities first
+            score = logits
         if getattr(m, "num_group", 1) not in (None, 1):
             return  # group-limited choice: the plain k-th gap does not apply
         top = score.sort(-1, descending=True).values
@@ -513,7 +584,8 @@ def goldens(name: str, model, tok):
     prompts = []
     with torch.no_grad():
         hooks += [m.register_forward_hook(lambda m, args, out, n=n: on_router(m, args, out, n))
-                  for n, m in model.named_modules() if n.endswith(".block_sparse_moe.router")]
+                  for n, m in model.named_modules()
+                  if n.endswith(".block_sparse_moe.router") or (name in GEMMA4_NAMES and n.endswith(".router"))]
         for text in HYBRID_PROMPTS if name in HYBRID else PROMPTS:
             ids = tok(text, add_special_tokens=False)["input_ids"]
             logits = model(torch.tensor([ids])).logits[0].float()

@@ -11,7 +11,8 @@
 //
 // What must hold, for float32 weights:
 // - vt's tokenizer from the GGUF gives the HF tokenizer's ids;
-// - every logit of every prompt position within TOL_LOGIT of transformers';
+// - every logit of every prompt position within TOL_LOGIT of transformers'
+//   (Gemma 4: tol_logit());
 // - greedy 32 tokens identical, through vt_seq and through the serving engine
 //   (paged KV, prefix caching, preemption), except after a step whose
 //   golden margin is below TIE_MARGIN.
@@ -121,6 +122,15 @@ vt_token argmax(const float *l, size_t n) {
         if (l[i] > l[best]) best = i;
     return (vt_token)best;
 }
+
+// The logit tolerance of the fixture: TOL_LOGIT, but for Gemma 4, which
+// attends unscaled (scaling 1.0) over RMS-normed queries and keys, so that
+// scores are about head_dim in size and the f16 rounding of queries, keys,
+// values and probabilities moves logits several times as far: measured
+// 2.1e-2 (gemma4) and 1.1e-2 (gemma4_moe), for vt and for llama.cpp alike
+// with its f16 KV cache (6.6e-3 and 3.9e-3 with an f32 one:
+// llama-cpp-tiny-logits.py). The greedy tie margin stays TIE_MARGIN.
+float tol_logit() { return fixture().name.rfind("gemma4", 0) == 0 ? 3e-2f : TOL_LOGIT; }
 
 // The golden's greedy ids, up to a difference after a near-tie (tiny-checks.h).
 void check_greedy(const std::vector<vt_token> &got, const char *path) {

@@ -66,6 +66,8 @@ std::string render(const fs::path &root) {
                          : l.kind == CacheKind::latent       ? "latent"
                          : l.kind == CacheKind::recurrent    ? "recurrent"
                                                              : "full attention");
+            for (const LayerCacheSpec &l : m->cache_layers)
+                if (is_shared(l)) k.insert("KV sharing");
             if (m->hparams.n_expert) k.insert("experts");
             // <arch>_mxfp4: the fixture with MXFP4 experts, a GGUF only, against llama.cpp on it.
             if (name.size() > 6 && name.compare(name.size() - 6, 6, "_mxfp4") == 0)
@@ -83,6 +85,8 @@ std::string render(const fs::path &root) {
     // Families that load through another architecture's file.
     md << "\nMistral and Mixtral load as `llama` (their GGUF conversions say so; a Mistral\n"
           "folder's sliding_window applies to every layer; Mixtral is llama with experts).\n"
+          "Gemma 4 (`gemma4`) is its text model: a Gemma4ForConditionalGeneration folder\n"
+          "loads its language model and leaves the vision and audio towers unread.\n"
           "\nWeights: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K .. Q6_K and MXFP4 from GGUF\n"
           "(MXFP4: llama.cpp's type 39, gpt-oss's experts); from a folder F32, F16, BF16, and\n"
           "MXFP4 as transformers' `_blocks` / `_scales` pairs (quant_method mxfp4).\n";

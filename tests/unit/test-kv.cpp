@@ -476,6 +476,27 @@ TEST_CASE("a model mixing cache kinds: full attention, latent, then sliding wind
     CHECK(total == want);
 }
 
+TEST_CASE("KV-shared layers are in no group and count no bytes (Gemma 4)", "[kv]") {
+    // E2B-like: sliding 0, 1, 2, global 3; layers 4 (sliding) and 5 (global)
+    // read 2's and 3's caches.
+    std::vector<LayerCacheSpec> layers = {
+        {CacheKind::sliding_window, 8, 32}, {CacheKind::sliding_window, 8, 32}, {CacheKind::sliding_window, 8, 32},
+        {CacheKind::full_attention, 0, 64}, {CacheKind::sliding_window, 8, 32}, {CacheKind::full_attention, 0, 64}};
+    layers[4].shared_from = 2;
+    layers[5].shared_from = 3;
+    CHECK(is_shared(layers[4]));
+    CHECK(!is_shared(layers[3]));
+    CHECK(cache_owner(layers, 5) == 3);
+    CHECK(cache_owner(layers, 1) == 1);
+    CHECK(layer_bytes_per_token(layers[4]) == 0);
+    const std::vector<CacheGroup> g = cache_groups(layers);
+    REQUIRE(g.size() == 2);
+    CHECK(g[0].layers == std::vector<uint32_t>{3});
+    CHECK(g[0].bytes_per_token == 2 * 64 * 2);
+    CHECK(g[1].layers == std::vector<uint32_t>{0, 1, 2});
+    CHECK(g[1].bytes_per_token == 3 * 2 * 32 * 2);
+}
+
 // Recurrent layers (Gated DeltaNet, Mamba): a state slot per sequence beside
 // its blocks, taken with its first blocks, given back with them; admission
 // needs one; no prefix hits (a slot's state is valid at its own position only).

@@ -444,4 +444,32 @@ TEST_CASE("ATTN_PAGED with a sliding window: blocks before it are not read", "[o
     }
 }
 
+TEST_CASE("ATTN_PAGED read-only mode: a shared layer reads the pool another node wrote", "[ops]") {
+    // Gemma 4's KV-shared layers: no new K or V (src1, src2 null). Over the
+    // pool as the batch's writing step leaves it (k_full, v_full), the same
+    // queries must give the writing step's bits, with or without a window,
+    // and leave every slot as it was.
+    std::mt19937 rng(91);
+    const AttnShape sh{6, 2, 32};
+    const int64_t kv_row = sh.kv_row();
+    const std::vector<SeqCase> seqs = {{37, 1}, {20, 5}, {0, 3}};
+    const PagedBatch b = make_paged_batch(sh, 24, 16, seqs, rng);
+    const std::vector<uint16_t> k_after = k_convert(b.k_full, kv_row, b.bs, true);
+    for (int32_t window : {0, 5}) {
+        INFO("window " << window);
+        const std::vector<float> want = run_paged(b, window, b.k0, b.v0);
+        std::vector<uint16_t> kc = k_after, vc = b.v_full;
+        Tensor kct, vct;
+        pool_tensors(b, kc, vc, kct, vct);
+        const std::vector<float> got =
+            run_attn_node(b, &b.index, kc, vc, k_after, b.v_full, [&](Graph &g, Tensor *q, Tensor *, Tensor *, Tensor *it) {
+                return g.op<Op::ATTN_PAGED>(DType::F32, {sh.head_dim, sh.n_head, b.n_tok},
+                                            {q, nullptr, nullptr, &kct, &vct, it}, {b.scale, window, (int32_t)b.n_slots});
+            });
+        CHECK(got == want);
+        CHECK(kc == k_after);
+        CHECK(vc == b.v_full);
+    }
+}
+
 } // namespace
