@@ -41,6 +41,13 @@ enum class HfNorms : uint8_t {
     // muP multipliers (model/hf-granite-falcon.h).
     granite_hybrid,
     falcon_h1,
+    // Laguna: plain norms; per-layer head counts, its gate and experts
+    // (model/hf-laguna.h).
+    laguna,
+    // Muse Glimmer's text model: Gemma's four norms, stored as w for
+    // x * (1 + w) but the final one; its gate and q/k norms
+    // (model/hf-muse-glimmer.h).
+    muse_glimmer,
 };
 struct HfArchitecture {
     const char *gguf_arch;  // vt's (and GGUF's) name

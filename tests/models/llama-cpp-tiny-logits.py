@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Second oracle for the tiny hybrid fixtures: llama.cpp's float32 logits on
+"""Second oracle for the tiny hybrid and gated-attention fixtures: llama.cpp's float32 logits on
 tests/models/tiny/<name>.gguf against the transformers goldens in <name>.json.
 
     python3 tests/models/llama-cpp-tiny-logits.py [--only qwen3_5_moe,...] [--llama-cpp DIR]
@@ -42,6 +42,10 @@ REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "models" / "tiny"
 HYBRIDS = ["qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear", "lfm2", "lfm2_moe", "nemotron_h",
            "nemotron_h_moe", "granitemoehybrid", "falcon_h1"]
+# Attention and MoE variants (issue 42): output gates, per-layer head counts,
+# layers without rope, soft-caps.
+GATED = ["laguna", "laguna_elem", "muse_glimmer"]
+FIXTURES = HYBRIDS + GATED
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 
 DRIVER = r"""
@@ -217,14 +221,14 @@ def compare(exe: Path, name: str, threads: int) -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", help="comma-separated subset of " + ",".join(HYBRIDS))
+    ap.add_argument("--only", help="comma-separated subset of " + ",".join(FIXTURES))
     ap.add_argument("--llama-cpp", type=Path, help="llama.cpp source tree (default: the 0.3.36 sdist's)")
     ap.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "vt")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--nice", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
-    names = a.only.split(",") if a.only else HYBRIDS
+    names = a.only.split(",") if a.only else FIXTURES
     cache = a.cache_dir.expanduser()
     build = cache / "llama.cpp-build-tiny"
     exe = build / "tiny-logits"
