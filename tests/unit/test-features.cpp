@@ -79,6 +79,10 @@ std::string render(const fs::path &root) {
     // Families that load through another architecture's file.
     md << "\nMistral and Mixtral load as `llama` (their GGUF conversions say so; a Mistral\n"
           "folder's sliding_window applies to every layer; Mixtral is llama with experts).\n";
+    md << "\nA MuseGlimmerForConditionalGeneration folder loads its text model; the vision\n"
+          "tower, adapter and projection are left out (vt runs text only). Laguna's router\n"
+          "soft-cap is `laguna.router_logit_softcapping` in a GGUF, which llama.cpp 0.3.36's\n"
+          "converter does not write (a GGUF without it routes uncapped, as llama.cpp does).\n";
     return md.str();
 }
 
