@@ -7,8 +7,9 @@ Run from the repository root (re-runnable, deterministic: fixed seeds):
     PY=/path/to/venv/bin/python   # torch, transformers==5.25.0, tokenizers==0.23.3
     $PY tests/models/make-tiny-models.py --llama-cpp DIR [--only NAME,...]
 (The fixtures before the hybrid ones were made with transformers 5.24.0;
-qwen3_5, qwen3_5_moe, qwen3_next, kimi_linear, lfm2, lfm2_moe, nemotron_h and
-nemotron_h_moe need 5.25, which the script checks. Each golden records the versions that made it.)
+qwen3_5, qwen3_5_moe, qwen3_next, kimi_linear, lfm2, lfm2_moe, nemotron_h,
+nemotron_h_moe, laguna, laguna_elem and muse_glimmer need 5.25, which the
+script checks. Each golden records the versions that made it.)
 DIR is llama.cpp's source tree, e.g. the vendor/llama.cpp folder of the
 llama-cpp-python 0.3.36 sdist (pip download --no-deps --no-binary :all:
 llama-cpp-python==0.3.36). torch runs here only: CI reads the committed
@@ -39,7 +40,10 @@ per key channel) beside MLA without rope, LFM2's gated short convs (a
 state of the conv tail only) beside GQA attention, dense and with experts;
 each (Mamba-2 with grouped B/C and its gated norm per group, attention
 without rope, relu2 MLPs or relu2 experts behind DeepSeek-V3's router with a
-latent projection and a shared expert). The hybrids get a third prompt of
+latent projection and a shared expert); gated attention (LAGUNA, Muse
+Glimmer): softplus gates per head and per channel over per-layer query head
+counts, a soft-capped sigmoid router, YaRN on partial rope, a sigmoid gate,
+centred norms, layers without rope, logits scaled then soft-capped. The hybrids get a third prompt of
 170 tokens, longer than two chunks of 64 of the chunked delta rule, and
 random norm weights, A_log and dt_bias (their inits are constants, which
 would leave the norm conventions untested). For a
@@ -480,7 +484,7 @@ def build(name: str, folder: Path, seed: int | None = None):
     """The tokenizer (saved into folder) and the random model of CONFIGS[name]."""
     import torch
     import transformers
-    if name in HYBRID and tuple(int(x) for x in transformers.__version__.split(".")[:2]) < (5, 25):
+    if (name in HYBRID or name in NORM_JITTER) and tuple(int(x) for x in transformers.__version__.split(".")[:2]) < (5, 25):
         sys.exit(f"make-tiny-models: {name} needs transformers 5.25 or newer, not {transformers.__version__}")
     cls_name, cfg_name, kwargs = CONFIGS[name]
     tok = train_tokenizer(folder)
