@@ -40,10 +40,11 @@ per key channel) beside MLA without rope, LFM2's gated short convs (a
 state of the conv tail only) beside GQA attention, dense and with experts;
 each (Mamba-2 with grouped B/C and its gated norm per group, attention
 without rope, relu2 MLPs or relu2 experts behind DeepSeek-V3's router with a
-latent projection and a shared expert); gated attention (LAGUNA, Muse
+latent projection and a shared expert); gated attention (Laguna, Muse
 Glimmer): softplus gates per head and per channel over per-layer query head
 counts, a soft-capped sigmoid router, YaRN on partial rope, a sigmoid gate,
-centred norms, layers without rope, logits scaled then soft-capped. The hybrids get a third prompt of
+centred norms, layers without rope, logits scaled then soft-capped. The
+hybrids get a third prompt of
 170 tokens, longer than two chunks of 64 of the chunked delta rule, and
 random norm weights, A_log and dt_bias (their inits are constants, which
 would leave the norm conventions untested). For a
