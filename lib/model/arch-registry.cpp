@@ -27,6 +27,8 @@ std::unique_ptr<Architecture> make_lfm2moe_architecture();
 std::unique_ptr<Architecture> make_nemotron_h_architecture();
 std::unique_ptr<Architecture> make_granite_hybrid_architecture();
 std::unique_ptr<Architecture> make_falcon_h1_architecture();
+std::unique_ptr<Architecture> make_laguna_architecture();
+std::unique_ptr<Architecture> make_muse_glimmer_architecture();
 
 namespace {
 struct ArchEntry {
@@ -54,6 +56,8 @@ const ArchEntry kArchitectures[] = {
     {"nemotron_h_moe", make_nemotron_h_architecture},
     {"granitehybrid", make_granite_hybrid_architecture},
     {"falcon-h1", make_falcon_h1_architecture},
+    {"laguna", make_laguna_architecture},
+    {"muse-glimmer", make_muse_glimmer_architecture},
 };
 
 struct HfEntry {
@@ -87,6 +91,8 @@ const HfEntry kHfArchitectures[] = {
     {"NemotronHForCausalLM", {"nemotron_h", HfNorms::nemotron_h}},
     {"GraniteMoeHybridForCausalLM", {"granitehybrid", HfNorms::granite_hybrid}},
     {"FalconH1ForCausalLM", {"falcon-h1", HfNorms::falcon_h1}},
+    {"LagunaForCausalLM", {"laguna", HfNorms::laguna}},
+    {"MuseGlimmerForConditionalGeneration", {"muse-glimmer", HfNorms::muse_glimmer}},  // its text model
 };
 } // namespace
 

@@ -20,9 +20,11 @@
 #include "model/hf-gemma4.h"
 #include "model/hf-granite-falcon.h"
 #include "model/hf-kimi.h"
+#include "model/hf-laguna.h"
 #include "model/hf-lfm2.h"
 #include "model/hf-nemotron-h.h"
 #include "model/hf-linear-attention.h"
+#include "model/hf-muse-glimmer.h"
 #include "model/json-file.h"
 #include "model/safetensors.h"
 
@@ -172,7 +174,11 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
     if (norms == HfNorms::granite_hybrid || norms == HfNorms::falcon_h1)
         if (std::string k = mup_hybrid_gguf_name(rest, norms == HfNorms::falcon_h1, true); !k.empty())
             return "blk." + bid + "." + k;
-    const auto &own = norms == HfNorms::gemma ? gemma : plain;
+    if (norms == HfNorms::laguna)
+        if (std::string k = laguna_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
+    if (norms == HfNorms::muse_glimmer)
+        if (std::string k = muse_glimmer_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
+    const auto &own = norms == HfNorms::gemma || norms == HfNorms::muse_glimmer ? gemma : plain;
     for (const auto *table : {&common, &own}) {
         auto it = table->find(rest);
         if (it != table->end()) return "blk." + bid + "." + it->second;
@@ -589,6 +595,23 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         for (const auto &[k, v] : mh.u32s) meta.u32(k, v);
         for (const auto &[k, v] : mh.bools) meta.boolean(k, v);
     }
+    // Laguna: per-layer head counts, partial rope per layer type, gate kind,
+    // experts' routing (model/hf-laguna.h).
+    if (arch->norms == HfNorms::laguna) {
+        const LagunaMeta lm = read_laguna_config(cfg, n_layer, n_head, head_dim, cfg_path.string());
+        std::erase_if(meta.kvs, [&](const GgufKV &kv) { return kv.key == a + ".attention.head_count"; });
+        meta.i32s("attention.head_count", lm.heads);
+        for (const auto &[k, v] : lm.f32s) meta.f32(k, v);
+        for (const auto &[k, v] : lm.u32s) meta.u32(k, v);
+        for (const auto &[k, v] : lm.bools) meta.boolean(k, v);
+    }
+    // Muse Glimmer: logit multiplier, post-norm epsilon, q/k norm scale
+    // (model/hf-muse-glimmer.h); its sliding layers below.
+    MuseGlimmerMeta muse;
+    if (arch->norms == HfNorms::muse_glimmer) {
+        muse = read_muse_glimmer_config(cfg, n_layer, cfg_path.string());
+        for (const auto &[k, v] : muse.f32s) meta.f32(k, v);
+    }
     // Sliding windows: Gemma's per layer type, Mistral's for every layer.
     if (!gdn.present && !kimi && !lfm2 && !mup_hybrid && cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
         std::vector<bool> sliding;
@@ -737,7 +760,8 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
                 ++skipped;
                 vision += t.name.find("visual.") != std::string::npos || t.name.find("vision_tower.") != std::string::npos ||
                           t.name.find("audio_tower.") != std::string::npos || t.name.find("embed_vision.") != std::string::npos ||
-                          t.name.find("embed_audio.") != std::string::npos;
+                          t.name.find("embed_audio.") != std::string::npos ||
+                          t.name.find(".vision_") != std::string::npos;
                 mtp += t.name.rfind("mtp.", 0) == 0;
                 continue;
             }
@@ -754,6 +778,9 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
                 std::vector<float> v((size_t)count);
                 ref::dequantize_row(t.type, t.data, v.data(), count);
                 if (arch->norms == HfNorms::gemma && name.find("norm.weight") != std::string::npos)
+                    for (float &x : v) x += 1.0f;
+                if (arch->norms == HfNorms::muse_glimmer && name.find("norm.weight") != std::string::npos &&
+                    name != "output_norm.weight")  // centred block norms; the final one is plain
                     for (float &x : v) x += 1.0f;
                 if (arch->norms == HfNorms::zero_centred && name.find("norm.weight") != std::string::npos &&
                     name.find("ssm_norm") == std::string::npos)
@@ -788,6 +815,14 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         }
     }
     experts.finish(tensors, dir.string());
+    // Muse Glimmer's weightless q/k norm, q times qk_scale_factor: the
+    // converter's synthesized weights.
+    if (arch->norms == HfNorms::muse_glimmer)
+        for (uint64_t il = 0; il < n_layer; ++il) {
+            const std::string blk = "blk." + std::to_string(il) + ".";
+            add_f32(blk + "attn_q_norm.weight", std::vector<float>(head_dim, muse.qk_scale));
+            add_f32(blk + "attn_k_norm.weight", std::vector<float>(head_dim, 1.0f));
+        }
     // Falcon-H1's in_proj multipliers, one copy per Mamba layer (every layer).
     if (!mh.in_scale.empty())
         for (uint64_t il = 0; il < n_layer; ++il) add_f32("blk." + std::to_string(il) + ".ssm_in_scale", mh.in_scale);

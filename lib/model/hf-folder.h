@@ -46,6 +46,13 @@ enum class HfNorms : uint8_t {
     // global layers, KV sharing, per-layer embeddings and parallel experts
     // (model/hf-gemma4.h).
     gemma4,
+    // Laguna: plain norms; per-layer head counts, its gate and experts
+    // (model/hf-laguna.h).
+    laguna,
+    // Muse Glimmer's text model: Gemma's four norms, stored as w for
+    // x * (1 + w) but the final one; its gate and q/k norms
+    // (model/hf-muse-glimmer.h).
+    muse_glimmer,
 };
 struct HfArchitecture {
     const char *gguf_arch;  // vt's (and GGUF's) name

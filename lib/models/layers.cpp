@@ -24,7 +24,9 @@ void read_decoder_hparams(Model &m, int32_t rope_mode, bool uniform_kv_heads) {
     } else {
         hp.n_ff = m.arch_u32("feed_forward_length", 0);
     }
-    hp.n_head = m.arch_u32("attention.head_count");
+    // One count, or one per layer (Laguna): the largest sizes what is shared.
+    hp.n_head = 0;
+    for (uint32_t c : read_head_counts(m)) hp.n_head = std::max(hp.n_head, c);
     const std::vector<uint32_t> kv_heads = read_head_count_kv(m);
     // One count per layer (Kimi-Linear: 0 for a linear-attention layer):
     // the attention layers' count, the same in each.
@@ -81,6 +83,26 @@ void read_decoder_hparams(Model &m, int32_t rope_mode, bool uniform_kv_heads) {
     const GgufTensorInfo *embd = m.gguf().find_tensor("token_embd.weight");
     if (!embd) fail(VT_ERR_FORMAT, "%s: model has no token_embd.weight", arch);
     hp.n_vocab = (uint32_t)embd->ne[1];
+}
+
+std::vector<uint32_t> read_head_counts(const Model &m) {
+    const std::string key = m.arch_name() + ".attention.head_count";
+    const uint32_t n_layer = m.arch_u32("block_count");
+    const GgufKV *kv = m.gguf().find(key);
+    if (!kv || kv->value.type != GgufType::ARRAY)
+        return std::vector<uint32_t>(n_layer, m.arch_u32("attention.head_count"));
+    if (kv->value.arr_n != n_layer)
+        fail(VT_ERR_FORMAT, "%s: %s lists %llu values for %u layers", m.arch_name().c_str(), key.c_str(),
+             (unsigned long long)kv->value.arr_n, n_layer);
+    std::vector<uint32_t> out(n_layer);
+    for (uint32_t i = 0; i < n_layer; ++i) {
+        const uint64_t c = kv->value.uint_at(i);
+        if (c == 0 || c > 4096)
+            fail(VT_ERR_FORMAT, "%s: %s[%u] = %llu is not from 1 to 4096", m.arch_name().c_str(), key.c_str(), i,
+                 (unsigned long long)c);
+        out[i] = (uint32_t)c;
+    }
+    return out;
 }
 
 std::vector<uint32_t> read_head_count_kv(const Model &m) {
@@ -189,10 +211,10 @@ const Tensor *load_norm(Model &m, const std::string &name, int64_t ne0, bool req
     return t;
 }
 
-AttnWeights load_attn_weights(Model &m, uint32_t il, bool qk_norm_full) {
+AttnWeights load_attn_weights(Model &m, uint32_t il, bool qk_norm_full, uint32_t n_head) {
     const Hparams &hp = m.hparams;
     const std::string p = "blk." + std::to_string(il) + ".";
-    const int64_t E = hp.n_embd, Q = (int64_t)hp.n_head * hp.head_dim, KV = hp.n_embd_kv();
+    const int64_t E = hp.n_embd, Q = (int64_t)(n_head ? n_head : hp.n_head) * hp.head_dim, KV = hp.n_embd_kv();
     AttnWeights w;
     if (const std::string qkv = p + "attn_qkv.weight"; m.gguf().find_tensor(qkv)) {
         // Fused (Phi-3): the three projections are row ranges of one matrix.
@@ -255,10 +277,12 @@ Tensor *LayerBuilder::embed(const Tensor *tok_embd) {
     return g_.op<Op::GET_ROWS>(DType::F32, {tok_embd->ne[0], n_}, {w(tok_embd), a_.tokens});
 }
 
-Tensor *LayerBuilder::rms_norm(Tensor *x, const Tensor *weight) {
+Tensor *LayerBuilder::rms_norm(Tensor *x, const Tensor *weight) { return rms_norm(x, weight, m_.hparams.norm_eps); }
+
+Tensor *LayerBuilder::rms_norm(Tensor *x, const Tensor *weight, float eps) {
     int64_t ne[kMaxDims];
     for (int d = 0; d < kMaxDims; ++d) ne[d] = x->ne[d];
-    return g_.op<Op::RMS_NORM>(DType::F32, {ne[0], ne[1], ne[2], ne[3]}, {x, w(weight)}, {m_.hparams.norm_eps});
+    return g_.op<Op::RMS_NORM>(DType::F32, {ne[0], ne[1], ne[2], ne[3]}, {x, w(weight)}, {eps});
 }
 
 Tensor *LayerBuilder::linear(const Tensor *weight, Tensor *x, const Tensor *bias) {
@@ -314,9 +338,11 @@ Tensor *LayerBuilder::attend(uint32_t il, Tensor *q, Tensor *k, Tensor *v, const
         q = rms_norm(q, aw.q_norm);
         if (k) k = rms_norm(k, aw.k_norm);
     }
-    Tensor *factors = w(rope_factors);
-    q = g_.op<Op::ROPE>(DType::F32, {hd, H, n_}, {q, a_.positions, factors}, rope);
-    if (k) k = g_.op<Op::ROPE>(DType::F32, {hd, k->ne[1], n_}, {k, a_.positions, factors}, rope);
+    if (rope.n_rot > 0) {  // 0: a layer without rope (Muse Glimmer's full layers)
+        Tensor *factors = w(rope_factors);
+        q = g_.op<Op::ROPE>(DType::F32, {hd, H, n_}, {q, a_.positions, factors}, rope);
+        if (k) k = g_.op<Op::ROPE>(DType::F32, {hd, k->ne[1], n_}, {k, a_.positions, factors}, rope);
+    }
     const int32_t window = attention_window(m_.cache_layers[il]);
     Tensor *att = g_.op<Op::ATTN_PAGED>(DType::F32, {hd, H, n_}, {q, k, v, kc, vc, a_.kv_index[il]},
                                         {scale, window, (int32_t)a_.n_ctx});
@@ -343,6 +369,7 @@ Tensor *LayerBuilder::moe(Tensor *h, const MoeWeights &mw) {
     route.norm = hp.expert_weights_norm;
     route.scale = hp.expert_weights_scale;
     Tensor *logits = linear(mw.router, h);  // (n_expert, n)
+    if (mw.router_softcap > 0.0f) logits = softcap(logits, mw.router_softcap);  // Laguna's, before the sigmoid
     Tensor *ids = g_.op<Op::MOE_TOPK>(DType::I32, {k, n_}, {logits, w(mw.probs_bias)}, route);
     Tensor *weights = g_.op<Op::MOE_WEIGHTS>(DType::F32, {k, n_}, {logits, ids}, route);
     Tensor *x = g_.reshape(h, {E, 1, n_});  // every slot reads the token's row

@@ -32,6 +32,9 @@ std::vector<bool> sliding_layers(const Model &m, uint32_t n_layer, uint32_t def_
 // file's per-layer list (Kimi-Linear writes 0 for its linear-attention
 // layers); n_head where the file has neither. Needs n_layer and n_head.
 std::vector<uint32_t> read_head_count_kv(const Model &m);
+// attention.head_count per layer: one count for every layer, or the file's
+// per-layer list (Laguna's); each from 1 to 4096. Needs block_count only.
+std::vector<uint32_t> read_head_counts(const Model &m);
 
 // One full-attention cache layer per block.
 void full_attention_cache(Model &m);
@@ -48,8 +51,9 @@ struct AttnWeights {
 // Loads blk.<il>.attn_{q,k,v,output}.weight (or q, k and v as row ranges of
 // a fused attn_qkv.weight) and, when present, their .bias and
 // attn_{q,k}_norm.weight, checked against hparams: per head (head_dim), or
-// with qk_norm_full over the whole q and k projections (OLMoE).
-AttnWeights load_attn_weights(Model &m, uint32_t il, bool qk_norm_full = false);
+// with qk_norm_full over the whole q and k projections (OLMoE). n_head: the
+// layer's query heads where they differ from hparams' (Laguna), 0: n_head.
+AttnWeights load_attn_weights(Model &m, uint32_t il, bool qk_norm_full = false, uint32_t n_head = 0);
 
 struct FfnWeights {
     const Tensor *gate = nullptr, *up = nullptr, *down = nullptr;
@@ -68,6 +72,7 @@ struct MoeWeights {
     const Tensor *down = nullptr;                 // (n_ff_exp, n_embd, n_expert)
     FfnWeights shared;                   // all null without shared experts
     const Tensor *shared_gate = nullptr; // (n_embd, 1) or null: sigmoid(h . g) scales the shared experts' output
+    float router_softcap = 0.0f;         // > 0: the router logits soft-capped, c * tanh(l / c) (Laguna)
 };
 
 // Defaults of what the file may leave out, per architecture (llama.cpp's).
@@ -101,6 +106,7 @@ public:
 
     Tensor *embed(const Tensor *tok_embd);                                  // (n_embd, n)
     Tensor *rms_norm(Tensor *x, const Tensor *w);                           // eps from hparams
+    Tensor *rms_norm(Tensor *x, const Tensor *w, float eps);                // w null: x / rms only
     Tensor *linear(const Tensor *w, Tensor *x, const Tensor *bias = nullptr);
     Tensor *add(Tensor *a, Tensor *b);
     Tensor *scale(Tensor *x, float s);
@@ -113,13 +119,15 @@ public:
     // projection. Returns (n_embd, n).
     Tensor *attention(uint32_t il, Tensor *h, const AttnWeights &w, const RopeParams &rope, float scale,
                       const Tensor *rope_factors = nullptr);
-    // attention() after its projections: q (head_dim, n_head, n), k and v
+    // attention() after its projections: q (head_dim, H, n) with H the
+    // layer's query heads (n_head, or Laguna's per-layer count), k and v
     // (head_dim, n_head_kv, n) through w's per-head norms (when w has them),
-    // rope and the paged attention of layer il. Returns (head_dim * n_head, n),
-    // before the output projection. The shapes are q's and k's (a layer may
-    // have its own head size and KV heads). k and v null: the layer shares
-    // another's cache (LayerCacheSpec::shared_from) and reads it, writing
-    // nothing (ATTN_PAGED's read-only mode).
+    // rope (none where rope.n_rot is 0: a layer without positions) and the
+    // paged attention of layer il. Returns (head_dim * H, n), before the
+    // output projection. The shapes are q's and k's (a layer may have its own
+    // head size and KV heads). k and v null: the layer shares another's cache
+    // (LayerCacheSpec::shared_from) and reads it, writing nothing
+    // (ATTN_PAGED's read-only mode).
     Tensor *attend(uint32_t il, Tensor *q, Tensor *k, Tensor *v, const AttnWeights &w, const RopeParams &rope,
                    float scale, const Tensor *rope_factors = nullptr);
 

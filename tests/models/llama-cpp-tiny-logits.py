@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Second oracle for the tiny hybrid and Gemma 4 fixtures: llama.cpp's float32 logits on
+"""Second oracle for the tiny hybrid, Gemma 4 and gated-attention fixtures: llama.cpp's float32 logits on
 tests/models/tiny/<name>.gguf against the transformers goldens in <name>.json.
 
     python3 tests/models/llama-cpp-tiny-logits.py [--only qwen3_5_moe,...] [--llama-cpp DIR]
@@ -31,6 +31,14 @@ transformers are the same size). llama.cpp's loader assumes that the last
 layer before the KV-shared ones is global and the one before it sliding (as
 in E2B/E4B); the gemma4 fixture is laid out so.
 
+laguna, laguna_elem: about 0.7 and 0.6, all of it the router's soft-cap:
+llama.cpp 0.3.36's Laguna graph has none (its converter drops
+moe_router_logit_softcapping; the fixtures' GGUFs carry it as
+laguna.router_logit_softcapping, which llama.cpp does not read). The same
+fixtures made with the soft-cap at 0 give 3e-6 (laguna's YaRN full layers
+included) and 2e-6, greedy 32/32; vt matches those to 2e-3 and 3e-3.
+muse_glimmer: about 5e-6.
+
 llama.cpp needs the K and V head sizes of the gated delta net equal (its
 loader and state assume it); the tiny qwen3_5 fixture has 16 and 24 on
 purpose, so llama.cpp refuses it and the script says so.
@@ -50,6 +58,10 @@ REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "models" / "tiny"
 HYBRIDS = ["qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear", "lfm2", "lfm2_moe", "nemotron_h",
            "nemotron_h_moe", "granitemoehybrid", "falcon_h1", "gemma4", "gemma4_moe"]
+# Attention and MoE variants (issue 42): output gates, per-layer head counts,
+# layers without rope, soft-caps.
+GATED = ["laguna", "laguna_elem", "muse_glimmer"]
+FIXTURES = HYBRIDS + GATED
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 
 DRIVER = r"""
@@ -225,14 +237,14 @@ def compare(exe: Path, name: str, threads: int) -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", help="comma-separated subset of " + ",".join(HYBRIDS))
+    ap.add_argument("--only", help="comma-separated subset of " + ",".join(FIXTURES))
     ap.add_argument("--llama-cpp", type=Path, help="llama.cpp source tree (default: the 0.3.36 sdist's)")
     ap.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "vt")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--nice", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
-    names = a.only.split(",") if a.only else HYBRIDS
+    names = a.only.split(",") if a.only else FIXTURES
     cache = a.cache_dir.expanduser()
     build = cache / "llama.cpp-build-tiny"
     exe = build / "tiny-logits"

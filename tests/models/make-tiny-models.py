@@ -8,8 +8,9 @@ Run from the repository root (re-runnable, deterministic: fixed seeds):
     $PY tests/models/make-tiny-models.py --llama-cpp DIR [--only NAME,...]
 (The fixtures before the hybrid ones were made with transformers 5.24.0;
 qwen3_5, qwen3_5_moe, qwen3_next, kimi_linear, lfm2, lfm2_moe, nemotron_h and
-nemotron_h_moe, the Mamba-2 hybrids and gemma4 / gemma4_moe need 5.25, which
-the script checks. Each golden records the versions that made it.)
+nemotron_h_moe, the Mamba-2 hybrids, gemma4 / gemma4_moe, laguna, laguna_elem
+and muse_glimmer need 5.25, which the script checks. Each golden records the
+versions that made it.)
 DIR is llama.cpp's source tree, e.g. the vendor/llama.cpp folder of the
 llama-cpp-python 0.3.36 sdist (pip download --no-deps --no-binary :all:
 llama-cpp-python==0.3.36). torch runs here only: CI reads the committed
@@ -40,7 +41,11 @@ per key channel) beside MLA without rope, LFM2's gated short convs (a
 state of the conv tail only) beside GQA attention, dense and with experts;
 each (Mamba-2 with grouped B/C and its gated norm per group, attention
 without rope, relu2 MLPs or relu2 experts behind DeepSeek-V3's router with a
-latent projection and a shared expert). The hybrids get a third prompt of
+latent projection and a shared expert); gated attention (Laguna, Muse
+Glimmer): softplus gates per head and per channel over per-layer query head
+counts, a soft-capped sigmoid router, YaRN on partial rope, a sigmoid gate,
+centred norms, layers without rope, logits scaled then soft-capped. The
+hybrids get a third prompt of
 170 tokens, longer than two chunks of 64 of the chunked delta rule, and
 random norm weights, A_log and dt_bias (their inits are constants, which
 would leave the norm conventions untested). Gemma 4 (gemma4: per-layer embeddings, KV
@@ -335,6 +340,69 @@ CONFIGS.update({
         ssm_multipliers=[1.2, 2.5, 4.0, 3.0, 1.4], ssm_out_multiplier=1.8)),
 })
 HYBRID |= {"granitemoehybrid", "falcon_h1"}
+
+# Laguna (transformers 5.25): per-layer query head counts over 2 kv heads of
+# 16, per-head q/k norms, a softplus output gate from g_proj (one per head,
+# broadcast over head_dim: gating true; or one per channel), full layers with
+# rope on half of each head at theta 500000 (laguna: with YaRN, factor 4 over
+# 128 positions, as the real models' full layers) and sliding ones (window 8, full
+# rope at theta 10000) in llama.cpp's period-4 pattern (full at il % 4 == 0:
+# its converter writes no pattern), a dense first layer, then 8 experts of 32,
+# 2 used: sigmoid of the router logits soft-capped at 1.5, chosen by score +
+# e_score_correction_bias, renormalised, times moe_routed_scaling_factor 1.5,
+# plus a shared expert of 32. laguna_elem: the per-element gate, two dense
+# layers first, narrower FFNs. (One full layer in four: the engine test's
+# small pools give sliding layers up to half, and two full layers of four or
+# five would then not hold max_model_len.)
+LAGUNA = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+              max_position_embeddings=512, rms_norm_eps=1e-6, tie_word_embeddings=False, sliding_window=8,
+              num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=32,
+              moe_routed_scaling_factor=1.5, moe_router_logit_softcapping=1.5)
+CONFIGS.update({
+    "laguna": ("LagunaForCausalLM", "LagunaConfig", dict(
+        LAGUNA, num_hidden_layers=4, num_attention_heads_per_layer=[4, 8, 2, 6], gating=True,
+        rope_parameters={"full_attention": {"rope_type": "yarn", "rope_theta": 500000.0, "partial_rotary_factor": 0.5,
+                                            "factor": 4.0, "original_max_position_embeddings": 128,
+                                            "beta_fast": 32.0, "beta_slow": 1.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0,
+                                               "partial_rotary_factor": 1.0}},
+        layer_types=["full_attention", "sliding_attention", "sliding_attention", "sliding_attention"],
+        mlp_layer_types=["dense", "sparse", "sparse", "sparse"])),
+    "laguna_elem": ("LagunaForCausalLM", "LagunaConfig", dict(
+        LAGUNA, num_hidden_layers=4, num_attention_heads_per_layer=[6, 4, 2, 4], gating="per-element",
+        intermediate_size=32, moe_intermediate_size=16, shared_expert_intermediate_size=16,
+        layer_types=["full_attention", "sliding_attention", "sliding_attention", "sliding_attention"],
+        mlp_layer_types=["dense", "dense", "sparse", "sparse"])),
+    # Muse Glimmer's text model, as MuseGlimmerForConditionalGeneration with a
+    # one-layer vision tower (what the checkpoints are): 4 layers, 4 heads of
+    # 16 over 2 kv heads, the default layer kinds (full attention without
+    # rope at layer 3, every 4th counted back from the last; sliding window 8
+    # with rope elsewhere), centred norms (1 + w, w random: see build), a
+    # weightless q/k norm with q times qk_scale_factor, a sigmoid gate per
+    # channel, logits times 0.75 then soft-capped at 2 (tanh bends the largest
+    # by a quarter). qk_scale_factor 2.5, below the real 3.87: sharper
+    # attention magnifies the rounding of vt's f16 K past the tolerance.
+    "muse_glimmer": ("MuseGlimmerForConditionalGeneration", "MuseGlimmerConfig", dict(
+        text_config=dict(hidden_size=64, intermediate_size=64, num_hidden_layers=4, num_attention_heads=4,
+                         num_key_value_heads=2, head_dim=16, max_position_embeddings=512, rms_norm_eps=1e-5,
+                         sliding_window=8, final_logit_softcapping=2.0, output_multiplier=0.75,
+                         qk_scale_factor=2.5, tie_word_embeddings=False,
+                         rope_parameters={"rope_type": "default", "rope_theta": 500000.0}),
+        vision_config=dict(patch_size=14, pos_emb_height=4, pos_emb_width=4, num_attention_heads=2,
+                           num_hidden_layers=1, hidden_size=32, intermediate_size=64,
+                           max_position_embeddings=16),
+        out_hidden_size=128, projector_hidden_size=32, tie_word_embeddings=False)),
+})
+# Seeds: the best of 40 to 60 tried (greedy margins are small here: Muse
+# Glimmer's logits are soft-capped to about +-1.5). laguna: smallest greedy
+# margin 0.019, every expert of the three MoE layers chosen; laguna_elem:
+# 0.020, all experts; muse_glimmer: 0.020 (29 distinct greedy tokens).
+SEEDS.update({"laguna": 37, "laguna_elem": 24, "muse_glimmer": 38})
+# Their norms start as constants (ones, or zeros for 1 + w): moved by N(0, 0.1)
+# as the hybrids' (hybrid_init), or the conventions would go untested.
+NORM_JITTER = {"laguna", "laguna_elem", "muse_glimmer"}
+# The text config of a multimodal config class gets the vocabulary and ids.
+COMPOSITE = {"muse_glimmer"}
 # Granite 4.0-H: every greedy margin above 0.05 (28 distinct tokens), all 8
 # experts chosen; Falcon-H1: margins above 0.05 (7 distinct tokens).
 SEEDS["granitemoehybrid"] = 1242
@@ -398,7 +466,23 @@ def train_tokenizer(folder: Path):
     return fast
 
 
-def convert(llama_cpp: Path, folder: Path, out: Path, extra: list[str] = (), raw_config: bool = False) -> None:
+# llama.cpp 0.3.36's Laguna converter drops moe_router_logit_softcapping
+# (and its graph has no router soft-cap). The fixtures' GGUFs carry it under
+# llama.cpp's own key for it, <arch>.router_logit_softcapping (Grok's), added
+# in the converter's child process as a converter that kept it would.
+LAGUNA_SOFTCAP = (
+    "import conversion.laguna as laguna\n"
+    "_set = laguna.LagunaModel.set_gguf_parameters\n"
+    "def _with_softcap(self):\n"
+    "    _set(self)\n"
+    "    cap = float(self.hparams.get('moe_router_logit_softcapping') or 0.0)\n"
+    "    if cap > 0: self.gguf_writer.add_router_logit_softcapping(cap)\n"
+    "laguna.LagunaModel.set_gguf_parameters = _with_softcap\n")
+CONVERT_PATCH = {"laguna": LAGUNA_SOFTCAP, "laguna_elem": LAGUNA_SOFTCAP}
+
+
+def convert(llama_cpp: Path, folder: Path, out: Path, extra: list[str] = (), raw_config: bool = False,
+            patch: str = "") -> None:
     # The converter in a child process, with get_vocab_base_pre answering
     # "gpt-2" for this tokenizer (see the docstring). raw_config: the
     # converter reads config.json itself instead of through transformers'
@@ -413,6 +497,7 @@ def convert(llama_cpp: Path, folder: Path, out: Path, extra: list[str] = (), raw
         # (LlamaHfVocab); this BPE one goes through Gemma 3's GPT-2 path.
         "import conversion.gemma as gemma\n"
         "gemma.Gemma4Model.set_vocab = gemma.Gemma3Model.set_vocab\n"
+        + patch
         + ("class _NoAutoConfig:\n"
            "    @staticmethod\n"
            "    def from_pretrained(*a, **k): raise ValueError('config.json as written')\n"
@@ -465,7 +550,7 @@ def build(name: str, folder: Path, seed: int | None = None):
     """The tokenizer (saved into folder) and the random model of CONFIGS[name]."""
     import torch
     import transformers
-    if (name in HYBRID or name in GEMMA4_NAMES) and tuple(int(x) for x in transformers.__version__.split(".")[:2]) < (5, 25):
+    if (name in HYBRID or name in GEMMA4_NAMES or name in NORM_JITTER) and tuple(int(x) for x in transformers.__version__.split(".")[:2]) < (5, 25):
         sys.exit(f"make-tiny-models: {name} needs transformers 5.25 or newer, not {transformers.__version__}")
     cls_name, cfg_name, kwargs = CONFIGS[name]
     tok = train_tokenizer(folder)
@@ -478,8 +563,12 @@ def build(name: str, folder: Path, seed: int | None = None):
     n_vocab = len(tok)
     if name in GEMMA4_NAMES:  # the per-layer embedding table has a row per token
         kwargs = dict(kwargs, vocab_size_per_layer_input=n_vocab)
-    cfg = getattr(transformers, cfg_name)(vocab_size=n_vocab, bos_token_id=tok.bos_token_id,
-                                          eos_token_id=tok.eos_token_id, pad_token_id=None, **kwargs)
+    ids = dict(vocab_size=n_vocab, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=None)
+    if name in COMPOSITE:
+        kwargs = dict(kwargs, text_config=dict(kwargs["text_config"], **ids))
+        cfg = getattr(transformers, cfg_name)(**kwargs)
+    else:
+        cfg = getattr(transformers, cfg_name)(**ids, **kwargs)
     torch.manual_seed(SEEDS.get(name, SEED) if seed is None else seed)
     model = getattr(transformers, cls_name)(cfg).to(torch.float32).eval()
     # Random init gives logits of a few hundredths; widen the spread so
@@ -499,6 +588,10 @@ def build(name: str, folder: Path, seed: int | None = None):
             hybrid_init(model)
         if name in GEMMA4_NAMES:
             gemma4_init(model)
+        if name in NORM_JITTER:
+            for n, p in model.named_parameters():
+                if n.endswith("norm.weight") or n.endswith("layernorm.weight"):
+                    p.add_(torch.randn_like(p) * 0.1)
         if name == "lfm2_moe":
             # Tied output: with the embeddings widened as well, each token's own
             # row dominates its logits and greedy repeats one token forever.
@@ -612,7 +705,8 @@ def make(name: str, llama_cpp: Path) -> None:
         tok, cfg, model = build(name, folder)
         save(name, model, folder)
         OUT.mkdir(parents=True, exist_ok=True)
-        convert(llama_cpp, folder, OUT / f"{name}.gguf", CONVERT_ARGS.get(name, []), name in RAW_CONFIG)
+        convert(llama_cpp, folder, OUT / f"{name}.gguf", CONVERT_ARGS.get(name, []), name in RAW_CONFIG,
+                CONVERT_PATCH.get(name, ""))
         kept = OUT / name
         shutil.rmtree(kept, ignore_errors=True)
         shutil.copytree(folder, kept)
@@ -621,7 +715,7 @@ def make(name: str, llama_cpp: Path) -> None:
         golden = {
             "format": 1, "generator": "tests/models/make-tiny-models.py", "architecture": name,
             "transformers": transformers.__version__, "torch": torch.__version__,
-            "config": json.loads(cfg.to_json_string()), "n_vocab": cfg.vocab_size,
+            "config": json.loads(cfg.to_json_string()), "n_vocab": getattr(cfg, "text_config", cfg).vocab_size,
             "prompts": prompts, "greedy": greedy, "greedy_margins": margins,
         }
         path = OUT / f"{name}.json"

@@ -97,6 +97,10 @@ std::string render(const fs::path &root) {
           "to=functions.NAME -> tool_calls; streamed by vt_harmony_parser) in vt-server and\n"
           "LLM.chat. Gates: `harmony` (unit), `abi-chat`, `python/harmony` (vs openai-harmony),\n"
           "`server` (tests/server/test_harmony.py), `fuzz-harmony`.\n";
+    md << "\nA MuseGlimmerForConditionalGeneration folder loads its text model; the vision\n"
+          "tower, adapter and projection are left out (vt runs text only). Laguna's router\n"
+          "soft-cap is `laguna.router_logit_softcapping` in a GGUF, which llama.cpp 0.3.36's\n"
+          "converter does not write (a GGUF without it routes uncapped, as llama.cpp does).\n";
     return md.str();
 }
 
