@@ -18,6 +18,7 @@
 #include "core/quant.h"
 #include "model/hf-experts.h"
 #include "model/hf-granite-falcon.h"
+#include "model/hf-gpt-oss.h"
 #include "model/hf-kimi.h"
 #include "model/hf-lfm2.h"
 #include "model/hf-nemotron-h.h"
@@ -164,6 +165,8 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
         if (std::string k = lfm2_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
     if (norms == HfNorms::nemotron_h)
         if (std::string k = nemotron_h_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
+    if (norms == HfNorms::gpt_oss)
+        if (std::string k = gpt_oss_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
     if (norms == HfNorms::granite_hybrid || norms == HfNorms::falcon_h1)
         if (std::string k = mup_hybrid_gguf_name(rest, norms == HfNorms::falcon_h1, true); !k.empty())
             return "blk." + bid + "." + k;
@@ -574,6 +577,12 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             meta.u32("attention.sliding_window", cfg["sliding_window"].get<uint64_t>());
         }
     }
+    // gpt-oss's clamped SwiGLU: llama.cpp hard-codes 1.702 and 7 and its
+    // converter writes no key; vt's keys carry a config's own values.
+    if (arch->norms == HfNorms::gpt_oss) {
+        meta.f32("expert_swiglu_alpha", num(cfg, "swiglu_alpha", 1.702));
+        meta.f32("expert_swiglu_limit", num(cfg, "swiglu_limit", 7.0));
+    }
     if (cfg.contains("final_logit_softcapping") && cfg["final_logit_softcapping"].is_number())
         meta.f32("final_logit_softcapping", cfg["final_logit_softcapping"].get<double>());
 
@@ -640,6 +649,10 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
                 renamed.name = nemotron ? nemotron_h_tensor_name(t0.name, nemotron_kinds) : granite_expert_alias(t0.name);
             }
             const SafetensorsTensor &t = rename ? renamed : t0;
+            if (std::string bid, rest; arch->norms == HfNorms::gpt_oss &&
+                                       split_hf_layer_name(text_model_name(t.name), bid, rest) &&
+                                       take_gpt_oss_experts(t, rest, "blk." + bid + ".", *mla_copies, tensors))
+                continue;
             if (experts.take(t)) continue;
             if (std::string bid, rest; arch->norms == HfNorms::granite_hybrid &&
                                        split_hf_layer_name(text_model_name(t.name), bid, rest) &&

@@ -324,7 +324,7 @@ void attn_case(int64_t n_head, int64_t n_head_kv, int64_t head_dim, int64_t bs, 
     Tensor *kt = g.input(DType::F32, {head_dim, n_head_kv, n_tok});
     Tensor *vt = g.input(DType::F32, {head_dim, n_head_kv, n_tok});
     Tensor *it = g.input(DType::I32, {(int64_t)idx.size()});
-    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {head_dim, n_head, n_tok}, {qt, kt, vt, &kp.t, &vp.t, it},
+    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {head_dim, n_head, n_tok}, {qt, kt, vt, &kp.t, &vp.t, it, nullptr},
                                      {scale, window, (int32_t)max_kv});
     g.mark_output(y);
     const Results got = run_both(g, {&kp, &vp}, y, [&](Bound &b) {
@@ -445,7 +445,7 @@ TEST_CASE("Vulkan ATTN_PAGED latent mode: refused, then run on the CPU by the gr
     Graph g;
     Tensor *qt = g.input(DType::F32, {dk, n_head, n_tok}), *kt = g.input(DType::F32, {dk, 1, n_tok}),
            *it = g.input(DType::I32, {(int64_t)index.size()});
-    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {dv, n_head, n_tok}, {qt, kt, nullptr, &kp.t, nullptr, it},
+    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {dv, n_head, n_tok}, {qt, kt, nullptr, &kp.t, nullptr, it, nullptr},
                                      {0.125f, 0, (int32_t)(bs * n_blocks)});
     g.mark_output(y);
     CHECK_FALSE(vk().dev->iface->supports_op(vk().dev, &g.nodes()[0]));
