@@ -178,6 +178,18 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
     return "";
 }
 
+// config.json's quantization_config.quant_method (top level, or a
+// multimodal checkpoint's text_config), "" when absent.
+std::string mxfp4_quant_method(const json &top) {
+    for (const json *c : {&top, top.contains("text_config") ? &top["text_config"] : nullptr}) {
+        if (!c || !c->is_object() || !c->contains("quantization_config")) continue;
+        const json &q = (*c)["quantization_config"];
+        if (q.is_object() && q.contains("quant_method") && q["quant_method"].is_string())
+            return q["quant_method"].get<std::string>();
+    }
+    return "";
+}
+
 double num(const json &cfg, const char *key, double def) {
     auto it = cfg.find(key);
     return it != cfg.end() && it->is_number() ? it->get<double>() : def;
@@ -638,10 +650,35 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     HfExperts experts;
     auto mla_copies = std::make_shared<std::deque<std::vector<uint8_t>>>();
     keep.push_back(mla_copies);
+    // Every file's tensors, then the MXFP4 pairs (safetensors.h: pair_mxfp4),
+    // whose halves may lie in different shards.
+    std::vector<const SafetensorsTensor *> all, mx_parts;
     for (const fs::path &f : files) {
         std::shared_ptr<SafetensorsFile> st = SafetensorsFile::open(f.string(), use_mmap);
         keep.push_back(st);
-        for (const SafetensorsTensor &t0 : st->tensors()) {
+        for (const SafetensorsTensor &t : st->tensors()) all.push_back(&t);
+        for (const SafetensorsTensor &t : st->mxfp4_parts()) mx_parts.push_back(&t);
+    }
+    auto mx_pending = std::make_shared<std::vector<SafetensorsTensor>>();
+    keep.push_back(mx_pending);
+    if (!mx_parts.empty()) {
+        const std::string method = mxfp4_quant_method(top);
+        if (method != "mxfp4")
+            fail(VT_ERR_UNSUPPORTED,
+                 "%s: tensor '%s' is U8 (an MXFP4 half) but config.json's quantization_config.quant_method is '%s', "
+                 "not mxfp4",
+                 dir.c_str(), mx_parts[0]->name.c_str(), method.c_str());
+        *mx_pending = pair_mxfp4(mx_parts, dir.string());
+        for (const SafetensorsTensor &t : *mx_pending) all.push_back(&t);
+    }
+    {
+        for (const SafetensorsTensor *tp : all) {
+            // A pending MXFP4 pair takes ggml's block layout here, every row;
+            // an architecture that needs rows of it (gpt-oss's interleaved
+            // gate_up) calls materialize_mxfp4 itself before this point.
+            SafetensorsTensor mx_rows;
+            if (tp->mx_blocks) mx_rows = materialize_mxfp4(*tp, 0, 1, *mla_copies);
+            const SafetensorsTensor &t0 = tp->mx_blocks ? mx_rows : *tp;
             SafetensorsTensor renamed;
             const bool rename = nemotron || arch->norms == HfNorms::granite_hybrid;
             if (rename) {

@@ -45,7 +45,7 @@ TEST_CASE("Vulkan device 0: props, buffer type, set/get/clear", "[vulkan]") {
     CHECK(std::all_of(c.begin(), c.end(), [](uint8_t x) { return x == 0xab; }));
 }
 
-TEST_CASE("Vulkan supports_op refuses the CPU's _X16 layouts and tensors over one binding", "[vulkan]") {
+TEST_CASE("Vulkan supports_op refuses the CPU's _X16 layouts, MXFP4 and tensors over one binding", "[vulkan]") {
     Tensor w, x, y;
     tensor_init(w, DType::Q4_0, 64, 32);
     w.layout = 1;  // the CPU's _X16: private to the CPU backend
@@ -59,6 +59,21 @@ TEST_CASE("Vulkan supports_op refuses the CPU's _X16 layouts and tensors over on
     CHECK_FALSE(vk().dev->iface->supports_op(vk().dev, &n));
     w.layout = 0;
     CHECK(vk().dev->iface->supports_op(vk().dev, &n));
+    // MXFP4 has no shader: its matmuls and row gathers are the CPU's (the
+    // executor's counted fallback), gpt-oss's experts among them.
+    tensor_init(w, DType::MXFP4, 64, 32);
+    CHECK_FALSE(vk().dev->iface->supports_op(vk().dev, &n));
+    Tensor ids, rows;
+    tensor_init(ids, DType::I32, 3, 1);
+    tensor_init(rows, DType::F32, 64, 3);
+    Node gr{};
+    gr.op = Op::GET_ROWS;
+    gr.src[0] = &w;
+    gr.src[1] = &ids;
+    gr.dst = &rows;
+    CHECK_FALSE(vk().dev->iface->supports_op(vk().dev, &gr));
+    tensor_init(w, DType::Q4_0, 64, 32);
+    CHECK(vk().dev->iface->supports_op(vk().dev, &gr));
     // 4096 x 131072 f32 weights = 2 GiB: over any binding we make (at most
     // 2^31 bytes; lavapipe 128 MiB), taken in row ranges.
     tensor_init(w, DType::F32, 4096, 65536 * 2);
