@@ -676,6 +676,10 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             // A pending MXFP4 pair takes ggml's block layout here, every row;
             // an architecture that needs rows of it (gpt-oss's interleaved
             // gate_up) calls materialize_mxfp4 itself before this point.
+            if (std::string bid, rest; arch->norms == HfNorms::gpt_oss &&
+                                       split_hf_layer_name(text_model_name(tp->name), bid, rest) &&
+                                       take_gpt_oss_experts(*tp, rest, "blk." + bid + ".", *mla_copies, tensors))
+                continue;
             SafetensorsTensor mx_rows;
             if (tp->mx_blocks) mx_rows = materialize_mxfp4(*tp, 0, 1, *mla_copies);
             const SafetensorsTensor &t0 = tp->mx_blocks ? mx_rows : *tp;
@@ -686,10 +690,6 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
                 renamed.name = nemotron ? nemotron_h_tensor_name(t0.name, nemotron_kinds) : granite_expert_alias(t0.name);
             }
             const SafetensorsTensor &t = rename ? renamed : t0;
-            if (std::string bid, rest; arch->norms == HfNorms::gpt_oss &&
-                                       split_hf_layer_name(text_model_name(t.name), bid, rest) &&
-                                       take_gpt_oss_experts(t, rest, "blk." + bid + ".", *mla_copies, tensors))
-                continue;
             if (experts.take(t)) continue;
             if (std::string bid, rest; arch->norms == HfNorms::granite_hybrid &&
                                        split_hf_layer_name(text_model_name(t.name), bid, rest) &&

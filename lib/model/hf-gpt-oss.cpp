@@ -17,6 +17,8 @@ std::string gpt_oss_gguf_name(const std::string &rest) {
 }
 
 namespace {
+bool gate_up_of(const std::string &tail) { return tail.rfind("gate_up_proj", 0) == 0; }
+
 void add(std::vector<GgufTensorInfo> &out, const std::string &name, DType type, std::vector<uint8_t> &b, int64_t ne0,
          int64_t ne1, int64_t ne2) {
     GgufTensorInfo ti;
@@ -53,10 +55,40 @@ bool take_gpt_oss_experts(const SafetensorsTensor &t, const std::string &rest, c
     const std::string tail = rest.substr(prefix.size());
     if (tail != "gate_up_proj" && tail != "down_proj" && tail != "gate_up_proj_bias" && tail != "down_proj_bias")
         return false;
+    if (t.mx_blocks) {
+        // MXFP4 (the released checkpoints): _blocks (n_expert, n_out, n_in /
+        // 32, 16) are quantized along the input, so the rows are GGUF's
+        // already (not transposed); gate_up's interleaved rows are picked
+        // out as the pair takes ggml's block layout (safetensors.h).
+        if (t.n_dims != 3 || (gate_up_of(tail) && t.ne[1] % 2 != 0))
+            fail(VT_ERR_FORMAT, "%s: expected MXFP4 (n_expert, n_out, n_in)%s", t.name.c_str(),
+                 gate_up_of(tail) ? " with an even n_out" : "");
+        auto add_rows = [&](const char *name, int64_t first, int64_t step) {
+            const SafetensorsTensor r = materialize_mxfp4(t, first, step, store);
+            GgufTensorInfo ti;
+            ti.name = blk + name;
+            ti.n_dims = 3;
+            for (int d = 0; d < 4; ++d) ti.ne[d] = r.ne[d];
+            ti.type = r.type;
+            ti.data = r.data;
+            ti.nbytes = r.nbytes;
+            ti.copied = true;
+            out.push_back(std::move(ti));
+        };
+        if (tail == "gate_up_proj") {
+            add_rows("ffn_gate_exps.weight", 0, 2);
+            add_rows("ffn_up_exps.weight", 1, 2);
+        } else if (tail == "down_proj") {
+            add_rows("ffn_down_exps.weight", 0, 1);
+        } else {
+            fail(VT_ERR_FORMAT, "%s: a bias stored as MXFP4", t.name.c_str());
+        }
+        return true;
+    }
     const DTypeInfo &di = dtype_info(t.type);
     if (di.block_elems != 1)
-        fail(VT_ERR_UNSUPPORTED, "%s: gpt-oss experts of type %s are not supported (F32, F16, BF16)", t.name.c_str(),
-             di.name);
+        fail(VT_ERR_UNSUPPORTED, "%s: gpt-oss experts of type %s are not supported (F32, F16, BF16, MXFP4 pairs)",
+             t.name.c_str(), di.name);
     const bool bias = tail.size() > 5 && tail.compare(tail.size() - 5, 5, "_bias") == 0;
     const bool gate_up = tail.rfind("gate_up_proj", 0) == 0;
     if (t.n_dims != (bias ? 2 : 3) || t.ne[0] <= 0 || t.ne[1] <= 0 || (gate_up && t.ne[0] % 2 != 0))

@@ -9,7 +9,11 @@
 // (gate_up's interleaved the same way). They become copies in GGUF's
 // layout: ffn_{gate,up}_exps.weight (n_embd, n_ff, n_expert),
 // ffn_down_exps.weight (n_ff, n_embd, n_expert) in the stored float type,
-// and their biases as F32 (n_ff or n_embd, n_expert).
+// and their biases as F32 (n_ff or n_embd, n_expert). The released
+// checkpoints keep the experts in MXFP4 (_blocks / _scales pairs,
+// safetensors.h): those are stored along the input already, so only
+// gate_up's interleaved rows are picked apart (as llama.cpp's converter
+// does), into MXFP4 tensors of GGUF's layout.
 #pragma once
 
 #include <deque>
@@ -27,9 +31,10 @@ std::string gpt_oss_gguf_name(const std::string &rest);
 
 // Takes a gpt-oss expert tensor (mlp.experts.gate_up_proj, down_proj and
 // their _bias) of layer blk ("blk.<i>."): its GGUF tensors, copies kept in
-// store, appended to out. False when rest is not one. Throws VT_ERR_FORMAT
-// on a shape that does not fit (naming the tensor), VT_ERR_UNSUPPORTED on a
-// type other than F32, F16, BF16.
+// store, appended to out; t may be a pending MXFP4 pair (t.mx_blocks). False
+// when rest is not one. Throws VT_ERR_FORMAT on a shape that does not fit
+// (naming the tensor), VT_ERR_UNSUPPORTED on a type other than F32, F16,
+// BF16 or an MXFP4 pair.
 bool take_gpt_oss_experts(const SafetensorsTensor &t, const std::string &rest, const std::string &blk,
                           std::deque<std::vector<uint8_t>> &store, std::vector<GgufTensorInfo> &out);
 

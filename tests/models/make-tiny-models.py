@@ -360,6 +360,88 @@ SEEDS["falcon_h1"] = 3004
 PAD_VOCAB_8 |= {"granitemoehybrid"}
 
 
+# gpt_oss_mxfp4: the gpt_oss model (same seed) with its experts stored as
+# the released gpt-oss checkpoints store them: MXFP4 pairs <name>_blocks
+# (n_expert, n_out, n_in / 32, 16) U8, e2m1 codes two per byte (element 2i in
+# the low nibble), and <name>_scales (n_expert, n_out, n_in / 32) U8, e8m0
+# exponents (scale 2^(s - 127)); quantization_config quant_method mxfp4.
+# The oracle is transformers loading that folder (Mxfp4Config(dequantize=
+# True): on a CPU it dequantizes to float32), so the goldens are the model
+# whose experts are exactly the MXFP4 values; llama.cpp's converter keeps
+# them in MXFP4 in the GGUF.
+MXFP4_OF = {"gpt_oss_mxfp4": "gpt_oss"}
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+
+
+def mxfp4_quantize(w):
+    """OCP MXFP4 of w (..., n), n a multiple of 32, along its last axis:
+    (blocks (..., n / 32, 16) uint8, scales (..., n / 32) uint8). A block's
+    scale 2^e puts its largest magnitude within e2m1's range (e = floor(log2
+    amax) - 2: 6 = 1.5 * 2^2); each value/2^e to the nearest e2m1 magnitude
+    (ties to the lower), the sign in bit 3."""
+    import numpy as np
+    x = np.asarray(w, dtype=np.float64).reshape(*w.shape[:-1], -1, 32)
+    amax = np.abs(x).max(-1)
+    e = np.where(amax > 0, np.floor(np.log2(np.where(amax > 0, amax, 1.0))) - 2, -127).clip(-127, 127)
+    v = x / np.exp2(e)[..., None]
+    code = np.abs(np.abs(v)[..., None] - np.array(E2M1)).argmin(-1).astype(np.uint8)
+    code |= (np.signbit(v) & (code != 0)).astype(np.uint8) << 3
+    blocks = (code[..., 0::2] | (code[..., 1::2] << 4)).astype(np.uint8)
+    return blocks, (e + 127).astype(np.uint8)
+
+
+def mxfp4_dequantize(blocks, scales):
+    import numpy as np
+    lut = np.array(E2M1 + [-v for v in E2M1], dtype=np.float64)
+    vals = np.stack([lut[blocks & 15], lut[blocks >> 4]], -1).reshape(*blocks.shape[:-1], 32)
+    return (vals * np.exp2(scales.astype(np.float64) - 127)[..., None]).reshape(*blocks.shape[:-2], -1)
+
+
+def save_mxfp4_experts(folder: Path) -> None:
+    """Rewrites the saved gpt_oss folder's experts as MXFP4 pairs (see MXFP4_OF)."""
+    import numpy as np
+    import torch
+    from safetensors.torch import load_file, save_file
+    st = folder / "model.safetensors"
+    tensors = load_file(st)
+    for name in [k for k in tensors if k.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj"))]:
+        w = tensors.pop(name).numpy()  # (n_expert, n_in, n_out): x @ w
+        blocks, scales = mxfp4_quantize(np.ascontiguousarray(w.transpose(0, 2, 1)))  # rows: outputs
+        tensors[name + "_blocks"] = torch.from_numpy(blocks)
+        tensors[name + "_scales"] = torch.from_numpy(scales)
+    save_file(tensors, st, metadata={"format": "pt"})
+    cfg_path = folder / "config.json"
+    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    cfg["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    cfg_path.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
+
+
+def load_mxfp4_oracle(folder: Path, f32_model):
+    """transformers' own load of the MXFP4 folder, dequantized to float32,
+    checked against mxfp4_dequantize and against the float32 model it came
+    from (the experts moved by the quantization, nothing else)."""
+    import numpy as np
+    import torch
+    import transformers
+    from safetensors.numpy import load_file
+    model = transformers.GptOssForCausalLM.from_pretrained(
+        folder, quantization_config=transformers.Mxfp4Config(dequantize=True), dtype=torch.float32).eval()
+    st = load_file(folder / "model.safetensors")
+    ref = dict(model.named_parameters())
+    moved = 0
+    for n, p in f32_model.named_parameters():
+        got = ref[n].detach().numpy()
+        if n.endswith(("experts.gate_up_proj", "experts.down_proj")):
+            want = mxfp4_dequantize(st[n + "_blocks"], st[n + "_scales"]).transpose(0, 2, 1)
+            assert np.array_equal(got, want.astype(np.float32)), n
+            moved += int(not np.array_equal(got, p.detach().numpy()))
+        else:
+            assert np.array_equal(got, p.detach().numpy()), n
+    assert moved > 0
+    return model
+
+
 def train_tokenizer(folder: Path):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -571,8 +653,15 @@ def make(name: str, llama_cpp: Path) -> None:
     import transformers
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / name
-        tok, cfg, model = build(name, folder)
-        save(name, model, folder)
+        if name in MXFP4_OF:
+            tok, cfg, f32_model = build(MXFP4_OF[name], folder)
+            save(MXFP4_OF[name], f32_model, folder)
+            save_mxfp4_experts(folder)
+            model = load_mxfp4_oracle(folder, f32_model)
+            cfg = model.config
+        else:
+            tok, cfg, model = build(name, folder)
+            save(name, model, folder)
         OUT.mkdir(parents=True, exist_ok=True)
         convert(llama_cpp, folder, OUT / f"{name}.gguf", CONVERT_ARGS.get(name, []), name in RAW_CONFIG)
         kept = OUT / name
@@ -598,9 +687,9 @@ def make(name: str, llama_cpp: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--llama-cpp", required=True, type=Path, help="llama.cpp source tree (convert_hf_to_gguf.py)")
-    ap.add_argument("--only", help="comma-separated subset of " + ",".join(CONFIGS))
+    ap.add_argument("--only", help="comma-separated subset of " + ",".join(list(CONFIGS) + list(MXFP4_OF)))
     a = ap.parse_args()
-    names = a.only.split(",") if a.only else list(CONFIGS)
+    names = a.only.split(",") if a.only else list(CONFIGS) + list(MXFP4_OF)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     for n in names:
         make(n, a.llama_cpp)
