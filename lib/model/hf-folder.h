@@ -2,7 +2,8 @@
 // model.safetensors.index.json, tokenizer files, generation_config.json) read
 // as the GGUF that llama.cpp's converter would write for it: config keys
 // become "<arch>.*" keys, tensor names GGUF names, so the architecture files
-// read one format. Matrices stay in the safetensors mappings (F32, F16, BF16);
+// read one format. Matrices stay in the safetensors mappings (F32, F16, BF16;
+// MXFP4 pairs are copied once into ggml's blocks: safetensors.h pair_mxfp4);
 // only what is small and must change is copied: 1-D tensors (norms, biases)
 // become F32, Gemma's norms 1 + w, Llama 3's rope scaling a rope_freqs
 // tensor. Q and K keep Hugging Face's rotate_half layout (the converter

@@ -15,6 +15,10 @@
 // - greedy 32 tokens identical, through vt_seq and through the serving engine
 //   (paged KV, prefix caching, preemption), except after a step whose
 //   golden margin is below TIE_MARGIN.
+// A golden may carry its own "tol_logit" (and "tol_logit_why"): the MXFP4
+// fixture's oracle is llama.cpp on quantized weights and Q8_0 activations,
+// where float noise flips activation roundings (make-mxfp4-fixtures.py);
+// TIE_MARGIN is then twice it.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -38,8 +42,9 @@ using json = nlohmann::json;
 
 namespace {
 
-using vt::test::TIE_MARGIN;
-using vt::test::TOL_LOGIT;
+// The fixture's logit tolerance: its golden's tol_logit, else TOL_LOGIT.
+float tol_logit();
+float tie_margin() { return 2 * tol_logit(); }
 using vt::test::ContextPtr;
 using vt::test::ModelPtr;
 using vt::test::SeqPtr;
@@ -88,6 +93,11 @@ Fixture &fixture() {
     return f;
 }
 
+float tol_logit() {
+    const json &g = fixture().golden;
+    return g.contains("tol_logit") ? g["tol_logit"].get<float>() : vt::test::TOL_LOGIT;
+}
+
 ContextPtr make_context(uint64_t kv_cache_bytes = 0, uint32_t max_num_seqs = 0, uint32_t max_model_len = 0,
                         uint32_t n_batch = 0, bool prefix_caching = true) {
     vt_context_params cp;
@@ -115,7 +125,7 @@ vt_token argmax(const float *l, size_t n) {
 // The golden's greedy ids, up to a difference after a near-tie (tiny-checks.h).
 void check_greedy(const std::vector<vt_token> &got, const char *path) {
     const json &g = fixture().golden;
-    if (vt::test::check_greedy(got, ids_of(g["greedy"]), g["greedy_margins"].get<std::vector<float>>(), TIE_MARGIN,
+    if (vt::test::check_greedy(got, ids_of(g["greedy"]), g["greedy_margins"].get<std::vector<float>>(), tie_margin(),
                                path))
         WARN(fixture().name << " " << path << ": all " << got.size() << " greedy tokens identical");
 }
@@ -153,7 +163,7 @@ TEST_CASE("tiny models: float32 logits match transformers'", "[tiny]") {
             }
         }
         INFO("prompt of " << ids.size() << " tokens");
-        CHECK(max_diff <= TOL_LOGIT);
+        CHECK(max_diff <= tol_logit());
         worst = std::max(worst, max_diff);
     }
     WARN(f.name << ": max |vt - transformers| over every logit: " << worst);

@@ -5,7 +5,12 @@
 // never run by the suite.
 //
 //   perf-matmul [--type Q4_K] [--k 2048] [--n 8192] [--m 1] [--threads 1] [--reps 50] [--gguf-layout]
-//              (VT_CPU_ISA=avx2 for the AVX2 table)
+//              (VT_CPU_ISA=avx2 for the AVX2 table; --type any GGUF type name
+//              vt reads, e.g. Q4_0 or MXFP4, whose _X16 layouts are the default)
+//
+// MXFP4 against Q4_0 at gpt-oss-20b's expert shape (2880 x 8192 rows ~ its
+// gate_up of 5760 rows), 2 threads: perf-matmul --type MXFP4 --k 2880 --n 8192
+// --threads 2 (and --type Q4_0).
 //
 // Prints the median wall time per call and the thread CPU time per call,
 // the weight bytes read per CPU-second (decode's bound is the read

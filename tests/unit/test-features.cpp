@@ -67,7 +67,11 @@ std::string render(const fs::path &root) {
                          : l.kind == CacheKind::recurrent    ? "recurrent"
                                                              : "full attention");
             if (m->hparams.n_expert) k.insert("experts");
-            gates.push_back("`tiny-" + name + "-gguf`, `tiny-" + name + "-folder`: vs transformers float32");
+            // <arch>_mxfp4: the fixture with MXFP4 experts, a GGUF only, against llama.cpp on it.
+            if (name.size() > 6 && name.compare(name.size() - 6, 6, "_mxfp4") == 0)
+                gates.push_back("`tiny-" + name + "-gguf`: MXFP4 experts vs llama.cpp on the same GGUF");
+            else
+                gates.push_back("`tiny-" + name + "-gguf`, `tiny-" + name + "-folder`: vs transformers float32");
         }
         const std::string kinds = k.empty() ? "(no fixture)" : join(std::vector<std::string>(k.begin(), k.end()), ", ");
         for (const auto &[a, text] : kRealGates)
@@ -78,7 +82,10 @@ std::string render(const fs::path &root) {
     }
     // Families that load through another architecture's file.
     md << "\nMistral and Mixtral load as `llama` (their GGUF conversions say so; a Mistral\n"
-          "folder's sliding_window applies to every layer; Mixtral is llama with experts).\n";
+          "folder's sliding_window applies to every layer; Mixtral is llama with experts).\n"
+          "\nWeights: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K .. Q6_K and MXFP4 from GGUF\n"
+          "(MXFP4: llama.cpp's type 39, gpt-oss's experts); from a folder F32, F16, BF16, and\n"
+          "MXFP4 as transformers' `_blocks` / `_scales` pairs (quant_method mxfp4).\n";
     return md.str();
 }
 
