@@ -675,6 +675,13 @@ def make(name: str, llama_cpp: Path) -> None:
             "config": json.loads(cfg.to_json_string()), "n_vocab": cfg.vocab_size,
             "prompts": prompts, "greedy": greedy, "greedy_margins": margins,
         }
+        if name in MXFP4_OF:
+            # vt and llama.cpp read MXFP4 experts through Q8_0 activations
+            # (ggml's vec_dot_type for MXFP4), transformers in float32.
+            golden["tol_logit"] = 0.04
+            golden["tol_logit_why"] = ("MXFP4 experts read with Q8_0 activations (vt and llama.cpp; transformers "
+                                       "dequantizes to float32): measured 0.018 for llama.cpp and 0.016 for vt "
+                                       "against transformers (llama-cpp-tiny-logits.py), twice that")
         path = OUT / f"{name}.json"
         path.write_text(json.dumps(golden, separators=(",", ":")) + "\n", encoding="utf-8")
         print(f"{name}: {(OUT / f'{name}.gguf').stat().st_size} + {path.stat().st_size} bytes, "
