@@ -249,8 +249,10 @@ vt_status record_rope(Recorder &r, const Node &n) {
     // The host-side terms exactly as the CPU computes them (ops-rope.cpp).
     float corr0 = 0.0f, corr1 = 0.0f, mscale = rp.attn_factor;
     if (rp.ext_factor != 0.0f) {
-        corr0 = std::max(0.0f, std::floor(yarn_corr_dim(rp.n_rot, rp.n_ctx_orig, rp.beta_fast, rp.freq_base)));
-        corr1 = std::min((float)(rp.n_rot - 1), std::ceil(yarn_corr_dim(rp.n_rot, rp.n_ctx_orig, rp.beta_slow, rp.freq_base)));
+        const float fast = yarn_corr_dim(rp.n_rot, rp.n_ctx_orig, rp.beta_fast, rp.freq_base);
+        const float slow = yarn_corr_dim(rp.n_rot, rp.n_ctx_orig, rp.beta_slow, rp.freq_base);
+        corr0 = std::max(0.0f, rp.yarn_exact ? fast : std::floor(fast));  // yarn_exact: transformers' truncate false
+        corr1 = std::min((float)(rp.n_rot - 1), rp.yarn_exact ? slow : std::ceil(slow));
         mscale *= 1.0f + 0.1f * std::log(1.0f / rp.freq_scale);
     }
     struct {

@@ -109,6 +109,8 @@ struct RopeParams {
     float beta_fast;
     float beta_slow;
     int32_t n_ctx_orig;  // YaRN: the training context the ramp is computed for
+    int32_t yarn_exact;  // nonzero: the ramp's correction dims as computed (transformers' rope_scaling
+                         // truncate false, gpt-oss); 0: floored and ceiled to whole dims (ggml, truncate true)
 };
 constexpr int32_t kRopeAdjacent = 0;
 constexpr int32_t kRopeNeox = 2;

@@ -288,6 +288,8 @@ void add_rope(Meta &meta, const json &rope, const json &cfg, const std::string &
                      whole_u32(num(rope, "original_max_position_embeddings", 0), "original_max_position_embeddings"));
         meta.f32("rope.scaling.yarn_beta_fast", num(rope, "beta_fast", 32.0));
         meta.f32("rope.scaling.yarn_beta_slow", num(rope, "beta_slow", 1.0));
+        // truncate false (gpt-oss): the correction dims stay fractional.
+        if (!flag(rope, "truncate", true)) meta.boolean("rope.scaling.yarn_truncate", false);
         if (rope.contains("attention_factor")) meta.f32("rope.scaling.attn_factor", num(rope, "attention_factor", 1.0));
     } else {
         fail(VT_ERR_UNSUPPORTED, "rope_type '%s' is not supported (default, linear, yarn, llama3, longrope)",

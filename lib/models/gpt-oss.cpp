@@ -8,11 +8,11 @@
 //! with biases on gate, up and down and the clamped SwiGLU
 //! (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha g), g = min(gate,
 //! limit). Attention scale head_dim^-1/2; the output is untied.
-//! Known difference: the released configs set rope_scaling truncate false
-//! (transformers then keeps YaRN's correction range at fractional
-//! dimensions, e.g. 8.09 .. 17.4 for gpt-oss-20b); vt's ROPE, like
-//! llama.cpp's (whose GGUF has no such key), rounds it to whole ones (8 ..
-//! 18), which moves the angles of the dimensions in between a little.
+//! The released configs set rope_scaling truncate false: transformers keeps
+//! YaRN's correction range at fractional dimensions (8.09 .. 17.4 for
+//! gpt-oss-20b), and so does vt from a folder (RopeParams::yarn_exact); a
+//! GGUF has no such key and llama.cpp rounds them (8 .. 18), so vt does too
+//! there, moving the angles of the dimensions in between a little.
 //! Reference: transformers/models/gpt_oss/modeling_gpt_oss.py (GptOssAttention,
 //! GptOssTopKRouter, GptOssExperts); llama.cpp's openai-moe graph (src/models/
 //! openai-moe.cpp) and conversion/gpt_oss.py (GGUF names: attn_sinks,

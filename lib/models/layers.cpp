@@ -93,6 +93,9 @@ void read_decoder_hparams(Model &m, int32_t rope_mode) {
         hp.rope_beta_slow = m.arch_f32("rope.scaling.yarn_beta_slow", 1.0f);
     }
     hp.rope_n_ctx_orig = m.arch_u32("rope.scaling.original_context_length", hp.n_ctx_train);
+    // vt's key for transformers' rope_scaling truncate (a folder's; llama.cpp
+    // writes none and rounds, as truncate true does).
+    hp.rope_yarn_exact = type == "yarn" && !m.arch_bool("rope.scaling.yarn_truncate", true);
 
     const GgufTensorInfo *embd = m.gguf().find_tensor("token_embd.weight");
     if (!embd) fail(VT_ERR_FORMAT, "%s: model has no token_embd.weight", arch);
@@ -249,6 +252,7 @@ RopeParams LayerBuilder::rope() const {
     r.beta_fast = hp.rope_beta_fast;
     r.beta_slow = hp.rope_beta_slow;
     r.n_ctx_orig = (int32_t)hp.rope_n_ctx_orig;
+    r.yarn_exact = hp.rope_yarn_exact;
     return r;
 }
 

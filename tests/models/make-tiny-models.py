@@ -338,8 +338,9 @@ HYBRID |= {"granitemoehybrid", "falcon_h1"}
 # clamped SwiGLU;
 # YaRN (factor 32, beta 32/1, original context 256; truncate true, the
 # transformers default, which is what llama.cpp computes: the real config's
-# truncate false moves the ramp's ends off whole dimensions, see
-# lib/models/gpt-oss.cpp). Sinks and every bias get N(0, 1) values (the
+# truncate false moves the ramp's ends off whole dimensions, which a GGUF
+# cannot say; vt's folder path reads it, see lib/models/gpt-oss.cpp and the
+# ROPE yarn_exact test). Sinks and every bias get N(0, 1) values (the
 # init's zeros would leave them untested).
 CONFIGS["gpt_oss"] = ("GptOssForCausalLM", "GptOssConfig", dict(
     hidden_size=64, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,

@@ -256,8 +256,9 @@ void rope_reference(const RopeParams &p, const std::vector<int32_t> &pos, const 
         // ceil are the same as the double ones here.
         REQUIRE(std::fabs(fast - std::round(fast)) > 1e-3);
         REQUIRE(std::fabs(slow - std::round(slow)) > 1e-3);
-        corr[0] = std::max(0.0, std::floor(fast));
-        corr[1] = std::min(p.n_rot - 1.0, std::ceil(slow));
+        // yarn_exact (transformers' truncate false): as computed.
+        corr[0] = std::max(0.0, p.yarn_exact ? fast : std::floor(fast));
+        corr[1] = std::min(p.n_rot - 1.0, p.yarn_exact ? slow : std::ceil(slow));
         mscale *= 1 + 0.1 * std::log(1.0 / p.freq_scale);
     }
     const int64_t row = head_dim * n_head;
@@ -282,7 +283,12 @@ void rope_reference(const RopeParams &p, const std::vector<int32_t> &pos, const 
                 const double x0 = x[i0], x1 = x[i1], c = mscale * std::cos(theta), s = mscale * std::sin(theta);
                 ref[i0] = x0 * c - x1 * s;
                 ref[i1] = x0 * s + x1 * c;
-                const double dth = yarn ? (4.0 * i + 16) * kU * std::max(extrap, interp) : (4.0 * i + 3) * kU * theta;
+                double dth = yarn ? (4.0 * i + 16) * kU * std::max(extrap, interp) : (4.0 * i + 3) * kU * theta;
+                // Unrounded dims carry the f32 logs' rounding (a few u of
+                // each, relative) into the ramp: 16 u of the ramp's range
+                // of dims, times the angle between the two mixed.
+                if (yarn && p.yarn_exact) dth += 16 * kU * std::max(1.0, corr[1]) / std::max(0.001, corr[1] - corr[0]) *
+                                                 std::fabs(extrap - interp);
                 tol[i0] = tol[i1] = std::fabs(mscale) * (std::fabs(x0) + std::fabs(x1)) * (dth + 14 * kU) + 1e-30;
             }
         }
@@ -380,6 +386,10 @@ TEST_CASE("ROPE with YaRN (ext_factor 1, freq_scale 1/4, n_ctx_orig 4096)", "[op
         p.beta_slow = 1.f;
         p.n_ctx_orig = 4096;
         check_rope(p, pos, {}, c.head_dim, 2, rng, "ROPE (YaRN)");
+        // transformers' truncate false (gpt-oss): the same, its correction
+        // dims unrounded; and the angles of the dims between do differ.
+        p.yarn_exact = 1;
+        check_rope(p, pos, {}, c.head_dim, 2, rng, "ROPE (YaRN, exact dims)");
     }
     // With factors, a partial ramp (ext_factor 0.5) and attn_factor 0.8 too.
     std::vector<float> factors(32);
