@@ -650,6 +650,7 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     };
     size_t skipped = 0, vision = 0, mtp = 0;
     HfExperts experts;
+    // Byte copies: MLA's split kv_b, the linear attention's split qkvz, MXFP4 pairs.
     auto mla_copies = std::make_shared<std::deque<std::vector<uint8_t>>>();
     keep.push_back(mla_copies);
     // Every file's tensors, then the MXFP4 pairs (safetensors.h: pair_mxfp4),

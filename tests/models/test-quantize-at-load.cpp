@@ -192,6 +192,9 @@ TEST_CASE("quantize at load: params, errors and what it leaves alone", "[quantiz
     CHECK(std::string(vt_last_error()).find("Q4_K") != std::string::npos);  // it lists what it can do
     CHECK(vt_quant_type_from_name(nullptr, &q) == VT_ERR_INVALID_ARGUMENT);
     CHECK(std::string(vt_quant_type_name(VT_QUANT_Q6_K)) == "Q6_K");
+    CHECK(vt_quant_type_from_name("mxfp4", &q) == VT_OK);
+    CHECK(q == VT_QUANT_MXFP4);
+    CHECK(std::string(vt_quant_type_name(VT_QUANT_MXFP4)) == "MXFP4");
     CHECK(vt_quant_type_name((vt_quant_type)99) == nullptr);
 
     vt_model_params mp;
