@@ -676,13 +676,14 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     }
     {
         for (const SafetensorsTensor *tp : all) {
-            // A pending MXFP4 pair takes ggml's block layout here, every row;
-            // an architecture that needs rows of it (gpt-oss's interleaved
-            // gate_up) calls materialize_mxfp4 itself before this point.
+            // gpt-oss's experts (model/hf-gpt-oss.h), MXFP4 pairs among
+            // them: gate_up's interleaved rows picked apart as they are
+            // materialized.
             if (std::string bid, rest; arch->norms == HfNorms::gpt_oss &&
                                        split_hf_layer_name(text_model_name(tp->name), bid, rest) &&
                                        take_gpt_oss_experts(*tp, rest, "blk." + bid + ".", *mla_copies, tensors))
                 continue;
+            // Any other pending MXFP4 pair takes ggml's block layout here, every row.
             SafetensorsTensor mx_rows;
             if (tp->mx_blocks) mx_rows = materialize_mxfp4(*tp, 0, 1, *mla_copies);
             const SafetensorsTensor &t0 = tp->mx_blocks ? mx_rows : *tp;
