@@ -27,8 +27,10 @@ void rope_cache(const RopeParams &p, float pos, const float *factors, float *cac
     const float theta_scale = std::pow(p.freq_base, -2.0f / (float)p.n_rot);
     float corr[2] = {0.0f, 0.0f};
     if (p.ext_factor != 0.0f) {
-        const float start = std::floor(yarn_corr_dim(p.n_rot, p.n_ctx_orig, p.beta_fast, p.freq_base));
-        const float end = std::ceil(yarn_corr_dim(p.n_rot, p.n_ctx_orig, p.beta_slow, p.freq_base));
+        // transformers' truncate false (yarn_exact) keeps them fractional.
+        const float fast = yarn_corr_dim(p.n_rot, p.n_ctx_orig, p.beta_fast, p.freq_base);
+        const float slow = yarn_corr_dim(p.n_rot, p.n_ctx_orig, p.beta_slow, p.freq_base);
+        const float start = p.yarn_exact ? fast : std::floor(fast), end = p.yarn_exact ? slow : std::ceil(slow);
         corr[0] = std::max(0.0f, start);
         corr[1] = std::min((float)(p.n_rot - 1), end);
     }

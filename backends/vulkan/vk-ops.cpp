@@ -92,6 +92,8 @@ bool supports_attn_paged(const Node &n) {
     // The latent mode (src2 and src4 null, DeepSeek MLA) has no shader: the
     // graph executor runs it on the CPU.
     if (!vp) return false;
+    // Nor do attention sinks (src6, gpt-oss): the CPU runs those layers.
+    if (n.src[6]) return false;
     const PagedAttnParams &p = n.params.attn_paged;
     if (!k && !v) {
         // Read-only mode (Gemma 4's KV-shared layers): the attention
@@ -130,7 +132,8 @@ bool supports_op_rules(const Node &n) {
     case Op::ADD:
     case Op::MUL: return broadcast_row_ok(n);
     case Op::ROPE: return supports_rope(n);
-    case Op::SWIGLU:
+    // gpt-oss's clamped SwiGLU (limit > 0) has no shader: the CPU runs it.
+    case Op::SWIGLU: return gated_ok(n) && n.params.swiglu.limit == 0.0f;
     case Op::GEGLU: return gated_ok(n);
     case Op::ATTN_PAGED: return supports_attn_paged(n);
     case Op::SCALE: return contiguous_f32(n.src[0]) && contiguous_f32(n.dst) && same_shape(n.src[0], n.dst);
@@ -258,8 +261,10 @@ vt_status record_rope(Recorder &r, const Node &n) {
     // The host-side terms exactly as the CPU computes them (ops-rope.cpp).
     float corr0 = 0.0f, corr1 = 0.0f, mscale = rp.attn_factor;
     if (rp.ext_factor != 0.0f) {
-        corr0 = std::max(0.0f, std::floor(yarn_corr_dim(rp.n_rot, rp.n_ctx_orig, rp.beta_fast, rp.freq_base)));
-        corr1 = std::min((float)(rp.n_rot - 1), std::ceil(yarn_corr_dim(rp.n_rot, rp.n_ctx_orig, rp.beta_slow, rp.freq_base)));
+        const float fast = yarn_corr_dim(rp.n_rot, rp.n_ctx_orig, rp.beta_fast, rp.freq_base);
+        const float slow = yarn_corr_dim(rp.n_rot, rp.n_ctx_orig, rp.beta_slow, rp.freq_base);
+        corr0 = std::max(0.0f, rp.yarn_exact ? fast : std::floor(fast));  // yarn_exact: transformers' truncate false
+        corr1 = std::min((float)(rp.n_rot - 1), rp.yarn_exact ? slow : std::ceil(slow));
         mscale *= 1.0f + 0.1f * std::log(1.0f / rp.freq_scale);
     }
     struct {

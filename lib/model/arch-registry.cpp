@@ -29,6 +29,7 @@ std::unique_ptr<Architecture> make_granite_hybrid_architecture();
 std::unique_ptr<Architecture> make_falcon_h1_architecture();
 std::unique_ptr<Architecture> make_laguna_architecture();
 std::unique_ptr<Architecture> make_muse_glimmer_architecture();
+std::unique_ptr<Architecture> make_gpt_oss_architecture();
 
 namespace {
 struct ArchEntry {
@@ -58,6 +59,7 @@ const ArchEntry kArchitectures[] = {
     {"falcon-h1", make_falcon_h1_architecture},
     {"laguna", make_laguna_architecture},
     {"muse-glimmer", make_muse_glimmer_architecture},
+    {"gpt-oss", make_gpt_oss_architecture},
 };
 
 struct HfEntry {
@@ -93,6 +95,7 @@ const HfEntry kHfArchitectures[] = {
     {"FalconH1ForCausalLM", {"falcon-h1", HfNorms::falcon_h1}},
     {"LagunaForCausalLM", {"laguna", HfNorms::laguna}},
     {"MuseGlimmerForConditionalGeneration", {"muse-glimmer", HfNorms::muse_glimmer}},  // its text model
+    {"GptOssForCausalLM", {"gpt-oss", HfNorms::gpt_oss}},
 };
 } // namespace
 

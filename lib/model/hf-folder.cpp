@@ -19,6 +19,7 @@
 #include "model/hf-experts.h"
 #include "model/hf-gemma4.h"
 #include "model/hf-granite-falcon.h"
+#include "model/hf-gpt-oss.h"
 #include "model/hf-kimi.h"
 #include "model/hf-laguna.h"
 #include "model/hf-lfm2.h"
@@ -171,6 +172,8 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
         if (std::string k = lfm2_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
     if (norms == HfNorms::nemotron_h)
         if (std::string k = nemotron_h_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
+    if (norms == HfNorms::gpt_oss)
+        if (std::string k = gpt_oss_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
     if (norms == HfNorms::granite_hybrid || norms == HfNorms::falcon_h1)
         if (std::string k = mup_hybrid_gguf_name(rest, norms == HfNorms::falcon_h1, true); !k.empty())
             return "blk." + bid + "." + k;
@@ -296,6 +299,8 @@ void add_rope(Meta &meta, const json &rope, const json &cfg, const std::string &
                      whole_u32(num(rope, "original_max_position_embeddings", 0), "original_max_position_embeddings"));
         meta.f32("rope.scaling.yarn_beta_fast", num(rope, "beta_fast", 32.0));
         meta.f32("rope.scaling.yarn_beta_slow", num(rope, "beta_slow", 1.0));
+        // truncate false (gpt-oss): the correction dims stay fractional.
+        if (!flag(rope, "truncate", true)) meta.boolean("rope.scaling.yarn_truncate", false);
         if (rope.contains("attention_factor")) meta.f32("rope.scaling.attn_factor", num(rope, "attention_factor", 1.0));
     } else {
         fail(VT_ERR_UNSUPPORTED, "rope_type '%s' is not supported (default, linear, yarn, llama3, longrope)",
@@ -629,6 +634,12 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             meta.u32("attention.sliding_window", cfg["sliding_window"].get<uint64_t>());
         }
     }
+    // gpt-oss's clamped SwiGLU: llama.cpp hard-codes 1.702 and 7 and its
+    // converter writes no key; vt's keys carry a config's own values.
+    if (arch->norms == HfNorms::gpt_oss) {
+        meta.f32("expert_swiglu_alpha", num(cfg, "swiglu_alpha", 1.702));
+        meta.f32("expert_swiglu_limit", num(cfg, "swiglu_limit", 7.0));
+    }
     if (cfg.contains("final_logit_softcapping") && cfg["final_logit_softcapping"].is_number())
         meta.f32("final_logit_softcapping", cfg["final_logit_softcapping"].get<double>());
 
@@ -708,9 +719,14 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     }
     {
         for (const SafetensorsTensor *tp : all) {
-            // A pending MXFP4 pair takes ggml's block layout here, every row;
-            // an architecture that needs rows of it (gpt-oss's interleaved
-            // gate_up) calls materialize_mxfp4 itself before this point.
+            // gpt-oss's experts (model/hf-gpt-oss.h), MXFP4 pairs among
+            // them: gate_up's interleaved rows picked apart as they are
+            // materialized.
+            if (std::string bid, rest; arch->norms == HfNorms::gpt_oss &&
+                                       split_hf_layer_name(text_model_name(tp->name), bid, rest) &&
+                                       take_gpt_oss_experts(*tp, rest, "blk." + bid + ".", *mla_copies, tensors))
+                continue;
+            // Any other pending MXFP4 pair takes ggml's block layout here, every row.
             SafetensorsTensor mx_rows;
             if (tp->mx_blocks) mx_rows = materialize_mxfp4(*tp, 0, 1, *mla_copies);
             const SafetensorsTensor &t0 = tp->mx_blocks ? mx_rows : *tp;

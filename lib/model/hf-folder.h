@@ -53,6 +53,10 @@ enum class HfNorms : uint8_t {
     // x * (1 + w) but the final one; its gate and q/k norms
     // (model/hf-muse-glimmer.h).
     muse_glimmer,
+    // gpt-oss: plain norms, post_attention_layernorm under llama.cpp's
+    // post_attention_norm; sinks, router and expert biases, its experts'
+    // transposed and interleaved gate_up (model/hf-gpt-oss.h).
+    gpt_oss,
 };
 struct HfArchitecture {
     const char *gguf_arch;  // vt's (and GGUF's) name

@@ -43,6 +43,7 @@ struct Hparams {
     float rope_beta_fast = 32.0f;
     float rope_beta_slow = 1.0f;
     uint32_t rope_n_ctx_orig = 0;
+    bool rope_yarn_exact = false;    // YaRN's correction dims not rounded (RopeParams::yarn_exact)
     float norm_eps = 1e-5f;
 
     uint32_t n_embd_kv() const { return head_dim * n_head_kv; }

@@ -46,6 +46,8 @@ struct AttnWeights {
     const Tensor *bq = nullptr, *bk = nullptr, *bv = nullptr;
     const Tensor *q_norm = nullptr, *k_norm = nullptr;  // (head_dim), or (n_head * head_dim) and (n_embd_kv)
     bool qk_norm_full = false;                           // the norms span the whole projections (OLMoE)
+    const Tensor *bo = nullptr;                          // (n_embd): the output projection's bias (gpt-oss)
+    const Tensor *sinks = nullptr;                       // (n_head) f32: attention sinks (gpt-oss), ATTN_PAGED's src6
 };
 
 // Loads blk.<il>.attn_{q,k,v,output}.weight (or q, k and v as row ranges of
@@ -73,6 +75,12 @@ struct MoeWeights {
     FfnWeights shared;                   // all null without shared experts
     const Tensor *shared_gate = nullptr; // (n_embd, 1) or null: sigmoid(h . g) scales the shared experts' output
     float router_softcap = 0.0f;         // > 0: the router logits soft-capped, c * tanh(l / c) (Laguna)
+    // gpt-oss: the router's bias and each expert's biases (F32, chosen by
+    // the expert ids), and its clamped SwiGLU (limit > 0).
+    const Tensor *router_bias = nullptr;              // (n_expert)
+    const Tensor *gate_bias = nullptr, *up_bias = nullptr;  // (n_ff_exp, n_expert)
+    const Tensor *down_bias = nullptr;                // (n_embd, n_expert)
+    SwigluParams swiglu{};
 };
 
 // Defaults of what the file may leave out, per architecture (llama.cpp's).

@@ -403,6 +403,29 @@ SEEDS.update({"laguna": 37, "laguna_elem": 24, "muse_glimmer": 38})
 NORM_JITTER = {"laguna", "laguna_elem", "muse_glimmer"}
 # The text config of a multimodal config class gets the vocabulary and ids.
 COMPOSITE = {"muse_glimmer"}
+# gpt-oss (transformers 5.25): two layers, the first sliding (window 8,
+# shorter than both prompts), the second full (the config's default
+# layer_types); 4 heads of 32 over 2 kv heads with biases on q, k, v and o
+# and a sink per head; 8 experts of 32 (gate_up interleaved, transposed, as
+# transformers keeps them), 3 used, a router with a bias (see build), the
+# clamped SwiGLU;
+# YaRN (factor 32, beta 32/1, original context 256; truncate true, the
+# transformers default, which is what llama.cpp computes: the real config's
+# truncate false moves the ramp's ends off whole dimensions, which a GGUF
+# cannot say; vt's folder path reads it, see lib/models/gpt-oss.cpp and the
+# ROPE yarn_exact test). Sinks and every bias get N(0, 1) values (the
+# init's zeros would leave them untested).
+CONFIGS["gpt_oss"] = ("GptOssForCausalLM", "GptOssConfig", dict(
+    hidden_size=64, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+    head_dim=32, max_position_embeddings=8192, rms_norm_eps=1e-5, sliding_window=8, tie_word_embeddings=False,
+    num_local_experts=8, num_experts_per_tok=3, attention_bias=True,
+    layer_types=["sliding_attention", "full_attention"],
+    rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0, "beta_fast": 32.0,
+                     "beta_slow": 1.0, "truncate": True, "original_max_position_embeddings": 256}))
+NEEDS_5_25 = {"gpt_oss"}
+# Every greedy margin above 0.05 (7 distinct tokens), all 8 experts of both
+# layers chosen, router top-k gaps above 2e-4: the first such seed from 1000.
+SEEDS["gpt_oss"] = 1003
 # Granite 4.0-H: every greedy margin above 0.05 (28 distinct tokens), all 8
 # experts chosen; Falcon-H1: margins above 0.05 (7 distinct tokens).
 SEEDS["granitemoehybrid"] = 1242
@@ -448,6 +471,88 @@ GEMMA4_NAMES = {"gemma4", "gemma4_moe"}
 # router's top-k gap above 5e-5 and all 8 experts of each layer chosen).
 SEEDS["gemma4"] = 2046
 SEEDS["gemma4_moe"] = 3006
+
+
+# gpt_oss_mxfp4: the gpt_oss model (same seed) with its experts stored as
+# the released gpt-oss checkpoints store them: MXFP4 pairs <name>_blocks
+# (n_expert, n_out, n_in / 32, 16) U8, e2m1 codes two per byte (element 2i in
+# the low nibble), and <name>_scales (n_expert, n_out, n_in / 32) U8, e8m0
+# exponents (scale 2^(s - 127)); quantization_config quant_method mxfp4.
+# The oracle is transformers loading that folder (Mxfp4Config(dequantize=
+# True): on a CPU it dequantizes to float32), so the goldens are the model
+# whose experts are exactly the MXFP4 values; llama.cpp's converter keeps
+# them in MXFP4 in the GGUF.
+MXFP4_OF = {"gpt_oss_mxfp4": "gpt_oss"}
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+
+
+def mxfp4_quantize(w):
+    """OCP MXFP4 of w (..., n), n a multiple of 32, along its last axis:
+    (blocks (..., n / 32, 16) uint8, scales (..., n / 32) uint8). A block's
+    scale 2^e puts its largest magnitude within e2m1's range (e = floor(log2
+    amax) - 2: 6 = 1.5 * 2^2); each value/2^e to the nearest e2m1 magnitude
+    (ties to the lower), the sign in bit 3."""
+    import numpy as np
+    x = np.asarray(w, dtype=np.float64).reshape(*w.shape[:-1], -1, 32)
+    amax = np.abs(x).max(-1)
+    e = np.where(amax > 0, np.floor(np.log2(np.where(amax > 0, amax, 1.0))) - 2, -127).clip(-127, 127)
+    v = x / np.exp2(e)[..., None]
+    code = np.abs(np.abs(v)[..., None] - np.array(E2M1)).argmin(-1).astype(np.uint8)
+    code |= (np.signbit(v) & (code != 0)).astype(np.uint8) << 3
+    blocks = (code[..., 0::2] | (code[..., 1::2] << 4)).astype(np.uint8)
+    return blocks, (e + 127).astype(np.uint8)
+
+
+def mxfp4_dequantize(blocks, scales):
+    import numpy as np
+    lut = np.array(E2M1 + [-v for v in E2M1], dtype=np.float64)
+    vals = np.stack([lut[blocks & 15], lut[blocks >> 4]], -1).reshape(*blocks.shape[:-1], 32)
+    return (vals * np.exp2(scales.astype(np.float64) - 127)[..., None]).reshape(*blocks.shape[:-2], -1)
+
+
+def save_mxfp4_experts(folder: Path) -> None:
+    """Rewrites the saved gpt_oss folder's experts as MXFP4 pairs (see MXFP4_OF)."""
+    import numpy as np
+    import torch
+    from safetensors.torch import load_file, save_file
+    st = folder / "model.safetensors"
+    tensors = load_file(st)
+    for name in [k for k in tensors if k.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj"))]:
+        w = tensors.pop(name).numpy()  # (n_expert, n_in, n_out): x @ w
+        blocks, scales = mxfp4_quantize(np.ascontiguousarray(w.transpose(0, 2, 1)))  # rows: outputs
+        tensors[name + "_blocks"] = torch.from_numpy(blocks)
+        tensors[name + "_scales"] = torch.from_numpy(scales)
+    save_file(tensors, st, metadata={"format": "pt"})
+    cfg_path = folder / "config.json"
+    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    cfg["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    cfg_path.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
+
+
+def load_mxfp4_oracle(folder: Path, f32_model):
+    """transformers' own load of the MXFP4 folder, dequantized to float32,
+    checked against mxfp4_dequantize and against the float32 model it came
+    from (the experts moved by the quantization, nothing else)."""
+    import numpy as np
+    import torch
+    import transformers
+    from safetensors.numpy import load_file
+    model = transformers.GptOssForCausalLM.from_pretrained(
+        folder, quantization_config=transformers.Mxfp4Config(dequantize=True), dtype=torch.float32).eval()
+    st = load_file(folder / "model.safetensors")
+    ref = dict(model.named_parameters())
+    moved = 0
+    for n, p in f32_model.named_parameters():
+        got = ref[n].detach().numpy()
+        if n.endswith(("experts.gate_up_proj", "experts.down_proj")):
+            want = mxfp4_dequantize(st[n + "_blocks"], st[n + "_scales"]).transpose(0, 2, 1)
+            assert np.array_equal(got, want.astype(np.float32)), n
+            moved += int(not np.array_equal(got, p.detach().numpy()))
+        else:
+            assert np.array_equal(got, p.detach().numpy()), n
+    assert moved > 0
+    return model
 
 
 def train_tokenizer(folder: Path):
@@ -550,7 +655,7 @@ def build(name: str, folder: Path, seed: int | None = None):
     """The tokenizer (saved into folder) and the random model of CONFIGS[name]."""
     import torch
     import transformers
-    if (name in HYBRID or name in GEMMA4_NAMES or name in NORM_JITTER) and tuple(int(x) for x in transformers.__version__.split(".")[:2]) < (5, 25):
+    if (name in HYBRID | NEEDS_5_25 or name in GEMMA4_NAMES or name in NORM_JITTER) and tuple(int(x) for x in transformers.__version__.split(".")[:2]) < (5, 25):
         sys.exit(f"make-tiny-models: {name} needs transformers 5.25 or newer, not {transformers.__version__}")
     cls_name, cfg_name, kwargs = CONFIGS[name]
     tok = train_tokenizer(folder)
@@ -584,7 +689,19 @@ def build(name: str, folder: Path, seed: int | None = None):
                 m.e_score_correction_bias.copy_(torch.randn_like(m.e_score_correction_bias) * 0.1)
             if isinstance(getattr(m, "expert_bias", None), torch.Tensor):  # LFM2-MoE's, beside its router
                 m.expert_bias.copy_(torch.randn_like(m.expert_bias) * 0.1)
-        if name in HYBRID:
+        if name == "gpt_oss":
+            # Sinks and biases (zeros, or a router bias of the init's 0.02)
+            # random; the router 4x wider again, so that the tokens choose
+            # the experts (all 8 chosen by some token).
+            for n, p in model.named_parameters():
+                if n.endswith(("sinks", "bias")):
+                    # Biases of the size of what they are added to: larger
+                    # ones (o_proj's, down_proj's) would make every token's
+                    # residual alike and route all tokens the same way.
+                    p.copy_(torch.randn_like(p) * (1.0 if n.endswith("sinks") else 0.1))
+                if n.endswith("router.weight"):
+                    p.mul_(4.0)
+        elif name in HYBRID:
             hybrid_init(model)
         if name in GEMMA4_NAMES:
             gemma4_init(model)
@@ -673,7 +790,7 @@ def goldens(name: str, model, tok):
               if isinstance(getattr(m, "expert_bias", None), torch.Tensor)}
     hooks = [m.register_forward_hook(lambda m, args, out, n=n: on_router(m, args, out, n))
              for n, m in model.named_modules()
-             if n.endswith((".mlp.gate", ".feed_forward.gate", ".mixer.gate"))]
+             if n.endswith((".mlp.gate", ".feed_forward.gate", ".mixer.gate", ".mlp.router"))]
     prompts = []
     with torch.no_grad():
         hooks += [m.register_forward_hook(lambda m, args, out, n=n: on_router(m, args, out, n))
@@ -702,8 +819,15 @@ def make(name: str, llama_cpp: Path) -> None:
     import transformers
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / name
-        tok, cfg, model = build(name, folder)
-        save(name, model, folder)
+        if name in MXFP4_OF:
+            tok, cfg, f32_model = build(MXFP4_OF[name], folder)
+            save(MXFP4_OF[name], f32_model, folder)
+            save_mxfp4_experts(folder)
+            model = load_mxfp4_oracle(folder, f32_model)
+            cfg = model.config
+        else:
+            tok, cfg, model = build(name, folder)
+            save(name, model, folder)
         OUT.mkdir(parents=True, exist_ok=True)
         convert(llama_cpp, folder, OUT / f"{name}.gguf", CONVERT_ARGS.get(name, []), name in RAW_CONFIG,
                 CONVERT_PATCH.get(name, ""))
@@ -718,6 +842,13 @@ def make(name: str, llama_cpp: Path) -> None:
             "config": json.loads(cfg.to_json_string()), "n_vocab": getattr(cfg, "text_config", cfg).vocab_size,
             "prompts": prompts, "greedy": greedy, "greedy_margins": margins,
         }
+        if name in MXFP4_OF:
+            # vt and llama.cpp read MXFP4 experts through Q8_0 activations
+            # (ggml's vec_dot_type for MXFP4), transformers in float32.
+            golden["tol_logit"] = 0.04
+            golden["tol_logit_why"] = ("MXFP4 experts read with Q8_0 activations (vt and llama.cpp; transformers "
+                                       "dequantizes to float32): measured 0.018 for llama.cpp and 0.016 for vt "
+                                       "against transformers (llama-cpp-tiny-logits.py), twice that")
         path = OUT / f"{name}.json"
         path.write_text(json.dumps(golden, separators=(",", ":")) + "\n", encoding="utf-8")
         print(f"{name}: {(OUT / f'{name}.gguf').stat().st_size} + {path.stat().st_size} bytes, "
@@ -730,9 +861,9 @@ def make(name: str, llama_cpp: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--llama-cpp", required=True, type=Path, help="llama.cpp source tree (convert_hf_to_gguf.py)")
-    ap.add_argument("--only", help="comma-separated subset of " + ",".join(CONFIGS))
+    ap.add_argument("--only", help="comma-separated subset of " + ",".join(list(CONFIGS) + list(MXFP4_OF)))
     a = ap.parse_args()
-    names = a.only.split(",") if a.only else list(CONFIGS)
+    names = a.only.split(",") if a.only else list(CONFIGS) + list(MXFP4_OF)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     for n in names:
         make(n, a.llama_cpp)

@@ -69,8 +69,14 @@ std::string render(const fs::path &root) {
             for (const LayerCacheSpec &l : m->cache_layers)
                 if (is_shared(l)) k.insert("KV sharing");
             if (m->hparams.n_expert) k.insert("experts");
-            // <arch>_mxfp4: the fixture with MXFP4 experts, a GGUF only, against llama.cpp on it.
-            if (name.size() > 6 && name.compare(name.size() - 6, 6, "_mxfp4") == 0)
+            // <arch>_mxfp4: the fixture with MXFP4 experts: a GGUF only, against
+            // llama.cpp on it; or with its folder (MXFP4 pairs, gpt-oss's),
+            // against transformers' dequantizing load of that folder.
+            const bool mxfp4 = name.size() > 6 && name.compare(name.size() - 6, 6, "_mxfp4") == 0;
+            if (mxfp4 && fs::is_directory(root / "tests" / "models" / "tiny" / name))
+                gates.push_back("`tiny-" + name + "-gguf`, `tiny-" + name +
+                                "-folder`: MXFP4 experts vs transformers (its load of the MXFP4 folder)");
+            else if (mxfp4)
                 gates.push_back("`tiny-" + name + "-gguf`: MXFP4 experts vs llama.cpp on the same GGUF");
             else
                 gates.push_back("`tiny-" + name + "-gguf`, `tiny-" + name + "-folder`: vs transformers float32");

@@ -339,7 +339,7 @@ void attn_case(int64_t n_head, int64_t n_head_kv, int64_t head_dim, int64_t bs, 
     Tensor *kt = g.input(DType::F32, {head_dim, n_head_kv, n_tok});
     Tensor *vt = g.input(DType::F32, {head_dim, n_head_kv, n_tok});
     Tensor *it = g.input(DType::I32, {(int64_t)idx.size()});
-    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {head_dim, n_head, n_tok}, {qt, kt, vt, &kp.t, &vp.t, it},
+    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {head_dim, n_head, n_tok}, {qt, kt, vt, &kp.t, &vp.t, it, nullptr},
                                      {scale, window, (int32_t)max_kv});
     g.mark_output(y);
     const Results got = run_both(g, {&kp, &vp}, y, [&](Bound &b) {
@@ -460,7 +460,7 @@ TEST_CASE("Vulkan ATTN_PAGED latent mode: refused, then run on the CPU by the gr
     Graph g;
     Tensor *qt = g.input(DType::F32, {dk, n_head, n_tok}), *kt = g.input(DType::F32, {dk, 1, n_tok}),
            *it = g.input(DType::I32, {(int64_t)index.size()});
-    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {dv, n_head, n_tok}, {qt, kt, nullptr, &kp.t, nullptr, it},
+    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {dv, n_head, n_tok}, {qt, kt, nullptr, &kp.t, nullptr, it, nullptr},
                                      {0.125f, 0, (int32_t)(bs * n_blocks)});
     g.mark_output(y);
     CHECK_FALSE(vk().dev->iface->supports_op(vk().dev, &g.nodes()[0]));
@@ -492,6 +492,33 @@ TEST_CASE("Vulkan ATTN_PAGED latent mode: refused, then run on the CPU by the gr
     CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
     CHECK(pool_vk == pool_cpu);
     CHECK(pool_vk != kp.init);  // the step's keys were written back
+}
+
+TEST_CASE("Vulkan: gpt-oss's attention sinks and clamped SwiGLU are refused (the CPU runs them)", "[vulkan]") {
+    // No shader reads ATTN_PAGED's sinks (src6) or SWIGLU's clamped form
+    // (SwigluParams::limit > 0): supports_op refuses exactly those, and the
+    // graph executor runs them on the CPU (tiny-gpt_oss-gguf-vulkan checks
+    // the logits of a whole model that way).
+    const int64_t hd = 32, n_head = 4, n_kv = 2, bs = 16, n_blocks = 2, n_tok = 2;
+    std::vector<uint16_t> zeros((size_t)(bs * hd * n_kv * n_blocks));
+    DevTensor kp(DType::F16, bs, hd * n_kv, n_blocks, zeros.data(), zeros.size() * 2);
+    DevTensor vp(DType::F16, hd * n_kv, bs * n_blocks, 1, zeros.data(), zeros.size() * 2);
+    std::vector<float> sv((size_t)n_head);
+    DevTensor sinks(DType::F32, n_head, 1, 1, sv.data(), sv.size() * 4);
+    for (bool with_sinks : {false, true}) {
+        Graph g;
+        Tensor *q = g.input(DType::F32, {hd, n_head, n_tok}), *k = g.input(DType::F32, {hd, n_kv, n_tok}),
+               *v = g.input(DType::F32, {hd, n_kv, n_tok}), *ix = g.input(DType::I32, {8});
+        g.op<Op::ATTN_PAGED>(DType::F32, {hd, n_head, n_tok}, {q, k, v, &kp.t, &vp.t, ix, with_sinks ? &sinks.t : nullptr},
+                             {0.125f, 0, (int32_t)(bs * n_blocks)});
+        CHECK(vk().dev->iface->supports_op(vk().dev, &g.nodes()[0]) == !with_sinks);
+    }
+    for (float limit : {0.0f, 7.0f}) {
+        Graph g;
+        Tensor *a = g.input(DType::F32, {64, 3}), *b = g.input(DType::F32, {64, 3});
+        g.op<Op::SWIGLU>(DType::F32, {64, 3}, {a, b}, SwigluParams{1.702f, limit});
+        CHECK(vk().dev->iface->supports_op(vk().dev, &g.nodes()[0]) == (limit == 0.0f));
+    }
 }
 
 TEST_CASE("Vulkan LORA: refused, then run on the CPU by the graph executor", "[vulkan]") {
