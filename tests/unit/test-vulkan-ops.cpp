@@ -222,7 +222,7 @@ TEST_CASE("Vulkan ROPE: adjacent, neox, partial, frequency factors, YaRN", "[vul
     const std::vector<int32_t> pos = {0, 1, 17, 300, 1023, 4095, 5000};
     for (const Case &c : cases) {
         INFO("head_dim " << c.head_dim << ", n_rot " << c.n_rot << ", mode " << c.mode);
-        RopeParams p{c.n_rot, c.mode, 10000.f, c.freq_scale, c.ext_factor, 1.f, 32.f, 1.f, 4096};
+        RopeParams p{c.n_rot, c.mode, 10000.f, c.freq_scale, c.ext_factor, 1.f, 32.f, 1.f, 4096, 0};
         const std::vector<float> x = normal((size_t)(c.head_dim * n_head * n_tok), rng);
         std::vector<float> ff((size_t)c.n_rot / 2);
         for (auto &f : ff) f = 1.f + 3.f * (float)(rng() % 1000) / 1000.f;
