@@ -474,7 +474,7 @@ TEST_CASE("ATTN_PAGED read-only mode: a shared layer reads the pool another node
         const std::vector<float> got =
             run_attn_node(b, &b.index, kc, vc, k_after, b.v_full, [&](Graph &g, Tensor *q, Tensor *, Tensor *, Tensor *it) {
                 return g.op<Op::ATTN_PAGED>(DType::F32, {sh.head_dim, sh.n_head, b.n_tok},
-                                            {q, nullptr, nullptr, &kct, &vct, it}, {b.scale, window, (int32_t)b.n_slots});
+                                            {q, nullptr, nullptr, &kct, &vct, it, nullptr}, {b.scale, window, (int32_t)b.n_slots});
             });
         CHECK(got == want);
         CHECK(kc == k_after);
