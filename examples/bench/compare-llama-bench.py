@@ -105,7 +105,7 @@ LFM2-2.6B; x Q4_K Q8_0, 1.0-3.6 GB; examples/bench/ssm_shapes.py says what
 each assumes), their roofline counting the SSM state and conv tails.
 --swa-moe adds the sliding-window MoE files of issue 42 (gptoss-20b: 4 of
 gpt-oss-20b's layers, MXFP4 experts, the other matrices BF16 or Q8_0;
-gemma4-26b-a4b: 4 of Gemma-4-26B-A4B's, Q4_K and Q8_0; 2.4-4.2 GB;
+gemma4-26b-a4b: 4 of Gemma-4-26B-A4B's, Q4_K and Q8_0; 2.4-4.3 GB;
 examples/bench/swa_moe_shapes.py says what each assumes).
 
 llama-bench is built from the llama.cpp that llama-cpp-python's sdist vendors

@@ -56,7 +56,7 @@ Shapes (hyperparameters of the real models):
                   and keys are in swa_moe_shapes.py, beside this file
                   (gptoss-20b BF16 4.2 GB, Q8_0 3.0 GB: its experts are
                   MXFP4 in both, the type names the other matrices;
-                  gemma4-26b-a4b Q8_0 4.2 GB, Q4_K 2.4 GB)
+                  gemma4-26b-a4b Q8_0 4.3 GB, Q4_K 2.4 GB)
 The MoE shapes keep fewer layers than their models so that a file fits this
 kind of machine's memory (Q8_0: 3.3, 3.8 and 3.8 GB; Q4_K: 1.8, 2.0 and 2.0
 GB); a layer is the real one, so prefill and decode per layer are as in the

@@ -49,11 +49,14 @@ Shapes (the real models' dims):
         704- and 2112-wide rows (ffn_down_exps, ffn_down) fall back to Q5_0
         as llama.cpp's quantizer does.
 
-Sizes: gptoss-20b BF16 4.2 GB, Q8_0 3.0 GB; gemma4-26b-a4b Q8_0 4.2 GB,
-Q4_K 2.4 GB. A layer is the real one, but the output matrix weighs far more
-in a decode step than in the real model: gptoss-20b's 201088 x 2880 output
-is 72% (BF16) of the bytes a token reads here, 31% in the 24-layer model;
-gemma4-26b-a4b's tied 262144 x 2816 one 64% (Q8_0) here, 19% in the model.
+Sizes: gptoss-20b BF16 4.2 GB, Q8_0 3.0 GB; gemma4-26b-a4b Q8_0 4.3 GB,
+Q4_K 2.4 GB. The same plans with all the model's layers (24, 30) come to
+13.8 GB (BF16) and 12.1 GB (Q8_0), 26.8 GB (Q8_0): the sizes of the
+published GGUFs. A layer is the real one, but the output matrix weighs far
+more in a decode step than in the real model: gptoss-20b's 201088 x 2880
+output is 73% (BF16; Q8_0 65%) of the bytes a token reads here, 31% (24%)
+in the 24-layer model; gemma4-26b-a4b's tied 262144 x 2816 one 64% (Q8_0;
+Q4_K 62%) here, 19% (18%) in the model.
 """
 from __future__ import annotations
 
