@@ -167,6 +167,7 @@ void latent_unit(const Node &n, const PagedShape &s, const Crew &crew, const Uni
 bool supports_attn_latent(const Node &n) {
     const Tensor *q = n.src[0], *k = n.src[1], *kp = n.src[3], *idx = n.src[5], *dst = n.dst;
     const PagedAttnParams &p = n.params.attn_paged;
+    if (n.src[6]) return false;  // no latent model has sinks
     if (!(is_f32(q) && is_f32(k) && kp->type == DType::F16 && idx->type == DType::I32 && is_f32(dst) &&
           p.window >= 0 && p.max_kv > 0))
         return false;

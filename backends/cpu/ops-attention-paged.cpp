@@ -29,6 +29,10 @@
 // Latent mode (src2 and src4 null, DeepSeek MLA: values read from the K
 // pool) is ops-attention-latent.cpp; both share ops-attention-paged.h.
 //
+// Sinks (src6, gpt-oss): a logit per query head that joins each of its
+// queries' softmax denominators (softmax_probs); the scores and the product
+// with V are unchanged, so every ISA's kernels serve both.
+//
 // Rounding points follow llama.cpp's CPU path without flash attention, so
 // logits agree with it: the query is rounded to f16 before QK^T, the softmax
 // runs in f32 with a double sum, and the probabilities are rounded to f16
@@ -57,6 +61,9 @@ bool supports_attn_paged(const Node &n) {
     if (attn_is_latent(n)) return supports_attn_latent(n);
     if (!v || !vp) return false;  // one of the two: neither mode
     const PagedAttnParams &p = n.params.attn_paged;
+    // Sinks: one f32 logit per query head.
+    if (const Tensor *sk = n.src[6]; sk && !(is_f32(sk) && sk->is_contiguous() && sk->nelements() == q->ne[1]))
+        return false;
     if (!(is_f32(q) && is_f32(k) && is_f32(v) && kp->type == DType::F16 && vp->type == DType::F16 &&
           idx->type == DType::I32 && is_f32(n.dst) && same_shape(q, n.dst) && same_shape(k, v) && p.window >= 0 &&
           p.max_kv > 0))
@@ -76,6 +83,7 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
     const int32_t *idx = static_cast<const int32_t *>(n.src[5]->data);
     const int64_t n_idx = n.src[5]->ne[0], bs = s.block_size;
     const float scale = n.params.attn_paged.scale;
+    const float *sinks = n.src[6] ? static_cast<const float *>(n.src[6]->data) : nullptr;  // (n_head)
     uint8_t *vbase = static_cast<uint8_t *>(vc->data);
     const quant::Kernels &kern = quant::active_kernels();
     float *scratch = reinterpret_cast<float *>(c.wdata) + (size_t)c.ith * scratch_floats(s);
@@ -122,7 +130,8 @@ void op_attn_paged(const Node &n, const OpCtx &c) {
             // Softmax per query over its own window; probabilities rounded to
             // f16 and back, zero outside it.
             for (int64_t i = 0; i < nq; ++i)  // row i indexed by key
-                softmax_probs(kern, pf + i * ps - key0, key0, n_kv0 + i / G, n_keys, s.window, scale);
+                softmax_probs(kern, pf + i * ps - key0, key0, n_kv0 + i / G, n_keys, s.window, scale,
+                              sinks ? sinks + hk * G + i % G : nullptr);
             for (int64_t b = b0; b < b1; ++b) {
                 const int64_t j0 = std::max(key0, b * bs), j1 = std::min(n_keys, (b + 1) * bs);
                 const uint16_t *v = reinterpret_cast<const uint16_t *>(vbase + (size_t)(table[b] * bs + (j0 - b * bs)) *

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "core/quant.h"
@@ -165,14 +166,26 @@ inline void round_query(const float *q, float *qf, int64_t hd) { round_f16(q, qf
 // and holds keys key0 .. n_keys - 1 (its unit's); the query sees n_kv of
 // them (its window from window_start). Softmax in f32 with the kernel's
 // double sum, probabilities rounded to f16 and back, exact zeros outside
-// the window.
+// the window. sink (null: none) points at the query head's sink logit
+// (gpt-oss), a term of the denominator that no value follows: exp(sink -
+// mx) added to the kernel's sum in double, mx the largest scaled score the
+// kernel subtracted (recomputed here with the same f32 products, so equal).
+// In exact arithmetic that is ggml's soft_max with sinks and transformers'
+// concatenated sink column, whatever max each subtracts.
 inline void softmax_probs(const quant::Kernels &kern, float *row, int64_t key0, int64_t n_kv, int64_t n_keys,
-                          int64_t window, float scale) {
+                          int64_t window, float scale, const float *sink = nullptr) {
     const int64_t lo = window_start(n_kv, window);
     std::fill(row + key0, row + lo, 0.0f);
     float *win = row + lo;
     const int64_t nw = n_kv - lo;
-    const float inv = (float)(1.0 / kern.softmax(win, nw, scale));
+    float mx = -INFINITY;
+    if (sink)
+        for (int64_t j = 0; j < nw; ++j)
+            if (win[j] * scale > mx) mx = win[j] * scale;
+    double sum = kern.softmax(win, nw, scale);
+    // A row of -inf scores (mx = -inf) has no finite term to stand beside.
+    if (sink && std::isfinite(mx)) sum += std::exp((double)*sink - (double)mx);
+    const float inv = (float)(1.0 / sum);
     for (int64_t j = 0; j < nw; ++j) win[j] *= inv;
     kern.round[(int)DType::F16](win, win, nw);
     std::fill(row + n_kv, row + n_keys, 0.0f);

@@ -1,4 +1,5 @@
 // Row gathers and element-wise ops.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -136,9 +137,23 @@ void op_swiglu(const Node &n, const OpCtx &c) {
     float *d = static_cast<float *>(n.dst->data);
     int64_t b, e;
     split(n.dst->nelements(), c.ith, c.nth, b, e);
+    const SwigluParams &p = n.params.swiglu;
+    if (p.limit > 0.0f) {
+        // gpt-oss's clamped form, in ggml's swiglu_oai order (the gate's
+        // sigmoid through libm expf, then the shifted up): a few experts' rows
+        // per token, so the scalar loop costs nothing next to their products.
+        for (int64_t i = b; i < e; ++i) {
+            const float x = std::min(g[i], p.limit), y = std::min(std::max(u[i], -p.limit), p.limit);
+            d[i] = x / (1.0f + std::exp(-p.alpha * x)) * (y + 1.0f);
+        }
+        return;
+    }
     quant::active_kernels().swiglu(g + b, u + b, d + b, e - b);
 }
-bool supports_swiglu(const Node &n) { return gated_ok(n); }
+bool supports_swiglu(const Node &n) {
+    const SwigluParams &p = n.params.swiglu;
+    return gated_ok(n) && p.limit >= 0.0f && std::isfinite(p.limit) && std::isfinite(p.alpha);
+}
 size_t work_size_swiglu(const Node &, int) { return 0; }
 
 namespace {

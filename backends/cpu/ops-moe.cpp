@@ -57,6 +57,10 @@ IdLayout id_layout(const Node &n) {
 
 // The gating scores of one token's router logits.
 void gate_scores(const float *logits, int64_t n, int32_t gating, float *out) {
+    if (gating == kMoeSoftmaxTopk) {  // chosen on the logits; weighed by op_moe_weights
+        std::copy(logits, logits + n, out);
+        return;
+    }
     if (gating == kMoeSigmoid) {
         for (int64_t e = 0; e < n; ++e) out[e] = 1.0f / (1.0f + std::exp(-logits[e]));
         return;
@@ -168,7 +172,7 @@ bool route_ok(const Node &n, DType out) {
     const int64_t n_expert = lg->ne[0];
     if (!(is_f32(lg) && d->type == out && d->is_contiguous() && d->ne[0] == p.k && d->ne[1] == lg->nrows() &&
           d->nrows() == lg->nrows() && p.k > 0 && p.k <= n_expert &&
-          (p.gating == kMoeSoftmax || p.gating == kMoeSigmoid)))
+          (p.gating == kMoeSoftmax || p.gating == kMoeSigmoid || p.gating == kMoeSoftmaxTopk)))
         return false;
     if (p.n_group > 1 && (n_expert % p.n_group != 0 || n_expert / p.n_group < 2 || p.topk_group < 1 ||
                           p.topk_group > p.n_group || (int64_t)p.topk_group * (n_expert / p.n_group) < p.k))
@@ -247,7 +251,18 @@ void op_moe_weights(const Node &n, const OpCtx &c) {
         const int32_t *id = static_cast<const int32_t *>(n.src[1]->data) + t * p.k;
         float *out = static_cast<float *>(n.dst->data) + t * p.k;
         float sum = 0.0f;
-        for (int32_t i = 0; i < p.k; ++i) sum += out[i] = id[i] >= 0 && id[i] < E ? scores[id[i]] : 0.0f;
+        if (p.gating == kMoeSoftmaxTopk) {
+            // A softmax over the chosen experts' logits alone (transformers'
+            // softmax of topk's values); an id outside the experts weighs 0.
+            float mx = -INFINITY;
+            for (int32_t i = 0; i < p.k; ++i)
+                if (id[i] >= 0 && id[i] < E) mx = std::max(mx, scores[id[i]]);
+            float z = 0.0f;
+            for (int32_t i = 0; i < p.k; ++i) z += out[i] = id[i] >= 0 && id[i] < E ? std::exp(scores[id[i]] - mx) : 0.0f;
+            for (int32_t i = 0; i < p.k; ++i) sum += out[i] = z > 0.0f ? out[i] / z : 0.0f;
+        } else {
+            for (int32_t i = 0; i < p.k; ++i) sum += out[i] = id[i] >= 0 && id[i] < E ? scores[id[i]] : 0.0f;
+        }
         const float f = p.norm && sum > 0.0f ? p.scale / sum : p.scale;
         for (int32_t i = 0; i < p.k; ++i) out[i] *= f;
     }

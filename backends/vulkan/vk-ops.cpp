@@ -92,6 +92,8 @@ bool supports_attn_paged(const Node &n) {
     // The latent mode (src2 and src4 null, DeepSeek MLA) has no shader: the
     // graph executor runs it on the CPU.
     if (!v || !vp) return false;
+    // Nor do attention sinks (src6, gpt-oss): the CPU runs those layers.
+    if (n.src[6]) return false;
     const PagedAttnParams &p = n.params.attn_paged;
     if (!(contiguous_f32(q) && contiguous_f32(k) && contiguous_f32(v) && kp->type == DType::F16 &&
           vp->type == DType::F16 && idx->type == DType::I32 && idx->is_contiguous() && contiguous_f32(n.dst) &&
@@ -118,7 +120,8 @@ bool supports_op_rules(const Node &n) {
     case Op::ADD:
     case Op::MUL: return broadcast_row_ok(n);
     case Op::ROPE: return supports_rope(n);
-    case Op::SWIGLU:
+    // gpt-oss's clamped SwiGLU (limit > 0) has no shader: the CPU runs it.
+    case Op::SWIGLU: return gated_ok(n) && n.params.swiglu.limit == 0.0f;
     case Op::GEGLU: return gated_ok(n);
     case Op::ATTN_PAGED: return supports_attn_paged(n);
     case Op::SCALE: return contiguous_f32(n.src[0]) && contiguous_f32(n.dst) && same_shape(n.src[0], n.dst);

@@ -35,7 +35,8 @@ typedef enum vt_quant_type {
     VT_QUANT_Q5_0 = 4,
     VT_QUANT_Q5_1 = 5,
     VT_QUANT_Q4_K = 6,
-    VT_QUANT_Q6_K = 7
+    VT_QUANT_Q6_K = 7,
+    VT_QUANT_MXFP4 = 8  /* since ABI 1.11: e2m1 values, an e8m0 scale per 32 (OCP MX, ggml type 39) */
 } vt_quant_type;
 
 typedef struct vt_model_params {

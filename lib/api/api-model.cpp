@@ -42,6 +42,7 @@ constexpr QuantName kQuantNames[] = {
     {VT_QUANT_Q4_0, "Q4_0", vt::DType::Q4_0}, {VT_QUANT_Q4_1, "Q4_1", vt::DType::Q4_1},
     {VT_QUANT_Q5_0, "Q5_0", vt::DType::Q5_0}, {VT_QUANT_Q5_1, "Q5_1", vt::DType::Q5_1},
     {VT_QUANT_Q4_K, "Q4_K", vt::DType::Q4_K}, {VT_QUANT_Q6_K, "Q6_K", vt::DType::Q6_K},
+    {VT_QUANT_MXFP4, "MXFP4", vt::DType::MXFP4},
 };
 
 const QuantName *quant_entry(uint32_t t) {
@@ -84,7 +85,7 @@ VT_API vt_status vt_quant_type_from_name(const char *name, vt_quant_type *out) {
             return VT_OK;
         }
     return guard([&] {
-        vt::fail(VT_ERR_UNSUPPORTED, "cannot quantize to '%s' (supported: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0, Q4_1, none)",
+        vt::fail(VT_ERR_UNSUPPORTED, "cannot quantize to '%s' (supported: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0, Q4_1, MXFP4, none)",
                  name);
     });
 }

@@ -25,7 +25,8 @@ namespace vt {
     X(Q6_K, 14, 256, 210)                 \
     X(Q8_K, 15, 256, 292)                 \
     X(I32, 26, 1, 4)                      \
-    X(BF16, 30, 1, 2)
+    X(BF16, 30, 1, 2)                     \
+    X(MXFP4, 39, 32, 17)
 
 enum class DType : uint32_t {
 #define VT_DTYPE_ENUM_(name, id, be, bb) name = id,

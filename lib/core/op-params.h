@@ -17,6 +17,13 @@ struct ScaleParams {
     float scale;
 };
 
+// SwiGLU (Op::SWIGLU). Value-initialized it is the plain silu(gate) * up;
+// limit > 0 selects gpt-oss's clamped form (ops.def).
+struct SwigluParams {
+    float alpha;  // the sigmoid's slope in the clamped form (gpt-oss: swiglu_alpha 1.702)
+    float limit;  // > 0: gate clamped above, up to [-limit, limit] (gpt-oss: swiglu_limit 7); 0: plain
+};
+
 // Element-wise functions (Op::UNARY).
 struct UnaryParams {
     int32_t kind;  // kUnary*
@@ -114,8 +121,9 @@ struct PagedAttnParams {
 };
 
 // Mixture-of-experts routing (Op::MOE_TOPK picks, Op::MOE_WEIGHTS weighs).
-// scores = gating(router logits): softmax over the experts, or an
-// element-wise sigmoid (DeepSeek-V3). Experts are chosen by scores + the
+// scores = gating(router logits): softmax over the experts, an
+// element-wise sigmoid (DeepSeek-V3), or the logits themselves
+// (kMoeSoftmaxTopk, whose weights are a softmax over the chosen). Experts are chosen by scores + the
 // optional selection bias; with n_group > 1 only experts of the topk_group
 // groups with the largest sums of their two best choices may be chosen
 // (DeepSeek-V3), the others never are (transformers' masked_fill of -inf). A
@@ -123,7 +131,7 @@ struct PagedAttnParams {
 // sum of the chosen ones when norm is set, times scale.
 struct MoeRouteParams {
     int32_t k;           // experts per token
-    int32_t gating;      // kMoeSoftmax or kMoeSigmoid
+    int32_t gating;      // kMoeSoftmax, kMoeSigmoid or kMoeSoftmaxTopk
     int32_t n_group;     // expert groups (<= 1: none)
     int32_t topk_group;  // groups a token may choose from
     int32_t norm;        // nonzero: chosen weights sum to 1 (before scale)
@@ -131,5 +139,11 @@ struct MoeRouteParams {
 };
 constexpr int32_t kMoeSoftmax = 0;
 constexpr int32_t kMoeSigmoid = 1;
+// gpt-oss (transformers' GptOssTopKRouter, llama.cpp's SOFTMAX_WEIGHT):
+// experts chosen on the raw logits (plus any selection bias), the weights a
+// softmax over the chosen ones' logits only. Softmax over all then norm is
+// the same in exact arithmetic, but it chooses on rounded probabilities (two
+// close logits can tie, an underflowed tail ties at 0) and rounds twice.
+constexpr int32_t kMoeSoftmaxTopk = 2;
 
 } // namespace vt

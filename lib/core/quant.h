@@ -4,7 +4,7 @@
 // Layouts are bit-compatible with GGUF/ggml blocks (see dtype.h for sizes,
 // quant/blocks.h for the fields). Numerics follow llama.cpp's x86 CPU
 // backend so that results agree with it: activations are quantized once per
-// row to the weight type's vec_dot_type (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for
+// row to the weight type's vec_dot_type (Q8_0 for Q4_0/Q5_0/Q8_0/MXFP4, Q8_1 for
 // Q4_1/Q5_1, Q8_K for the K quants, F16 for F16, BF16 for BF16), rounding to
 // nearest-even as its SIMD paths do, and the dot product is an integer dot
 // per block scaled in f32.
@@ -36,7 +36,7 @@ DType vec_dot_type(DType t);
 
 // Weight quantizers: n f32 weights (whole blocks of t) to t, byte for byte
 // what ggml's quantize_row_<t>_ref writes (llama.cpp's quantizer without an
-// importance matrix), for t in Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K.
+// importance matrix), for t in Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, MXFP4.
 // Inputs must be finite. Scalar, thread-safe, one caller thread; throws
 // std::invalid_argument for another t or a partial block.
 bool can_quantize_weights(DType t);

@@ -26,6 +26,7 @@ std::unique_ptr<Architecture> make_lfm2moe_architecture();
 std::unique_ptr<Architecture> make_nemotron_h_architecture();
 std::unique_ptr<Architecture> make_granite_hybrid_architecture();
 std::unique_ptr<Architecture> make_falcon_h1_architecture();
+std::unique_ptr<Architecture> make_gpt_oss_architecture();
 
 namespace {
 struct ArchEntry {
@@ -52,6 +53,7 @@ const ArchEntry kArchitectures[] = {
     {"nemotron_h_moe", make_nemotron_h_architecture},
     {"granitehybrid", make_granite_hybrid_architecture},
     {"falcon-h1", make_falcon_h1_architecture},
+    {"gpt-oss", make_gpt_oss_architecture},
 };
 
 struct HfEntry {
@@ -83,6 +85,7 @@ const HfEntry kHfArchitectures[] = {
     {"NemotronHForCausalLM", {"nemotron_h", HfNorms::nemotron_h}},
     {"GraniteMoeHybridForCausalLM", {"granitehybrid", HfNorms::granite_hybrid}},
     {"FalconH1ForCausalLM", {"falcon-h1", HfNorms::falcon_h1}},
+    {"GptOssForCausalLM", {"gpt-oss", HfNorms::gpt_oss}},
 };
 } // namespace
 

@@ -18,6 +18,7 @@
 #include "core/quant.h"
 #include "model/hf-experts.h"
 #include "model/hf-granite-falcon.h"
+#include "model/hf-gpt-oss.h"
 #include "model/hf-kimi.h"
 #include "model/hf-lfm2.h"
 #include "model/hf-nemotron-h.h"
@@ -164,6 +165,8 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
         if (std::string k = lfm2_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
     if (norms == HfNorms::nemotron_h)
         if (std::string k = nemotron_h_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
+    if (norms == HfNorms::gpt_oss)
+        if (std::string k = gpt_oss_gguf_name(rest); !k.empty()) return "blk." + bid + "." + k;
     if (norms == HfNorms::granite_hybrid || norms == HfNorms::falcon_h1)
         if (std::string k = mup_hybrid_gguf_name(rest, norms == HfNorms::falcon_h1, true); !k.empty())
             return "blk." + bid + "." + k;
@@ -171,6 +174,18 @@ std::string gguf_name(const std::string &hf, HfNorms norms) {
     for (const auto *table : {&common, &own}) {
         auto it = table->find(rest);
         if (it != table->end()) return "blk." + bid + "." + it->second;
+    }
+    return "";
+}
+
+// config.json's quantization_config.quant_method (top level, or a
+// multimodal checkpoint's text_config), "" when absent.
+std::string mxfp4_quant_method(const json &top) {
+    for (const json *c : {&top, top.contains("text_config") ? &top["text_config"] : nullptr}) {
+        if (!c || !c->is_object() || !c->contains("quantization_config")) continue;
+        const json &q = (*c)["quantization_config"];
+        if (q.is_object() && q.contains("quant_method") && q["quant_method"].is_string())
+            return q["quant_method"].get<std::string>();
     }
     return "";
 }
@@ -574,6 +589,12 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             meta.u32("attention.sliding_window", cfg["sliding_window"].get<uint64_t>());
         }
     }
+    // gpt-oss's clamped SwiGLU: llama.cpp hard-codes 1.702 and 7 and its
+    // converter writes no key; vt's keys carry a config's own values.
+    if (arch->norms == HfNorms::gpt_oss) {
+        meta.f32("expert_swiglu_alpha", num(cfg, "swiglu_alpha", 1.702));
+        meta.f32("expert_swiglu_limit", num(cfg, "swiglu_limit", 7.0));
+    }
     if (cfg.contains("final_logit_softcapping") && cfg["final_logit_softcapping"].is_number())
         meta.f32("final_logit_softcapping", cfg["final_logit_softcapping"].get<double>());
 
@@ -629,10 +650,35 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     HfExperts experts;
     auto mla_copies = std::make_shared<std::deque<std::vector<uint8_t>>>();
     keep.push_back(mla_copies);
+    // Every file's tensors, then the MXFP4 pairs (safetensors.h: pair_mxfp4),
+    // whose halves may lie in different shards.
+    std::vector<const SafetensorsTensor *> all, mx_parts;
     for (const fs::path &f : files) {
         std::shared_ptr<SafetensorsFile> st = SafetensorsFile::open(f.string(), use_mmap);
         keep.push_back(st);
-        for (const SafetensorsTensor &t0 : st->tensors()) {
+        for (const SafetensorsTensor &t : st->tensors()) all.push_back(&t);
+        for (const SafetensorsTensor &t : st->mxfp4_parts()) mx_parts.push_back(&t);
+    }
+    auto mx_pending = std::make_shared<std::vector<SafetensorsTensor>>();
+    keep.push_back(mx_pending);
+    if (!mx_parts.empty()) {
+        const std::string method = mxfp4_quant_method(top);
+        if (method != "mxfp4")
+            fail(VT_ERR_UNSUPPORTED,
+                 "%s: tensor '%s' is U8 (an MXFP4 half) but config.json's quantization_config.quant_method is '%s', "
+                 "not mxfp4",
+                 dir.c_str(), mx_parts[0]->name.c_str(), method.c_str());
+        *mx_pending = pair_mxfp4(mx_parts, dir.string());
+        for (const SafetensorsTensor &t : *mx_pending) all.push_back(&t);
+    }
+    {
+        for (const SafetensorsTensor *tp : all) {
+            // A pending MXFP4 pair takes ggml's block layout here, every row;
+            // an architecture that needs rows of it (gpt-oss's interleaved
+            // gate_up) calls materialize_mxfp4 itself before this point.
+            SafetensorsTensor mx_rows;
+            if (tp->mx_blocks) mx_rows = materialize_mxfp4(*tp, 0, 1, *mla_copies);
+            const SafetensorsTensor &t0 = tp->mx_blocks ? mx_rows : *tp;
             SafetensorsTensor renamed;
             const bool rename = nemotron || arch->norms == HfNorms::granite_hybrid;
             if (rename) {
@@ -640,6 +686,10 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
                 renamed.name = nemotron ? nemotron_h_tensor_name(t0.name, nemotron_kinds) : granite_expert_alias(t0.name);
             }
             const SafetensorsTensor &t = rename ? renamed : t0;
+            if (std::string bid, rest; arch->norms == HfNorms::gpt_oss &&
+                                       split_hf_layer_name(text_model_name(t.name), bid, rest) &&
+                                       take_gpt_oss_experts(t, rest, "blk." + bid + ".", *mla_copies, tensors))
+                continue;
             if (experts.take(t)) continue;
             if (std::string bid, rest; arch->norms == HfNorms::granite_hybrid &&
                                        split_hf_layer_name(text_model_name(t.name), bid, rest) &&

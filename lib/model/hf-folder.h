@@ -41,6 +41,10 @@ enum class HfNorms : uint8_t {
     // muP multipliers (model/hf-granite-falcon.h).
     granite_hybrid,
     falcon_h1,
+    // gpt-oss: plain norms, post_attention_layernorm under llama.cpp's
+    // post_attention_norm; sinks, router and expert biases, its experts'
+    // transposed and interleaved gate_up (model/hf-gpt-oss.h).
+    gpt_oss,
 };
 struct HfArchitecture {
     const char *gguf_arch;  // vt's (and GGUF's) name

@@ -19,7 +19,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
                                    std::optional<DType> quantize, vt_device *device, int32_t n_gpu_layers,
                                    uint64_t weights_budget) {
     if (quantize && !can_quantize_weights(*quantize))
-        fail(VT_ERR_UNSUPPORTED, "cannot quantize weights to %s at load (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K)",
+        fail(VT_ERR_UNSUPPORTED, "cannot quantize weights to %s at load (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, MXFP4)",
              dtype_name(*quantize));
     auto report = [&](float p) {
         if (progress && !progress(p)) fail(VT_ERR_CANCELLED, "%s: load cancelled by the progress callback", path.c_str());

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,10 @@ struct SafetensorsTensor {
     int64_t ne[4] = {1, 1, 1, 1};  // ne[0] contiguous: the shape reversed
     const void *data = nullptr;    // into the mapping
     size_t nbytes = 0;
+    // An MXFP4 tensor paired from transformers' two byte tensors
+    // (pair_mxfp4 below): data stays null until materialize_mxfp4 writes
+    // ggml's blocks from these (owned by their SafetensorsFile).
+    const SafetensorsTensor *mx_blocks = nullptr, *mx_scales = nullptr;
 };
 
 class SafetensorsFile {
@@ -36,6 +41,10 @@ public:
     static std::unique_ptr<SafetensorsFile> parse(const uint8_t *data, size_t size, const std::string &name = "safetensors");
 
     const std::vector<SafetensorsTensor> &tensors() const { return tensors_; }
+    // The U8 tensors whose names end in _blocks or _scales (MXFP4 halves,
+    // pair_mxfp4), kept apart: no other reader takes raw bytes. Their type
+    // field means nothing (F32); nbytes is their element count.
+    const std::vector<SafetensorsTensor> &mxfp4_parts() const { return mx_parts_; }
     const std::string &path() const { return name_; }
     // See MappedFile::release.
     void release(const void *p, size_t n) const {
@@ -48,6 +57,30 @@ private:
     std::unique_ptr<MappedFile> file_;
     std::string name_;
     std::vector<SafetensorsTensor> tensors_;
+    std::vector<SafetensorsTensor> mx_parts_;
 };
+
+// MXFP4 checkpoints of transformers (gpt-oss; config.json's
+// quantization_config {"quant_method": "mxfp4"}; integrations/mxfp4.py)
+// store each quantized matrix `<name>` as two U8 tensors: `<name>_blocks`,
+// shape (..., rows, n_blocks, 16), 32 e2m1 codes per block, element 2i in
+// the low nibble of byte i and 2i+1 in the high one; and `<name>_scales`,
+// shape (..., rows, n_blocks), the blocks' e8m0 exponents. pair_mxfp4 matches
+// the halves across all of a folder's files and returns one MXFP4 tensor
+// `<name>` per pair, of shape (..., rows, n_blocks * 32) (ne[0] =
+// n_blocks * 32), its bytes not yet written (data null, mx_blocks and
+// mx_scales set). `where` names the folder in errors: VT_ERR_FORMAT for a
+// half without the other or halves whose shapes disagree.
+std::vector<SafetensorsTensor> pair_mxfp4(const std::vector<const SafetensorsTensor *> &parts, const std::string &where);
+
+// The bytes of a paired tensor in ggml's block_mxfp4 layout (e, then byte j =
+// element j | element j + 16 << 4): rows first, first + step, first + 2 step,
+// ... of each matrix (ne[1] rows, for every ne[2] and ne[3]), as a tensor of
+// that many rows whose data `store` owns. (0, 1) takes every row; gpt-oss's
+// interleaved gate_up rows are (0, 2) for gate and (1, 2) for up. Values are
+// moved, never rounded: ggml's table is the e2m1 values doubled and its
+// scale 2^(e - 128), the same numbers as transformers' ldexp(value, e - 127).
+SafetensorsTensor materialize_mxfp4(const SafetensorsTensor &t, int64_t first, int64_t step,
+                                    std::deque<std::vector<uint8_t>> &store);
 
 } // namespace vt

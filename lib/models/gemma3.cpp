@@ -23,24 +23,6 @@ namespace {
 constexpr uint32_t kSlidingPattern = 6;      // default: layer il slides unless il % 6 == 5
 constexpr float kSlidingRopeBase = 10000.0f;  // default of rope.freq_base_swa
 
-// Which layers slide, as llama.cpp reads it: attention.sliding_window_pattern
-// is a bool per layer, or a period n (layer il slides unless il % n == n - 1;
-// 0: all slide), 6 when absent.
-std::vector<bool> sliding_layers(const Model &m, uint32_t n_layer) {
-    std::vector<bool> out(n_layer);
-    const std::string key = m.arch_name() + ".attention.sliding_window_pattern";
-    if (const GgufValue *arr = m.gguf().get_array(key, GgufType::BOOL)) {
-        if (arr->arr_n != n_layer)
-            fail(VT_ERR_FORMAT, "%s has %llu entries for %u layers", key.c_str(), (unsigned long long)arr->arr_n,
-                 n_layer);
-        for (uint32_t il = 0; il < n_layer; ++il) out[il] = arr->uint_at(il) != 0;
-        return out;
-    }
-    const uint32_t n = m.arch_u32("attention.sliding_window_pattern", kSlidingPattern);
-    for (uint32_t il = 0; il < n_layer; ++il) out[il] = n == 0 || il % n < n - 1;
-    return out;
-}
-
 struct Gemma3Layer {
     const Tensor *attn_norm, *attn_post_norm, *ffn_norm, *ffn_post_norm;  // (n_embd) each
     AttnWeights attn;  // with q/k norms (head_dim)
@@ -65,7 +47,7 @@ void Gemma3::load(Model &m) {
     read_decoder_hparams(m, kRopeNeox);
     const Hparams &hp = m.hparams;
     const uint32_t window = m.arch_u32("attention.sliding_window", 0);
-    const std::vector<bool> slides = sliding_layers(m, hp.n_layer);
+    const std::vector<bool> slides = read_sliding_layers(m, kSlidingPattern);
     m.cache_layers.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const bool sliding = window > 0 && slides[il];

@@ -116,7 +116,7 @@ Tensor *GraniteHybrid::attention(LayerBuilder &b, uint32_t il, Tensor *h, const 
     Tensor *k = g.reshape(b.linear(w.wk, h, w.bk), {hd, HK, n});
     Tensor *v = g.reshape(b.linear(w.wv, h, w.bv), {hd, HK, n});
     Tensor *att = g.op<Op::ATTN_PAGED>(DType::F32, {hd, H, n},
-                                       {q, k, v, &(*a.k_cache)[il], &(*a.v_cache)[il], a.kv_index[il]},
+                                       {q, k, v, &(*a.k_cache)[il], &(*a.v_cache)[il], a.kv_index[il], nullptr},
                                        {attention_scale_, attention_window(b.model().cache_layers[il]),
                                         (int32_t)a.n_ctx});
     return b.linear(w.wo, g.reshape(att, {hd * H, n}));

@@ -8,6 +8,22 @@
 
 namespace vt {
 
+std::vector<bool> read_sliding_layers(const Model &m, uint32_t default_period) {
+    const uint32_t n_layer = m.hparams.n_layer;
+    std::vector<bool> out(n_layer);
+    const std::string key = m.arch_name() + ".attention.sliding_window_pattern";
+    if (const GgufValue *arr = m.gguf().get_array(key, GgufType::BOOL)) {
+        if (arr->arr_n != n_layer)
+            fail(VT_ERR_FORMAT, "%s has %llu entries for %u layers", key.c_str(), (unsigned long long)arr->arr_n,
+                 n_layer);
+        for (uint32_t il = 0; il < n_layer; ++il) out[il] = arr->uint_at(il) != 0;
+        return out;
+    }
+    const uint32_t n = m.arch_u32("attention.sliding_window_pattern", default_period);
+    for (uint32_t il = 0; il < n_layer; ++il) out[il] = n == 0 || il % n < n - 1;
+    return out;
+}
+
 void read_decoder_hparams(Model &m, int32_t rope_mode) {
     Hparams &hp = m.hparams;
     const char *arch = m.arch_name().c_str();
@@ -286,7 +302,7 @@ Tensor *LayerBuilder::attention(uint32_t il, Tensor *h, const AttnWeights &aw, c
     q = g_.reshape(q, {hd, H, n_});
     k = g_.reshape(k, {hd, HK, n_});
     Tensor *v = g_.reshape(linear(aw.wv, h, aw.bv), {hd, HK, n_});
-    return linear(aw.wo, attend(il, q, k, v, aw, rope, scale, rope_factors));
+    return linear(aw.wo, attend(il, q, k, v, aw, rope, scale, rope_factors), aw.bo);
 }
 
 Tensor *LayerBuilder::attend(uint32_t il, Tensor *q, Tensor *k, Tensor *v, const AttnWeights &aw,
@@ -302,7 +318,7 @@ Tensor *LayerBuilder::attend(uint32_t il, Tensor *q, Tensor *k, Tensor *v, const
     k = g_.op<Op::ROPE>(DType::F32, {hd, HK, n_}, {k, a_.positions, factors}, rope);
     const int32_t window = attention_window(m_.cache_layers[il]);
     Tensor *kc = &(*a_.k_cache)[il], *vc = &(*a_.v_cache)[il];
-    Tensor *att = g_.op<Op::ATTN_PAGED>(DType::F32, {hd, H, n_}, {q, k, v, kc, vc, a_.kv_index[il]},
+    Tensor *att = g_.op<Op::ATTN_PAGED>(DType::F32, {hd, H, n_}, {q, k, v, kc, vc, a_.kv_index[il], w(aw.sinks)},
                                         {scale, window, (int32_t)a_.n_ctx});
     return g_.reshape(att, {hd * H, n_});
 }
@@ -326,14 +342,23 @@ Tensor *LayerBuilder::moe(Tensor *h, const MoeWeights &mw) {
     route.topk_group = (int32_t)hp.expert_groups_used;
     route.norm = hp.expert_weights_norm;
     route.scale = hp.expert_weights_scale;
-    Tensor *logits = linear(mw.router, h);  // (n_expert, n)
+    Tensor *logits = linear(mw.router, h, mw.router_bias);  // (n_expert, n)
     Tensor *ids = g_.op<Op::MOE_TOPK>(DType::I32, {k, n_}, {logits, w(mw.probs_bias)}, route);
     Tensor *weights = g_.op<Op::MOE_WEIGHTS>(DType::F32, {k, n_}, {logits, ids}, route);
     Tensor *x = g_.reshape(h, {E, 1, n_});  // every slot reads the token's row
-    Tensor *gate = g_.op<Op::MUL_MAT_ID>(DType::F32, {F, k, n_}, {w(mw.gate), x, ids});
-    Tensor *up = g_.op<Op::MUL_MAT_ID>(DType::F32, {F, k, n_}, {w(mw.up), x, ids});
-    Tensor *act = g_.op<Op::SWIGLU>(DType::F32, {F, k, n_}, {gate, up});
-    Tensor *down = g_.op<Op::MUL_MAT_ID>(DType::F32, {E, k, n_}, {w(mw.down), act, ids});
+    // An expert's bias: the row of each slot's expert (GET_ROWS of the
+    // (width, n_expert) matrix by the ids), added to its product.
+    Tensor *flat_ids = nullptr;
+    auto biased = [&](Tensor *y, const Tensor *bias) {
+        if (!bias) return y;
+        if (!flat_ids) flat_ids = g_.reshape(ids, {k * n_});
+        Tensor *rows = g_.op<Op::GET_ROWS>(DType::F32, {y->ne[0], k * n_}, {w(bias), flat_ids});
+        return add(y, g_.reshape(rows, {y->ne[0], k, n_}));
+    };
+    Tensor *gate = biased(g_.op<Op::MUL_MAT_ID>(DType::F32, {F, k, n_}, {w(mw.gate), x, ids}), mw.gate_bias);
+    Tensor *up = biased(g_.op<Op::MUL_MAT_ID>(DType::F32, {F, k, n_}, {w(mw.up), x, ids}), mw.up_bias);
+    Tensor *act = g_.op<Op::SWIGLU>(DType::F32, {F, k, n_}, {gate, up}, mw.swiglu);
+    Tensor *down = biased(g_.op<Op::MUL_MAT_ID>(DType::F32, {E, k, n_}, {w(mw.down), act, ids}), mw.down_bias);
     Tensor *out = g_.op<Op::MOE_SUM>(DType::F32, {E, n_}, {down, weights});
     if (!mw.shared.gate) return out;
     Tensor *shared = ffn(h, mw.shared, Activation::silu);

@@ -14,6 +14,12 @@
 
 namespace vt {
 
+// Which layers use a sliding window, as llama.cpp reads it:
+// attention.sliding_window_pattern is a bool per layer, or a period n (layer
+// il slides unless il % n == n - 1; 0: all slide), default_period when
+// absent (Gemma 3: 6, gpt-oss: 2).
+std::vector<bool> read_sliding_layers(const Model &m, uint32_t default_period);
+
 // Reads "<arch>.*" keys shared by decoder-only transformers into m.hparams
 // (context, widths, heads, head size, rope dimensions, base, linear or YaRN
 // scaling, RMS epsilon) and checks them. rope_mode is the caller's: it
@@ -35,6 +41,8 @@ struct AttnWeights {
     const Tensor *bq = nullptr, *bk = nullptr, *bv = nullptr;
     const Tensor *q_norm = nullptr, *k_norm = nullptr;  // (head_dim), or (n_head * head_dim) and (n_embd_kv)
     bool qk_norm_full = false;                           // the norms span the whole projections (OLMoE)
+    const Tensor *bo = nullptr;                          // (n_embd): the output projection's bias (gpt-oss)
+    const Tensor *sinks = nullptr;                       // (n_head) f32: attention sinks (gpt-oss), ATTN_PAGED's src6
 };
 
 // Loads blk.<il>.attn_{q,k,v,output}.weight (or q, k and v as row ranges of
@@ -60,6 +68,12 @@ struct MoeWeights {
     const Tensor *down = nullptr;                 // (n_ff_exp, n_embd, n_expert)
     FfnWeights shared;                   // all null without shared experts
     const Tensor *shared_gate = nullptr; // (n_embd, 1) or null: sigmoid(h . g) scales the shared experts' output
+    // gpt-oss: the router's bias and each expert's biases (F32, chosen by
+    // the expert ids), and its clamped SwiGLU (limit > 0).
+    const Tensor *router_bias = nullptr;              // (n_expert)
+    const Tensor *gate_bias = nullptr, *up_bias = nullptr;  // (n_ff_exp, n_expert)
+    const Tensor *down_bias = nullptr;                // (n_embd, n_expert)
+    SwigluParams swiglu{};
 };
 
 // Defaults of what the file may leave out, per architecture (llama.cpp's).

@@ -75,7 +75,7 @@ Tensor *mla_attention(LayerBuilder &b, uint32_t il, Tensor *h, const MlaWeights 
     Tensor *k_full = g.op<Op::CONCAT>(DType::F32, {L + R, 1, n}, {c, k_pe});
 
     Tensor *kc = &(*a.k_cache)[il];
-    Tensor *att = g.op<Op::ATTN_PAGED>(DType::F32, {L, H, n}, {q_full, k_full, nullptr, kc, nullptr, a.kv_index[il]},
+    Tensor *att = g.op<Op::ATTN_PAGED>(DType::F32, {L, H, n}, {q_full, k_full, nullptr, kc, nullptr, a.kv_index[il], nullptr},
                                        {p.kq_scale, 0, (int32_t)a.n_ctx});
     // Each head's mixed latent through W_UV_h, then the output projection.
     Tensor *o = g.op<Op::MUL_MAT_ID>(DType::F32, {s.d_v, H, n}, {const_cast<Tensor *>(w.wv_b), att, nullptr});

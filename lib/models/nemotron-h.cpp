@@ -146,7 +146,7 @@ Tensor *NemotronH::attention(LayerBuilder &b, uint32_t il, Tensor *h, const Attn
     Tensor *v = g.reshape(b.linear(w.wv, h), {hd, HK, n});
     // No rope: the Mamba layers carry the order.
     Tensor *att = g.op<Op::ATTN_PAGED>(DType::F32, {hd, H, n}, {q, k, v, &(*a.k_cache)[il], &(*a.v_cache)[il],
-                                                                a.kv_index[il]},
+                                                                a.kv_index[il], nullptr},
                                        {1.0f / std::sqrt((float)hd), attention_window(b.model().cache_layers[il]),
                                         (int32_t)a.n_ctx});
     return b.linear(w.wo, g.reshape(att, {hd * H, n}));

@@ -36,7 +36,8 @@ inline void put_f16(uint8_t *p, float v) {
 }
 
 // Fills b (whole blocks of type t) with random bytes, then sets every fp16
-// scale and min to a random value of magnitude 0.002..0.05 and either sign.
+// scale and min to a random value of magnitude 0.002..0.05 and either sign
+// (MXFP4: a moderate exponent).
 inline void randomize_blocks(DType t, std::vector<uint8_t> &b, std::mt19937 &rng) {
     std::uniform_int_distribution<int> byte(0, 255);
     for (auto &x : b) x = (uint8_t)byte(rng);
@@ -45,6 +46,9 @@ inline void randomize_blocks(DType t, std::vector<uint8_t> &b, std::mt19937 &rng
     const Fields f = fp16_fields(t);
     const size_t bb = dtype_info(t).block_bytes;
     for (size_t off = 0; off + bb <= b.size(); off += bb) {
+        // MXFP4's scale is an e8m0 exponent (byte 0): 2^-9 .. 2^-1 times
+        // the doubled e2m1 values (|v| <= 12), weights up to 6.
+        if (t == DType::MXFP4) b[off] = (uint8_t)(119 + byte(rng) % 9);
         for (int o : f.scales) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
         for (int o : f.mins) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
     }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Second oracle for the tiny hybrid fixtures: llama.cpp's float32 logits on
+"""Second oracle for the tiny hybrid fixtures (and gpt-oss): llama.cpp's float32 logits on
 tests/models/tiny/<name>.gguf against the transformers goldens in <name>.json.
 
     python3 tests/models/llama-cpp-tiny-logits.py [--only qwen3_5_moe,...] [--llama-cpp DIR]
@@ -18,7 +18,7 @@ argmaxes agree. Needs only the standard library and a C++ compiler + cmake.
 
 What to expect: about 1e-5 for qwen3_5_moe and qwen3_next, 3e-6 for lfm2,
 nemotron_h and nemotron_h_moe, 1e-6 for lfm2_moe, 4e-6 for falcon_h1 and 5e-6
-for granitemoehybrid (float32 noise);
+for granitemoehybrid, 2e-6 for gpt_oss (float32 noise);
 about 5e-3 for kimi_linear, all of it from one epsilon: llama.cpp's Kimi
 L2-normalises q and k with rms_norm_eps (1e-5) where transformers uses 1e-6
 (hybrid-numpy-reference.py with 1e-5 there matches llama.cpp to 2e-6).
@@ -41,7 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "models" / "tiny"
 HYBRIDS = ["qwen3_5", "qwen3_5_moe", "qwen3_next", "kimi_linear", "lfm2", "lfm2_moe", "nemotron_h",
-           "nemotron_h_moe", "granitemoehybrid", "falcon_h1"]
+           "nemotron_h_moe", "granitemoehybrid", "falcon_h1", "gpt_oss"]
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 
 DRIVER = r"""

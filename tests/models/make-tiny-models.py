@@ -330,6 +330,28 @@ CONFIGS.update({
         ssm_multipliers=[1.2, 2.5, 4.0, 3.0, 1.4], ssm_out_multiplier=1.8)),
 })
 HYBRID |= {"granitemoehybrid", "falcon_h1"}
+# gpt-oss (transformers 5.25): two layers, the first sliding (window 8,
+# shorter than both prompts), the second full (the config's default
+# layer_types); 4 heads of 32 over 2 kv heads with biases on q, k, v and o
+# and a sink per head; 8 experts of 32 (gate_up interleaved, transposed, as
+# transformers keeps them), 3 used, a router with a bias (see build), the
+# clamped SwiGLU;
+# YaRN (factor 32, beta 32/1, original context 256; truncate true, the
+# transformers default, which is what llama.cpp computes: the real config's
+# truncate false moves the ramp's ends off whole dimensions, see
+# lib/models/gpt-oss.cpp). Sinks and every bias get N(0, 1) values (the
+# init's zeros would leave them untested).
+CONFIGS["gpt_oss"] = ("GptOssForCausalLM", "GptOssConfig", dict(
+    hidden_size=64, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+    head_dim=32, max_position_embeddings=8192, rms_norm_eps=1e-5, sliding_window=8, tie_word_embeddings=False,
+    num_local_experts=8, num_experts_per_tok=3, attention_bias=True,
+    layer_types=["sliding_attention", "full_attention"],
+    rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0, "beta_fast": 32.0,
+                     "beta_slow": 1.0, "truncate": True, "original_max_position_embeddings": 256}))
+NEEDS_5_25 = {"gpt_oss"}
+# Every greedy margin above 0.05 (7 distinct tokens), all 8 experts of both
+# layers chosen, router top-k gaps above 2e-4: the first such seed from 1000.
+SEEDS["gpt_oss"] = 1003
 # Granite 4.0-H: every greedy margin above 0.05 (28 distinct tokens), all 8
 # experts chosen; Falcon-H1: margins above 0.05 (7 distinct tokens).
 SEEDS["granitemoehybrid"] = 1242
@@ -400,7 +422,7 @@ def build(name: str, folder: Path, seed: int | None = None):
     """The tokenizer (saved into folder) and the random model of CONFIGS[name]."""
     import torch
     import transformers
-    if name in HYBRID and tuple(int(x) for x in transformers.__version__.split(".")[:2]) < (5, 25):
+    if name in HYBRID | NEEDS_5_25 and tuple(int(x) for x in transformers.__version__.split(".")[:2]) < (5, 25):
         sys.exit(f"make-tiny-models: {name} needs transformers 5.25 or newer, not {transformers.__version__}")
     cls_name, cfg_name, kwargs = CONFIGS[name]
     tok = train_tokenizer(folder)
@@ -428,7 +450,19 @@ def build(name: str, folder: Path, seed: int | None = None):
                 m.e_score_correction_bias.copy_(torch.randn_like(m.e_score_correction_bias) * 0.1)
             if isinstance(getattr(m, "expert_bias", None), torch.Tensor):  # LFM2-MoE's, beside its router
                 m.expert_bias.copy_(torch.randn_like(m.expert_bias) * 0.1)
-        if name in HYBRID:
+        if name == "gpt_oss":
+            # Sinks and biases (zeros, or a router bias of the init's 0.02)
+            # random; the router 4x wider again, so that the tokens choose
+            # the experts (all 8 chosen by some token).
+            for n, p in model.named_parameters():
+                if n.endswith(("sinks", "bias")):
+                    # Biases of the size of what they are added to: larger
+                    # ones (o_proj's, down_proj's) would make every token's
+                    # residual alike and route all tokens the same way.
+                    p.copy_(torch.randn_like(p) * (1.0 if n.endswith("sinks") else 0.1))
+                if n.endswith("router.weight"):
+                    p.mul_(4.0)
+        elif name in HYBRID:
             hybrid_init(model)
         if name == "lfm2_moe":
             # Tied output: with the embeddings widened as well, each token's own
@@ -509,7 +543,7 @@ def goldens(name: str, model, tok):
               if isinstance(getattr(m, "expert_bias", None), torch.Tensor)}
     hooks = [m.register_forward_hook(lambda m, args, out, n=n: on_router(m, args, out, n))
              for n, m in model.named_modules()
-             if n.endswith((".mlp.gate", ".feed_forward.gate", ".mixer.gate"))]
+             if n.endswith((".mlp.gate", ".feed_forward.gate", ".mixer.gate", ".mlp.router"))]
     prompts = []
     with torch.no_grad():
         hooks += [m.register_forward_hook(lambda m, args, out, n=n: on_router(m, args, out, n))

@@ -121,6 +121,9 @@ TEST_CASE("quantized at load = quantized by llama.cpp, bit for bit", "[quantize]
         {"llama", VT_QUANT_Q8_0, "llama-q8_0.gguf", 0}, {"llama", VT_QUANT_Q4_K, "llama-q4_k.gguf", 15},
         {"llama", VT_QUANT_Q4_0, "llama-q4_0.gguf", 0}, {"phi3", VT_QUANT_Q8_0, "phi3-q8_0.gguf", 0},
         {"phi3", VT_QUANT_Q4_K, "phi3-q4_k.gguf", 15}, {"phi3", VT_QUANT_Q4_0, "phi3-q4_0.gguf", 0},
+        // ggml's MXFP4 quantizer through libggml-base (make-mxfp4-fixtures.py):
+        // what llama-quantize --pure MXFP4_MOE writes.
+        {"llama", VT_QUANT_MXFP4, "llama-mxfp4.gguf", 0},
     };
     for (const auto &c : cases) {
         INFO(c.arch << " " << vt_quant_type_name(c.q));

@@ -198,12 +198,16 @@ std::vector<std::vector<vt_token>> engine_greedy(uint64_t kv_bytes, uint32_t max
                                                  vt_engine_stats *stats, uint32_t n_batch = 0,
                                                  uint32_t *max_running = nullptr) {
     Fixture &f = fixture();
-    // 128 positions: what the test needs, and within Phi-3's original
-    // context, where transformers and vt both use its short rope factors;
-    // more for the hybrid models' longer prompt (over two delta-rule chunks).
+    // 96 positions: what the test needs (a 63-token prompt and 32 more),
+    // and within Phi-3's original context, where transformers and vt both
+    // use its short rope factors; more for the hybrid models' longer prompt
+    // (over two delta-rule chunks). No more than that: a model with as many
+    // sliding-window layers as full ones (gpt-oss) gives its sliding group
+    // half of the pool for 1.5 requests below, and the full layers' half
+    // must still hold one request of max_model_len.
     const std::vector<vt_token> prompt = ids_of(f.golden["prompts"].back()["ids"]);
     const uint32_t n_new = (uint32_t)f.golden["greedy"].size();
-    ContextPtr ctx = make_context(kv_bytes, max_seqs, std::max<uint32_t>(128, (uint32_t)prompt.size() + n_new), n_batch);
+    ContextPtr ctx = make_context(kv_bytes, max_seqs, std::max<uint32_t>(96, (uint32_t)prompt.size() + n_new), n_batch);
     std::vector<uint64_t> ids(copies);
     for (int c = 0; c < copies; ++c) {
         vt_request_params rp;

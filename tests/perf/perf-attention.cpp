@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
     Graph g;
     Tensor *q = g.input(DType::F32, {hd, n_head, n_tok}), *k = g.input(DType::F32, {hd, n_head_kv, n_tok}),
            *v = g.input(DType::F32, {hd, n_head_kv, n_tok}), *ix = g.input(DType::I32, {(int64_t)index.size()});
-    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {hd, n_head, n_tok}, {q, k, v, &kct, &vct, ix},
+    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {hd, n_head, n_tok}, {q, k, v, &kct, &vct, ix, nullptr},
                                      {1.0f / std::sqrt((float)hd), 0, (int32_t)(seq_blocks * bs)});
     g.mark_output(y);
     BufferPtr buf = buffer_alloc(cpu_device(), g.plan() + 64, "perf arena");

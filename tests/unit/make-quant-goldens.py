@@ -30,8 +30,9 @@ import numpy as np
 OUT = Path(__file__).resolve().parent / "goldens" / "quantize-weights.bin"
 N_PER_ROW = 512  # two Q4_K/Q6_K super-blocks, sixteen 32-element blocks
 # ggml_type ids (ggml.h)
-TYPES = {"Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8, "Q4_K": 12, "Q6_K": 14}
-BLOCK = {2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34), 12: (256, 144), 14: (256, 210)}
+TYPES = {"Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8, "Q4_K": 12, "Q6_K": 14, "MXFP4": 39}
+BLOCK = {2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34), 12: (256, 144), 14: (256, 210),
+         39: (32, 17)}
 
 
 def to_bf16_values(x: np.ndarray) -> np.ndarray:

@@ -170,10 +170,10 @@ inline std::vector<float> normal(size_t n, std::mt19937 &rng, float sigma = 1.f)
 // Every weight type the matmul kernels read in the GGUF row layout.
 constexpr DType kMatmulTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
                                   DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
-                                  DType::Q4_K, DType::Q5_K, DType::Q6_K};
+                                  DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4};
 // The types with an _X16 layout (x16-layout.h).
 constexpr DType kX16Types[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                               DType::Q4_K, DType::Q6_K, DType::F16,  DType::BF16};
+                               DType::Q4_K, DType::Q6_K, DType::F16,  DType::BF16, DType::MXFP4};
 
 // A row length for t's tests: odd for plain floats, an odd number of blocks
 // otherwise.
@@ -314,12 +314,16 @@ inline double h16(uint16_t h) { return (double)fp16_to_f32(h); }
 // (or one the query has not outgrown) is all keys.
 inline int64_t window_start(int64_t n_kv, int64_t window) { return window > 0 && n_kv > window ? n_kv - window : 0; }
 
-// Softmax weights over keys j in [lo, n_kv) of scores s (the rest get 0).
-inline std::vector<double> window_softmax(const std::vector<double> &s, int64_t lo) {
-    double mx = -INFINITY, sum = 0;
+// Softmax weights over keys j in [lo, n_kv) of scores s (the rest get 0);
+// with a sink logit (gpt-oss's per head), exp(sink) joins the denominator
+// as one more key that has no value (transformers concatenates it as a
+// column and drops its probability).
+inline std::vector<double> window_softmax(const std::vector<double> &s, int64_t lo, const double *sink = nullptr) {
+    double mx = sink ? *sink : -INFINITY, sum = 0;
     for (size_t j = (size_t)lo; j < s.size(); ++j) mx = std::max(mx, s[j]);
     std::vector<double> p(s.size(), 0.0);
     for (size_t j = (size_t)lo; j < s.size(); ++j) sum += p[j] = std::exp(s[j] - mx);
+    if (sink) sum += std::exp(*sink - mx);
     for (double &pj : p) pj /= sum;
     return p;
 }
@@ -369,6 +373,9 @@ struct AttnTerms {
 // absolute when subnormal) and dotted with V in f32 ((n_kv + 2) u):
 //   tol = A (ep + 2^-11 + (n_kv + 2) u) + n_kv 2^-25 max|V_d|.
 // For hd = 64, |q|, |K| ~ N(0, 1): D ~ 5, so tol ~ 1e-2 A worst case.
+// A sink adds one term exp(sink - mx) to the denominator, off by no more
+// than the max's shift (the kernel adds it in double): within ew, so the
+// bound holds with A over the sink-scaled probabilities.
 // Contract bound (q_f16): the same with q rounded to f16 in the reference
 // (the kernel's documented numerics, as llama.cpp); es drops to
 // D (hd + 2) u, and tol ~ 5e-4 A, dominated by the f16 probabilities.
@@ -398,7 +405,7 @@ using KvAt = std::function<uint16_t(int64_t t, int64_t j, int64_t e)>;
 inline AttnRef attention_reference(const AttnInputs &in, int32_t window, bool q_f16,
                                    const std::function<int64_t(int64_t)> &n_kv_of, const KvAt &k_at,
                                    const KvAt &v_at, const std::function<double(const AttnTerms &)> &tol_of,
-                                   int64_t dv = 0) {
+                                   int64_t dv = 0, const std::vector<float> *sinks = nullptr) {
     const int64_t n_head = in.sh.n_head, head_dim = in.sh.head_dim, group = n_head / in.sh.n_head_kv;
     if (dv == 0) dv = head_dim;
     const size_t n = (size_t)(in.n_tok * n_head * dv);
@@ -423,7 +430,8 @@ inline AttnRef attention_reference(const AttnInputs &in, int32_t window, bool q_
                 a.mx = std::max(a.mx, s[(size_t)j]);
                 a.mn = std::min(a.mn, s[(size_t)j]);
             }
-            const std::vector<double> pr = window_softmax(s, lo);
+            const double sink = sinks ? (double)(*sinks)[(size_t)h] : 0.0;
+            const std::vector<double> pr = window_softmax(s, lo, sinks ? &sink : nullptr);
             for (int64_t d = 0; d < dv; ++d) {
                 double o = 0;
                 a.A = a.vmax = 0;
@@ -579,16 +587,18 @@ inline void pool_tensors(const PagedBatch &b, std::vector<uint16_t> &k, std::vec
 // checks that the step's slots then hold f16(k), f16(v) and every other slot
 // is as it was; returns the output.
 inline std::vector<float> run_paged(const PagedBatch &b, int32_t window, const std::vector<uint16_t> &kp,
-                                    const std::vector<uint16_t> &vp) {
+                                    const std::vector<uint16_t> &vp, const std::vector<float> *sinks = nullptr) {
     const int64_t kv_row = b.sh.kv_row();
     const std::vector<uint16_t> kp_blocked = k_convert(kp, kv_row, b.bs, true);
     std::vector<uint16_t> kc = kp_blocked, vc = vp;
-    Tensor kct, vct;
+    Tensor kct, vct, st;
     pool_tensors(b, kc, vc, kct, vct);
+    if (sinks) tensor_init(st, DType::F32, b.sh.n_head, 1, 1, 1, const_cast<float *>(sinks->data()), "sinks");
     const std::vector<float> got =
         run_attn_node(b, &b.index, kc, vc, kp_blocked, vp, [&](Graph &g, Tensor *q, Tensor *k, Tensor *v, Tensor *it) {
             return g.op<Op::ATTN_PAGED>(DType::F32, {b.sh.head_dim, b.sh.n_head, b.n_tok},
-                                        {q, k, v, &kct, &vct, it}, {b.scale, window, (int32_t)b.n_slots});
+                                        {q, k, v, &kct, &vct, it, sinks ? &st : nullptr},
+                                        {b.scale, window, (int32_t)b.n_slots});
         });
     std::vector<uint16_t> k_exp = kp, v_exp = vp;
     for (int64_t t = 0; t < b.n_tok; ++t) {
@@ -603,13 +613,14 @@ inline std::vector<float> run_paged(const PagedBatch &b, int32_t window, const s
 
 // The reference of b's step (over k_full, v_full; q rounded to f16 when
 // q_f16, the kernel's contract) with ATTN_PAGED's tolerance.
-inline AttnRef attn_ref(const PagedBatch &b, int32_t window, bool q_f16 = true) {
+inline AttnRef attn_ref(const PagedBatch &b, int32_t window, bool q_f16 = true,
+                        const std::vector<float> *sinks = nullptr) {
     const int64_t kv_row = b.sh.kv_row();
     return attention_reference(
         b, window, q_f16, [&](int64_t t) { return (int64_t)b.index[(size_t)(3 * t + 1)]; },
         [&](int64_t t, int64_t j, int64_t e) { return b.k_full[(size_t)(b.slot(t, j) * kv_row + e)]; },
         [&](int64_t t, int64_t j, int64_t e) { return b.v_full[(size_t)(b.slot(t, j) * kv_row + e)]; },
-        [&](const AttnTerms &a) { return attn_tol(a, b.sh.head_dim, q_f16); });
+        [&](const AttnTerms &a) { return attn_tol(a, b.sh.head_dim, q_f16); }, 0, sinks);
 }
 
 } // namespace

@@ -26,7 +26,7 @@ using Bytes = std::vector<uint8_t>;
 
 const DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
                         DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
-                        DType::Q4_K, DType::Q5_K, DType::Q6_K};
+                        DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4};
 
 // Row lengths: for block types every remainder of the 4-block loop plus a
 // long row; for plain floats every tail of the 64/32/16/8-element steps.
@@ -146,7 +146,7 @@ TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base t
           "[gemm]") {
     std::mt19937 rng(99);
     int checked = 0;
-    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q6_K,
+    for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::MXFP4, DType::Q4_K, DType::Q6_K,
                        DType::F16, DType::BF16}) {
         const int x16 = quant::x16_slot(base);
         const DType vdt = vec_dot_type(base);

@@ -457,6 +457,20 @@ TEST_CASE("gguf: corrupt files throw with an offset", "[gguf]") {
     }
 }
 
+TEST_CASE("gguf: MXFP4 tensors (type 39) read as 17-byte blocks of 32", "[gguf]") {
+    // 64 x 3 elements: 2 blocks per row, 6 blocks, 102 bytes.
+    const std::vector<uint8_t> b = one_tensor({64, 3}, 39, 0, 102);
+    auto g = GgufFile::parse(b.data(), b.size());
+    const auto *t = g->find_tensor("t");
+    REQUIRE(t);
+    CHECK(t->type == vt::DType::MXFP4);
+    CHECK(t->nbytes == 102);
+    std::string msg;
+    CHECK(status_of(one_tensor({48}, 39, 0), &msg) == VT_ERR_FORMAT);  // rows of 1.5 blocks
+    CHECK(msg.find("MXFP4") != std::string::npos);
+    CHECK(status_of(one_tensor({64, 4}, 39, 0, 102)) == VT_ERR_FORMAT); // 136 bytes past the end
+}
+
 TEST_CASE("gguf: every truncation of a valid file throws VT_ERR_FORMAT", "[gguf]") {
     const Sample s = make_sample();
     size_t failures = 0;

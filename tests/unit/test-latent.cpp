@@ -161,7 +161,7 @@ std::vector<float> run_latent(const PagedBatch &b, int64_t dv, int32_t window) {
     tensor_init(kct, DType::F16, b.bs, kv_row, b.n_slots / b.bs, 1, kc.data(), "k_pool");
     const std::vector<float> got =
         run_attn_node(b, &b.index, kc, vc, k_start, no_v, [&](Graph &g, Tensor *q, Tensor *k, Tensor *, Tensor *it) {
-            return g.op<Op::ATTN_PAGED>(DType::F32, {dv, b.sh.n_head, b.n_tok}, {q, k, nullptr, &kct, nullptr, it},
+            return g.op<Op::ATTN_PAGED>(DType::F32, {dv, b.sh.n_head, b.n_tok}, {q, k, nullptr, &kct, nullptr, it, nullptr},
                                         {b.scale, window, (int32_t)b.n_slots});
         });
     std::vector<uint16_t> k_exp = b.k0;
@@ -269,7 +269,7 @@ TEST_CASE("ATTN_PAGED latent mode: a token's output does not depend on its step 
             Graph g;
             Tensor *qt = g.input(DType::F32, {dk, n_head, nt}), *kt = g.input(DType::F32, {dk, 1, nt}),
                    *it = g.input(DType::I32, {(int64_t)index.size()});
-            Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {dv, n_head, nt}, {qt, kt, nullptr, &kct, nullptr, it},
+            Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {dv, n_head, nt}, {qt, kt, nullptr, &kct, nullptr, it, nullptr},
                                              {scale, 0, (int32_t)n_slots});
             g.mark_output(y);
             REQUIRE(supports(g.nodes()[0]));
@@ -306,7 +306,7 @@ TEST_CASE("ATTN_PAGED latent mode: supports_op", "[ops][latent]") {
         Tensor *q = g.input(DType::F32, {64, 4, 2}), *k = g.input(DType::F32, {64, 1, 2}),
                *ix = g.input(DType::I32, {8});
         Tensor *v = v_new ? g.input(DType::F32, {64, 1, 2}) : nullptr;
-        g.op<Op::ATTN_PAGED>(DType::F32, {dv, 4, 2}, {q, k, v, &kct, v_pool, ix}, {0.125f, 0, 32});
+        g.op<Op::ATTN_PAGED>(DType::F32, {dv, 4, 2}, {q, k, v, &kct, v_pool, ix, nullptr}, {0.125f, 0, 32});
         kct.type = pool_type;
         const bool ok = supports(g.nodes()[0]);
         kct.type = DType::F16;

@@ -444,4 +444,64 @@ TEST_CASE("ATTN_PAGED with a sliding window: blocks before it are not read", "[o
     }
 }
 
+// ---- attention sinks ---------------------------------------------------------------
+
+TEST_CASE("ATTN_PAGED with sinks: a logit per head in the denominator, GQA, windows, many sequences", "[ops]") {
+    // gpt-oss's sinks (src6): per query head, exp(sink) joins the softmax's
+    // denominator with no value. Four sequences in one step (decode at 37, a
+    // chunk after 20, a fresh prompt, a decode at 130 past a block size of
+    // windows), 8 query heads over 2 KV heads, with and without a window,
+    // against the double reference (ops-harness.h) with the same tolerance
+    // as without sinks; 1 and 3 threads bit for bit (run_paged). The sinks
+    // span a head the sink dominates (+6: its outputs shrink toward 0), ones
+    // beside the scores, one far below them (no effect within the
+    // tolerance) and -inf (exactly none: the same bits as no sinks).
+    std::mt19937 rng(4242);
+    const AttnShape sh{8, 2, 32};
+    const std::vector<SeqCase> seqs = {{37, 1}, {20, 5}, {0, 3}, {130, 1}};
+    const std::vector<float> sinks = {0.0f, 6.0f, -1.5f, 0.7f, -30.0f, 2.5f, -INFINITY, 0.25f};
+    const std::vector<float> none(8, -INFINITY);
+    for (int64_t bs : {16, 4}) {
+        const PagedBatch b = make_paged_batch(sh, 64, bs, seqs, rng);
+        for (int32_t window : {0, 5, 17}) {
+            INFO("block size " << bs << ", window " << window);
+            const std::vector<float> got = run_paged(b, window, b.k0, b.v0, &sinks);
+            const AttnRef r = attn_ref(b, window, true, &sinks);
+            check_close(got, r.out, r.tol, "ATTN_PAGED (sinks)");
+            // The sinks matter: the reference without them is far off for
+            // the heads they weigh (head 1's outputs at least halve).
+            const AttnRef plain = attn_ref(b, window, true);
+            int64_t off = 0;
+            for (size_t i = 0; i < got.size(); ++i) off += std::fabs(got[i] - plain.out[i]) > 10 * plain.tol[i];
+            CHECK(off > (int64_t)got.size() / 8);
+            // Sinks of -inf add an exact 0: the bits of a node without them.
+            const std::vector<float> no_sinks = run_paged(b, window, b.k0, b.v0);
+            const std::vector<float> inf_sinks = run_paged(b, window, b.k0, b.v0, &none);
+            CHECK(same_bits(no_sinks.data(), inf_sinks.data(), no_sinks.size() * sizeof(float)));
+        }
+    }
+}
+
+TEST_CASE("ATTN_PAGED sinks: supports_op wants n_head f32 values, no latent mode", "[ops]") {
+    std::vector<uint16_t> kpool(16 * 64 * 2), vpool(64 * 32);
+    std::vector<float> sv(8);
+    Tensor kct, vct;
+    tensor_init(kct, DType::F16, 16, 64, 2, 1, kpool.data(), "k");
+    tensor_init(vct, DType::F16, 64, 32, 1, 1, vpool.data(), "v");
+    auto node = [&](DType type, int64_t n, bool latent) {
+        Tensor st;
+        tensor_init(st, type, n, 1, 1, 1, sv.data(), "sinks");
+        Graph g;
+        Tensor *q = g.input(DType::F32, {32, 8, 2}), *k = g.input(DType::F32, {32, 2, 2}),
+               *v = latent ? nullptr : g.input(DType::F32, {32, 2, 2}), *ix = g.input(DType::I32, {8});
+        g.op<Op::ATTN_PAGED>(DType::F32, {32, 8, 2}, {q, k, v, &kct, latent ? nullptr : &vct, ix, &st},
+                             {0.125f, 0, 32});
+        return supports(g.nodes()[0]);
+    };
+    CHECK(node(DType::F32, 8, false));
+    CHECK_FALSE(node(DType::F32, 4, false));  // one per KV head is not one per head
+    CHECK_FALSE(node(DType::F16, 8, false));
+    CHECK_FALSE(node(DType::F32, 8, true));   // latent mode takes none
+}
+
 } // namespace

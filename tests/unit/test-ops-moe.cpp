@@ -6,7 +6,8 @@
 //    against MUL_MAT of the chosen expert's matrix, plain and _X16;
 //  - MOE_TOPK and MOE_WEIGHTS against a reference written from transformers'
 //    routers (Mixtral and Qwen3-MoE: softmax; DeepseekV3TopkRouter: sigmoid,
-//    selection bias, group-limited choice), ties included;
+//    selection bias, group-limited choice; GptOssTopKRouter: chosen on the
+//    logits, a softmax over the chosen), ties included;
 //  - MOE_SUM against the double sum; what supports_op refuses.
 // Every case runs on 1, 2 and 3 threads, which must agree bit for bit, with
 // the output poisoned before each run so that a run that writes nothing
@@ -358,6 +359,10 @@ constexpr double kMinGap = 1e-4;
 
 std::vector<double> ref_scores(const float *logits, int64_t n, int32_t gating) {
     std::vector<double> s((size_t)n);
+    if (gating == kMoeSoftmaxTopk) {  // transformers' GptOssTopKRouter: topk of the logits themselves
+        for (int64_t e = 0; e < n; ++e) s[(size_t)e] = logits[e];
+        return s;
+    }
     if (gating == kMoeSigmoid) {
         for (int64_t e = 0; e < n; ++e) s[(size_t)e] = 1.0 / (1.0 + std::exp(-(double)logits[e]));
         return s;
@@ -420,6 +425,15 @@ std::vector<double> weights_ref(const float *logits, const int32_t *ids, int64_t
     const std::vector<double> s = ref_scores(logits, n_expert, p.gating);
     std::vector<double> w((size_t)p.k);
     double sum = 0;
+    if (p.gating == kMoeSoftmaxTopk) {  // then softmax(topk values): over the chosen only
+        double mx = -INFINITY, z = 0;
+        for (int32_t i = 0; i < p.k; ++i) mx = std::max(mx, s[(size_t)ids[i]]);
+        for (int32_t i = 0; i < p.k; ++i) z += w[(size_t)i] = std::exp(s[(size_t)ids[i]] - mx);
+        for (double &v : w) v /= z;
+        for (double v : w) sum += v;
+        for (double &v : w) v = (p.norm ? v / sum : v) * (double)p.scale;
+        return w;
+    }
     for (int32_t i = 0; i < p.k; ++i) sum += w[(size_t)i] = s[(size_t)ids[i]];
     for (double &v : w) v = (p.norm ? v / sum : v) * (double)p.scale;
     return w;
@@ -464,6 +478,8 @@ const RouteCase kRouteCases[] = {
     {"8 groups of 4, keep 2", 32, route(8, kMoeSigmoid, 8, 2), 2.0f, 0.3f},
     {"groups of 2, no bias", 8, route(2, kMoeSigmoid, 4, 2), 2.0f, 0.0f},
     {"softmax with groups", 16, route(4, kMoeSoftmax, 4, 2), 1.0f, 0.05f},
+    {"gpt-oss: top 4 of 32 on the logits, softmax over the chosen", 32, route(4, kMoeSoftmaxTopk), 1.0f, 0.0f},
+    {"softmax over the chosen, wide logits", 8, route(3, kMoeSoftmaxTopk), 30.0f, 0.0f},
 };
 
 // m tokens' logits whose every decision the reference makes is clear
@@ -522,6 +538,12 @@ TEST_CASE("MOE_TOPK: exact ties go to the lower index; best first", "[ops][moe]"
         {"three-way tie first", {1, 3, 3, 0, 3, -1, 2, 2}, {}, route(4, kMoeSoftmax), {1, 2, 4, 6}},
         {"three-way tie first", {1, 3, 3, 0, 3, -1, 2, 2}, {}, route(5, kMoeSigmoid), {1, 2, 4, 6, 7}},
         {"best first", {0, 5, 1, 4, -2, 3}, {}, route(4, kMoeSoftmax), {1, 3, 5, 2}},
+        {"best first", {0, 5, 1, 4, -2, 3}, {}, route(4, kMoeSoftmaxTopk), {1, 3, 5, 2}},
+        {"three-way tie first", {1, 3, 3, 0, 3, -1, 2, 2}, {}, route(4, kMoeSoftmaxTopk), {1, 2, 4, 6}},
+        // Chosen on the logits: softmax over all would underflow experts 0,
+        // 1 and 3 to 0 in f32 (exp(-150) < the least subnormal) and take
+        // 0 then 1 by index; their logits order them 1, 0.
+        {"chosen on logits, not underflowed scores", {-200, -150, 0, -300}, {}, route(3, kMoeSoftmaxTopk), {2, 1, 0}},
         // Ties made by the bias: choice 0.5 + 0.25 for experts 1 and 3.
         {"a bias ties two", {0, 0, 0, 0}, {0.0f, 0.25f, -0.25f, 0.25f}, route(3, kMoeSigmoid), {1, 3, 0}},
         // Groups of 2: sums g0 2 s(2), g1 s(1) + s(0), g2 s(0) + s(-1), g3
@@ -537,7 +559,8 @@ TEST_CASE("MOE_TOPK: exact ties go to the lower index; best first", "[ops][moe]"
          route(3, kMoeSigmoid, 2, 1), {0, 1, 2}},
     };
     for (const Case &c : cases) {
-        INFO(c.what << (c.p.gating == kMoeSigmoid ? ", sigmoid" : ", softmax") << ", k " << c.p.k);
+        INFO(c.what << (c.p.gating == kMoeSigmoid ? ", sigmoid" : c.p.gating == kMoeSoftmax ? ", softmax" : ", on logits")
+                    << ", k " << c.p.k);
         const int64_t n = (int64_t)c.logits.size();
         const float *bias = c.bias.empty() ? nullptr : c.bias.data();
         CHECK(route_ref(c.logits.data(), bias, n, c.p).ids == c.want);
@@ -587,7 +610,9 @@ TEST_CASE("MOE_WEIGHTS: the chosen experts' scores, normalized or not, scaled", 
                     const float *l = &r.logits[(size_t)(t * c.n_expert)];
                     const std::vector<double> w = weights_ref(l, &r.ids[(size_t)(t * p.k)], c.n_expert, p);
                     const double range = *std::max_element(l, l + c.n_expert) - *std::min_element(l, l + c.n_expert);
-                    const double s = p.gating == kMoeSigmoid ? 5 * kU : kU * (2 * (range + 2) + (double)c.n_expert + 1);
+                    // kMoeSoftmaxTopk: the same softmax over the k chosen (range: all logits', an upper bound).
+                    const double n_sum = p.gating == kMoeSoftmaxTopk ? (double)p.k : (double)c.n_expert;
+                    const double s = p.gating == kMoeSigmoid ? 5 * kU : kU * (2 * (range + 2) + n_sum + 1);
                     for (double v : w) {
                         ref.push_back(v);
                         tol.push_back(std::fabs(v) * (norm ? 2 * s + (p.k + 2) * kU : s + kU) + 1e-30);
@@ -701,7 +726,7 @@ TEST_CASE("supports_op refuses malformed MoE nodes", "[ops][moe]") {
         CHECK_FALSE(node(ok, {2, 5}, &b8, DType::F32));                  // f32 ids
         CHECK_FALSE(node(ok, {2, 5}, &b7));                              // bias of another length
         CHECK_FALSE(node(ok, {2, 5}, &b8, DType::I32, DType::I32));      // i32 bias
-        CHECK_FALSE(node(route(2, 2, 2, 1), {2, 5}, &b8));               // no gating 2
+        CHECK_FALSE(node(route(2, 3, 2, 1), {2, 5}, &b8));               // no gating 3
         CHECK_FALSE(node(route(2, kMoeSigmoid, 3, 1), {2, 5}, &b8));     // 3 groups do not divide 8
         CHECK_FALSE(node(route(2, kMoeSigmoid, 8, 2), {2, 5}, &b8));     // groups of 1
         CHECK_FALSE(node(route(2, kMoeSigmoid, 2, 3), {2, 5}, &b8));     // keep 3 of 2 groups

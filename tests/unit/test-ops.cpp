@@ -175,6 +175,64 @@ TEST_CASE("ADD and SWIGLU element-wise", "[ops]") {
     }
 }
 
+TEST_CASE("SWIGLU clamped (gpt-oss): min(gate, L), clamp(up, -L, L) + 1, sigmoid(alpha g)", "[ops]") {
+    // transformers' GptOssExperts._apply_gate / ggml's swiglu_oai against a
+    // double reference. The clamps are exact; then alpha g (u), expf (1 ulp,
+    // and the argument's rounding scaled by |alpha g|), 1 + e (u; >= 1, so
+    // e's relative error does not grow), the division, u + 1 (correctly
+    // rounded: u relative to the sum) and the product: (alpha |g| + 8) u
+    // relative bounds it.
+    std::mt19937 rng(1702);
+    const float alpha = 1.702f, limit = 7.0f;
+    const int64_t n = 301, m = 5;
+    const size_t N = (size_t)(n * m);
+    std::vector<float> a = normal(N, rng, 6.f), b = normal(N, rng, 6.f);  // many past +-7
+    const float extremes[] = {-90.f, 90.f, 7.f, -7.f, 0.f, -0.f, 1e-30f, -1.f};
+    for (size_t i = 0; i < 8; ++i) {
+        a[i * 37] = extremes[i];
+        b[i * 41 + 3] = extremes[7 - i];
+    }
+    Graph g;
+    Tensor *at = g.input(DType::F32, {n, m}), *bt = g.input(DType::F32, {n, m});
+    Tensor *sw = g.op<Op::SWIGLU>(DType::F32, {n, m}, {at, bt}, SwigluParams{alpha, limit});
+    Tensor *plain = g.op<Op::SWIGLU>(DType::F32, {n, m}, {at, bt}, SwigluParams{});
+    g.mark_output(sw);
+    g.mark_output(plain);
+    for (const Node &nd : g.nodes()) CHECK(supports(nd));
+    Bound bound(g);
+    std::vector<float> got_plain;
+    const std::vector<float> got = run_both(g, sw, [&] { put(at, a); put(bt, b); },
+                                            [&] {
+                                                got_plain = get(plain);
+                                                Bytes s(N * 4);
+                                                std::memcpy(s.data(), got_plain.data(), N * 4);
+                                                return s;
+                                            });
+    std::vector<double> ref(N), tol(N);
+    int64_t clamped = 0;
+    for (size_t i = 0; i < N; ++i) {
+        const double x = std::min((double)a[i], (double)limit);
+        const double y = std::min(std::max((double)b[i], -(double)limit), (double)limit);
+        clamped += a[i] > limit || std::fabs(b[i]) > limit;
+        ref[i] = x / (1.0 + std::exp(-(double)alpha * x)) * (y + 1.0);
+        tol[i] = ((double)alpha * std::fabs(x) + 8) * kU * std::fabs(ref[i]) + 1e-30;
+    }
+    CHECK(clamped > (int64_t)N / 4);  // the clamps are exercised
+    check_close(got, ref, tol, "SWIGLU (clamped)");
+    // SwigluParams{} is the plain SwiGLU (its own test above): here only
+    // that it differs where the clamps act.
+    int64_t differ = 0;
+    for (size_t i = 0; i < N; ++i) differ += got[i] != got_plain[i];
+    CHECK(differ > (int64_t)N / 4);
+    // supports_op: a negative or non-finite limit, a NaN alpha.
+    for (SwigluParams bad : {SwigluParams{alpha, -1.0f}, SwigluParams{alpha, INFINITY}, SwigluParams{NAN, limit}}) {
+        Graph g2;
+        Tensor *x = g2.input(DType::F32, {n, m}), *u = g2.input(DType::F32, {n, m});
+        g2.op<Op::SWIGLU>(DType::F32, {n, m}, {x, u}, bad);
+        CHECK_FALSE(supports(g2.nodes()[0]));
+    }
+}
+
 // ---- ROPE ----------------------------------------------------------------------
 
 TEST_CASE("ROPE modes 0 and 2, partial rotation, scattered positions", "[ops]") {
@@ -388,7 +446,7 @@ TEST_CASE("ATTN_PAGED: a token's output does not depend on its step or its batch
             Graph g;
             Tensor *qt = g.input(DType::F32, {head_dim, n_head, nt}), *kt = g.input(DType::F32, {head_dim, n_head_kv, nt}),
                    *vt_ = g.input(DType::F32, {head_dim, n_head_kv, nt}), *it = g.input(DType::I32, {(int64_t)index.size()});
-            Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {head_dim, n_head, nt}, {qt, kt, vt_, &kct, &vct, it},
+            Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {head_dim, n_head, nt}, {qt, kt, vt_, &kct, &vct, it, nullptr},
                                              {scale, 0, (int32_t)n_slots});
             g.mark_output(y);
             REQUIRE(supports(g.nodes()[0]));
@@ -448,7 +506,7 @@ TEST_CASE("supports_op rejects what the CPU cannot compute", "[ops]") {
     Graph g2;
     Tensor *q = g2.input(DType::F32, {64, 1, 1}), *k = g2.input(DType::F32, {64, 1, 1}), *v = g2.input(DType::F32, {64, 1, 1}),
            *ix = g2.input(DType::I32, {4});
-    g2.op<Op::ATTN_PAGED>(DType::F32, {64, 1, 1}, {q, k, v, &kct, &vct, ix}, {0.125f, 0, 16});
+    g2.op<Op::ATTN_PAGED>(DType::F32, {64, 1, 1}, {q, k, v, &kct, &vct, ix, nullptr}, {0.125f, 0, 16});
     CHECK_FALSE(supports(g2.nodes()[0]));
 }
 

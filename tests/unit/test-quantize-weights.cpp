@@ -76,7 +76,7 @@ Golden load_golden() {
 
 TEST_CASE("weight quantizers write ggml's bytes", "[quantize-weights]") {
     const Golden g = load_golden();
-    REQUIRE(g.types.size() >= 7);  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K
+    REQUIRE(g.types.size() >= 8);  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, MXFP4
     for (const Golden::Type &gt : g.types) {
         const char *name = dtype_name(gt.t);
         INFO("type " << name);
@@ -122,7 +122,12 @@ TEST_CASE("quantized weights dequantize close to their input", "[quantize-weight
         DType t;
         float rel;  // max |y - x| / max |x|
     } cases[] = {{DType::Q8_0, 0.005f}, {DType::Q6_K, 0.02f}, {DType::Q5_0, 1.0f / 16 + 0.005f},
-                 {DType::Q4_K, 0.1f}, {DType::Q4_0, 1.0f / 8 + 0.005f}};
+                 {DType::Q4_K, 0.1f}, {DType::Q4_0, 1.0f / 8 + 0.005f},
+                 // MXFP4: amax lies in [4, 8) units of 2^(e-127); the grid's
+                 // step is 1 unit up to 4 (spacing 2 between 4 and 6) and
+                 // 6 is the top, so an error of at most 2 units <= amax / 2.
+                 // Elements near amax err up to 2 units: amax / 4 at worst.
+                 {DType::MXFP4, 0.25f + 0.005f}};
     for (const auto &c : cases) {
         INFO(dtype_name(c.t));
         std::vector<uint8_t> q(row_bytes(c.t, 512));

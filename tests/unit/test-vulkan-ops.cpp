@@ -45,7 +45,7 @@ TEST_CASE("Vulkan device 0: props, buffer type, set/get/clear", "[vulkan]") {
     CHECK(std::all_of(c.begin(), c.end(), [](uint8_t x) { return x == 0xab; }));
 }
 
-TEST_CASE("Vulkan supports_op refuses the CPU's _X16 layouts and tensors over one binding", "[vulkan]") {
+TEST_CASE("Vulkan supports_op refuses the CPU's _X16 layouts, MXFP4 and tensors over one binding", "[vulkan]") {
     Tensor w, x, y;
     tensor_init(w, DType::Q4_0, 64, 32);
     w.layout = 1;  // the CPU's _X16: private to the CPU backend
@@ -59,6 +59,21 @@ TEST_CASE("Vulkan supports_op refuses the CPU's _X16 layouts and tensors over on
     CHECK_FALSE(vk().dev->iface->supports_op(vk().dev, &n));
     w.layout = 0;
     CHECK(vk().dev->iface->supports_op(vk().dev, &n));
+    // MXFP4 has no shader: its matmuls and row gathers are the CPU's (the
+    // executor's counted fallback), gpt-oss's experts among them.
+    tensor_init(w, DType::MXFP4, 64, 32);
+    CHECK_FALSE(vk().dev->iface->supports_op(vk().dev, &n));
+    Tensor ids, rows;
+    tensor_init(ids, DType::I32, 3, 1);
+    tensor_init(rows, DType::F32, 64, 3);
+    Node gr{};
+    gr.op = Op::GET_ROWS;
+    gr.src[0] = &w;
+    gr.src[1] = &ids;
+    gr.dst = &rows;
+    CHECK_FALSE(vk().dev->iface->supports_op(vk().dev, &gr));
+    tensor_init(w, DType::Q4_0, 64, 32);
+    CHECK(vk().dev->iface->supports_op(vk().dev, &gr));
     // 4096 x 131072 f32 weights = 2 GiB: over any binding we make (at most
     // 2^31 bytes; lavapipe 128 MiB), taken in row ranges.
     tensor_init(w, DType::F32, 4096, 65536 * 2);
@@ -324,7 +339,7 @@ void attn_case(int64_t n_head, int64_t n_head_kv, int64_t head_dim, int64_t bs, 
     Tensor *kt = g.input(DType::F32, {head_dim, n_head_kv, n_tok});
     Tensor *vt = g.input(DType::F32, {head_dim, n_head_kv, n_tok});
     Tensor *it = g.input(DType::I32, {(int64_t)idx.size()});
-    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {head_dim, n_head, n_tok}, {qt, kt, vt, &kp.t, &vp.t, it},
+    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {head_dim, n_head, n_tok}, {qt, kt, vt, &kp.t, &vp.t, it, nullptr},
                                      {scale, window, (int32_t)max_kv});
     g.mark_output(y);
     const Results got = run_both(g, {&kp, &vp}, y, [&](Bound &b) {
@@ -445,7 +460,7 @@ TEST_CASE("Vulkan ATTN_PAGED latent mode: refused, then run on the CPU by the gr
     Graph g;
     Tensor *qt = g.input(DType::F32, {dk, n_head, n_tok}), *kt = g.input(DType::F32, {dk, 1, n_tok}),
            *it = g.input(DType::I32, {(int64_t)index.size()});
-    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {dv, n_head, n_tok}, {qt, kt, nullptr, &kp.t, nullptr, it},
+    Tensor *y = g.op<Op::ATTN_PAGED>(DType::F32, {dv, n_head, n_tok}, {qt, kt, nullptr, &kp.t, nullptr, it, nullptr},
                                      {0.125f, 0, (int32_t)(bs * n_blocks)});
     g.mark_output(y);
     CHECK_FALSE(vk().dev->iface->supports_op(vk().dev, &g.nodes()[0]));

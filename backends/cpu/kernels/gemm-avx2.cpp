@@ -32,6 +32,8 @@ void fill_gemm_avx2(Kernels &k) {
     k.gemm[x16_slot(DType::Q8_0)] = gemm_legacy_x16_avx2<OpsQ8_0>;
     k.gemm[(int)DType::Q5_0] = gemm_legacy_avx2<OpsQ5_0>;
     k.gemm[(int)DType::Q5_1] = gemm_legacy_avx2<OpsQ5_1>;
+    k.gemm[(int)DType::MXFP4] = gemm_legacy_avx2<OpsMXFP4>;
+    k.gemm[x16_slot(DType::MXFP4)] = gemm_legacy_x16_avx2<OpsMXFP4>;
     k.gemm[x16_slot(DType::Q5_0)] = gemm_legacy_q5_x16_avx2<OpsQ5_0>;
     k.gemm[x16_slot(DType::Q5_1)] = gemm_legacy_q5_x16_avx2<OpsQ5_1>;
     k.gemm[x16_slot(DType::Q4_K)] = gemm_x16<Q4KX16Avx2>;

@@ -30,12 +30,14 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::Q5_0] = gemm_legacy<OpsQ5_0>;
     k.gemm[(int)DType::Q5_1] = gemm_legacy<OpsQ5_1>;
     k.gemm[(int)DType::Q8_0] = gemm_legacy<OpsQ8_0>;
+    k.gemm[(int)DType::MXFP4] = gemm_legacy<OpsMXFP4>;
     // The load-time layouts: every token count, decode included.
     k.gemm[x16_slot(DType::Q4_0)] = gemm_legacy_x16<OpsQ4_0>;
     k.gemm[x16_slot(DType::Q4_1)] = gemm_legacy_x16<OpsQ4_1>;
     k.gemm[x16_slot(DType::Q8_0)] = gemm_legacy_x16<OpsQ8_0>;
     k.gemm[x16_slot(DType::Q5_0)] = gemm_legacy_x16<OpsQ5_0>;
     k.gemm[x16_slot(DType::Q5_1)] = gemm_legacy_x16<OpsQ5_1>;
+    k.gemm[x16_slot(DType::MXFP4)] = gemm_legacy_x16<OpsMXFP4>;
     k.gemm[x16_slot(DType::Q4_K)] = gemm_x16<Q4KX16>;
     k.gemm[x16_slot(DType::Q6_K)] = gemm_q6k_x16;
     k.gemm[x16_slot(DType::F16)] = gemm_pairs_x16<F16Pairs>;

@@ -47,12 +47,13 @@ struct X16Src8 {
     static constexpr size_t kPayload = kX16Payload<Ops>, kBlock = 16 * sizeof(BW);
     using Loc = X16Loc;
     static inline Loc locate(const uint8_t *pw, int64_t b, int64_t nb) {
-        return x16_locate<kBlock, kPayload>(pw, b, nb);
+        return x16_locate<kBlock, kPayload, kX16Field<Ops>>(pw, b, nb);
     }
     static inline __m256i line(const Loc &l, int u, int h) {
         return _mm256_loadu_si256((const __m256i *)(l.q + 64 * u + 32 * h));
     }
     static inline __m256 d(const Loc &l, int h) {
+        if constexpr (kE8M0<Ops>) return e8m0_half8(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(l.h + 8 * h))));
         return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l.h + 16 * h)));
     }
     static inline __m256 m(const Loc &l, int h) {
@@ -123,15 +124,37 @@ struct LegacyLanes8 {
         const __m256i ones = _mm256_set1_epi16(1);
         if constexpr (S::kNibbles) {
             const __m256i low4 = _mm256_set1_epi8(0x0F);
-            __m256i s16[T];
-            for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
+            __m256i s16[T], s32[T];
+            for (int t = 0; t < T; ++t) s16[t] = s32[t] = _mm256_setzero_si256();
+            // MXFP4's codes go through its table (+ kOff: 0..24, OpsMXFP4::W's
+            // bytes): pairs up to 6096, so its int16 sums take 4 products,
+            // then move to int32 (steps 0, 4, 1, 5, then 2, 6, 3, 7).
+            const __m256i tbl = [] {
+                if constexpr (kE8M0<Ops>) {
+                    const __m128i t = _mm_add_epi8(_mm_loadu_si128((const __m128i *)kMxfp4Values),
+                                                   _mm_set1_epi8((char)Ops::kOff));
+                    return _mm256_set_m128i(t, t);
+                } else {
+                    return _mm256_setzero_si256();
+                }
+            }();
             const auto step = [&](int u) { // low nibbles: step u, high: step u + 4
                 const __m256i v = S::line(l, u, h);
-                const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+                __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+                if constexpr (kE8M0<Ops>) {
+                    lo = _mm256_shuffle_epi8(tbl, lo);
+                    hi = _mm256_shuffle_epi8(tbl, hi);
+                }
                 for (int t = 0; t < T; ++t) {
                     s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(lo, bcast32_256(y[t][b].qs + 4 * u)));
                     s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(hi, bcast32_256(y[t][b].qs + 16 + 4 * u)));
                 }
+                if constexpr (kE8M0<Ops>)
+                    if (u == 1)
+                        for (int t = 0; t < T; ++t) {
+                            s32[t] = _mm256_madd_epi16(s16[t], ones);
+                            s16[t] = _mm256_setzero_si256();
+                        }
             };
             // Token tiles unroll 2 steps deep: at 4, GCC summed the products
             // as trees and spilled (1 thread, 256 x 2048 in L2, 4 tokens:
@@ -144,7 +167,8 @@ struct LegacyLanes8 {
                 for (int u = 0; u < 4; ++u) step(u);
             }
             for (int t = 0; t < T; ++t)
-                p[t] = _mm256_add_epi32(_mm256_madd_epi16(s16[t], ones), _mm256_set1_epi32(corr[t * nb + b]));
+                p[t] = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(s16[t], ones), s32[t]),
+                                        _mm256_set1_epi32(corr[t * nb + b]));
         } else if constexpr (Ops::kOff >= 0) {
             // Unsigned 5-bit weights: 4 steps in int16 (at most 4 * 2 * 31 * 127).
             for (int t = 0; t < T; ++t) p[t] = _mm256_set1_epi32(corr[t * nb + b]);

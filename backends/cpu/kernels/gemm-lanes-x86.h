@@ -8,6 +8,7 @@
 #pragma once
 
 #include "cpu/kernels/gemm-x86.h"
+#include "cpu/kernels/legacy-x86.h"
 
 namespace vt::quant::x86 {
 namespace {
@@ -71,6 +72,16 @@ struct OpsQ8_0 {
 };
 #endif
 
+// MXFP4: the doubled e2m1 values (-12..12) plus 12, unsigned; the scale is
+// the e8m0 exponent's (weight_d, legacy-x86.h).
+struct OpsMXFP4 {
+    using BW = BlockMXFP4;
+    using BA = BlockQ8_0;
+    static constexpr int kOff = 12;
+    static constexpr bool kMin = false;
+    static inline __m256i W(const BW &x) { return mxfp4_bytes(x.qs, kOff); }
+};
+
 constexpr int kLaneRows = 16; // rows per _X16 group: the 32-bit lanes of a zmm
 
 template <class F, int T>
@@ -88,16 +99,22 @@ struct X16Loc {
     const uint8_t *q, *h;
     size_t field;
 };
-template <size_t kBlock, size_t kPayload>
+template <size_t kBlock, size_t kPayload, size_t kField = 2>
 static inline X16Loc x16_locate(const uint8_t *pw, int64_t b, int64_t nb) {
-    const X16At at = x16_at(kBlock / 16, kPayload / 16, b, nb);
+    const X16At at = x16_at(kBlock / 16, kPayload / 16, b, nb, kField);
     return {pw + at.q, pw + at.h, at.field};
 }
 
-// A 32-element type's _X16 payload per block and 16 rows: everything after
-// its f16 header (d, and m where the weights carry a min).
+// Whether a 32-element type's scale is MXFP4's e8m0 byte, not an f16 d.
 template <class Ops>
-constexpr size_t kX16Payload = 16 * (sizeof(typename Ops::BW) - (Ops::kMin ? 4 : 2));
+constexpr bool kE8M0 = std::is_same_v<typename Ops::BW, BlockMXFP4>;
+// Its _X16 header field per row (x16-layout.h): 2 bytes, MXFP4's 1.
+template <class Ops>
+constexpr size_t kX16Field = kE8M0<Ops> ? 1 : 2;
+// A 32-element type's _X16 payload per block and 16 rows: everything after
+// its header (d, and m where the weights carry a min; MXFP4's e).
+template <class Ops>
+constexpr size_t kX16Payload = 16 * (sizeof(typename Ops::BW) - (Ops::kMin ? 4 : kX16Field<Ops>));
 
 // The layouts whose steps take work to unpack (Q5_0, Q5_1, Q6_K) are read in
 // place below this many tokens and packed per call from the layout above:
@@ -216,7 +233,7 @@ static void pack_u8_steps(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, u
                 }
                 const BW &x = ((const BW *)(w + (r0 + r) * ws))[b];
                 _mm256_store_si256((__m256i *)q[r], Ops::W(x));
-                d[r] = f16_at(&x.d);
+                d[r] = weight_d(x);
                 if constexpr (Ops::kMin) m[r] = f16_at(&x.m);
                 else m[r] = 0.f;
             }

@@ -70,13 +70,18 @@ struct X16Steps {
     static constexpr bool kFifthBits = kPayload > 16 * sizeof(BW::qs);
     using Loc = X16Loc;
     static inline Loc locate(const uint8_t *pw, int64_t b, int64_t nb) {
-        return x16_locate<kBlock, kPayload>(pw, b, nb);
+        return x16_locate<kBlock, kPayload, kX16Field<Ops>>(pw, b, nb);
     }
     static inline __m512i step(const Loc &l, int k) {
         if constexpr (kNibbles) {
             constexpr int kQs = kFifthBits ? 1 : 0; // the nibbles' first dword
             const __m512i v = _mm512_loadu_si512(l.q + 64 * (kQs + (k & 3)));
             const __m512i q = _mm512_and_si512(k < 4 ? v : _mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
+            if constexpr (kE8M0<Ops>) {  // MXFP4: the codes through the table, + kOff (OpsMXFP4::W's bytes)
+                const __m128i t = _mm_add_epi8(_mm_loadu_si128((const __m128i *)kMxfp4Values),
+                                               _mm_set1_epi8((char)Ops::kOff));
+                return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(t), q);
+            }
             if constexpr (!kFifthBits) return q;
             // Byte i of a lane takes bit 4k + i of its qh as bit 4: qh >> 4k,
             // its low byte copied to the lane's 4 bytes, tested against 1, 2,
@@ -91,7 +96,17 @@ struct X16Steps {
             else return v;
         }
     }
-    static inline __m512 d(const Loc &l) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)l.h)); }
+    static inline __m512 d(const Loc &l) {
+        if constexpr (kE8M0<Ops>) {
+            // 2^(e - 128) per row (legacy-x86.h's e8m0_half8, 16 lanes).
+            const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)l.h));
+            const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+            const __m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+            return _mm512_castsi512_ps(
+                _mm512_mask_mov_epi32(sub, _mm512_cmpgt_epi32_mask(e, _mm512_set1_epi32(1)), normal));
+        }
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)l.h));
+    }
     static inline __m512 m(const Loc &l) {
         return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(l.h + l.field)));
     }

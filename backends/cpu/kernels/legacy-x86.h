@@ -4,6 +4,8 @@
 // u8 x s8 products use vpdpbusd, see simd-x86.h). Include after simd-x86.h.
 #pragma once
 
+#include <type_traits>
+
 #include "core/quant/blocks.h"
 #include "cpu/kernels/simd-x86.h"
 
@@ -30,6 +32,31 @@ static inline __m256i prod_q5_1(const BlockQ5_1 &x, const BlockQ8_1 &y) {
     const __m256i hi = _mm256_and_si256(bits_to_bytes(load_u32(x.qh)), _mm256_set1_epi8(0x10));
     return dot_us8(_mm256_or_si256(nibbles32(x.qs), hi), load256(y.qs));
 }
+
+// MXFP4: the nibbles through the doubled e2m1 table (blocks.h), signed
+// bytes in -12..12, plus `off` (12 gives the unsigned 0..24 of the row-lane
+// tiles).
+static inline __m256i mxfp4_bytes(const uint8_t *qs, int off = 0) {
+    const __m128i t = _mm_add_epi8(_mm_loadu_si128((const __m128i *)kMxfp4Values), _mm_set1_epi8((char)off));
+    return _mm256_shuffle_epi8(_mm256_set_m128i(t, t), nibbles32(qs));
+}
+static inline __m256i prod_mxfp4(const BlockMXFP4 &x, const BlockQ8_0 &y) {
+    return dot_ss8(mxfp4_bytes(x.qs), load256(y.qs));
+}
+
+// 2^(e - 128) for 8 e8m0 exponents (blocks.h's e8m0_half, lane by lane):
+// (e - 1) << 23 for e >= 2, the subnormals 0x00200000 << e below.
+static inline __m256 e8m0_half8(__m256i e) {
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(sub, normal, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
+}
+
+// A block's weight scale as f32: the f16 d of the legacy types, MXFP4's
+// exponent.
+template <class BW>
+static inline float weight_d(const BW &x) { return _cvtsh_ss(x.d); }
+static inline float weight_d(const BlockMXFP4 &x) { return e8m0_half(x.e); }
 
 // The block scales as one conversion: the first 4 bytes of each block are
 // (d, m) for the weight and (d, s) for the Q8_1 activation (d and 2 quant
@@ -63,12 +90,22 @@ static inline __m128i f16x8(const void *p, size_t stride) {
     return _mm_set_epi64x((long long)hi, (long long)lo);
 }
 
+// The weight scales of 8 consecutive blocks as one vector.
+template <class BW>
+static inline __m256 weight_d8(const BW *x) {
+    if constexpr (std::is_same_v<BW, BlockMXFP4>) {
+        return e8m0_half8(_mm256_setr_epi32(x[0].e, x[1].e, x[2].e, x[3].e, x[4].e, x[5].e, x[6].e, x[7].e));
+    } else {
+        return _mm256_cvtph_ps(f16x8(&x->d, sizeof(BW)));
+    }
+}
+
 // The canonical order of the 32-element block dots, which every kernel of
 // these types replays bit for bit (the row-lane gemm tiles, the repacked
 // decode kernels): each block's 32 products are summed exactly (isum), and
 // block b adds into lane b % 8 of one f32 accumulator,
 //     acc[b % 8] = fma(wd * ad, (float)isum, acc[b % 8]),
-// (wd * ad one f32 product of the two f16 scales); with a min (HasMin:
+// (wd * ad one f32 product of the two scales: f16, or MXFP4's 2^(e-128)); with a min (HasMin:
 // weights x = d*q + m against Q8_1), m_acc[b % 8] += wm * as. The result is
 // hsum(acc) (+ hsum(m_acc)), hsum pairing lanes k and k+4, then k and k+2,
 // then 0 and 1. An exact integer per block is what lets a tile form it with
@@ -85,8 +122,7 @@ float dot_legacy(int64_t n, const void *w, const void *a) {
         for (int k = 0; k < 8; ++k) p[k] = Prod(x[i + k], y[i + k]);
         // The 8 blocks' f16 scales gathered into one vector each (a vector
         // gather measured slower), one conversion for 8 blocks.
-        const __m256 sc = _mm256_mul_ps(_mm256_cvtph_ps(f16x8(&x[i].d, sizeof(BW))),
-                                        _mm256_cvtph_ps(f16x8(&y[i].d, sizeof(BA))));
+        const __m256 sc = _mm256_mul_ps(weight_d8(x + i), _mm256_cvtph_ps(f16x8(&y[i].d, sizeof(BA))));
         acc = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(reduce8_epi32(p)), acc);
         if constexpr (HasMin)
             macc = _mm256_add_ps(macc, _mm256_mul_ps(_mm256_cvtph_ps(f16x8(&x[i].m, sizeof(BW))),
@@ -101,9 +137,13 @@ float dot_legacy(int64_t n, const void *w, const void *a) {
             p[k] = _mm256_setzero_si256();
             if (i + k >= nb) continue;
             p[k] = Prod(x[i + k], y[i + k]);
-            const __m128 sc = block_scales(&x[i + k], &y[i + k]);
-            d[k] = _mm_cvtss_f32(sc);
-            if constexpr (HasMin) m[k] = _mm_cvtss_f32(_mm_movehdup_ps(sc));
+            if constexpr (std::is_same_v<BW, BlockMXFP4>) {
+                d[k] = weight_d(x[i + k]) * _cvtsh_ss(y[i + k].d);
+            } else {
+                const __m128 sc = block_scales(&x[i + k], &y[i + k]);
+                d[k] = _mm_cvtss_f32(sc);
+                if constexpr (HasMin) m[k] = _mm_cvtss_f32(_mm_movehdup_ps(sc));
+            }
         }
         acc = _mm256_fmadd_ps(_mm256_load_ps(d), _mm256_cvtepi32_ps(reduce8_epi32(p)), acc);
         if constexpr (HasMin) macc = _mm256_add_ps(macc, _mm256_load_ps(m));

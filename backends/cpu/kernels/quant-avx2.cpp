@@ -133,6 +133,11 @@ void deq_q4_1(const void *src, float *y, int64_t n) {
     }
 }
 
+void deq_mxfp4(const void *src, float *y, int64_t n) {
+    const BlockMXFP4 *b = (const BlockMXFP4 *)src;
+    for (int64_t i = 0; i < n / QK; ++i, y += QK) store_scaled(y, mxfp4_bytes(b[i].qs), _mm256_set1_ps(e8m0_half(b[i].e)), nullptr);
+}
+
 } // namespace
 
 void avx2_fill_kquants(Kernels &k); // kquants-avx2.cpp
@@ -148,7 +153,9 @@ void fill_avx2(Kernels &k) {
     k.dot[id(DType::Q5_0)] = dot_legacy<BlockQ5_0, BlockQ8_0, prod_q5_0, false>;
     k.dot[id(DType::Q5_1)] = dot_legacy<BlockQ5_1, BlockQ8_1, prod_q5_1, true>;
     k.dot[id(DType::Q8_0)] = dot_legacy<BlockQ8_0, BlockQ8_0, prod_q8_0, false>;
+    k.dot[id(DType::MXFP4)] = dot_legacy<BlockMXFP4, BlockQ8_0, prod_mxfp4, false>;
     k.dequant[id(DType::F16)] = deq_f16;
+    k.dequant[id(DType::MXFP4)] = deq_mxfp4;
     k.dequant[id(DType::Q4_0)] = deq_q4_0;
     k.dequant[id(DType::Q4_1)] = deq_q4_1;
     k.dequant[id(DType::Q8_0)] = deq_q8_0;

@@ -8,17 +8,19 @@ namespace vt::quant {
 
 namespace {
 // A base block is a header of f16 fields (d, then m for Q4_1 and Q5_1,
-// dmin for Q4_K) and a payload of quants; Q6_K's one field, d, comes last instead.
+// dmin for Q4_K; MXFP4: one byte, e) and a payload of quants; Q6_K's one field, d, comes last instead.
 // An _X16 group stores the payloads interleaved by dword, then each header
 // field for the 16 rows. The plain float types (F16, BF16) take
 // x16_block_elems of them as a block, with no header.
 struct BlockShape {
     size_t bytes, header;
     size_t header_at, payload_at; // offsets in the base block
+    size_t field = 2;             // bytes of one header field: f16, or MXFP4's e8m0 byte
 };
 BlockShape shape(DType base) {
     const size_t bytes = row_bytes(base, x16_block_elems(base));
     if (base == DType::Q6_K) return {bytes, 2, bytes - 2, 0};
+    if (base == DType::MXFP4) return {bytes, 1, 0, 1, 1};
     const bool plain = dtype_info(base).block_elems == 1;
     const size_t header = plain ? 0 : base == DType::Q4_1 || base == DType::Q5_1 || base == DType::Q4_K ? 4 : 2;
     return {bytes, header, 0, header};
@@ -55,14 +57,15 @@ void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64
         uint8_t *o = out + (size_t)(g * nb) * 16 * s.bytes;
         const uint8_t *rows = in + (size_t)(16 * g) * src_stride;
         for (int64_t b = 0; b < nb; ++b) {
-            const X16At at = x16_at(s.bytes, payload, b, nb);
+            const X16At at = x16_at(s.bytes, payload, b, nb, s.field);
             const uint8_t *x = rows + (size_t)b * s.bytes;
             for (size_t u = 0; u < payload / 4; ++u)
                 for (int r = 0; r < 16; ++r)
                     std::memcpy(o + at.q + 64 * u + 4 * r, x + r * src_stride + s.payload_at + 4 * payload_dword(base, u), 4);
-            for (size_t h = 0; h < s.header / 2; ++h)
+            for (size_t h = 0; h < s.header / s.field; ++h)
                 for (int r = 0; r < 16; ++r)
-                    std::memcpy(o + at.h + h * at.field + 2 * r, x + r * src_stride + s.header_at + 2 * h, 2);
+                    std::memcpy(o + at.h + h * at.field + s.field * r, x + r * src_stride + s.header_at + s.field * h,
+                                s.field);
         }
     }
 }
@@ -75,10 +78,11 @@ void unpack_row_x16(DType base, const void *src, int64_t k, int r, int64_t b0, i
     uint8_t *out = static_cast<uint8_t *>(dst);
     for (int64_t b = b0; b < b0 + n; ++b) {
         uint8_t *x = out + (size_t)(b - b0) * s.bytes;
-        const X16At at = x16_at(s.bytes, payload, b, nb);
+        const X16At at = x16_at(s.bytes, payload, b, nb, s.field);
         for (size_t u = 0; u < payload / 4; ++u)
             std::memcpy(x + s.payload_at + 4 * payload_dword(base, u), g + at.q + 64 * u + 4 * r, 4);
-        for (size_t h = 0; h < s.header / 2; ++h) std::memcpy(x + s.header_at + 2 * h, g + at.h + h * at.field + 2 * r, 2);
+        for (size_t h = 0; h < s.header / s.field; ++h)
+            std::memcpy(x + s.header_at + s.field * h, g + at.h + h * at.field + s.field * r, s.field);
     }
 }
 

@@ -20,8 +20,8 @@ namespace vt::quant {
 constexpr uint32_t kLayoutX16 = 1;  // Tensor::layout of a weight in an _X16 layout
 
 // The kernel tables (kernels.h) have one slot per GGUF type id (all below
-// 31) and, after them, one per _X16 layout.
-constexpr int kX16Slot0 = 31;
+// 40: MXFP4 is 39) and, after them, one per _X16 layout.
+constexpr int kX16Slot0 = 40;
 constexpr int x16_slot(DType base) {
     switch (base) {
     case DType::Q4_0: return kX16Slot0 + 0;
@@ -33,20 +33,22 @@ constexpr int x16_slot(DType base) {
     case DType::Q6_K: return kX16Slot0 + 6;
     case DType::Q5_0: return kX16Slot0 + 7;
     case DType::Q5_1: return kX16Slot0 + 8;
+    case DType::MXFP4: return kX16Slot0 + 9;
     default: return -1;  // no _X16 layout
     }
 }
-constexpr int kTypeSlots = kX16Slot0 + 9;
+constexpr int kTypeSlots = kX16Slot0 + 10;
 
 // The bytes of a group: rows 16g..16g+15 of a Q4_0, Q4_1,
-// Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, F16 or BF16 matrix, block column b, take 16
+// Q5_0, Q5_1, Q8_0, MXFP4, Q4_K, Q6_K, F16 or BF16 matrix, block column b, take 16
 // times the base block's bytes (F16, BF16: blocks of 32 elements without a header).
 // First the 16 rows' payload (everything but the f16 header: quants, and the
 // K quants' scales; F16/BF16: the elements, a pair per dword; Q6_K: its
 // scales, then per half h and l = 4j the dwords of ql at l and 32 + l and of
 // qh at l, in the order one step of the kernels reads them), 4 bytes at a time
 // (dword u of row r at byte 64u + 4r), then the 16 rows' d (f16), for Q4_1,
-// Q5_1 and Q4_K the 16 rows' m / dmin. Blocks go in pairs, both payloads first,
+// Q5_1 and Q4_K the 16 rows' m / dmin; MXFP4: its e8m0 exponent is the
+// header, one byte per row (16 bytes for the group). Blocks go in pairs, both payloads first,
 // then both d, then both m, which keeps every payload 64-byte aligned. X16At
 // gives the offsets (repack.cpp and the kernels both use it).
 struct X16At {
@@ -54,10 +56,12 @@ struct X16At {
     size_t h;     // its first header field (16 x f16)
     size_t field; // bytes from one header field to the next
 };
-static inline X16At x16_at(size_t block_bytes, size_t payload_bytes, int64_t b, int64_t nb) {
+// field_bytes: the size of one row's header field (2: f16; MXFP4's e: 1).
+static inline X16At x16_at(size_t block_bytes, size_t payload_bytes, int64_t b, int64_t nb, size_t field_bytes = 2) {
     const size_t pair = (size_t)(b & ~(int64_t)1) * 16 * block_bytes, odd = (size_t)(b & 1);
     const size_t n = (b + 1 < nb || odd) ? 2 : 1; // blocks in this pair
-    return {pair + odd * 16 * payload_bytes, pair + n * 16 * payload_bytes + odd * 32, n * 32};
+    const size_t f = 16 * field_bytes;             // one field of the 16 rows
+    return {pair + odd * 16 * payload_bytes, pair + n * 16 * payload_bytes + odd * f, n * f};
 }
 
 } // namespace vt::quant

@@ -61,7 +61,16 @@ struct BlockQ8_K { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; };
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
+// MXFP4 (OCP microscaling FP4, ggml's block_mxfp4): one e8m0 exponent e and
+// 32 e2m1 codes, element j in the low nibble of qs[j], element j+16 in the
+// high nibble (Q4_0's order). x = kMxfp4Values[code] * 2^(e - 128): the table
+// holds the e2m1 values doubled (integers), so the scale is half of e8m0's
+// 2^(e - 127). ggml gives every e a finite scale, 255 included (2^127; the
+// format's NaN is not special-cased), and e = 0, 1 subnormal ones.
+struct BlockMXFP4 { uint8_t e; uint8_t qs[QK / 2]; };
+
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockMXFP4) == 17);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
 
@@ -151,6 +160,17 @@ static inline void q3k_scales(const uint8_t *s, int8_t out[16]) {
     uint8_t u[16];
     std::memcpy(u, r, 16);
     for (int j = 0; j < 16; ++j) out[j] = (int8_t)(u[j] - 32);
+}
+
+// Twice the e2m1 value of each 4-bit code: sign bit 3, exponent bits 2..1,
+// mantissa bit 0 (codes 0 and 8 are +0 and -0).
+static constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// 2^(e - 128) as an f32, exactly: the MXFP4 block scale (e8m0's 2^(e - 127),
+// halved for the doubled table). e >= 2 is a normal with biased exponent
+// e - 1; e = 1 and 0 are the subnormals 2^-127 and 2^-128.
+static inline float e8m0_half(uint8_t e) {
+    return std::bit_cast<float>(e >= 2 ? (uint32_t)(e - 1) << 23 : 0x00200000u << e);
 }
 
 static inline uint32_t load_u32(const uint8_t *p) {

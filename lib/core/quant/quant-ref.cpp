@@ -11,7 +11,8 @@ DType vec_dot_type(DType t) {
     switch (t) {
     case DType::Q4_0:
     case DType::Q5_0:
-    case DType::Q8_0: return DType::Q8_0;
+    case DType::Q8_0:
+    case DType::MXFP4: return DType::Q8_0;
     case DType::Q4_1:
     case DType::Q5_1: return DType::Q8_1;
     case DType::Q2_K:
@@ -31,6 +32,7 @@ struct Table {
     Table() {
         fill_legacy(by_type);
         fill_kquants(by_type);
+        fill_mxfp4(by_type);
     }
 };
 

@@ -6,9 +6,10 @@
 
 namespace vt::ref {
 
-constexpr int kTypeIds = 31;  // GGUF type ids vt knows are below this
+constexpr int kTypeIds = 40;  // GGUF type ids vt knows are below this (MXFP4 is 39)
 
 void fill_legacy(RowKernels *by_type);   // F32/F16/BF16 and the 32-element blocks (quant-scalar.cpp)
 void fill_kquants(RowKernels *by_type);  // the K quants (kquants-scalar.cpp)
+void fill_mxfp4(RowKernels *by_type);    // MXFP4 (mxfp4-scalar.cpp)
 
 } // namespace vt::ref

@@ -363,6 +363,39 @@ void q6_k(const float *x, void *dst, int64_t n) {
     }
 }
 
+// ---- MXFP4 ------------------------------------------------------------------
+
+// ggml's quantize_row_mxfp4_ref: e = floor(log2(amax)) - 2 + 127 (so amax /
+// 2^(e-127) lies in [4, 8), near the largest e2m1 value 6), each element the
+// code whose doubled value times 2^(e-128) is nearest, the first of equals
+// (so +0 over -0, and ties go to the lower code). log2f is libm's, as
+// ggml's; the float -> uint8_t conversion wraps modulo 256 as it does on
+// x86 (an amax below 2^-125 gives a negative exponent there).
+void mxfp4(const float *x, void *dst, int64_t n) {
+    BlockMXFP4 *y = (BlockMXFP4 *)dst;
+    for (int64_t i = 0; i < n / QK; ++i, x += QK) {
+        float amax = 0.f;
+        for (int j = 0; j < QK; ++j)
+            if (amax < std::fabs(x[j])) amax = std::fabs(x[j]);
+        const uint8_t e = amax > 0.f ? (uint8_t)(int)(std::floor(log2f(amax)) - 2 + 127) : 0;
+        const float d = e8m0_half(e);
+        y[i].e = e;
+        const auto best = [d](float v) {
+            int bi = 0;
+            float be = std::fabs(kMxfp4Values[0] * d - v);  // the product is exact: no FMA question
+            for (int c = 1; c < 16; ++c) {
+                const float err = std::fabs(kMxfp4Values[c] * d - v);
+                if (err < be) {
+                    bi = c;
+                    be = err;
+                }
+            }
+            return (uint8_t)bi;
+        };
+        for (int j = 0; j < QK / 2; ++j) y[i].qs[j] = (uint8_t)(best(x[j]) | best(x[QK / 2 + j]) << 4);
+    }
+}
+
 using WeightQuantFn = void (*)(const float *, void *, int64_t);
 
 WeightQuantFn weight_quantizer(DType t) {
@@ -374,6 +407,7 @@ WeightQuantFn weight_quantizer(DType t) {
     case DType::Q8_0: return q8_0;
     case DType::Q4_K: return q4_k;
     case DType::Q6_K: return q6_k;
+    case DType::MXFP4: return mxfp4;
     default: return nullptr;
     }
 }
