@@ -33,14 +33,28 @@ decode step streams from memory: every matrix is read once per token, the
 tied token embedding included (it is the output matrix). When the file has a
 separate output.weight, token_embd.weight is left out (decode reads one row of
 it). In a mixture-of-experts file (<arch>.expert_used_count), a token reads
-only the experts its router picks: of each stacked-experts tensor
-(blk.N.ffn_{gate,up,down}_exps.weight, n_expert in its last dimension) it
-counts n_expert_used / n_expert of the bytes, every other tensor whole.
+only the experts its router picks: of each per-expert tensor (a name with
+"_exps." whose last dimension is <arch>.expert_count: the stacked matrices
+blk.N.ffn_{gate,up,down,gate_up}_exps.weight, in any type, MXFP4 included
+at 17 bytes per 32 weights; gpt-oss's expert biases ffn_*_exps.bias
+(n_ff, n_expert); Gemma 4's per-expert scale ffn_down_exps.scale) it counts
+n_expert_used / n_expert of the bytes, every other tensor whole (Gemma 4's
+dense MLP beside the experts, the routers, gpt-oss's sinks). Gemma 4's
+per-layer embedding table (per_layer_token_embd.weight, E2B/E4B) is, like
+token_embd, a lookup of one row per token: left out.
 The KV cache (a few MB at these contexts) is not counted, except with -d D
 (both engines' --n-depth: the tests run on a context already D tokens deep),
 where the f16 K and V of the decode steps' average context, D + n/2
 positions, are added (in a hybrid file, only its attention layers have K
-and V). In a hybrid with recurrent layers (the file has <arch>.ssm.* keys:
+and V); a sliding-window layer reads at most its window of them
+(<arch>.attention.sliding_window; which layers slide:
+<arch>.attention.sliding_window_pattern, an array of bools (Gemma 4) or a
+period P as llama.cpp reads it (layer il slides where il % P < P - 1),
+else llama.cpp's default period for the arch: gpt-oss and Gemma 2 every
+other layer from the first, Gemma 3 five of six, Cohere 2 and Muse Glimmer
+three of four; another arch's layers count as full). Gemma 4's K = V
+layers (no attn_v) still cache K and V apart (V is normed, K normed and
+rotated), so they count as the others. In a hybrid with recurrent layers (the file has <arch>.ssm.* keys:
 Gated DeltaNet in Qwen3.5, Qwen3.6-MoE, Qwen3-Next; Mamba-2 in NemotronH,
 Granite 4.0-H, Falcon-H1), a decode step also reads and writes each
 recurrent layer's per-sequence state, which is added:
@@ -89,6 +103,10 @@ Mamba-2 hybrids and LFM2 (nemotronh-30b-a3b: 5 of Nemotron-3-Nano-30B-A3B's
 layers; granite4-h-tiny: 10 of Granite-4.0-H-Tiny's; lfm2-2.6b: all of
 LFM2-2.6B; x Q4_K Q8_0, 1.0-3.6 GB; examples/bench/ssm_shapes.py says what
 each assumes), their roofline counting the SSM state and conv tails.
+--swa-moe adds the sliding-window MoE files of issue 42 (gptoss-20b: 4 of
+gpt-oss-20b's layers, MXFP4 experts, the other matrices BF16 or Q8_0;
+gemma4-26b-a4b: 4 of Gemma-4-26B-A4B's, Q4_K and Q8_0; 2.4-4.3 GB;
+examples/bench/swa_moe_shapes.py says what each assumes).
 
 llama-bench is built from the llama.cpp that llama-cpp-python's sdist vendors
 (pinned version below), outside the repository, and reused once built:
@@ -107,6 +125,7 @@ Usage (from the repository root; vt-bench, vt-membw and vt-flops from a meson bu
     python3 examples/bench/compare-llama-bench.py --moe --no-real -t 2 -r 3
     python3 examples/bench/compare-llama-bench.py --hybrid --no-real -t 2 -r 3
     python3 examples/bench/compare-llama-bench.py --mamba --no-real -t 2 -r 3
+    python3 examples/bench/compare-llama-bench.py --swa-moe --no-real -t 2 -r 3
     python3 examples/bench/compare-llama-bench.py -t 2 -r 3 --bin-dir build-lead/examples/bench
     python3 examples/bench/compare-llama-bench.py --build-only --jobs 1
     python3 examples/bench/compare-llama-bench.py --matrix --isa avx2 -t 2
@@ -147,6 +166,12 @@ HYBRID_TYPES = "Q4_K,Q8_0"
 # --mamba: its Mamba-2 hybrids (Nemotron-3-Nano-30B-A3B's layers, Granite-4.0-H-Tiny's) and LFM2-2.6B
 MAMBA_SHAPES = "nemotronh-30b-a3b,granite4-h-tiny,lfm2-2.6b"
 MAMBA_TYPES = "Q4_K,Q8_0"
+# --swa-moe: gpt-oss-20b's and Gemma-4-26B-A4B's layers (issue 42), each in its own types
+# (examples/bench/swa_moe_shapes.py's TYPES)
+SWA_MOE_FILES = (("gptoss-20b", "BF16,Q8_0"), ("gemma4-26b-a4b", "Q4_K,Q8_0"))
+# llama.cpp's sliding-window period for archs whose files may omit
+# <arch>.attention.sliding_window_pattern (load_swa_pattern's default)
+SWA_PERIOD = {"gpt-oss": 2, "gemma2": 2, "gemma3": 6, "cohere2": 4, "muse-glimmer": 4}
 
 
 def log(msg: str) -> None:
@@ -326,8 +351,10 @@ GGML_TYPE_SIZE = {
 
 
 def gguf_tensors(path: Path) -> tuple[dict, list[tuple[str, int, int, tuple[int, ...]]]]:
-    """The metadata's numbers and strings ({key: value}; arrays skipped) and
-    (name, ggml type, bytes, shape) of every tensor in a GGUF file."""
+    """The metadata's numbers, strings and short arrays of numbers ({key:
+    value}, up to 4096 elements, as lists: per-layer keys; longer arrays and
+    arrays of strings skipped) and (name, ggml type, bytes, shape) of every
+    tensor in a GGUF file."""
     scalar = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
     scalar_fmt = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
     with open(path, "rb") as f:
@@ -364,6 +391,13 @@ def gguf_tensors(path: Path) -> tuple[dict, list[tuple[str, int, int, tuple[int,
                 (kv[key],) = rd(scalar_fmt[vtype])
             elif vtype == 8:
                 kv[key] = rd_str().decode(errors="replace")
+            elif vtype == 9:
+                atype, n = rd("IQ")
+                if atype in scalar_fmt and n <= 4096:
+                    kv[key] = list(rd(scalar_fmt[atype] * n))
+                else:
+                    f.seek(-12, 1)  # back to the array's header
+                    skip(vtype)
             else:
                 skip(vtype)
         out = []
@@ -385,6 +419,32 @@ def gguf_tensors(path: Path) -> tuple[dict, list[tuple[str, int, int, tuple[int,
 def n_expert_used(kv: dict) -> int:
     """<arch>.expert_used_count of a mixture-of-experts file, else 0. kv: gguf_tensors()'s."""
     return int(kv.get(f"{kv.get('general.architecture', '')}.expert_used_count", 0) or 0)
+
+
+def n_expert(kv: dict) -> int:
+    """<arch>.expert_count of a mixture-of-experts file, else 0. kv: gguf_tensors()'s."""
+    return int(kv.get(f"{kv.get('general.architecture', '')}.expert_count", 0) or 0)
+
+
+def swa_window(kv: dict) -> tuple[int, list[bool]]:
+    """(sliding window, which layers slide) of a file with
+    <arch>.attention.sliding_window, else (0, []): the layers from
+    <arch>.attention.sliding_window_pattern (bools, or a period P: layer il
+    slides where il % P < P - 1, every layer where P = 0, as llama.cpp's
+    set_swa_pattern), else from llama.cpp's default period for the arch
+    (SWA_PERIOD); none for an arch it does not list. kv: gguf_tensors()'s."""
+    arch = kv.get("general.architecture", "")
+    n_swa = int(kv.get(f"{arch}.attention.sliding_window", 0) or 0)
+    n_layer = int(kv.get(f"{arch}.block_count", 0) or 0)
+    if not n_swa or not n_layer:
+        return 0, []
+    pattern = kv.get(f"{arch}.attention.sliding_window_pattern", SWA_PERIOD.get(arch))
+    if pattern is None:
+        return n_swa, [False] * n_layer
+    if isinstance(pattern, list):
+        return n_swa, [bool(x) for x in pattern[:n_layer]]
+    period = int(pattern)  # 0: every layer slides, as in llama.cpp
+    return n_swa, [period == 0 or il % period < period - 1 for il in range(n_layer)]
 
 
 def recurrent_state_bytes_per_token(kv: dict, ts: list) -> int:
@@ -411,23 +471,39 @@ def recurrent_state_bytes_per_token(kv: dict, ts: list) -> int:
     return total
 
 
-def decode_bytes_per_token(ts: list, kv_tokens: float = 0, n_used: int = 0, state_bytes: int = 0) -> int:
+def decode_bytes_per_token(ts: list, kv_tokens: float = 0, n_used: int = 0, state_bytes: int = 0,
+                           n_exp: int = 0, swa: tuple[int, list[bool]] = (0, [])) -> int:
     """Bytes one decode step reads: all tensors, token_embd.weight only when it
-    doubles as the output matrix (no output.weight), of stacked experts
-    (*_exps, n_expert in the last dimension) n_used / n_expert where n_used
-    (the file's experts per token) is given; plus, with kv_tokens (the
-    average context of the decode steps; left out at depth 0), the f16 K and
-    V of that many positions in every layer that has attn_k (a hybrid's
-    attention layers only); plus state_bytes (a hybrid's recurrent state,
-    recurrent_state_bytes_per_token()). ts: gguf_tensors()'s tensors."""
+    doubles as the output matrix (no output.weight), per_layer_token_embd
+    never (a lookup); of the per-expert tensors (a name with "_exps." whose
+    last dimension is n_exp, the file's expert count: stacked matrices,
+    gpt-oss's expert biases, Gemma 4's per-expert scale; without n_exp, the
+    3-D ones) n_used / n_expert where n_used (the file's experts per token)
+    is given; plus, with kv_tokens (the average context of the decode steps;
+    left out at depth 0), the f16 K and V of that many positions in every
+    layer that has attn_k (a hybrid's attention layers only), of at most
+    swa[0] positions in a layer swa[1] marks sliding (swa_window()); plus
+    state_bytes (a hybrid's recurrent state, recurrent_state_bytes_per_token()).
+    ts: gguf_tensors()'s tensors."""
     names = {t[0] for t in ts}
 
     def share(name: str, ne: tuple) -> float:
-        return n_used / ne[-1] if n_used and "_exps." in name and len(ne) == 3 else 1.0
+        if not n_used or "_exps." not in name:
+            return 1.0
+        if n_exp:
+            return n_used / n_exp if ne[-1] == n_exp else 1.0
+        return n_used / ne[-1] if len(ne) == 3 else 1.0
     weights = sum(b * share(name, ne) for name, _, b, ne in ts
-                  if not (name == "token_embd.weight" and "output.weight" in names))
-    kv_dims = sum(ne[1] for name, _, _, ne in ts if name.endswith(".attn_k.weight") and len(ne) == 2)
-    return int(weights + 2 * 2 * kv_dims * kv_tokens + state_bytes)
+                  if not (name == "token_embd.weight" and "output.weight" in names)
+                  and name != "per_layer_token_embd.weight")
+    n_swa, sliding = swa
+    kv_bytes = 0.0
+    for name, _, _, ne in ts:
+        if name.endswith(".attn_k.weight") and len(ne) == 2:
+            il = int(name.split(".")[1])
+            slides = n_swa and il < len(sliding) and sliding[il]
+            kv_bytes += 2 * 2 * ne[1] * (min(kv_tokens, n_swa) if slides else kv_tokens)
+    return int(weights + kv_bytes + state_bytes)
 
 
 GGML_F16 = 1
@@ -516,8 +592,12 @@ def main() -> int:
     ap.add_argument("--mamba", action="store_true",
                     help="also the random Mamba-2 hybrid and LFM2 files (shapes " + MAMBA_SHAPES + " x " + MAMBA_TYPES
                          + "); their decode roofline counts the SSM state and conv tails read and written")
+    ap.add_argument("--swa-moe", action="store_true",
+                    help="also the random sliding-window MoE files of issue 42 ("
+                         + "; ".join(f"{sh} x {ty}" for sh, ty in SWA_MOE_FILES)
+                         + "): gpt-oss-20b's layers with MXFP4 experts, Gemma-4-26B-A4B's")
     ap.add_argument("--no-real", action="store_true",
-                    help="with --matrix, --moe, --hybrid or --mamba: leave out the real model")
+                    help="with --matrix, --moe, --hybrid, --mamba or --swa-moe: leave out the real model")
     ap.add_argument("-t", "--threads", default=str(os.cpu_count() or 1),
                     help="thread counts, comma-separated, e.g. 1,2 (default: all cores)")
     ap.add_argument("-r", "--repetitions", type=int, default=5)
@@ -574,7 +654,7 @@ def main() -> int:
     models: list[tuple[str, Path]] = []
     if a.model:
         models += [(Path(m).name, Path(m)) for m in a.model]
-    elif not ((a.matrix or a.moe or a.hybrid or a.mamba) and a.no_real):
+    elif not ((a.matrix or a.moe or a.hybrid or a.mamba or a.swa_moe) and a.no_real):
         path = vt_models.model_path(a.model_name)
         models.append((f"{a.model_name} ({path.name})", path))
     if a.matrix:
@@ -586,6 +666,9 @@ def main() -> int:
         models += random_models(HYBRID_SHAPES.split(","), HYBRID_TYPES.split(","))
     if a.mamba:
         models += random_models(MAMBA_SHAPES.split(","), MAMBA_TYPES.split(","))
+    if a.swa_moe:
+        for shape, types in SWA_MOE_FILES:
+            models += random_models([shape], types.split(","))
 
     tests = tests_of(a.n_prompt, a.n_gen)
     tg = f"tg{a.n_gen}" if a.n_gen > 0 else None
@@ -602,7 +685,8 @@ def main() -> int:
         kv, tensors = gguf_tensors(path)
         n_used = n_expert_used(kv)
         sbt = recurrent_state_bytes_per_token(kv, tensors)
-        bpt = decode_bytes_per_token(tensors, a.n_depth + a.n_gen / 2 if a.n_depth else 0, n_used, sbt)
+        bpt = decode_bytes_per_token(tensors, a.n_depth + a.n_gen / 2 if a.n_depth else 0, n_used, sbt,
+                                     n_expert(kv), swa_window(kv))
         fpt = f16_prefill_flops_per_token(tensors, a.n_prompt, a.n_depth) if peaks else None
         for t in threads:
             row = {"model": label, "file": str(path), "threads": t, "bytes_per_token": bpt,

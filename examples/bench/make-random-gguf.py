@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random-weight GGUFs in real model shapes (Llama, Qwen2, Qwen3, Qwen3-MoE, OLMoE, Qwen3.5, Qwen3.6-MoE, NemotronH, Granite 4.0-H, LFM2), for throughput benchmarks.
+"""Random-weight GGUFs in real model shapes (Llama, Qwen2, Qwen3, Qwen3-MoE, OLMoE, Qwen3.5, Qwen3.6-MoE, NemotronH, Granite 4.0-H, LFM2, gpt-oss, Gemma 4), for throughput benchmarks.
 
 Prefill and decode speed depend on the shapes and the weight types, not on the
 values, so these files stand in for models no hub can give us here. They are
@@ -49,6 +49,14 @@ Shapes (hyperparameters of the real models):
                   their dims, tensors and keys are in ssm_shapes.py, beside
                   this file (Q8_0: 3.6, 2.0, 2.7 GB; Q4_K: 2.3, 1.0, 1.5 GB;
                   NemotronH's 2688-wide rows fall back to Q5_0 at Q4_K)
+    gptoss-20b, gemma4-26b-a4b
+                  4 of gpt-oss-20b's layers (MXFP4 experts, sinks, window
+                  128) and 4 of Gemma-4-26B-A4B's (3 sliding + 1 full with
+                  K = V, dense MLP beside 128 experts): their dims, tensors
+                  and keys are in swa_moe_shapes.py, beside this file
+                  (gptoss-20b BF16 4.2 GB, Q8_0 3.0 GB: its experts are
+                  MXFP4 in both, the type names the other matrices;
+                  gemma4-26b-a4b Q8_0 4.3 GB, Q4_K 2.4 GB)
 The MoE shapes keep fewer layers than their models so that a file fits this
 kind of machine's memory (Q8_0: 3.3, 3.8 and 3.8 GB; Q4_K: 1.8, 2.0 and 2.0
 GB); a layer is the real one, so prefill and decode per layer are as in the
@@ -115,6 +123,7 @@ Usage (from the repository root, with the project venv that has `gguf`):
     .venv/bin/python examples/bench/make-random-gguf.py --shape qwen3moe-a3b --shape olmoe-1b-7b --type Q4_K --type Q8_0
     .venv/bin/python examples/bench/make-random-gguf.py --shape qwen35-2b --shape qwen35moe-a3b --type Q4_K --type Q8_0
     .venv/bin/python examples/bench/make-random-gguf.py --shape nemotronh-30b-a3b --shape granite4-h-tiny --type Q4_K
+    .venv/bin/python examples/bench/make-random-gguf.py --shape gptoss-20b --type BF16 --type Q8_0
     .venv/bin/python examples/bench/make-random-gguf.py --list           # paths, present or not
     .venv/bin/python examples/bench/make-random-gguf.py --check FILE     # dequantized stats
 
@@ -143,6 +152,7 @@ import vt_models  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ssm_shapes  # noqa: E402  (the Mamba-2 hybrids' and LFM2's plans and keys)
+import swa_moe_shapes  # noqa: E402  (gpt-oss's and Gemma 4's plans and keys)
 
 STD = 0.02  # weight standard deviation, like a trained transformer's matrices
 
@@ -285,6 +295,10 @@ def random_blocks(rng: np.random.Generator, qt: QT, rows: int, ne0: int) -> np.n
         b[:, 0:2] = f16_bytes(rng, n_blocks, d)
         b[:, 2:4] = f16_bytes(rng, n_blocks, 7.5 * d)
         b[:, 4:16] = packed
+    elif qt == QT.MXFP4:  # e (e8m0), qs[16] (e2m1 codes): w = 2^(e - 127) * fp4(q)
+        # fp4 codes uniform over +-{0, .5, 1, 1.5, 2, 3, 4, 6} have a std of
+        # 2.93; e = 119 or 120 (2^-8, 2^-7) gives about 0.011-0.023.
+        b[:, 0] = 119 + (np.frombuffer(rng.bytes(n_blocks), dtype=np.uint8) & 1)
     elif qt == QT.Q6_K:  # ql[128], qh[64], scales[16] int8, d: w = d * sc * (q - 32)
         sc = 4 + (np.frombuffer(rng.bytes(n_blocks * 16), dtype=np.uint8).reshape(n_blocks, 16) & 7)
         b[:, 192:208] = sc
@@ -295,14 +309,22 @@ def random_blocks(rng: np.random.Generator, qt: QT, rows: int, ne0: int) -> np.n
 
 
 def random_float(rng: np.random.Generator, qt: QT, rows: int, ne0: int) -> np.ndarray:
-    x = rng.standard_normal((rows, ne0), dtype=np.float32)
-    x *= STD
-    if qt == QT.F16:
-        return x.astype(np.float16)
-    # BF16: round to nearest even, as (rows, 2*ne0) uint8.
-    u = x.view(np.uint32)
-    u += 0x7FFF + ((u >> 16) & 1)
-    return (u >> 16).astype(np.uint16).view(np.uint8).reshape(rows, 2 * ne0)
+    """F16, or BF16 as (rows, 2*ne0) uint8; drawn a few million values at a
+    time, so that a 201088 x 2880 BF16 matrix (gpt-oss's output) needs its
+    1.2 GB result and little more."""
+    out = np.empty((rows, ne0), dtype=np.float16 if qt == QT.F16 else np.uint16)
+    step = max(1, (1 << 22) // ne0)
+    for r0 in range(0, rows, step):
+        x = rng.standard_normal((min(step, rows - r0), ne0), dtype=np.float32)
+        x *= STD
+        if qt == QT.F16:
+            out[r0:r0 + len(x)] = x
+            continue
+        # BF16: round to nearest even.
+        u = x.view(np.uint32)
+        u += 0x7FFF + ((u >> 16) & 1)
+        out[r0:r0 + len(x)] = u >> 16
+    return out if qt == QT.F16 else out.view(np.uint8).reshape(rows, 2 * ne0)
 
 
 # Tensor kinds: "mat" a matrix (or a stack of experts' matrices) in the file's
@@ -311,8 +333,10 @@ def random_float(rng: np.random.Generator, qt: QT, rows: int, ne0: int) -> np.nd
 # "ssm_a" (-exp(A_log), A in 1..16 as transformers initializes it),
 # "ssm_dt" (dt_bias: softplus^-1 of a dt in 0.001..0.1), "conv" (the
 # depthwise causal conv's taps, uniform +-0.5), "bias" (a conv bias or an
-# MoE router's expert bias, small normals).
-F32_KINDS = ("norm", "router", "ssm_a", "ssm_dt", "conv", "bias")
+# MoE router's expert bias, small normals), "rope_freqs" (Gemma 4's rope
+# frequency factors, swa_moe_shapes.rope_freqs). "mxfp4": a stack of experts
+# always in MXFP4, whatever the file's type (gpt-oss).
+F32_KINDS = ("norm", "router", "ssm_a", "ssm_dt", "conv", "bias", "rope_freqs")
 
 
 def tensor_plan(s: Shape) -> list[tuple[str, tuple[int, ...], str]]:
@@ -475,10 +499,15 @@ def add_hybrid_keys(w: gguf.GGUFWriter, s: Shape, type_name: str) -> None:
 
 
 def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[str, int]:
-    s = SHAPES.get(shape) or ssm_shapes.SHAPES[shape]
+    s = SHAPES.get(shape) or ssm_shapes.SHAPES.get(shape) or swa_moe_shapes.SHAPES[shape]
     qt = TYPES[type_name]
     rng = np.random.default_rng(seed)
-    plan = ssm_shapes.tensor_plan(s) if isinstance(s, ssm_shapes.SsmShape) else tensor_plan(s)
+    if isinstance(s, ssm_shapes.SsmShape):
+        plan = ssm_shapes.tensor_plan(s)
+    elif isinstance(s, swa_moe_shapes.SwaMoeShape):
+        plan = swa_moe_shapes.tensor_plan(s)
+    else:
+        plan = tensor_plan(s)
     tmp = path.with_name(path.name + f".partial-{os.getpid()}")
     path.parent.mkdir(parents=True, exist_ok=True)
     w = gguf.GGUFWriter(tmp, s.arch)
@@ -489,6 +518,10 @@ def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[s
     w.add_size_label(s.label)
     if isinstance(s, ssm_shapes.SsmShape):
         ssm_shapes.add_keys(w, s, FILE_TYPE[type_name])
+    elif isinstance(s, swa_moe_shapes.SwaMoeShape):
+        # gpt-oss at Q8_0: llama-quantize's MXFP4_MOE file (experts MXFP4, the rest Q8_0)
+        mxfp4_moe = s.arch == "gpt-oss" and type_name == "Q8_0"
+        swa_moe_shapes.add_keys(w, s, gguf.LlamaFileType.MOSTLY_MXFP4_MOE if mxfp4_moe else FILE_TYPE[type_name])
     elif s.hybrid:
         add_hybrid_keys(w, s, type_name)
     else:
@@ -522,7 +555,7 @@ def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[s
             t = QT.F32
             w.add_tensor_info(name, outer + (ne0,), np.dtype(np.float32), rows * ne0 * 4)
         else:
-            t = tensor_type(qt, ne0)
+            t = QT.MXFP4 if kind == "mxfp4" else tensor_type(qt, ne0)
             bs, nb = gguf.GGML_QUANT_SIZES[t]
             nbytes = rows * (ne0 // bs) * nb
             if t == QT.F16:
@@ -547,6 +580,8 @@ def write_model(shape: str, type_name: str, path: Path, seed: int = 0) -> dict[s
                 arr = np.log(np.expm1(rng.uniform(1e-3, 0.1, (rows, ne0)))).astype(np.float32)
             elif kind == "conv":
                 arr = rng.uniform(-0.5, 0.5, (rows, ne0)).astype(np.float32)
+            elif kind == "rope_freqs":
+                arr = np.array([swa_moe_shapes.rope_freqs(s)], dtype=np.float32)
             elif t in (QT.F16, QT.BF16):
                 arr = random_float(rng, t, rows, ne0)
             else:
@@ -592,7 +627,8 @@ def check(path: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shape", action="append", choices=list(SHAPES) + list(ssm_shapes.SHAPES),
+    ap.add_argument("--shape", action="append",
+                    choices=list(SHAPES) + list(ssm_shapes.SHAPES) + list(swa_moe_shapes.SHAPES),
                     help="shape to write (repeatable; default the dense ones: " + ", ".join(DENSE_SHAPES) + ")")
     ap.add_argument("--type", action="append", choices=list(TYPES),
                     help="type to write (repeatable; default all)")
