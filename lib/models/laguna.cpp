@@ -49,23 +49,6 @@ private:
     std::vector<LagunaLayer> layers_;
 };
 
-// llama.cpp's rule: a bool per layer, or a period n (layer il slides unless
-// il % n == 0; 0: all slide); 4 when absent.
-std::vector<bool> sliding_layers(const Model &m, uint32_t n_layer) {
-    std::vector<bool> out(n_layer);
-    const std::string key = m.arch_name() + ".attention.sliding_window_pattern";
-    if (const GgufValue *arr = m.gguf().get_array(key, GgufType::BOOL)) {
-        if (arr->arr_n != n_layer)
-            fail(VT_ERR_FORMAT, "%s has %llu entries for %u layers", key.c_str(), (unsigned long long)arr->arr_n,
-                 n_layer);
-        for (uint32_t il = 0; il < n_layer; ++il) out[il] = arr->uint_at(il) != 0;
-        return out;
-    }
-    const uint32_t n = m.arch_u32("attention.sliding_window_pattern", 4);
-    for (uint32_t il = 0; il < n_layer; ++il) out[il] = n == 0 || il % n != 0;
-    return out;
-}
-
 void Laguna::load(Model &m) {
     read_decoder_hparams(m, kRopeNeox);
     read_moe_hparams(m, MoeDefaults{kMoeSigmoid, true});
@@ -76,7 +59,7 @@ void Laguna::load(Model &m) {
             fail(VT_ERR_FORMAT, "laguna: layer %u has %u heads, not a multiple of %u KV heads", il, heads[il],
                  hp.n_head_kv);
     const uint32_t window = m.arch_u32("attention.sliding_window", 0);
-    const std::vector<bool> slides = sliding_layers(m, hp.n_layer);
+    const std::vector<bool> slides = sliding_layers(m, hp.n_layer, 4, /*full_first=*/true);
     m.cache_layers.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const bool sliding = window > 0 && slides[il];

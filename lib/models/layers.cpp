@@ -132,7 +132,7 @@ std::vector<uint32_t> read_head_count_kv(const Model &m) {
     return out;
 }
 
-std::vector<bool> sliding_layers(const Model &m, uint32_t n_layer, uint32_t def_period) {
+std::vector<bool> sliding_layers(const Model &m, uint32_t n_layer, uint32_t def_period, bool full_first) {
     std::vector<bool> out(n_layer);
     const std::string key = m.arch_name() + ".attention.sliding_window_pattern";
     if (const GgufValue *arr = m.gguf().get_array(key, GgufType::BOOL)) {
@@ -143,7 +143,7 @@ std::vector<bool> sliding_layers(const Model &m, uint32_t n_layer, uint32_t def_
         return out;
     }
     const uint32_t n = m.arch_u32("attention.sliding_window_pattern", def_period);
-    for (uint32_t il = 0; il < n_layer; ++il) out[il] = n == 0 || il % n < n - 1;
+    for (uint32_t il = 0; il < n_layer; ++il) out[il] = n == 0 || il % n != (full_first ? 0 : n - 1);
     return out;
 }
 

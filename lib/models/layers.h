@@ -25,8 +25,9 @@ void read_decoder_hparams(Model &m, int32_t rope_mode, bool uniform_kv_heads = t
 
 // Which layers slide, as llama.cpp reads it: attention.sliding_window_pattern
 // is a bool per layer, or a period n (layer il slides unless il % n == n - 1;
-// 0: all slide), def_period when absent.
-std::vector<bool> sliding_layers(const Model &m, uint32_t n_layer, uint32_t def_period);
+// 0: all slide), def_period when absent. full_first: the full layer is the
+// first of each period instead (il % n == 0; llama.cpp's Laguna rule).
+std::vector<bool> sliding_layers(const Model &m, uint32_t n_layer, uint32_t def_period, bool full_first = false);
 
 // attention.head_count_kv per layer: one count for every layer, or the
 // file's per-layer list (Kimi-Linear writes 0 for its linear-attention

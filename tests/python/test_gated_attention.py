@@ -7,8 +7,6 @@ with its g_proj, dense MLP layers after sparse ones, a Muse Glimmer
 layer_rope_theta that ropes a full-attention layer.
 """
 import json
-import os
-import shutil
 import struct
 from pathlib import Path
 
@@ -16,25 +14,9 @@ import pytest
 
 import vt
 
-TINY = Path(os.environ.get("VT_SOURCE_ROOT", Path(__file__).resolve().parents[2])) / "tests" / "models" / "tiny"
+from tiny_files import TINY, _edit_config, _tiny_folder
 
-
-def _tiny(tmp_path, name):
-    src = TINY / name
-    if not src.exists():
-        pytest.skip(f"tests/models/tiny/{name} is missing")
-    dst = tmp_path / name
-    if src.is_dir():
-        shutil.copytree(src, dst)
-    else:
-        shutil.copy(src, dst)
-    return dst
-
-
-def _edit_config(folder: Path, **changes):
-    cfg = json.loads((folder / "config.json").read_text())
-    cfg.update(changes)
-    (folder / "config.json").write_text(json.dumps(cfg))
+_tiny = _tiny_folder  # a folder or a GGUF file
 
 
 def _safetensors_header(path: Path):

@@ -6,41 +6,13 @@ with no earlier layer of a shared layer's type, a missing per-layer
 embedding table. Built from the committed fixtures (tests/models/tiny/gemma4,
 gemma4_moe; make-tiny-models.py)."""
 import json
-import os
-import shutil
 import struct
-from pathlib import Path
 
 import pytest
 
 import vt
 
-TINY = Path(os.environ.get("VT_SOURCE_ROOT", Path(__file__).resolve().parents[2])) / "tests" / "models" / "tiny"
-
-
-def _tiny_folder(tmp_path, name):
-    src = TINY / name
-    if not src.is_dir():
-        pytest.skip(f"tests/models/tiny/{name} is missing")
-    dst = tmp_path / name
-    shutil.copytree(src, dst)
-    return dst
-
-
-def _edit_config(folder: Path, **changes):
-    cfg = json.loads((folder / "config.json").read_text())
-    cfg.update(changes)
-    (folder / "config.json").write_text(json.dumps(cfg))
-
-
-def _rename_safetensors(path: Path, old: str, new: str):
-    raw = path.read_bytes()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    header[new] = header.pop(old)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+from tiny_files import TINY, _edit_config, _rename_safetensors, _tiny_folder
 
 
 def test_folder_and_gguf_generate_alike():

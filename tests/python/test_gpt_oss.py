@@ -6,7 +6,6 @@ an expert bias of the wrong shape, MXFP4 halves without the config's
 quant_method.
 """
 import json
-import os
 import struct
 from pathlib import Path
 
@@ -14,9 +13,8 @@ import pytest
 
 import vt
 
-from test_hybrid import _edit_config, _rename_safetensors, _rewrite_gguf, _tiny_folder
-
-TINY = Path(os.environ.get("VT_SOURCE_ROOT", Path(__file__).resolve().parents[2])) / "tests" / "models" / "tiny"
+from test_hybrid import _rewrite_gguf
+from tiny_files import TINY, _edit_config, _rename_safetensors, _tiny_folder
 
 
 def _golden(name):

@@ -10,43 +10,13 @@ with its tensors. Built from the committed tiny fixture
 sequence) likewise: served with its state slots and a prefix hit, and a
 conv weight of the wrong shape or width named in the error.
 """
-import json
-import os
-import shutil
-import struct
 from pathlib import Path
 
 import pytest
 
 import vt
 
-TINY = Path(os.environ.get("VT_SOURCE_ROOT", Path(__file__).resolve().parents[2])) / "tests" / "models" / "tiny"
-
-
-def _rename_safetensors(path: Path, old: str, new: str):
-    """Renames tensor `old` in a safetensors file's header (offsets are into the data)."""
-    raw = path.read_bytes()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    header[new] = header.pop(old)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + n:])
-
-
-def _tiny_folder(tmp_path, name):
-    src = TINY / name
-    if not src.is_dir():
-        pytest.skip(f"tests/models/tiny/{name} is missing")
-    dst = tmp_path / name
-    shutil.copytree(src, dst)
-    return dst
-
-
-def _edit_config(folder: Path, **changes):
-    cfg = json.loads((folder / "config.json").read_text())
-    cfg.update(changes)
-    (folder / "config.json").write_text(json.dumps(cfg))
+from tiny_files import TINY, _edit_config, _rename_safetensors, _tiny_folder
 
 
 @pytest.fixture
