@@ -17,11 +17,8 @@ void PreNormDecoder::load(Model &m) {
     if (window)
         for (LayerCacheSpec &l : m.cache_layers) l = {CacheKind::sliding_window, window, l.kv_row};
     const Hparams &hp = m.hparams;
-    const int64_t E = hp.n_embd, V = hp.n_vocab;
-    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
-    output_norm_ = load_norm(m, "output_norm.weight", E);
-    output_ = m.output_weight("token_embd.weight", {E, V});  // nullptr: tied, as stored
-    if (!output_) output_ = tok_embd_;
+    const int64_t E = hp.n_embd;
+    load_embeddings_and_output(m, tok_embd_, output_, output_norm_);
     if (traits_.rope_freqs) rope_freqs_ = load_norm(m, "rope_freqs.weight", hp.n_rot / 2, false);
     else if (m.gguf().find_tensor("rope_freqs.weight"))
         fail(VT_ERR_FORMAT, "%s: unexpected rope_freqs.weight", traits_.name);

@@ -64,11 +64,8 @@ void DeepSeek2::load(Model &m) {
     rope_attn_factor_ = hp.rope_ext_factor != 0.0f ? 1.0f / (1.0f + 0.1f * std::log(factor)) : 1.0f;
     m.cache_layers.assign(hp.n_layer, LayerCacheSpec{CacheKind::latent, 0, mla_.row()});
 
-    const int64_t E = hp.n_embd, V = hp.n_vocab;
-    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
-    output_norm_ = load_norm(m, "output_norm.weight", E);
-    output_ = m.output_weight("token_embd.weight", {E, V});
-    if (!output_) output_ = tok_embd_;
+    const int64_t E = hp.n_embd;
+    load_embeddings_and_output(m, tok_embd_, output_, output_norm_);
     layers_.resize(hp.n_layer);
     for (uint32_t i = 0; i < hp.n_layer; ++i) {
         const std::string p = "blk." + std::to_string(i) + ".";

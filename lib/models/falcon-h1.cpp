@@ -78,17 +78,14 @@ void FalconH1::load(Model &m) {
     mul_.ssm_out = multiplier(m, "ssm_out_multiplier");
     mul_.mlp_gate = multiplier(m, "mlp_gate_multiplier");
     mul_.mlp_down = multiplier(m, "mlp_down_multiplier");
-    const int64_t E = hp.n_embd, V = hp.n_vocab;
+    const int64_t E = hp.n_embd;
     // Cache layers 0..n_layer-1: attention; n_layer + il: block il's Mamba state.
     m.cache_layers.assign(hp.n_layer, LayerCacheSpec{CacheKind::full_attention, 0, hp.n_embd_kv()});
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         m.cache_layers.push_back(mamba2_cache_spec(ssm_));
         m.extra_cache_owner.push_back(il);
     }
-    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
-    output_norm_ = load_norm(m, "output_norm.weight", E);
-    output_ = m.output_weight("token_embd.weight", {E, V});
-    if (!output_) output_ = tok_embd_;
+    load_embeddings_and_output(m, tok_embd_, output_, output_norm_);
     layers_.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";

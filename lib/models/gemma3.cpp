@@ -61,11 +61,8 @@ void Gemma3::load(Model &m) {
     const float pre_attn = hp.n_layer == 62 ? (float)hp.n_embd / (float)hp.n_head : (float)hp.head_dim;
     attn_scale_ = 1.0f / std::sqrt(pre_attn);
 
-    const int64_t E = hp.n_embd, V = hp.n_vocab;
-    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
-    output_ = m.output_weight("token_embd.weight", {E, V});  // nullptr: tied, as stored
-    if (!output_) output_ = tok_embd_;
-    output_norm_ = load_norm(m, "output_norm.weight", E);
+    const int64_t E = hp.n_embd;
+    load_embeddings_and_output(m, tok_embd_, output_, output_norm_);
     layers_.resize(hp.n_layer);
     for (uint32_t i = 0; i < hp.n_layer; ++i) {
         const std::string p = "blk." + std::to_string(i) + ".";

@@ -148,10 +148,7 @@ void Gemma4::load(Model &m) {
     }
 
     const int64_t E = hp.n_embd, V = hp.n_vocab, H = hp.n_head;
-    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
-    output_ = m.output_weight("token_embd.weight", {E, V});
-    if (!output_) output_ = tok_embd_;
-    output_norm_ = load_norm(m, "output_norm.weight", E);
+    load_embeddings_and_output(m, tok_embd_, output_, output_norm_);
     rope_freqs_ = load_norm(m, "rope_freqs.weight", hd_full / 2, false);
     if (ple_) {
         const int64_t LP = (int64_t)L * ple_;

@@ -76,10 +76,7 @@ void GptOss::load(Model &m) {
         fail(VT_ERR_FORMAT, "gpt-oss: invalid SwiGLU alpha %g / limit %g", (double)act.alpha, (double)act.limit);
 
     const int64_t E = hp.n_embd, V = hp.n_vocab, F = hp.n_ff_exp, X = hp.n_expert;
-    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
-    output_ = m.output_weight("token_embd.weight", {E, V});
-    if (!output_) output_ = tok_embd_;
-    output_norm_ = load_norm(m, "output_norm.weight", E);
+    load_embeddings_and_output(m, tok_embd_, output_, output_norm_);
     layers_.resize(hp.n_layer);
     for (uint32_t i = 0; i < hp.n_layer; ++i) {
         const std::string p = "blk." + std::to_string(i) + ".";

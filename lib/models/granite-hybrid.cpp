@@ -72,12 +72,9 @@ void GraniteHybrid::load(Model &m) {
     if (!(attention_scale_ > 0.0f) || !std::isfinite(attention_scale_))
         attention_scale_ = 1.0f / std::sqrt((float)hp.head_dim);
     rope_ = m.arch_bool("rope.scaling.finetuned", true);
-    const int64_t E = hp.n_embd, V = hp.n_vocab;
+    const int64_t E = hp.n_embd;
     m.cache_layers.assign(hp.n_layer, LayerCacheSpec{CacheKind::full_attention, 0, hp.n_embd_kv()});
-    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
-    output_norm_ = load_norm(m, "output_norm.weight", E);
-    output_ = m.output_weight("token_embd.weight", {E, V});
-    if (!output_) output_ = tok_embd_;
+    load_embeddings_and_output(m, tok_embd_, output_, output_norm_);
     layers_.resize(hp.n_layer);
     bool any_mamba = false;
     for (uint32_t il = 0; il < hp.n_layer; ++il) {

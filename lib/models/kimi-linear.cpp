@@ -70,11 +70,8 @@ void KimiLinear::load(Model &m) {
         fail(VT_ERR_FORMAT, "kimi-linear: the MLA layers have %u KV heads, expected 1 (the latent row)", hp.n_head_kv);
     kq_scale_ = 1.0f / std::sqrt((float)hp.head_dim);  // 1/sqrt(qk_nope + qk_rope)
 
-    const int64_t E = hp.n_embd, V = hp.n_vocab;
-    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
-    output_norm_ = load_norm(m, "output_norm.weight", E);
-    output_ = m.output_weight("token_embd.weight", {E, V});
-    if (!output_) output_ = tok_embd_;
+    const int64_t E = hp.n_embd;
+    load_embeddings_and_output(m, tok_embd_, output_, output_norm_);
     m.cache_layers.assign(hp.n_layer, LayerCacheSpec{CacheKind::latent, 0, mla_.row()});
     layers_.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {

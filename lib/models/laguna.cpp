@@ -80,10 +80,7 @@ void Laguna::load(Model &m) {
         declared_per_head = m.arch_bool("attention.gate_per_head", true);
 
     const int64_t E = hp.n_embd, V = hp.n_vocab, hd = hp.head_dim;
-    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
-    output_ = m.output_weight("token_embd.weight", {E, V});
-    if (!output_) output_ = tok_embd_;
-    output_norm_ = load_norm(m, "output_norm.weight", E);
+    load_embeddings_and_output(m, tok_embd_, output_, output_norm_);
     layers_.resize(hp.n_layer);
     for (uint32_t i = 0; i < hp.n_layer; ++i) {
         const std::string p = "blk." + std::to_string(i) + ".";

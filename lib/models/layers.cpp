@@ -147,6 +147,15 @@ std::vector<bool> sliding_layers(const Model &m, uint32_t n_layer, uint32_t def_
     return out;
 }
 
+void load_embeddings_and_output(Model &m, const Tensor *&tok_embd, const Tensor *&output, const Tensor *&output_norm,
+                                const char *norm_name) {
+    const int64_t E = m.hparams.n_embd, V = m.hparams.n_vocab;
+    tok_embd = m.embedding_weight("token_embd.weight", {E, V});
+    output = m.output_weight("token_embd.weight", {E, V});  // nullptr: tied, as stored
+    if (!output) output = tok_embd;
+    output_norm = load_norm(m, norm_name, E);
+}
+
 void full_attention_cache(Model &m) {
     m.cache_layers.assign(m.hparams.n_layer, LayerCacheSpec{CacheKind::full_attention, 0, m.hparams.n_embd_kv()});
 }

@@ -101,6 +101,12 @@ bool is_moe_layer(const Model &m, uint32_t il);
 // A norm weight (ne0) that must be F32.
 const Tensor *load_norm(Model &m, const std::string &name, int64_t ne0, bool required = true);
 
+// The token embedding (n_embd, n_vocab), the output projection (output.weight,
+// or the embedding itself where the file ties them) and the final norm
+// (norm_name): every architecture's first and last weights.
+void load_embeddings_and_output(Model &m, const Tensor *&tok_embd, const Tensor *&output, const Tensor *&output_norm,
+                                const char *norm_name = "output_norm.weight");
+
 enum class Activation { silu, gelu_tanh };
 
 // Graph building for one forward pass of m.

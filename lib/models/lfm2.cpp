@@ -21,11 +21,8 @@ void Lfm2::load(Model &m) {
     const std::vector<uint32_t> kv_heads = read_head_count_kv(m);
     full_attention_cache(m);
 
-    const int64_t E = hp.n_embd, V = hp.n_vocab;
-    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
-    output_norm_ = load_norm(m, "token_embd_norm.weight", E);
-    output_ = m.output_weight("token_embd.weight", {E, V});
-    if (!output_) output_ = tok_embd_;
+    const int64_t E = hp.n_embd;
+    load_embeddings_and_output(m, tok_embd_, output_, output_norm_, "token_embd_norm.weight");
     layers_.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";

@@ -81,11 +81,8 @@ void MuseGlimmer::load(Model &m) {
              "final_logit_softcapping %g", (double)post_norm_eps_, (double)freq_base_swa_, (double)logit_scale_,
              (double)softcap_);
 
-    const int64_t E = hp.n_embd, V = hp.n_vocab, Q = (int64_t)hp.n_head * hp.head_dim;
-    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
-    output_ = m.output_weight("token_embd.weight", {E, V});
-    if (!output_) output_ = tok_embd_;
-    output_norm_ = load_norm(m, "output_norm.weight", E);
+    const int64_t E = hp.n_embd, Q = (int64_t)hp.n_head * hp.head_dim;
+    load_embeddings_and_output(m, tok_embd_, output_, output_norm_);
     layers_.resize(hp.n_layer);
     for (uint32_t i = 0; i < hp.n_layer; ++i) {
         const std::string p = "blk." + std::to_string(i) + ".";

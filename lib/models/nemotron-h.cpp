@@ -84,14 +84,11 @@ void NemotronH::load(Model &m) {
     ssm_ = read_mamba2_shape(m);
     const char *arch = m.arch_name().c_str();
     const std::vector<uint32_t> kv_heads = read_head_count_kv(m), ff = per_layer(m, "feed_forward_length");
-    const int64_t E = hp.n_embd, V = hp.n_vocab, hd = hp.head_dim, Q = (int64_t)hp.n_head * hd,
+    const int64_t E = hp.n_embd, hd = hp.head_dim, Q = (int64_t)hp.n_head * hd,
                   KV = hp.n_embd_kv();
     const int64_t L = m.arch_u32("moe_latent_size", 0);
     m.cache_layers.assign(hp.n_layer, LayerCacheSpec{CacheKind::full_attention, 0, hp.n_embd_kv()});
-    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
-    output_norm_ = load_norm(m, "output_norm.weight", E);
-    output_ = m.output_weight("token_embd.weight", {E, V});
-    if (!output_) output_ = tok_embd_;
+    load_embeddings_and_output(m, tok_embd_, output_, output_norm_);
     layers_.resize(hp.n_layer);
     bool any_attention = false;
     for (uint32_t il = 0; il < hp.n_layer; ++il) {

@@ -14,12 +14,9 @@ void QwenHybrid::load(Model &m) {
     k_heads_ = m.from_folder() ? kDeltaHeadsInterleaved : traits_.gguf_k_heads;
     const std::vector<bool> recurrent = read_recurrent_layers(m);
     Hparams &hp = m.hparams;
-    const int64_t E = hp.n_embd, V = hp.n_vocab, hd = hp.head_dim, Q = (int64_t)hp.n_head * hd, KV = hp.n_embd_kv();
+    const int64_t E = hp.n_embd, hd = hp.head_dim, Q = (int64_t)hp.n_head * hd, KV = hp.n_embd_kv();
     m.cache_layers.assign(hp.n_layer, LayerCacheSpec{CacheKind::full_attention, 0, hp.n_embd_kv()});
-    tok_embd_ = m.embedding_weight("token_embd.weight", {E, V});
-    output_norm_ = load_norm(m, "output_norm.weight", E);
-    output_ = m.output_weight("token_embd.weight", {E, V});
-    if (!output_) output_ = tok_embd_;
+    load_embeddings_and_output(m, tok_embd_, output_, output_norm_);
     layers_.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
