@@ -57,6 +57,7 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     sched_cfg_.max_model_len = max_len;
     sched_cfg_.prefill_tokens_beside_decodes = cfg.prefill_tokens_beside_decodes;
     sched_cfg_.prefill_tokens_per_decode = cfg.prefill_tokens_per_decode;
+    sched_cfg_.prefill_step_time_factor = cfg.prefill_step_time_factor;
     max_model_len_ = max_len;
     fail_every_ = debug_env_count("VT_DEBUG_FAIL_FORWARD");
     fail_once_ = debug_env_count("VT_DEBUG_FAIL_FORWARD_ONCE");
@@ -236,6 +237,7 @@ size_t Engine::step(uint32_t wait_ms) {
         first_step_ = std::chrono::steady_clock::now();
     }
     const Tensor *logits = nullptr;
+    const auto started = std::chrono::steady_clock::now();
     try {
         logits = run_forward(so);
     } catch (const Error &e) {
@@ -249,6 +251,7 @@ size_t Engine::step(uint32_t wait_ms) {
         throw;
     }
     sample_and_record(so, static_cast<const float *>(logits->data), model_.hparams.n_vocab);
+    sched_->observe_step(so, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     update_stats(so.num_tokens());
     return so.num_tokens();
 }

@@ -56,6 +56,13 @@ struct EngineConfig {
     // The floor keeps small batches from crawling through long prompts.
     uint32_t prefill_tokens_beside_decodes = 16;
     uint32_t prefill_tokens_per_decode = 6;
+    // Once step times are known (sched/step-cost.h), the cap is in time: a
+    // step's prompt tokens make it at most this many times as long as its
+    // decodes alone. The token rule above stays the floor and the rule
+    // until the first fit. 2: a running sequence's inter-token time at
+    // most doubles while prompts are computed beside it (issue 43's
+    // inter-token p99), while a prompt still moves on every step.
+    double prefill_step_time_factor = 2.0;
     bool prefix_caching = true;
 };
 

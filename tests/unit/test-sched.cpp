@@ -199,6 +199,108 @@ TEST_CASE("while sequences decode, a step's prompt tokens are capped (decode pri
     drain(s, kv);
 }
 
+TEST_CASE("step cost: the linear model is recovered from the steps an engine runs", "[sched]") {
+    // seconds = 4 ms + 0.5 ms a token + 0.2 ms a logit row, over a mix of
+    // decode-only steps (tokens == logit rows) and steps with prompt chunks.
+    const double fixed = 4e-3, per_token = 0.5e-3, per_logit = 0.2e-3;
+    auto cost = [&](uint32_t t, uint32_t l) { return fixed + per_token * t + per_logit * l; };
+    StepCost c;
+    // Decode-only steps cannot separate a token from a logit row: no fit.
+    for (uint32_t d = 1; d <= 40; ++d) c.observe(d, d, cost(d, d));
+    CHECK(!c.ready());
+    std::mt19937 rng(7);
+    for (int i = 0; i < 60; ++i) {
+        const uint32_t d = 1 + rng() % 16, p = rng() % 3 ? 0 : 1 + rng() % 96;
+        c.observe(d + p, d + (p ? 1 : 0), cost(d + p, d + (p ? 1 : 0)));
+    }
+    REQUIRE(c.ready());
+    CHECK(c.fixed() == Approx(fixed).epsilon(1e-6));
+    CHECK(c.per_token() == Approx(per_token).epsilon(1e-6));
+    CHECK(c.per_logit_row() == Approx(per_logit).epsilon(1e-6));
+    CHECK(c.decode_step(16) == Approx(cost(16, 16)).epsilon(1e-6));
+
+    // A stationary load (every step the same shape) that slows down: the
+    // fit follows it for that shape and keeps a positive slope; a varied
+    // load refits.
+    for (int i = 0; i < 500; ++i) c.observe(48, 16, 2 * cost(48, 16));
+    REQUIRE(c.ready());
+    CHECK(c.predict(48, 16) == Approx(2 * cost(48, 16)).epsilon(1e-2));
+    CHECK(c.per_token() > 0);
+    for (int i = 0; i < 1500; ++i) {  // 0.99^1500: the old load's weight is gone
+        const uint32_t d = 1 + rng() % 16, p = rng() % 3 ? 0 : 1 + rng() % 96;
+        c.observe(d + p, d + (p ? 1 : 0), 3 * cost(d + p, d + (p ? 1 : 0)));
+    }
+    CHECK(c.per_token() == Approx(3 * per_token).epsilon(1e-4));
+    CHECK(c.fixed() == Approx(3 * fixed).epsilon(1e-4));
+
+    // Steps that say a prompt token costs nothing are not believed.
+    StepCost flat;
+    for (int i = 0; i < 60; ++i) flat.observe(1 + i % 7 * 10, 1 + i % 2, 5e-3);
+    CHECK(!flat.ready());
+}
+
+TEST_CASE("with step times known, prompt chunks are sized by the time they add to a decode step", "[sched]") {
+    // Factor 2: prompt tokens may double a decode step. With a decode step
+    // of D sequences costing 4 ms + D * 0.7 ms and a prompt token 0.5 ms,
+    // 4 decodes take 6.8 ms and may carry 13 prompt tokens; 12 decodes
+    // take 12.4 ms and carry 24; the floor (6) holds below.
+    KvCacheManager kv(kv_cfg(512));
+    SchedulerConfig cfg = sched_cfg(256, 32, 0, 6, 2);
+    cfg.prefill_step_time_factor = 2.0;
+    Scheduler s(kv, cfg);
+    auto seconds = [](const SchedulerOutput &o) {
+        uint32_t l = 0;
+        for (const ScheduledSeq &q : o.seqs) l += q.needs_logits;
+        return 4e-3 + 0.5e-3 * (double)o.num_tokens() + 0.2e-3 * l;
+    };
+    auto run = [&](const SchedulerOutput &o) {
+        s.observe_step(o, seconds(o));
+        finish_step(s, o);
+    };
+    CHECK(s.prefill_cap(4) == 8);  // no times yet: the token rule, max(6, 2 * 4)
+    std::vector<SeqId> decodes;
+    for (SeqId id = 1; id <= 4; ++id) {
+        s.add(id, prompt(9, (int32_t)(100 * id)), 200);
+        decodes.push_back(id);
+    }
+    run(s.schedule());  // four prompts at once, no decodes yet
+    // Prompts of varied lengths arrive beside the decodes until the cost is fitted.
+    SeqId next = 10;
+    for (int step = 0; step < 40 && !s.step_cost().ready(); ++step) {
+        if (step % 3 == 0) s.add(next++, prompt(1 + (step * 7) % 23, 1000 + step), 1);
+        run(s.schedule());
+    }
+    REQUIRE(s.step_cost().ready());
+    CHECK(s.step_cost().per_token() == Approx(0.5e-3).epsilon(1e-6));
+    CHECK(s.prefill_cap(4) == 13);
+    CHECK(s.prefill_cap(12) == 24);
+    CHECK(s.prefill_cap(1) == 9);   // (4 + 0.7) / 0.5
+    // Back to the four decodes, then a long prompt moves 13 tokens a step
+    // beside them.
+    for (int step = 0; step < 40 && (s.num_waiting() || s.num_running() > 4); ++step) run(s.schedule());
+    REQUIRE(s.num_running() == 4);
+    s.add(99, prompt(60, 5000), 1);
+    for (int step = 0; step < 4; ++step) {
+        const SchedulerOutput o = s.schedule();
+        CHECK(prefill_tokens(o, decodes) == 13);
+        run(o);
+    }
+    drain(s, kv);
+
+    // The same history without the time rule: the token rule stays.
+    KvCacheManager kv2(kv_cfg(512));
+    Scheduler t(kv2, sched_cfg(256, 32, 0, 6, 2));
+    for (int i = 0; i < 40; ++i) {
+        SchedulerOutput o;
+        o.tokens.resize(4 + i % 9);
+        o.seqs.resize(1 + i % 4);
+        for (ScheduledSeq &q : o.seqs) q.needs_logits = true;
+        t.observe_step(o, 4e-3 + 0.5e-3 * (double)o.num_tokens() + 0.2e-3 * (double)o.seqs.size());
+    }
+    REQUIRE(t.step_cost().ready());
+    CHECK(t.prefill_cap(4) == 8);
+}
+
 TEST_CASE("sequences finish on a stop token, max_new_tokens or max_model_len", "[sched]") {
     KvCacheManager kv(kv_cfg(8));
     Scheduler s(kv, sched_cfg(64, 8, 10));
