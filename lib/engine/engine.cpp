@@ -252,8 +252,20 @@ size_t Engine::step(uint32_t wait_ms) {
     }
     sample_and_record(so, static_cast<const float *>(logits->data), model_.hparams.n_vocab);
     sched_->observe_step(so, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    log_step_cost();
     update_stats(so.num_tokens());
     return so.num_tokens();
+}
+
+void Engine::log_step_cost() {
+    // The fit behind the prompt-chunk cap, for whoever tunes a deployment:
+    // once when it is first known, then every 1000 steps (debug level).
+    const StepCost &c = sched_->step_cost();
+    if (!c.ready() || (cost_logged_ && ++steps_since_cost_log_ < 1000)) return;
+    VT_LOG_DEBUG("step time: %.2f ms + %.3f ms a token + %.3f ms a logit row; beside 16 decodes up to %u prompt tokens",
+                 c.fixed() * 1e3, c.per_token() * 1e3, c.per_logit_row() * 1e3, sched_->prefill_cap(16));
+    cost_logged_ = true;
+    steps_since_cost_log_ = 0;
 }
 
 void Engine::maybe_inject_failure() {

@@ -122,6 +122,7 @@ private:
 
     void admit_inbox();
     void maybe_inject_failure();
+    void log_step_cost();
     const Tensor *run_forward(const SchedulerOutput &so);
     void sample_and_record(const SchedulerOutput &so, const float *logits, size_t n_vocab);
     // A request with prompt_logprobs whose scheduled chunk holds prompt
@@ -165,6 +166,8 @@ private:
     uint64_t fail_every_ = 0;  // VT_DEBUG_FAIL_FORWARD
     uint64_t fail_once_ = 0;   // VT_DEBUG_FAIL_FORWARD_ONCE
     uint64_t forward_passes_ = 0;
+    bool cost_logged_ = false;
+    uint32_t steps_since_cost_log_ = 0;
 
     // Step scratch, reused.
     std::vector<Context::BatchSeq> batch_;

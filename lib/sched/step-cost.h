@@ -16,7 +16,8 @@
 // Fitted by least squares over the recent steps (exponential forgetting, so
 // it follows a changing load: other processes, a growing context), and
 // kept from the last fit that was well determined: a stationary load gives
-// steps of the same shape, which say nothing about the slope.
+// steps of the same shape, which say nothing about the slope. No
+// coefficient may be negative (non-negative least squares).
 #pragma once
 
 #include <cstdint>
@@ -41,13 +42,16 @@ public:
 
 private:
     void refit();
+    bool solve(unsigned mask, double theta[3]) const;
 
     // Each observation's weight decays by this factor per later step:
     // about the last 100 steps count.
     static constexpr double kForget = 0.99;
+    // Steps seen (weighted) before the first fit: one step's time is noisy.
+    static constexpr double kMinSteps = 24;
 
     // Weighted sums of x x^T and x t over x = (1, tokens, logit_rows).
-    double xx_[3][3] = {}, xt_[3] = {};
+    double xx_[3][3] = {}, xt_[3] = {}, tt_ = 0;
     double steps_ = 0;  // weighted step count
     bool ready_ = false;
     double fixed_ = 0, per_token_ = 0, per_logit_row_ = 0;

@@ -233,6 +233,18 @@ TEST_CASE("step cost: the linear model is recovered from the steps an engine run
     CHECK(c.per_token() == Approx(3 * per_token).epsilon(1e-4));
     CHECK(c.fixed() == Approx(3 * fixed).epsilon(1e-4));
 
+    // Times that would need a negative coefficient (logit rows that make a
+    // step faster) get the best fit without it, never a negative cost.
+    StepCost neg;
+    for (int i = 0; i < 200; ++i) {
+        const uint32_t d = 1 + rng() % 16, p = rng() % 3 ? 0 : 1 + rng() % 96, l = d + (p ? 1 : 0);
+        neg.observe(d + p, l, fixed + per_token * (d + p) - 0.1e-3 * l);
+    }
+    REQUIRE(neg.ready());
+    CHECK(neg.per_logit_row() == 0);
+    CHECK(neg.fixed() >= 0);
+    CHECK(neg.per_token() > 0);
+
     // Steps that say a prompt token costs nothing are not believed.
     StepCost flat;
     for (int i = 0; i < 60; ++i) flat.observe(1 + i % 7 * 10, 1 + i % 2, 5e-3);
