@@ -574,20 +574,44 @@ def print_report(runs: dict, levels: list[int], a, model: Path) -> None:
 # server runs with (vt's KV pool and step size, vLLM's chunked prefill and
 # KV cache) as the servers themselves state them.
 NOTE_PATTERNS = {
-    "vt": re.compile(r"KV|pool|batch|threads|quantized", re.I),
-    "vllm": re.compile(r"chunked prefill|max_num_batched_tokens|max_num_seqs|KV cache|"
-                       r"Maximum concurrency|core ids|init engine", re.I),
+    "vt": re.compile(r"KV cache|quantized .* at load", re.I),
+    "vllm": re.compile(r"core ids|KV cache size|Explicitly set|init engine", re.I),
 }
+# Settings from vLLM's "Initializing a V1 LLM engine ... with config:" line.
+# Its step budget (max_num_batched_tokens) is not logged at INFO, but the
+# compiled shape range ends at it: compile_ranges_endpoints.
+VLLM_CONFIG_KEYS = re.compile(r"\b(dtype|max_seq_len|enable_prefix_caching|enable_chunked_prefill)="
+                              r"([^,]+)|'(compile_ranges_endpoints)': (\[[^\]]*\])")
 
 
 def server_notes(log_path: Path, name: str, most: int = 8) -> list[str]:
+    """What a server's log says about its budgets, one short line each."""
     pat = NOTE_PATTERNS["vllm" if name == "vllm" else "vt"]
     try:
         lines = log_path.read_text(errors="replace").splitlines()
     except OSError:
         return []
-    # vLLM repeats its config in one very long line: keep each note short.
-    return [ln.strip()[:300] for ln in lines if pat.search(ln)][:most]
+    notes = []
+    for ln in lines:
+        if name == "vllm" and "Initializing a V1 LLM engine" in ln:
+            kv = [f"{m[0] or m[2]}={m[1] or m[3]}" for m in VLLM_CONFIG_KEYS.findall(ln)]
+            notes.append("config: " + ", ".join(kv) + " (compile_ranges_endpoints ends at "
+                         "max_num_batched_tokens)")
+        elif pat.search(ln):
+            notes.append(re.sub(r"^\S+ pid=\d+\) ", "", ln.strip())[:200])
+    return notes[:most]
+
+
+def vt_server_defaults(exe: Path) -> str:
+    """vt-server's --help on the settings the run leaves at their defaults."""
+    try:
+        h = subprocess.run([str(exe), "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    keep = [re.sub(r"\s+", " ", ln.strip()) for ln in h.splitlines()
+            if re.match(r"\s*(--max-num-seqs|--n-batch|--max-model-len|-t,--threads)\b", ln)]
+    return "defaults (--help): " + "; ".join(keep)
 
 
 def bench_vllm_peer(a, vt_exe: Path | None, folder: Path, levels: list[int], logs: Path) -> dict:
@@ -605,7 +629,7 @@ def bench_vllm_peer(a, vt_exe: Path | None, folder: Path, levels: list[int], log
         return serve_vllm.run_client_level(
             venv, HOST, srv.port, model_id, folder, c, n, seed=level_index, input_len=a.input_len,
             output_len=a.max_tokens, ignore_eos=a.ignore_eos, work_dir=logs, tag=f"{srv.name}-c{c}",
-            timeout=3 * a.request_timeout)
+            timeout=3 * a.request_timeout, extra=a.client_arg)
 
     quants = [q.strip() for q in a.vt_quantize.split(",") if q.strip()]
     runs: dict = {}
@@ -625,6 +649,8 @@ def bench_vllm_peer(a, vt_exe: Path | None, folder: Path, levels: list[int], log
                                              extra), port, logs)
         runs[name] = bench_server(srv, a, folder, levels, client=client)
         runs[name]["server_notes"] = server_notes(srv.log_path, name)
+        if name != "vllm":
+            runs[name]["server_notes"].append(vt_server_defaults(vt_exe))
     return runs
 
 
@@ -715,6 +741,9 @@ def main() -> int:
                          "(comma-separated; '' for none)")
     ap.add_argument("--vllm-arg", action="append", default=[],
                     help="extra vllm serve flag (use --vllm-arg=--flag)")
+    ap.add_argument("--client-arg", action="append", default=[],
+                    help="--peer vllm: extra vllm bench serve flag, e.g. --client-arg=--save-detailed "
+                         "(per-request TTFTs and ITLs in --log-dir's NAME-cC.json)")
     ap.add_argument("--vt-server", help="vt-server binary (default: build-server/ or build/ "
                     "examples/server/vt-server)")
     ap.add_argument("--llama-server", help="use this llama-server instead of building one")

@@ -90,7 +90,7 @@ def server_cmd(venv: Path, folder: Path, host: str, port: int, extra: list[str])
 
 def client_cmd(venv: Path, host: str, port: int, model_id: str, tokenizer: Path, concurrency: int,
                prompts: int, seed: int, input_len: int, output_len: int, ignore_eos: bool,
-               result_dir: Path, result_name: str) -> list[str]:
+               result_dir: Path, result_name: str, extra: list[str] = ()) -> list[str]:
     """One level of vllm bench serve: `prompts` random prompts of input_len
     tokens (drawn from the tokenizer's vocabulary with `seed`: the same text
     for every server), output_len tokens each, at most `concurrency` in flight
@@ -103,7 +103,7 @@ def client_cmd(venv: Path, host: str, port: int, model_id: str, tokenizer: Path,
            "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,99",
            "--disable-tqdm", "--save-result", "--result-dir", str(result_dir),
            "--result-filename", result_name]
-    return cmd + (["--ignore-eos"] if ignore_eos else [])
+    return cmd + (["--ignore-eos"] if ignore_eos else []) + list(extra)
 
 
 def client_env() -> dict:
@@ -136,13 +136,13 @@ def summarize_result(res: dict, wall: float) -> dict:
 
 def run_client_level(venv: Path, host: str, port: int, model_id: str, tokenizer: Path, concurrency: int,
                      prompts: int, seed: int, input_len: int, output_len: int, ignore_eos: bool,
-                     work_dir: Path, tag: str, timeout: float) -> dict:
+                     work_dir: Path, tag: str, timeout: float, extra: list[str] = ()) -> dict:
     """Runs one level; its stdout and stderr go to work_dir/TAG.log. Returns
     the summary dict (with "client_cmd"); on a failed client, a summary with
     no requests and the log's tail as the error."""
     name = f"{tag}.json"
     cmd = client_cmd(venv, host, port, model_id, tokenizer, concurrency, prompts, seed, input_len,
-                     output_len, ignore_eos, work_dir, name)
+                     output_len, ignore_eos, work_dir, name, extra)
     log_path = work_dir / f"{tag}.log"
     t0 = time.monotonic()
     with open(log_path, "wb") as lf:
