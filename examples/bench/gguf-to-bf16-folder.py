@@ -6,13 +6,15 @@ For serving comparisons against peers that take only Hugging Face folders
 becomes a bf16 folder that vt-server, vt-generate and vLLM all load, so every
 server reads the same weights.
 
-    /work/oracle-venv/bin/python examples/bench/gguf-to-bf16-folder.py \
+    ~/.cache/vt/vllm-venv/bin/python examples/bench/gguf-to-bf16-folder.py \
         ~/.cache/vt/models/SmolLM2-135M-Instruct.Q4_1.gguf \
         ~/.cache/vt/models/SmolLM2-135M-Instruct-bf16-hf
 
 (the output defaults to the GGUF's directory, named <stem without the quant
-suffix>-bf16-hf). Needs torch and transformers >= 5 (its own GGUF reader:
-no `gguf` package), e.g. the oracle venv.
+suffix>-bf16-hf). Needs torch, transformers >= 5.16 (GgufConfig), and the
+`gguf` and `accelerate` packages transformers loads a GGUF with: e.g. the
+vLLM peer venv (setup-vllm-cpu.sh) after `pip install gguf accelerate`.
+Takes about a minute (20 s of it the dequantization).
 
 How: transformers dequantizes every block to float (GgufConfig(dequantize=True);
 it also undoes llama.cpp's q/k row permutation), the state dict goes into a
