@@ -53,6 +53,7 @@ struct Options {
     bool json = false;
     bool skip_pp = false;
     std::string sampler = "none";
+    std::string quantize;  // --quantize: a vt_quant_type name, "" = keep the file's types
 };
 
 bool failed(vt_status s, const char *what) {
@@ -231,6 +232,9 @@ std::string join(const std::vector<double> &v) {
 int run(const Options &o) {
     vt_model_params mp;
     vt_model_params_init_v2(&mp, sizeof mp);
+    vt_quant_type quantize = VT_QUANT_NONE;
+    if (failed(vt_quant_type_from_name(o.quantize.c_str(), &quantize), "--quantize")) return 1;
+    mp.quantize = quantize;
     vt_model *mraw = nullptr;
     if (failed(vt_model_load(o.model.c_str(), &mp, &mraw), "vt_model_load")) return 1;
     std::unique_ptr<vt_model, ModelDel> model(mraw);
@@ -291,6 +295,8 @@ int main(int argc, char **argv) {
     app.add_option("--npl,--n-parallel", o.n_parallel, "sequences in the batch (comma-separated)")
         ->delimiter(',')->capture_default_str()->check(CLI::Range(1, 4096));
     app.add_option("-t,--threads", o.threads, "compute threads, 0 = physical cores")->capture_default_str();
+    app.add_option("--quantize", o.quantize,
+                   "quantize F32/F16/BF16 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0, Q4_1 or MXFP4");
     app.add_option("-b,--batch", o.n_batch, "most tokens per step (n_batch)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
     app.add_option("-r,--repetitions", o.reps, "timed repetitions of each B (the median is shown)")
         ->capture_default_str()->check(CLI::Range(1, 1000));
