@@ -8,7 +8,8 @@ CPU-second against vt-membw and its GFLOP/s against vt-flops' bf16 dot peak
                                   [--m 1,2,4,...] [--shapes smol,1b]
 
 The binding roofline at m tokens is the smaller of membw / (2 bytes per weight)
-x 2 m flops and the dot peak; "% roof" is the measured GFLOP/s over it. Rates
+x 2 m flops and the dot peak, each divided by the threads (the rates are per
+CPU-second: per thread); "% roof" is the measured GFLOP/s over it. Rates
 are per CPU-second (perf-matmul's), so a loaded machine lowers them less than
 wall-clock rates; so are the dot peaks (vt-flops --cpu-time); vt-membw's is a
 wall-clock best, which others' load lowers: run it on a quiet machine.
@@ -30,13 +31,17 @@ def main() -> int:
     ap.add_argument("--types", default="BF16,F16")
     ap.add_argument("--m", default="1,2,4,8,16,32,64,128,512")
     ap.add_argument("--shapes", default="smol,1b")
+    ap.add_argument("--membw", type=float, help="GB/s for the bandwidth roofline instead of vt-membw's "
+                    "(a quiet machine's figure, where others load this one)")
     a = ap.parse_args()
     b = Path(a.build)
     t = str(a.threads)
     fl = json.loads(subprocess.run([b / "examples/bench/vt-flops", "-t", t, "-r", "3", "--json", "--cpu-time"], check=True,
                                    capture_output=True, text=True).stdout)
-    bw = json.loads(subprocess.run([b / "examples/bench/vt-membw", "-t", t, "-r", "3", "-s", "512", "--json"],
+    bw = a.membw or json.loads(subprocess.run([b / "examples/bench/vt-membw", "-t", t, "-r", "3", "-s", "512", "--json"],
                                    check=True, capture_output=True, text=True).stdout.splitlines()[-1])["best_gbs"]
+    # (vt-membw times wall seconds: on a loaded machine the m = 1 rows' rates
+    # per CPU-second can pass it.)
     print(f"threads {t}: vt-membw {bw:.1f} GB/s, f32 FMA {fl['best_gflops']:.0f} GFLOP/s, "
           f"bf16 dot {fl['bf16_best_gflops'] or 0:.0f} GFLOP/s")
     print("| type | shape | m | us/call (CPU) | GB/s weights | GFLOP/s | binds | % roof |")
@@ -54,9 +59,12 @@ def main() -> int:
                     us = float(re.search(r"([\d.]+) us CPU", out).group(1))
                     gbs = float(re.search(r"([\d.]+) GB/s", out).group(1))
                     gf = float(re.search(r"([\d.]+) GFLOP/s", out).group(1))
-                    mem_roof = bw / 2 * 2 * m  # GFLOP/s when the weight bytes bind
-                    binds = "mem" if mem_roof < peak else "dot"
-                    roof = min(mem_roof, peak)
+                    # perf-matmul's rates are per CPU-second, i.e. per thread:
+                    # against each thread's share of both rooflines.
+                    mem_roof = bw / a.threads / 2 * 2 * m  # GFLOP/s when the weight bytes bind
+                    dot_roof = peak / a.threads
+                    binds = "mem" if mem_roof < dot_roof else "dot"
+                    roof = min(mem_roof, dot_roof)
                     print(f"| {ty} | {name} | {m} | {us:.1f} | {gbs:.1f} | {gf:.1f} | {binds} | {100 * gf / roof:.0f} |",
                           flush=True)
     return 0
