@@ -68,10 +68,17 @@ def main():
             check("vt-flops reports a positive peak for its ISA",
                   rc == 0 and obj is not None and obj.get("isa") in ("avx512", "avx2")
                   and obj.get("best_gflops", 0) > 0 and obj.get("threads") == 1, str(obj) + err)
+            # The dot-product peaks: a positive number where the CPU has the
+            # instruction, null where not (never missing).
+            dot_keys = ("bf16_best_gflops", "vnni512_best_gops", "vnni256_best_gops")
+            check("vt-flops reports each dot-product peak or null",
+                  obj is not None and all(key in obj and (obj[key] is None or obj[key] > 0) for key in dot_keys),
+                  str(obj))
             rc, capped, err = json_of([vt_flops, "-t", "1", "-r", "1", "--json"],
                                       env=dict(os.environ, VT_CPU_ISA="avx2"))
-            check("VT_CPU_ISA=avx2 caps vt-flops at 256 bits", rc == 0 and capped and capped.get("isa") == "avx2",
-                  str(capped) + err)
+            check("VT_CPU_ISA=avx2 caps vt-flops at 256 bits",
+                  rc == 0 and capped and capped.get("isa") == "avx2" and capped.get("bf16_best_gflops") is None
+                  and capped.get("vnni512_best_gops") is None, str(capped) + err)
 
         rc, obj, err = json_of([vt_membw, "-t", "1", "-s", "32", "-r", "2", "--json"])
         check("vt-membw reports a positive bandwidth",

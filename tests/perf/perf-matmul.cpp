@@ -12,6 +12,13 @@
 // gate_up of 5760 rows), 2 threads: perf-matmul --type MXFP4 --k 2880 --n 8192
 // --threads 2 (and --type Q4_0).
 //
+// --cold: one graph of as many MUL_MAT nodes as it takes for their weights
+// (copies of the same matrix, one per node, same activations) to fill 96 MB,
+// three times this CPU's L3, so every node reads its weights from memory as
+// a model's step does; the times are per node. Without it a matrix that fits
+// the caches (SmolLM2's 576 x 576 in BF16: 0.66 MB) is timed from L2 or L3,
+// faster than any decode step reads it.
+//
 // Prints the median wall time per call and the thread CPU time per call,
 // the weight bytes read per CPU-second (decode's bound is the read
 // bandwidth: compare vt-membw) and the multiply-adds per CPU-second as
@@ -54,7 +61,7 @@ int main(int argc, char **argv) {
     const int64_t k = std::atoll(arg(argc, argv, "--k", "2048")), n = std::atoll(arg(argc, argv, "--n", "8192")),
                   m = std::atoll(arg(argc, argv, "--m", "1"));
     const int threads = std::atoi(arg(argc, argv, "--threads", "1")), reps = std::atoi(arg(argc, argv, "--reps", "50"));
-    const bool gguf_layout = flag(argc, argv, "--gguf-layout");
+    const bool gguf_layout = flag(argc, argv, "--gguf-layout"), cold = flag(argc, argv, "--cold");
     DType t = DType::F32;
     bool found = false;
 #define VT_PERF_DTYPE_(name, id, be, bb) \
@@ -79,20 +86,21 @@ int main(int argc, char **argv) {
     } else {
         vt::test::randomize_blocks(t, w, rng);
     }
-    Tensor wt;
-    std::vector<uint8_t> wx;
-    if (!gguf_layout && quant::x16_slot(t) >= 0 && quant::x16_fits(t, k, n)) {
-        wx.resize(w.size());
-        quant::repack_x16(t, w.data(), row_bytes(t, k), wx.data(), k, n);
-        tensor_init(wt, t, k, n, 1, 1, wx.data(), "w");
-        wt.layout = quant::kLayoutX16;
-    } else {
-        tensor_init(wt, t, k, n, 1, 1, w.data(), "w");
+    const bool x16 = !gguf_layout && quant::x16_slot(t) >= 0 && quant::x16_fits(t, k, n);
+    const size_t kColdBytes = (size_t)96 << 20;
+    const int copies = cold ? (int)std::max<size_t>(1, (kColdBytes + w.size() - 1) / w.size()) : 1;
+    std::vector<uint8_t> store(w.size() * copies); // copy c at c * w.size()
+    std::vector<Tensor> wts(copies);
+    for (int c = 0; c < copies; ++c) {
+        uint8_t *dst = store.data() + c * w.size();
+        if (x16) quant::repack_x16(t, w.data(), row_bytes(t, k), dst, k, n);
+        else std::memcpy(dst, w.data(), w.size());
+        tensor_init(wts[c], t, k, n, 1, 1, dst, "w");
+        if (x16) wts[c].layout = quant::kLayoutX16;
     }
     Graph g;
     Tensor *x = g.input(DType::F32, {k, m});
-    Tensor *y = g.op<Op::MUL_MAT>(DType::F32, {n, m}, {&wt, x});
-    g.mark_output(y);
+    for (int c = 0; c < copies; ++c) g.mark_output(g.op<Op::MUL_MAT>(DType::F32, {n, m}, {&wts[c], x}));
     BufferPtr buf = buffer_alloc(cpu_device(), g.plan() + 64, "perf arena");
     g.bind(static_cast<uint8_t *>(buf->iface->get_base(buf.get())), buf.get());
     std::normal_distribution<float> nd(0.f, 1.f);
@@ -102,10 +110,10 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "perf-matmul: the node did not run (no kernel for this type and layout?)\n");
         return 1;
     }
-    const double cpu = tm.cpu, med = tm.wall_median;
-    std::printf("isa %s, %s%s %lld x %lld, %lld token(s), %d thread(s): %.1f us wall (median), %.1f us CPU per call; "
+    const double cpu = tm.cpu / copies, med = tm.wall_median / copies;
+    std::printf("isa %s, %s%s%s %lld x %lld, %lld token(s), %d thread(s): %.1f us wall (median), %.1f us CPU per call; "
                 "%.2f GB/s of weights, %.1f GFLOP/s per CPU-second\n",
-                quant::active_kernels().isa, type_name.c_str(), wt.layout ? "_X16" : "", (long long)n, (long long)k,
+                quant::active_kernels().isa, type_name.c_str(), x16 ? "_X16" : "", cold ? " (cold)" : "", (long long)n, (long long)k,
                 (long long)m, threads, med * 1e6, cpu * 1e6, (double)w.size() / cpu * 1e-9,
                 2.0 * (double)k * (double)n * (double)m / cpu * 1e-9);
     return 0;

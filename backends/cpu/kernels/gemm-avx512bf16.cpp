@@ -67,7 +67,15 @@ struct DpTile {
 
 // BF16_X16 (gemm-pairs-x86.h): one vdpbf16ps chain per (row, token).
 struct Bf16Pairs {
-    static constexpr int kGroups = 4, kTokens = 6; // 4 x 6 measured best (3 x 8, 2 x 12 slower)
+    // 4 x 6 measured best (3 x 8, 2 x 12 slower). Issue 43 tried again
+    // (perf-matmul, 1B 2048 x 2048, 64 tokens, 1 thread): 6 x 4 and 5 x 5
+    // the same within noise, 8 x 3 0.6x and 12 x 2 0.25x (more group
+    // offsets than general registers); 1 group x 16 tokens, each token tile
+    // packed pair-major so that its broadcasts share one base register, 0.5x
+    // at 16 tokens even from L2 (a one-pass tile for 8-24 tokens, meant to
+    // read each weight once). With its data in L1, this tile's loop runs at
+    // vt-flops' vdpbf16ps peak: the broadcasts cost nothing there.
+    static constexpr int kGroups = 4, kTokens = 6;
     template <int G, int T>
     static void run(int64_t np, const uint8_t *w, size_t gs, const uint32_t *const *y, float *out, size_t os) {
         __m512 acc[G][T];

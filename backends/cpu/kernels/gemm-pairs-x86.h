@@ -43,6 +43,13 @@ static void pair_tiles(int64_t np, const uint8_t *w, size_t gs, const uint32_t *
 // out[t * os + 16 * g + r]. Rows in blocks whose weights stay in L2 (about a
 // quarter of it) while every token tile passes over them; a token tile's
 // pairs stay in L1 while it passes over the block's row tiles.
+//
+// From memory (perf-matmul --cold) 8-64 tokens run at 0.6-0.8x of the rate
+// with the weights in L2: the first pass over a block waits on memory. Two
+// prefetches meant to overlap it measured no gain (BF16 576 x 576 and
+// 2048 x 2048, 16 and 64 tokens, 1 thread, loaded machine): the next
+// block's rows into L2 (T0 or T1) spread over this block's passes, and a
+// tile's own lines 1-2 KB ahead in the first pass.
 template <class Tile>
 void gemm_pairs_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt, float *out,
                     size_t os) {
@@ -80,6 +87,11 @@ void gemm_pairs_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void 
 // 80 -> 100 tok/s with f16 activations converted per use (2 x 6 tile; 3 x
 // 4: 97, 1 x 12: 72), 108 with f32 ones. Converting a token tile to f32 in
 // the tile's driver instead, once per row block, cost 9% of the time.
+// F16 goes to f32, not to bf16 for vdpbf16ps (twice the f32 FMA peak,
+// vt-flops): bf16 keeps 8 of f16's 11 significant bits, so the weights would
+// be rounded (another model than the file's, and not llama.cpp's results);
+// an exact hi + lo bf16 split of weight and activation takes 4 bf16
+// products per f16 product, twice the work that the 2x peak buys back.
 struct F16Pairs {
     static constexpr int kGroups = 2, kTokens = 6;
     template <int G, int T>
