@@ -21,7 +21,7 @@ for rep in $(seq "$REPEAT"); do
     for m in ${M:-1 128}; do
       for t in Q5_0 Q5_1 Q4_0 Q8_0 Q4_K; do
         [ "$t" = Q4_K ] && [ $(( $2 % 256 )) -ne 0 ] && continue
-        reps=$(( m == 1 ? 200 : 10 ))
+        reps=$(( m == 1 ? 200 : m < 64 ? 50 : 10 ))
         for bin in ${BASE:+$BASE} $NEW; do
           tag=new; [ "$bin" = "$BASE" ] && tag=base
           gbs=$($bin --type $t --n $1 --k $2 --m $m --threads "$THREADS" --reps $reps 2>&1 |

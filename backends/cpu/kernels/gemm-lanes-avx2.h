@@ -322,11 +322,16 @@ struct PackedFromX16Src8 : PackedSrc8<Ops> {
     }
 };
 
-// Q5_0_X16, Q5_1_X16: in place below kX16PackTokens tokens, packed above.
+// Q5_0_X16, Q5_1_X16: in place below 8 tokens, packed from 8. With 16
+// registers the packed steps' plain loads gain more here than the merge
+// costs from about 8 tokens (1 thread, 512 x 2048 in L2, the tiles alone,
+// Q5_0 GFLOP/s packed / in place: 107 / 134 at 4 tokens, 120 / 129 at 6,
+// 130 / 97-137 at 8, 145 / 141 at 12, 156 / 145 at 16, 177 / 146 at 128).
+constexpr int64_t kQ5PackTokensAvx2 = 8;
 template <class Ops>
 void gemm_legacy_q5_x16_avx2(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
                              float *out, size_t os) {
-    if (nt >= kX16PackTokens)
+    if (nt >= kQ5PackTokensAvx2)
         return gemm_lanes<LegacyLanes8<Ops, PackedFromX16Src8<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
     gemm_x16<LegacyLanes8<Ops, X16Q5Src8<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
 }
