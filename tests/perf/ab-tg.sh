@@ -1,6 +1,7 @@
 #!/bin/sh
 # Decode (tg128) of two vt builds on the same GGUFs, alternating run by run
-# so that a loaded machine's swings fall on both: BASE_DIR holds an older
+# (base first in odd rounds, new first in even ones: ABBA), so that a
+# loaded machine's swings fall on both: BASE_DIR holds an older
 # vt-bench and its libvt.so.1 (copied from a build: cp -L
 # build/examples/bench/vt-bench build/libvt.so.1 DIR), the new one is the
 # build's. Prints each run's tokens/s and the load beside it.
@@ -8,7 +9,8 @@
 B=${B:-build}
 for m in "$@"; do
   for r in $(seq "${ROUNDS:-3}"); do
-    for which in base new; do
+    order="base new"; [ $((r % 2)) -eq 0 ] && order="new base"
+    for which in $order; do
       if [ $which = base ]; then
         out=$(LD_LIBRARY_PATH=$BASE_DIR "$BASE_DIR/vt-bench" -m "$m" -p 0 -n 128 -t "${THREADS:-2}" -r 1 2>&1 | grep -E "tg128" | tail -1)
       else
