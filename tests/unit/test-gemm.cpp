@@ -203,6 +203,33 @@ TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base t
     if (checked == 0) VT_SKIP("no ISA table of this CPU has the _X16 kernels; only repacking checked");
 }
 
+TEST_CASE("Q5_0_X16 and Q5_1_X16 hold each row's fifth bits sliced by step (x16-layout.h)", "[gemm]") {
+    // The kernels read the layout, not the GGUF block: byte i of a row's
+    // first payload dword holds the fifth bit of element 4k + i (qh's bit
+    // 4k + i) as its bit k. The round trip above cannot see a different
+    // order that both repack and unpack agree on; this pins the one the
+    // tiles assume.
+    std::mt19937 rng(7);
+    for (DType base : {DType::Q5_0, DType::Q5_1}) {
+        const int64_t n = 64; // two blocks: a pair, both payloads first
+        const size_t row = row_bytes(base, n), qh_at = base == DType::Q5_0 ? 2 : 4, block = row / 2;
+        const Bytes w = random_weights(base, n, 16, row, rng);
+        Bytes packed(row * 16);
+        quant::repack_x16(base, w.data(), row, packed.data(), n, 16);
+        for (int b = 0; b < 2; ++b)
+            for (int r = 0; r < 16; ++r) {
+                uint32_t qh, got;
+                std::memcpy(&qh, &w[r * row + b * block + qh_at], 4);
+                std::memcpy(&got, &packed[b * 16 * (block - qh_at) + 4 * r], 4);
+                for (int k = 0; k < 8; ++k)
+                    for (int i = 0; i < 4; ++i) {
+                        INFO(dtype_name(base) << " block " << b << " row " << r << " step " << k << " byte " << i);
+                        REQUIRE(((got >> (8 * i + k)) & 1) == ((qh >> (4 * k + i)) & 1));
+                    }
+            }
+    }
+}
+
 TEST_CASE("attention products of every table equal the scalar reference bit for bit", "[gemm]") {
     std::mt19937 rng(5);
     std::normal_distribution<float> nd(0.f, 1.f);

@@ -62,8 +62,9 @@ struct X16Src8 {
 };
 
 // Q5_0_X16 and Q5_1_X16 in place: Q4_0's nibbles after a dword of fifth
-// bits (qh, bits 4k..4k+3 for step k), merged per step into u8 weights
-// (0..31), which the tile takes as it takes packed Q5 steps.
+// bits sliced by step (x16-layout.h: byte i's bit k for byte i of step k),
+// merged per step into u8 weights (0..31) with a shift, a mask and an or,
+// which the tile takes as it takes packed Q5 steps.
 template <class Ops>
 struct X16Q5Src8 : X16Src8<Ops> {
     using Loc = X16Loc;
@@ -72,15 +73,9 @@ struct X16Q5Src8 : X16Src8<Ops> {
     static inline __m256i line(const Loc &l, int k, int h) {
         const __m256i v = _mm256_loadu_si256((const __m256i *)(l.q + 64 * (1 + (k & 3)) + 32 * h));
         const __m256i q = _mm256_and_si256(k < 4 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
-        // Byte i of a lane takes bit 4k + i of its qh as bit 4: qh >> 4k, its
-        // low byte copied to the lane's 4 bytes, tested against 1, 2, 4, 8.
-        const __m256i qh = _mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)(l.q + 32 * h)), 4 * k);
-        const __m256i low_bytes = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404,
-                                                     0x08080808, 0x0C0C0C0C); // byte 0 of each dword, 4 times
-        const __m256i spread = _mm256_shuffle_epi8(qh, low_bytes);
-        const __m256i bit = _mm256_set1_epi32(0x08040201);
-        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-        return _mm256_or_si256(q, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(l.q + 32 * h));
+        const __m256i bk = k < 4 ? _mm256_slli_epi32(b, 4 - k) : k == 4 ? b : _mm256_srli_epi32(b, k - 4);
+        return _mm256_or_si256(q, _mm256_and_si256(bk, _mm256_set1_epi8(0x10)));
     }
 };
 
@@ -327,11 +322,16 @@ struct PackedFromX16Src8 : PackedSrc8<Ops> {
     }
 };
 
-// Q5_0_X16, Q5_1_X16: in place below kX16PackTokens tokens, packed above.
+// Q5_0_X16, Q5_1_X16: in place below 8 tokens, packed from 8. With 16
+// registers the packed steps' plain loads gain more here than the merge
+// costs from about 8 tokens (1 thread, 512 x 2048 in L2, the tiles alone,
+// Q5_0 GFLOP/s packed / in place: 107 / 134 at 4 tokens, 120 / 129 at 6,
+// 130 / 97-137 at 8, 145 / 141 at 12, 156 / 145 at 16, 177 / 146 at 128).
+constexpr int64_t kQ5PackTokensAvx2 = 8;
 template <class Ops>
 void gemm_legacy_q5_x16_avx2(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
                              float *out, size_t os) {
-    if (nt >= kX16PackTokens)
+    if (nt >= kQ5PackTokensAvx2)
         return gemm_lanes<LegacyLanes8<Ops, PackedFromX16Src8<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
     gemm_x16<LegacyLanes8<Ops, X16Q5Src8<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
 }

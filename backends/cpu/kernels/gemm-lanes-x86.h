@@ -116,10 +116,10 @@ constexpr size_t kX16Field = kE8M0<Ops> ? 1 : 2;
 template <class Ops>
 constexpr size_t kX16Payload = 16 * (sizeof(typename Ops::BW) - (Ops::kMin ? 4 : kX16Field<Ops>));
 
-// The layouts whose steps take work to unpack (Q5_0, Q5_1, Q6_K) are read in
-// place below this many tokens and packed per call from the layout above:
-// decode reads each weight once (packing would write and read it again),
-// while prefill would unpack each step once per token tile.
+// The layouts whose steps take work to unpack (Q6_K; Q5_0 and Q5_1 on AVX2)
+// are read in place below this many tokens and packed per call from the
+// layout above: decode reads each weight once (packing would write and read
+// it again), while prefill would unpack each step once per token tile.
 constexpr int64_t kX16PackTokens = 4;
 
 // An _X16 matrix in place with the format F (its tiles read the layout):

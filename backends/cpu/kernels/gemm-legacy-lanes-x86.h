@@ -12,8 +12,7 @@
 //
 // Two weight sources share the tile: the _X16 load-time layouts, read in
 // place (decode and prefill), and rows of any 32-element type packed per
-// call into 8 steps of u8 per block (Q5_0, Q5_1, and row counts that are
-// not multiples of 16).
+// call into 8 steps of u8 per block (GGUF rows the layouts do not take).
 #pragma once
 
 #include "cpu/kernels/gemm-rows-x86.h"
@@ -55,13 +54,17 @@ struct U8Steps {
     }
 };
 
-// The _X16 layouts in place (blocks.h): Q4_0 and Q4_1 hold two steps per
-// dword (low nibbles: step u, high: step u + 4), Q8_0 one; Q5_0 and Q5_1
-// hold Q4_0's nibbles after a dword of fifth bits (qh), bits 4k..4k+3 for
-// step k. Blocks go in pairs (both quants, then both d, then both m) so that
-// every quant load is 64-byte aligned when the matrix is (the loader's
-// copies are; the loads stay unaligned ones for any other buffer, e.g. odd
-// block counts).
+// The _X16 layouts in place (x16-layout.h): Q4_0 and Q4_1 hold two steps
+// per dword (low nibbles: step u, high: step u + 4), Q8_0 one; Q5_0 and Q5_1
+// hold Q4_0's nibbles after a dword of fifth bits sliced by step (byte i's
+// bit k for byte i of step k), which one shift and one vpternlogd merge into
+// the nibbles where qh's own order took a shift, a shuffle, a test and a
+// masked add per step (decode, 1 thread, 512 x 2048 in L2: the tiles alone
+// 33 -> 51 GB/s, Q4_0's 61; perf-matmul's node 33 -> 40, Q4_0's 45).
+// Blocks go in pairs (both quants, then both d, then both m) so that every
+// quant load is 64-byte aligned when the matrix is (the loader's copies
+// are; the loads stay unaligned ones for any other buffer, e.g. odd block
+// counts).
 template <class Ops>
 struct X16Steps {
     using BW = typename Ops::BW;
@@ -83,13 +86,10 @@ struct X16Steps {
                 return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(t), q);
             }
             if constexpr (!kFifthBits) return q;
-            // Byte i of a lane takes bit 4k + i of its qh as bit 4: qh >> 4k,
-            // its low byte copied to the lane's 4 bytes, tested against 1, 2,
-            // 4, 8.
-            const __m512i spread = _mm512_shuffle_epi8(_mm512_srli_epi32(_mm512_loadu_si512(l.q), 4 * k),
-                                                       _mm512_set4_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0));
-            const __mmask64 set = _mm512_test_epi8_mask(spread, _mm512_set1_epi32(0x08040201));
-            return _mm512_mask_add_epi8(q, set, q, _mm512_set1_epi8(0x10));
+            // Bit k of each byte to bit 4 (q's bit 4 is clear): q | (h & 0x10).
+            const __m512i h = _mm512_loadu_si512(l.q);
+            const __m512i hk = k < 4 ? _mm512_slli_epi32(h, 4 - k) : k == 4 ? h : _mm512_srli_epi32(h, k - 4);
+            return _mm512_ternarylogic_epi32(q, hk, _mm512_set1_epi8(0x10), 0xF8);
         } else {
             const __m512i v = _mm512_loadu_si512(l.q + 64 * k);
             if constexpr (Ops::kOff == 128) return _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80));
@@ -109,25 +109,6 @@ struct X16Steps {
     }
     static inline __m512 m(const Loc &l) {
         return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(l.h + l.field)));
-    }
-};
-
-// Q5_0_X16 and Q5_1_X16 with many tokens: their steps packed per call from
-// the layout (as U8Steps packs rows), so that each step's fifth bits are
-// merged once per call, not once per token tile (1 thread, pp256 of the
-// 135M Q4_K file, mostly Q5_0: 806-817 tok/s in place, 816-841 packed).
-template <class Ops>
-struct U8StepsFromX16 : U8Steps<Ops> {
-    static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, uint8_t *dst) {
-        using S = X16Steps<Ops>;
-        for (int64_t g = 0; g < nr / kLaneRows; ++g)
-            for (int64_t b = 0; b < nb; ++b) {
-                const X16Loc l = S::locate(w + g * kLaneRows * ws, b, nb);
-                uint8_t *p = dst + (g * nb + b) * kU8StepsBlock;
-                for (int k = 0; k < 8; ++k) _mm512_store_si512(p + 64 * k, S::step(l, k));
-                _mm512_store_ps(p + 512, S::d(l));
-                _mm512_store_ps(p + 576, Ops::kMin ? S::m(l) : _mm512_setzero_ps());
-            }
     }
 };
 
@@ -210,13 +191,15 @@ void gemm_legacy(int64_t k, const void *w, size_t ws, int64_t nr, const void *a,
     gemm_lanes<LegacyLanes<Ops, U8Steps<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
 }
 
-// An _X16 matrix in place (Q5_0, Q5_1: below kX16PackTokens; packed above).
+// An _X16 matrix in place, for every token count. Q5_0 and Q5_1 too: with
+// their fifth bits sliced by step, merging them in each token tile costs
+// less than packing u8 steps per call and reading those (1 thread, 512 x
+// 2048 in L2, the tiles alone, GFLOP/s packed -> in place: Q5_0 134 -> 218
+// at 4 tokens, 200 -> 265 at 16, 222 -> 275 at 128; Q5_1 121 -> 175,
+// 177 -> 211, 204 -> 218; Q4_0 in place 278, 331, 340).
 template <class Ops>
 void gemm_legacy_x16(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
                      float *out, size_t os) {
-    if constexpr (X16Steps<Ops>::kFifthBits)
-        if (nt >= kX16PackTokens)
-            return gemm_lanes<LegacyLanes<Ops, U8StepsFromX16<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
     gemm_x16<LegacyLanes<Ops, X16Steps<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
 }
 

@@ -38,6 +38,26 @@ size_t payload_dword(DType base, size_t u) {
     return at[(u - 4) % 3];
 }
 
+// Q5_0's and Q5_1's fifth bits (qh, the payload's dword 0: bit 4k + i for
+// byte i of step k, x16-layout.h) sliced by step: byte i of the layout's
+// dword holds bit 4k + i of qh as its bit k, so that a kernel moves step k's
+// bits to bit 4 of each byte with one shift of the whole register (4 - k
+// left, or k - 4 right) and keeps them with one mask. An 8 x 4 bit
+// transpose: per step, its nibble spread to the lowest bit of 4 bytes (the
+// multiplier's shifts 0, 7, 14, 21 put nibble bit i at 8i and overlap
+// nowhere, so nothing carries), and back.
+bool fifth_bits(DType base, size_t u) { return u == 0 && (base == DType::Q5_0 || base == DType::Q5_1); }
+uint32_t slice_fifth_bits(uint32_t qh) {
+    uint32_t v = 0;
+    for (int k = 0; k < 8; ++k) v |= ((((qh >> 4 * k) & 15u) * 0x00204081u) & 0x01010101u) << k;
+    return v;
+}
+uint32_t unslice_fifth_bits(uint32_t v) {
+    uint32_t qh = 0;
+    for (int k = 0; k < 8; ++k) qh |= ((((v >> k) & 0x01010101u) * 0x01020408u) >> 24 & 15u) << 4 * k;
+    return qh;
+}
+
 } // namespace
 
 int64_t x16_block_elems(DType base) {
@@ -60,8 +80,12 @@ void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64
             const X16At at = x16_at(s.bytes, payload, b, nb, s.field);
             const uint8_t *x = rows + (size_t)b * s.bytes;
             for (size_t u = 0; u < payload / 4; ++u)
-                for (int r = 0; r < 16; ++r)
-                    std::memcpy(o + at.q + 64 * u + 4 * r, x + r * src_stride + s.payload_at + 4 * payload_dword(base, u), 4);
+                for (int r = 0; r < 16; ++r) {
+                    uint32_t v;
+                    std::memcpy(&v, x + r * src_stride + s.payload_at + 4 * payload_dword(base, u), 4);
+                    if (fifth_bits(base, u)) v = slice_fifth_bits(v);
+                    std::memcpy(o + at.q + 64 * u + 4 * r, &v, 4);
+                }
             for (size_t h = 0; h < s.header / s.field; ++h)
                 for (int r = 0; r < 16; ++r)
                     std::memcpy(o + at.h + h * at.field + s.field * r, x + r * src_stride + s.header_at + s.field * h,
@@ -79,8 +103,12 @@ void unpack_row_x16(DType base, const void *src, int64_t k, int r, int64_t b0, i
     for (int64_t b = b0; b < b0 + n; ++b) {
         uint8_t *x = out + (size_t)(b - b0) * s.bytes;
         const X16At at = x16_at(s.bytes, payload, b, nb, s.field);
-        for (size_t u = 0; u < payload / 4; ++u)
-            std::memcpy(x + s.payload_at + 4 * payload_dword(base, u), g + at.q + 64 * u + 4 * r, 4);
+        for (size_t u = 0; u < payload / 4; ++u) {
+            uint32_t v;
+            std::memcpy(&v, g + at.q + 64 * u + 4 * r, 4);
+            if (fifth_bits(base, u)) v = unslice_fifth_bits(v);
+            std::memcpy(x + s.payload_at + 4 * payload_dword(base, u), &v, 4);
+        }
         for (size_t h = 0; h < s.header / s.field; ++h)
             std::memcpy(x + s.header_at + s.field * h, g + at.h + h * at.field + s.field * r, s.field);
     }

@@ -45,7 +45,9 @@ constexpr int kTypeSlots = kX16Slot0 + 10;
 // First the 16 rows' payload (everything but the f16 header: quants, and the
 // K quants' scales; F16/BF16: the elements, a pair per dword; Q6_K: its
 // scales, then per half h and l = 4j the dwords of ql at l and 32 + l and of
-// qh at l, in the order one step of the kernels reads them), 4 bytes at a time
+// qh at l, in the order one step of the kernels reads them; Q5_0, Q5_1: their
+// qh dword sliced by step, byte i holding qh's bit 4k + i, the fifth bit of
+// element 4k + i, as its bit k (repack.cpp)), 4 bytes at a time
 // (dword u of row r at byte 64u + 4r), then the 16 rows' d (f16), for Q4_1,
 // Q5_1 and Q4_K the 16 rows' m / dmin; MXFP4: its e8m0 exponent is the
 // header, one byte per row (16 bytes for the group). Blocks go in pairs, both payloads first,
