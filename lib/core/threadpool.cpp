@@ -53,6 +53,9 @@ using Clock = std::chrono::steady_clock;
 constexpr int64_t kMinSpinNs = 2'000;        // about the 64 pauses this pool used to spin
 constexpr int64_t kBarrierSpinNs = 200'000;  // most a barrier or run()'s end spins: far above a node's imbalance
 constexpr int64_t kJobSpinNs = 1'000'000;    // most a worker spins between jobs: the host code between decode steps
+// How long a pool with more threads than CPUs yields after its spin, before
+// it sleeps.
+constexpr int64_t kOversubYieldNs = 200'000;
 // Pauses between clock reads (a pause is ~20-50 ns, steady_clock's vDSO read
 // about as much): a wait this short never reads the clock at all.
 constexpr int kClockEvery = 16;
@@ -117,6 +120,16 @@ void wait_change(std::atomic<uint32_t> &word, uint32_t seen, std::atomic<int> &s
     while (word.load(std::memory_order_acquire) == seen) {
         if (w.spin()) continue;
         timed_out = true;
+        // A pool with more threads than CPUs (max_ns at the minimum) yields
+        // for a while first: the thread it waits for is most likely on this
+        // core's run queue, and a yield hands the core to it for far less
+        // than a futex sleep and wake-up costs (measured, -t 4 on 2 cores:
+        // decode at 0.6x with sleeping alone).
+        if (max_ns <= kMinSpinNs) {
+            const Clock::time_point until = Clock::now() + std::chrono::nanoseconds(kOversubYieldNs);
+            while (word.load(std::memory_order_acquire) == seen && Clock::now() < until) sched_yield();
+            if (word.load(std::memory_order_acquire) != seen) break;
+        }
         sleepers.fetch_add(1, std::memory_order_seq_cst);
         while (word.load(std::memory_order_seq_cst) == seen) futex_wait(word, seen);
         sleepers.fetch_sub(1, std::memory_order_seq_cst);
