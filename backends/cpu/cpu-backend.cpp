@@ -1,7 +1,8 @@
 // The CPU backend (built into libvt): one device, "cpu", whose buffers are
 // host memory; its stream runs a graph on a persistent thread pool. One pool job
 // covers the whole graph; threads meet at a barrier between nodes (as ggml
-// does), so there is no per-op wake-up.
+// does) where the next node depends on another thread's work
+// (barriers_after), so there is no per-op wake-up.
 #include <unistd.h>
 
 #include <cstdint>
@@ -27,14 +28,15 @@ struct CpuBackend {
     std::unique_ptr<ThreadPool> pool;
     uint8_t *wdata = nullptr;  // grows to the largest work size seen, then stays
     size_t wsize = 0;
-    std::vector<uint8_t> uses_scratch, acts_ready;  // per node of the graph being computed
+    std::vector<uint8_t> uses_scratch, acts_ready, barrier_after;  // per node of the graph being computed
 };
 
 struct GraphJob {
     CpuBackend *be;
     const Node *nodes;
     int n_nodes;
-    const uint8_t *acts_ready;  // per node: OpCtx::acts_ready
+    const uint8_t *acts_ready;     // per node: OpCtx::acts_ready
+    const uint8_t *barrier_after;  // per node: barriers_after
 };
 
 struct CpuOp {
@@ -57,7 +59,7 @@ void graph_job(void *p, int ith, int nth) {
     for (int i = 0; i < job->n_nodes; ++i) {
         c.acts_ready = job->acts_ready[i] != 0;
         run_node(job->nodes[i], c);
-        c.barrier();
+        if (job->barrier_after[i]) c.barrier();
     }
 }
 
@@ -166,7 +168,9 @@ vt_status stream_compute(vt_stream *s, const Node *nodes, int n_nodes) {
         be->wsize = size;
     }
     acts_converted_before(nodes, n_nodes, be->uses_scratch.data(), be->acts_ready.data());
-    GraphJob job{be, nodes, n_nodes, be->acts_ready.data()};
+    be->barrier_after.resize((size_t)n_nodes);
+    barriers_after(nodes, n_nodes, be->acts_ready.data(), be->wdata, be->wsize, be->barrier_after.data());
+    GraphJob job{be, nodes, n_nodes, be->acts_ready.data(), be->barrier_after.data()};
     be->pool->run(graph_job, &job);
     return VT_OK;
 }

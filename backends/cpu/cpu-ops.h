@@ -37,6 +37,14 @@ struct OpCtx {
 // per node, work_size > 0 (stream_compute has them).
 void acts_converted_before(const Node *nodes, int n_nodes, const uint8_t *uses_scratch, uint8_t *ready);
 
+// For each node, whether the threads must meet at a barrier after it
+// (node-barriers.cpp): only when the next node touches memory that a node
+// since the last barrier touched, one of them writing, and not on the same
+// thread's own rows. acts_ready from acts_converted_before; wdata/wsize: the
+// scratch the nodes share. The last node gets none (run() waits for all).
+void barriers_after(const Node *nodes, int n_nodes, const uint8_t *acts_ready, const uint8_t *wdata, size_t wsize,
+                    uint8_t *after);
+
 #define VT_OP(NAME, field, n_src, Params, desc)                                    \
     void op_##field(const Node &n, const OpCtx &c);                                 \
     bool supports_##field(const Node &n);                                           \

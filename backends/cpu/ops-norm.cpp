@@ -16,6 +16,23 @@ float rms_scale(const float *x, int64_t ne0, float eps) {
     const float mean = (float)(sum / (double)ne0);
     return 1.0f / std::sqrt(mean + eps);
 }
+
+// rms_scale of 4 rows of x at once: the same chain per row, in the same
+// order (so the same bits), but 4 independent chains in flight. One row's
+// chain of dependent double adds is latency-bound (~4 cycles each: ~1 us for
+// a 576-wide row); a batched decode normalizes 16 or 64 rows per node.
+void rms_scale4(const float *x, int64_t ne0, float eps, float *scale) {
+    const float *x0 = x, *x1 = x + ne0, *x2 = x + 2 * ne0, *x3 = x + 3 * ne0;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    for (int64_t i = 0; i < ne0; ++i) {
+        s0 += (double)(x0[i] * x0[i]);
+        s1 += (double)(x1[i] * x1[i]);
+        s2 += (double)(x2[i] * x2[i]);
+        s3 += (double)(x3[i] * x3[i]);
+    }
+    const double s[4] = {s0, s1, s2, s3};
+    for (int j = 0; j < 4; ++j) scale[j] = 1.0f / std::sqrt((float)(s[j] / (double)ne0) + eps);
+}
 } // namespace
 
 void op_rms_norm(const Node &n, const OpCtx &c) {
@@ -25,10 +42,14 @@ void op_rms_norm(const Node &n, const OpCtx &c) {
     const int64_t ne0 = x->ne[0];
     int64_t b, e;
     split(x->nrows(), c.ith, c.nth, b, e);
+    float scales[4];
     for (int64_t r = b; r < e; ++r) {
         const float *xr = static_cast<const float *>(x->data) + r * ne0;
         float *yr = static_cast<float *>(n.dst->data) + r * ne0;
-        const float scale = rms_scale(xr, ne0, eps);
+        // Rows b, b + 4, ... start a group of 4 when 4 are left.
+        const int64_t j = (r - b) % 4, group_end = r - j + 4;
+        if (j == 0 && group_end <= e) rms_scale4(xr, ne0, eps, scales);
+        const float scale = group_end <= e ? scales[j] : rms_scale(xr, ne0, eps);
         if (w) {
             for (int64_t i = 0; i < ne0; ++i) yr[i] = (xr[i] * scale) * w[i];
         } else {
