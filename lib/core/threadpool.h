@@ -1,9 +1,7 @@
 // A persistent pool of compute threads. run() executes one job on every
 // thread (the caller is thread 0) and returns when all have finished; inside
-// a job, barrier() synchronizes all threads. Waits spin on their core for an
-// adaptive, bounded time, then sleep until woken (never yield), and workers
-// spin for a while between jobs, then sleep, so a decode loop pays no thread
-// start-up or wake-up per step or op and an idle pool costs no CPU.
+// a job, barrier() synchronizes all threads. Workers spin briefly between
+// jobs, then sleep, so a decode loop pays no thread start-up per step or op.
 // Not reentrant: one run() at a time (the owning context is externally
 // synchronized).
 #pragma once
@@ -40,27 +38,21 @@ private:
     void worker_main(int ith);
 
     int n_threads_;
-    // The most a wait spins on its core before it sleeps (threadpool.cpp):
-    // short when the pool has more threads than the CPUs it may use.
-    int64_t spin_max_ns_;
     std::vector<std::thread> workers_;
 
     // Job hand-off: a new job bumps job_gen_; finished workers bump done_.
     JobFn job_fn_ = nullptr;
     void *job_ctx_ = nullptr;
     std::atomic<uint64_t> job_gen_{0};
-    std::atomic<uint32_t> done_{0};  // a futex word: run() may sleep on it
-    std::atomic<int> done_sleepers_{0};
+    std::atomic<int> done_{0};
     std::atomic<bool> stop_{false};
     std::mutex mu_;
     std::condition_variable cv_;
     std::atomic<int> sleepers_{0};
 
-    // Barrier: arrivals count up; the last one bumps the generation (a futex
-    // word, 32 bits) and wakes the threads that went to sleep on it.
+    // Sense-reversing barrier state.
     alignas(64) std::atomic<int> barrier_count_{0};
-    alignas(64) std::atomic<uint32_t> barrier_gen_{0};
-    std::atomic<int> barrier_sleepers_{0};
+    alignas(64) std::atomic<uint64_t> barrier_gen_{0};
 };
 
 // Number of threads to use by default (at least 1): the physical cores of
