@@ -57,7 +57,6 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     sched_cfg_.max_model_len = max_len;
     sched_cfg_.prefill_tokens_beside_decodes = cfg.prefill_tokens_beside_decodes;
     sched_cfg_.prefill_tokens_per_decode = cfg.prefill_tokens_per_decode;
-    sched_cfg_.prefill_step_time_factor = cfg.prefill_step_time_factor;
     max_model_len_ = max_len;
     fail_every_ = debug_env_count("VT_DEBUG_FAIL_FORWARD");
     fail_once_ = debug_env_count("VT_DEBUG_FAIL_FORWARD_ONCE");
@@ -237,7 +236,6 @@ size_t Engine::step(uint32_t wait_ms) {
         first_step_ = std::chrono::steady_clock::now();
     }
     const Tensor *logits = nullptr;
-    const auto started = std::chrono::steady_clock::now();
     try {
         logits = run_forward(so);
     } catch (const Error &e) {
@@ -251,21 +249,8 @@ size_t Engine::step(uint32_t wait_ms) {
         throw;
     }
     sample_and_record(so, static_cast<const float *>(logits->data), model_.hparams.n_vocab);
-    sched_->observe_step(so, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    log_step_cost();
     update_stats(so.num_tokens());
     return so.num_tokens();
-}
-
-void Engine::log_step_cost() {
-    // The fit behind the prompt-chunk cap, for whoever tunes a deployment:
-    // once when it is first known, then every 1000 steps (debug level).
-    const StepCost &c = sched_->step_cost();
-    if (!c.ready() || (cost_logged_ && ++steps_since_cost_log_ < 1000)) return;
-    VT_LOG_DEBUG("step time: %.2f ms + %.3f ms a token + %.3f ms a logit row; beside 16 decodes up to %u prompt tokens",
-                 c.fixed() * 1e3, c.per_token() * 1e3, c.per_logit_row() * 1e3, sched_->prefill_cap(16));
-    cost_logged_ = true;
-    steps_since_cost_log_ = 0;
 }
 
 void Engine::maybe_inject_failure() {

@@ -56,13 +56,6 @@ struct EngineConfig {
     // The floor keeps small batches from crawling through long prompts.
     uint32_t prefill_tokens_beside_decodes = 16;
     uint32_t prefill_tokens_per_decode = 6;
-    // Once step times are known (sched/step-cost.h), the cap is in time: a
-    // step's prompt tokens make it at most this many times as long as its
-    // decodes alone. The token rule above stays the floor and the rule
-    // until the first fit. 2: a running sequence's inter-token time at
-    // most doubles while prompts are computed beside it (issue 43's
-    // inter-token p99), while a prompt still moves on every step.
-    double prefill_step_time_factor = 2.0;
     bool prefix_caching = true;
 };
 
@@ -122,7 +115,6 @@ private:
 
     void admit_inbox();
     void maybe_inject_failure();
-    void log_step_cost();
     const Tensor *run_forward(const SchedulerOutput &so);
     void sample_and_record(const SchedulerOutput &so, const float *logits, size_t n_vocab);
     // A request with prompt_logprobs whose scheduled chunk holds prompt
@@ -166,8 +158,6 @@ private:
     uint64_t fail_every_ = 0;  // VT_DEBUG_FAIL_FORWARD
     uint64_t fail_once_ = 0;   // VT_DEBUG_FAIL_FORWARD_ONCE
     uint64_t forward_passes_ = 0;
-    bool cost_logged_ = false;
-    uint32_t steps_since_cost_log_ = 0;
 
     // Step scratch, reused.
     std::vector<Context::BatchSeq> batch_;

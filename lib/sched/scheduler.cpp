@@ -9,7 +9,7 @@ namespace vt {
 Scheduler::Scheduler(KvCacheManager &kv, const SchedulerConfig &cfg)
     : kv_(kv), max_batched_tokens_(cfg.max_num_batched_tokens), max_num_seqs_(cfg.max_num_seqs),
       max_model_len_(cfg.max_model_len), prefill_beside_decodes_(cfg.prefill_tokens_beside_decodes),
-      prefill_per_decode_(cfg.prefill_tokens_per_decode), prefill_step_time_factor_(cfg.prefill_step_time_factor) {
+      prefill_per_decode_(cfg.prefill_tokens_per_decode) {
     const uint64_t capacity = std::min<uint64_t>(kv.max_seq_tokens(), UINT32_MAX);
     if (max_model_len_ == 0) max_model_len_ = (uint32_t)capacity;
     if (max_batched_tokens_ == 0 || max_num_seqs_ == 0)
@@ -144,7 +144,11 @@ SchedulerOutput Scheduler::schedule() {
     // tokens the step may compute beside them.
     uint32_t decodes_left = 0;
     for (SeqId id : running_) decodes_left += decoding(seqs_.at(id));
-    uint32_t prefill_left = decodes_left > 0 ? prefill_cap(decodes_left) : UINT32_MAX;
+    uint32_t prefill_left = UINT32_MAX;
+    if (decodes_left > 0 && (prefill_beside_decodes_ || prefill_per_decode_))
+        prefill_left = std::max<uint32_t>(prefill_beside_decodes_,
+                                          (uint32_t)std::min<uint64_t>((uint64_t)prefill_per_decode_ * decodes_left,
+                                                                       UINT32_MAX));
     // The prefill tokens a step may take now: within the cap, and leaving a
     // token for every decode not yet scheduled.
     auto prefill_room = [&] { return std::min(prefill_left, budget > decodes_left ? budget - decodes_left : 0u); };
@@ -201,23 +205,6 @@ SchedulerOutput Scheduler::schedule() {
     }
     kv_.take_state_copies(out.state_restores, out.state_saves);
     return out;
-}
-
-uint32_t Scheduler::prefill_cap(uint32_t decodes) const {
-    if (prefill_step_time_factor_ > 1 && cost_.ready()) {
-        // P prompt tokens add P * per_token to a step of decode_step(D).
-        const double n = (prefill_step_time_factor_ - 1) * cost_.decode_step(decodes) / cost_.per_token();
-        return std::max<uint32_t>(prefill_beside_decodes_, n < (double)UINT32_MAX ? (uint32_t)n : UINT32_MAX);
-    }
-    if (!prefill_beside_decodes_ && !prefill_per_decode_) return UINT32_MAX;
-    return std::max<uint32_t>(prefill_beside_decodes_,
-                              (uint32_t)std::min<uint64_t>((uint64_t)prefill_per_decode_ * decodes, UINT32_MAX));
-}
-
-void Scheduler::observe_step(const SchedulerOutput &out, double seconds) {
-    uint32_t logit_rows = 0;
-    for (const ScheduledSeq &s : out.seqs) logit_rows += s.needs_logits;
-    cost_.observe((uint32_t)out.num_tokens(), logit_rows, seconds);
 }
 
 std::vector<FinishedSeq> Scheduler::update(const SchedulerOutput &out, std::span<const SampledToken> sampled) {

@@ -30,13 +30,6 @@
 // budget a prefill takes leaves room for every decode after it. With no
 // decode running, prompts get the whole budget (an idle server's TTFT).
 //
-// Once the engine has reported enough step times (observe_step), the cap is
-// set in time instead: the prompt tokens that make a step of D decodes at
-// most prefill_step_time_factor times as long as the D decodes alone
-// (sched/step-cost.h), and never fewer than prefill_tokens_beside_decodes.
-// A token count is a poor proxy across models: relative to its decode
-// step, a bf16 model's prompt token costs several times a Q4 model's.
-//
 // Pure bookkeeping: no tensors. Thread-safety: cancel() may be called from
 // any thread; everything else belongs to the engine's thread.
 #pragma once
@@ -49,7 +42,6 @@
 #include <vector>
 
 #include "kv/kv-cache-manager.h"
-#include "sched/step-cost.h"
 
 namespace vt {
 
@@ -62,8 +54,6 @@ struct SchedulerConfig {
     // decodes). 0 and 0: no cap, prompts share the whole budget.
     uint32_t prefill_tokens_beside_decodes = 0;
     uint32_t prefill_tokens_per_decode = 0;
-    // Decode priority in time (above); 0: the token rule only.
-    double prefill_step_time_factor = 0;
 };
 
 // One sequence's share of a step.
@@ -142,13 +132,6 @@ public:
     // Errors: VT_ERR_INVALID_ARGUMENT when sampled does not match out.
     std::vector<FinishedSeq> update(const SchedulerOutput &out, std::span<const SampledToken> sampled);
 
-    // How long out took to compute and sample, for the time-based prompt
-    // cap (SchedulerConfig::prefill_step_time_factor).
-    void observe_step(const SchedulerOutput &out, double seconds);
-    const StepCost &step_cost() const { return cost_; }
-    // The prompt tokens a step may compute beside `decodes` decodes.
-    uint32_t prefill_cap(uint32_t decodes) const;
-
     size_t num_waiting() const { return waiting_.size(); }
     size_t num_running() const { return running_.size(); }
     bool has_work() const { return !waiting_.empty() || !running_.empty(); }
@@ -191,8 +174,6 @@ private:
 
     uint32_t max_batched_tokens_, max_num_seqs_, max_model_len_;
     uint32_t prefill_beside_decodes_, prefill_per_decode_;
-    double prefill_step_time_factor_;
-    StepCost cost_;
     std::unordered_map<SeqId, Seq> seqs_;
     std::deque<SeqId> waiting_;
     std::vector<SeqId> running_;  // admission order: the back is preempted first
