@@ -663,32 +663,28 @@ def print_vllm_report(runs: dict, levels: list[int], a) -> None:
     def pair(x, y, digits: int = 1) -> str:
         return f"{fmt(x, digits)} / {fmt(y, digits)}"
 
+    def ratio_table(a: str, b: str, title: str, ttft: bool) -> None:
+        # a against b per level: tok/s and its ratio, then "a / b" latencies.
+        cols = [("ITL p50 ms", "itl_p50_ms", 1), ("ITL p99 ms", "itl_p99_ms", 1)]
+        if ttft:
+            cols += [("TTFT p50 ms", "ttft_p50_ms", 0), ("TTFT p99 ms", "ttft_p99_ms", 0)]
+        print(f"\n{title}\n")
+        print(f"| conc | {a} tok/s | {b} tok/s | ratio | " + " | ".join(c[0] for c in cols) + " |")
+        print("|---:" * (4 + len(cols)) + "|")
+        for c in levels:
+            x, y = lv(a, c), lv(b, c)
+            cells = [fmt(x.get("output_tps"), 1), fmt(y.get("output_tps"), 1),
+                     ratio(x.get("output_tps"), y.get("output_tps"))]
+            cells += [pair(x.get(k), y.get(k), d) for _, k, d in cols]
+            print(f"| {c} | " + " | ".join(cells) + " |")
+
     vts = [n for n in runs if n.startswith("vt")]
     if "vllm" in runs:
         for v in vts:
-            print(f"\n{v} / vLLM-CPU (tok/s ratio: higher is better for vt; ms: vt / vLLM)\n")
-            print(f"| conc | {v} tok/s | vLLM tok/s | ratio | ITL p50 ms | ITL p99 ms | TTFT p50 ms | TTFT p99 ms |")
-            print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-            for c in levels:
-                x, y = lv(v, c), lv("vllm", c)
-                print(f"| {c} | {fmt(x.get('output_tps'), 1)} | {fmt(y.get('output_tps'), 1)} | "
-                      f"{ratio(x.get('output_tps'), y.get('output_tps'))} | "
-                      f"{pair(x.get('itl_p50_ms'), y.get('itl_p50_ms'))} | "
-                      f"{pair(x.get('itl_p99_ms'), y.get('itl_p99_ms'))} | "
-                      f"{pair(x.get('ttft_p50_ms'), y.get('ttft_p50_ms'), 0)} | "
-                      f"{pair(x.get('ttft_p99_ms'), y.get('ttft_p99_ms'), 0)} |")
+            ratio_table(v, "vllm", f"{v} / vLLM-CPU (tok/s ratio: higher is better for vt; ms: vt / vLLM)", True)
     for v in vts:
-        if v == "vt" or "vt" not in runs:
-            continue
-        print(f"\n{v} / vt (bf16) (issue 43's target: tok/s ratio >= 1.5)\n")
-        print(f"| conc | {v} tok/s | vt tok/s | ratio | ITL p50 ms | ITL p99 ms |")
-        print("|---:|---:|---:|---:|---:|---:|")
-        for c in levels:
-            x, y = lv(v, c), lv("vt", c)
-            print(f"| {c} | {fmt(x.get('output_tps'), 1)} | {fmt(y.get('output_tps'), 1)} | "
-                  f"{ratio(x.get('output_tps'), y.get('output_tps'))} | "
-                  f"{pair(x.get('itl_p50_ms'), y.get('itl_p50_ms'))} | "
-                  f"{pair(x.get('itl_p99_ms'), y.get('itl_p99_ms'))} |")
+        if v != "vt" and "vt" in runs:
+            ratio_table(v, "vt", f"{v} / vt (bf16) (issue 43's target: tok/s ratio >= 1.5)", False)
     print("\ncommands (servers one at a time; the client once per level, seed = level index):")
     for name, r in runs.items():
         print(f"- {name}: {' '.join(r.get('env', []) + [str(x) for x in r['cmd']])}")
