@@ -26,6 +26,7 @@ inline Fields fp16_fields(DType t) {
     case DType::Q3_K: return {{108}, {}};
     case DType::Q4_K: case DType::Q5_K: return {{0}, {2}};
     case DType::Q6_K: return {{208}, {}};
+    case DType::IQ4_NL: case DType::IQ4_XS: return {{0}, {}};
     default: return {};
     }
 }

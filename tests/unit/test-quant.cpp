@@ -38,7 +38,8 @@ const Kernels &scalar() { return *quant::kernels_for(Isa::scalar); }
 
 const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
                               DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
-                              DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4};
+                              DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4,
+                              DType::IQ4_NL, DType::IQ4_XS};
 const DType kActTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q8_1, DType::Q8_K};
 
 int64_t block_elems(DType t) { return dtype_info(t).block_elems; }

@@ -33,6 +33,7 @@ void fill_gemm_avx2(Kernels &k) {
     k.gemm[(int)DType::Q5_0] = gemm_legacy_avx2<OpsQ5_0>;
     k.gemm[(int)DType::Q5_1] = gemm_legacy_avx2<OpsQ5_1>;
     k.gemm[(int)DType::MXFP4] = gemm_legacy_avx2<OpsMXFP4>;
+    k.gemm[(int)DType::IQ4_NL] = gemm_legacy_avx2<OpsIQ4NL>;
     k.gemm[x16_slot(DType::MXFP4)] = gemm_legacy_x16_avx2<OpsMXFP4>;
     k.gemm[x16_slot(DType::Q5_0)] = gemm_legacy_q5_x16_avx2<OpsQ5_0>;
     k.gemm[x16_slot(DType::Q5_1)] = gemm_legacy_q5_x16_avx2<OpsQ5_1>;

@@ -82,6 +82,21 @@ struct OpsMXFP4 {
     static inline __m256i W(const BW &x) { return mxfp4_bytes(x.qs, kOff); }
 };
 
+// IQ4_NL: its levels (-127..113), plus 128 for vpdpbusd's unsigned operand
+// (as Q8_0's); without VNNI signed, for the sign trick (vpmaddubsw would
+// saturate 241 * 127 * 2).
+struct OpsIQ4NL {
+    using BW = BlockIQ4NL;
+    using BA = BlockQ8_0;
+#if defined(VT_QUANT_VNNI)
+    static constexpr int kOff = 128;
+#else
+    static constexpr int kOff = -1;
+#endif
+    static constexpr bool kMin = false;
+    static inline __m256i W(const BW &x) { return iq4nl_bytes(x.qs, kOff > 0 ? kOff : 0); }
+};
+
 constexpr int kLaneRows = 16; // rows per _X16 group: the 32-bit lanes of a zmm
 
 template <class F, int T>

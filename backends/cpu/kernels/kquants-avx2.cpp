@@ -255,6 +255,29 @@ void q_q8_k(const float *x, void *dst, int64_t n) {
 
 } // namespace
 
+// IQ4_XS: per sub-block the codes through the level table (signed bytes),
+// one exact product sum per 8-lane vector scaled by the sub-block's ls - 32,
+// then the super-block's one f32 step, in the scalar reference's order
+// (iq4-scalar.cpp), so the result is bit-identical to it.
+float dot_iq4_xs(int64_t n, const void *w, const void *act) {
+    const BlockIQ4XS *x = (const BlockIQ4XS *)w;
+    const BlockQ8_K *y = (const BlockQ8_K *)act;
+    const __m128i t = _mm_loadu_si128((const __m128i *)kIq4nlValues);
+    const __m256i table = _mm256_set_m128i(t, t);
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int s = 0; s < QK_K / QK; ++s) {
+            const __m256i v = _mm256_shuffle_epi8(table, nibbles32(x[i].qs + s * QK / 2));
+            const __m256i p = dot_ss8(v, load256(y[i].qs + s * QK));
+            sumi = _mm256_add_epi32(sumi, _mm256_mullo_epi32(p, _mm256_set1_epi32(iq4xs_scale(x[i], s))));
+        }
+        sum += h2f_f16c(x[i].d) * y[i].d * (float)hsum_i32(sumi);
+    }
+    return sum;
+}
+
 void avx2_fill_kquants(Kernels &k) {
     k.quant[(int)DType::Q8_K] = q_q8_k;
     k.dot[(int)DType::Q2_K] = dot_q2_k;
@@ -262,6 +285,7 @@ void avx2_fill_kquants(Kernels &k) {
     k.dot[(int)DType::Q4_K] = dot_q45_k<false>;
     k.dot[(int)DType::Q5_K] = dot_q45_k<true>;
     k.dot[(int)DType::Q6_K] = dot_q6_k;
+    k.dot[(int)DType::IQ4_XS] = dot_iq4_xs;
 }
 
 } // namespace vt::quant

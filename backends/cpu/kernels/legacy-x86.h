@@ -44,6 +44,17 @@ static inline __m256i prod_mxfp4(const BlockMXFP4 &x, const BlockQ8_0 &y) {
     return dot_ss8(mxfp4_bytes(x.qs), load256(y.qs));
 }
 
+// IQ4_NL (and IQ4_XS's sub-blocks): the nibbles through the level table
+// (blocks.h), signed bytes in -127..113, plus `off` (128 gives the unsigned
+// 1..241 of the VNNI row-lane tiles: v + 128 wraps to v ^ 0x80).
+static inline __m256i iq4nl_bytes(const uint8_t *qs, int off = 0) {
+    const __m128i t = _mm_add_epi8(_mm_loadu_si128((const __m128i *)kIq4nlValues), _mm_set1_epi8((char)off));
+    return _mm256_shuffle_epi8(_mm256_set_m128i(t, t), nibbles32(qs));
+}
+static inline __m256i prod_iq4nl(const BlockIQ4NL &x, const BlockQ8_0 &y) {
+    return dot_ss8(iq4nl_bytes(x.qs), load256(y.qs));
+}
+
 // 2^(e - 128) for 8 e8m0 exponents (blocks.h's e8m0_half, lane by lane):
 // (e - 1) << 23 for e >= 2, the subnormals 0x00200000 << e below.
 static inline __m256 e8m0_half8(__m256i e) {

@@ -154,6 +154,7 @@ void fill_avx2(Kernels &k) {
     k.dot[id(DType::Q5_1)] = dot_legacy<BlockQ5_1, BlockQ8_1, prod_q5_1, true>;
     k.dot[id(DType::Q8_0)] = dot_legacy<BlockQ8_0, BlockQ8_0, prod_q8_0, false>;
     k.dot[id(DType::MXFP4)] = dot_legacy<BlockMXFP4, BlockQ8_0, prod_mxfp4, false>;
+    k.dot[id(DType::IQ4_NL)] = dot_legacy<BlockIQ4NL, BlockQ8_0, prod_iq4nl, false>;
     k.dequant[id(DType::F16)] = deq_f16;
     k.dequant[id(DType::MXFP4)] = deq_mxfp4;
     k.dequant[id(DType::Q4_0)] = deq_q4_0;

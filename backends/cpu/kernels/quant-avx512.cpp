@@ -51,6 +51,7 @@ void fill(Kernels &k) {
     k.dot[(int)DType::Q5_1] = dot_legacy<BlockQ5_1, BlockQ8_1, prod_q5_1, true>;
     k.dot[(int)DType::Q8_0] = dot_legacy<BlockQ8_0, BlockQ8_0, prod_q8_0, false>;
     k.dot[(int)DType::MXFP4] = dot_legacy<BlockMXFP4, BlockQ8_0, prod_mxfp4, false>;
+    k.dot[(int)DType::IQ4_NL] = dot_legacy<BlockIQ4NL, BlockQ8_0, prod_iq4nl, false>;
     k.quant[(int)DType::BF16] = q_bf16;
     k.attn_scores = attn_scores<Zmm>;
     k.attn_values = attn_values<Zmm>;

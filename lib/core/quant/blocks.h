@@ -69,8 +69,17 @@ static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 // format's NaN is not special-cased), and e = 0, 1 subnormal ones.
 struct BlockMXFP4 { uint8_t e; uint8_t qs[QK / 2]; };
 
+// IQ4_NL (ggml's block_iq4_nl): x = d * kIq4nlValues[code], codes in
+// Q4_0's nibble order (element j low nibble of qs[j], j+16 high nibble).
+struct BlockIQ4NL { uint16_t d; uint8_t qs[QK / 2]; };
+// IQ4_XS (block_iq4_xs): 8 sub-blocks of 32 with IQ4_NL's codes and order,
+// sub-block s scaled by d * (ls - 32), ls 6 bits: the low 4 in nibble s % 2
+// of scales_l[s / 2], the high 2 in bits 2s..2s+1 of scales_h (iq4xs_scale).
+struct BlockIQ4XS { uint16_t d; uint16_t scales_h; uint8_t scales_l[QK_K / 64]; uint8_t qs[QK_K / 2]; };
+
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockMXFP4) == 17);
+static_assert(sizeof(BlockIQ4NL) == 18 && sizeof(BlockIQ4XS) == 136);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
 
@@ -165,6 +174,16 @@ static inline void q3k_scales(const uint8_t *s, int8_t out[16]) {
 // Twice the e2m1 value of each 4-bit code: sign bit 3, exponent bits 2..1,
 // mantissa bit 0 (codes 0 and 8 are +0 and -0).
 static constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// The 16 signed levels of IQ4_NL and IQ4_XS codes (ggml's kvalues_iq4nl: a
+// non-uniform grid fitted to weight distributions).
+static constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
+// Sub-block s's signed scale (ls - 32, -32..31) of an IQ4_XS block.
+static inline int iq4xs_scale(const BlockIQ4XS &x, int s) {
+    return (((x.scales_l[s / 2] >> 4 * (s % 2)) & 0xF) | (((x.scales_h >> 2 * s) & 3) << 4)) - 32;
+}
 
 // 2^(e - 128) as an f32, exactly: the MXFP4 block scale (e8m0's 2^(e - 127),
 // halved for the doubled table). e >= 2 is a normal with biased exponent

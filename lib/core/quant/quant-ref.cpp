@@ -12,14 +12,16 @@ DType vec_dot_type(DType t) {
     case DType::Q4_0:
     case DType::Q5_0:
     case DType::Q8_0:
-    case DType::MXFP4: return DType::Q8_0;
+    case DType::MXFP4:
+    case DType::IQ4_NL: return DType::Q8_0;
     case DType::Q4_1:
     case DType::Q5_1: return DType::Q8_1;
     case DType::Q2_K:
     case DType::Q3_K:
     case DType::Q4_K:
     case DType::Q5_K:
-    case DType::Q6_K: return DType::Q8_K;
+    case DType::Q6_K:
+    case DType::IQ4_XS: return DType::Q8_K;
     default: return t; // F32, F16, BF16 (and the activation types themselves)
     }
 }
@@ -33,6 +35,7 @@ struct Table {
         fill_legacy(by_type);
         fill_kquants(by_type);
         fill_mxfp4(by_type);
+        fill_iq4(by_type);
     }
 };
 
