@@ -83,7 +83,22 @@ def rewrite(gguf, src: Path, dst: Path, pick, q) -> None:
     print(f"{dst}: {n_q} tensors in MXFP4, {dst.stat().st_size} bytes")
 
 
-def llama_cpp_golden(driver: Path, gguf_path: Path, base_golden: Path, out: Path) -> None:
+# vt and llama.cpp both quantize the experts' inputs to Q8_0; float noise
+# in those inputs flips roundings, which move logits by whole Q8_0 steps.
+# Measured: vt vs llama.cpp on this file 0.0091 (AVX-512), 0.0091 (AVX2),
+# 0.0093 (lavapipe) max |diff|; on llama.cpp's own Q8_0 tiny llama
+# (quantized/llama-q8_0.gguf, the same kind of arithmetic) 0.041. Against
+# that, the MXFP4 file moves logits 0.44 from transformers' float32
+# model: a wrong code, scale or nibble order lands far outside.
+MXFP4_TOL = 0.05
+MXFP4_TOL_WHY = ("llama.cpp on MXFP4 experts with Q8_0 activations: noise measured 0.009 here, 0.041 on "
+                 "the Q8_0 tiny llama; MXFP4 itself moves logits 0.44 from float32")
+MXFP4_GENERATOR = ("llama.cpp 0.3.36 (tests/models/make-mxfp4-fixtures.py: tiny-logits driver, f32 KV, no flash "
+                   "attention) on qwen3_moe_mxfp4.gguf, qwen3_moe.json's prompts")
+
+
+def llama_cpp_golden(driver: Path, gguf_path: Path, base_golden: Path, out: Path, tol: float = MXFP4_TOL,
+                     tol_why: str = MXFP4_TOL_WHY, generator: str = MXFP4_GENERATOR) -> None:
     g = json.loads(base_golden.read_text(encoding="utf-8"))
     prompts = g["prompts"]
     n_gen = len(g["greedy"])
@@ -107,18 +122,7 @@ def llama_cpp_golden(driver: Path, gguf_path: Path, base_golden: Path, out: Path
         at += n
     assert at == len(rows) and len(greedy) == n_gen
     g["greedy"], g["greedy_margins"] = greedy, margins
-    # vt and llama.cpp both quantize the experts' inputs to Q8_0; float noise
-    # in those inputs flips roundings, which move logits by whole Q8_0 steps.
-    # Measured: vt vs llama.cpp on this file 0.0091 (AVX-512), 0.0091 (AVX2),
-    # 0.0093 (lavapipe) max |diff|; on llama.cpp's own Q8_0 tiny llama
-    # (quantized/llama-q8_0.gguf, the same kind of arithmetic) 0.041. Against
-    # that, the MXFP4 file moves logits 0.44 from transformers' float32
-    # model: a wrong code, scale or nibble order lands far outside.
-    g["tol_logit"] = 0.05
-    g["tol_logit_why"] = ("llama.cpp on MXFP4 experts with Q8_0 activations: noise measured 0.009 here, 0.041 on "
-                          "the Q8_0 tiny llama; MXFP4 itself moves logits 0.44 from float32")
-    g["generator"] = ("llama.cpp 0.3.36 (tests/models/make-mxfp4-fixtures.py: tiny-logits driver, f32 KV, no flash "
-                      "attention) on qwen3_moe_mxfp4.gguf, qwen3_moe.json's prompts")
+    g["tol_logit"], g["tol_logit_why"], g["generator"] = tol, tol_why, generator
     out.write_text(json.dumps(g), encoding="utf-8")
     print(f"{out}: {len(rows)} logit rows, {n_gen} greedy tokens")
 
