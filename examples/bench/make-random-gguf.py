@@ -226,17 +226,18 @@ DENSE_SHAPES = [name for name, s in SHAPES.items() if not s.n_expert and not s.h
 
 TYPES: dict[str, QT] = {
     "Q4_0": QT.Q4_0, "Q4_1": QT.Q4_1, "Q8_0": QT.Q8_0, "Q4_K": QT.Q4_K,
-    "Q6_K": QT.Q6_K, "F16": QT.F16, "BF16": QT.BF16,
+    "Q6_K": QT.Q6_K, "F16": QT.F16, "BF16": QT.BF16, "IQ4_NL": QT.IQ4_NL, "IQ4_XS": QT.IQ4_XS,
 }
 FILE_TYPE = {
     "Q4_0": gguf.LlamaFileType.MOSTLY_Q4_0, "Q4_1": gguf.LlamaFileType.MOSTLY_Q4_1,
     "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0, "Q4_K": gguf.LlamaFileType.MOSTLY_Q4_K_S,
     "Q6_K": gguf.LlamaFileType.MOSTLY_Q6_K, "F16": gguf.LlamaFileType.MOSTLY_F16,
-    "BF16": gguf.LlamaFileType.MOSTLY_BF16,
+    "BF16": gguf.LlamaFileType.MOSTLY_BF16, "IQ4_NL": gguf.LlamaFileType.MOSTLY_IQ4_NL,
+    "IQ4_XS": gguf.LlamaFileType.MOSTLY_IQ4_XS,
 }
 # llama.cpp (llama_tensor_get_type): a K-quant tensor whose rows are not a
 # multiple of 256 is stored in this type instead.
-K_FALLBACK = {QT.Q4_K: QT.Q5_0, QT.Q6_K: QT.Q8_0}
+K_FALLBACK = {QT.Q4_K: QT.Q5_0, QT.Q6_K: QT.Q8_0, QT.IQ4_XS: QT.IQ4_NL}
 
 
 def log(msg: str) -> None:
@@ -303,6 +304,14 @@ def random_blocks(rng: np.random.Generator, qt: QT, rows: int, ne0: int) -> np.n
         sc = 4 + (np.frombuffer(rng.bytes(n_blocks * 16), dtype=np.uint8).reshape(n_blocks, 16) & 7)
         b[:, 192:208] = sc
         b[:, 208:210] = f16_bytes(rng, n_blocks, STD / (7.5 * 18.5))
+    elif qt == QT.IQ4_NL:  # d, qs[16]: w = d * level(q), levels -127..113 (std ~70 uniform)
+        b[:, 0:2] = f16_bytes(rng, n_blocks, STD / 70.0)
+    elif qt == QT.IQ4_XS:  # d, scales_h, scales_l[4], qs[128]: w = d * (ls - 32) * level(q)
+        ls = 36 + (np.frombuffer(rng.bytes(n_blocks * 8), dtype=np.uint8).reshape(n_blocks, 8) & 7)  # 4..11
+        b[:, 4:8] = (ls[:, 0::2] & 15) | ((ls[:, 1::2] & 15) << 4)
+        h = sum(((ls[:, s].astype(np.uint16) >> 4) & 3) << (2 * s) for s in range(8))
+        b[:, 2:4] = h.astype("<u2").view(np.uint8).reshape(n_blocks, 2)
+        b[:, 0:2] = f16_bytes(rng, n_blocks, STD / (7.5 * 70.0))
     else:
         raise ValueError(f"no random block writer for {qt.name}")
     return b.reshape(rows, (ne0 // bs) * nb)

@@ -120,6 +120,15 @@ static inline X16Loc x16_locate(const uint8_t *pw, int64_t b, int64_t nb) {
     return {pw + at.q, pw + at.h, at.field};
 }
 
+// The level table of a 32-element type whose 4-bit codes index one (MXFP4's
+// doubled e2m1 values, IQ4_NL's levels), else null.
+template <class Ops>
+constexpr const int8_t *kLevels = nullptr;
+template <>
+constexpr const int8_t *kLevels<OpsMXFP4> = kMxfp4Values;
+template <>
+constexpr const int8_t *kLevels<OpsIQ4NL> = kIq4nlValues;
+
 // Whether a 32-element type's scale is MXFP4's e8m0 byte, not an f16 d.
 template <class Ops>
 constexpr bool kE8M0 = std::is_same_v<typename Ops::BW, BlockMXFP4>;

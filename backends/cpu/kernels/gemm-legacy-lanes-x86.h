@@ -80,9 +80,9 @@ struct X16Steps {
             constexpr int kQs = kFifthBits ? 1 : 0; // the nibbles' first dword
             const __m512i v = _mm512_loadu_si512(l.q + 64 * (kQs + (k & 3)));
             const __m512i q = _mm512_and_si512(k < 4 ? v : _mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
-            if constexpr (kE8M0<Ops>) {  // MXFP4: the codes through the table, + kOff (OpsMXFP4::W's bytes)
-                const __m128i t = _mm_add_epi8(_mm_loadu_si128((const __m128i *)kMxfp4Values),
-                                               _mm_set1_epi8((char)Ops::kOff));
+            if constexpr (kLevels<Ops> != nullptr) {  // MXFP4, IQ4_NL: the codes through the table, + kOff (Ops::W's bytes)
+                const __m128i t = _mm_add_epi8(_mm_loadu_si128((const __m128i *)kLevels<Ops>),
+                                               _mm_set1_epi8((char)(Ops::kOff > 0 ? Ops::kOff : 0)));
                 return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(t), q);
             }
             if constexpr (!kFifthBits) return q;
