@@ -10,6 +10,7 @@
 #include "cpu/kernels/gemm-x86.h"
 #include "cpu/kernels/gemm-rows-x86.h"
 #include "cpu/kernels/gemm-q4k-x86.h"
+#include "cpu/kernels/gemm-iq4xs-x86.h"
 #include "cpu/kernels/gemm-q6k-x86.h"
 #include "cpu/kernels/gemm-q6k-x16-avx512.h"
 #include "cpu/kernels/gemm-legacy-lanes-x86.h"
@@ -47,6 +48,9 @@ void fill(Kernels &k) {
     k.gemm_f32_acts[x16_slot(DType::F16)] = true;
     k.gemm[(int)DType::Q4_K] = gemm_lanes<Q4KLanes>;
     k.gemm[(int)DType::Q6_K] = gemm_lanes<Q6KLanes>;
+#if defined(VT_QUANT_VNNI)
+    k.gemm[(int)DType::IQ4_XS] = gemm_lanes<IQ4XSLanes>;
+#endif
     k.gemm[(int)DType::F16] = gemm_tiled<FloatTile<F16x8>::T, kRows, kTokens>;
     k.gemm[(int)DType::BF16] = gemm_tiled<FloatTile<Bf16x16>::T, kRows, kTokens>;
     k.gemm[(int)DType::F32] = gemm_tiled<FloatTile<F32x16>::T, kRows, kTokens>;

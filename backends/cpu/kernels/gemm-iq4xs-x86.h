@@ -1,0 +1,84 @@
+// Row-lane tiles for IQ4_XS (mirrors dot_iq4_xs: per super-block one exact
+// integer, the sub-blocks' product sums times their scales ls - 32, then
+// acc += (d * dy) * isum in super-block order). Include after
+// gemm-rows-x86.h; VNNI tables only: the levels go unsigned (+128, up to
+// 241), which vpmaddubsw's int16 pairs would saturate (241 * 127 * 2).
+//
+// Weights packed per call (gemm_lanes), as Q4KLanes packs Q4_K: the 16 rows'
+// levels + 128 interleaved 4 bytes per row and step, each sub-block's
+// scale per row as int32, each row's d as f32. Activations are the Q8_K
+// rows in place; the +128 comes back off per sub-block as 128 times its
+// activation sum (two of Q8_K's 16-element bsums).
+#pragma once
+
+#include "cpu/kernels/gemm-rows-x86.h"
+
+namespace vt::quant::x86 {
+namespace {
+
+struct IQ4XSLanes {
+    static constexpr int kTokens = 8;
+    static constexpr int64_t kBlockElems = QK_K;
+    // Per 16 rows and super-block: step s, row r 4 levels (+128) (4096); for
+    // sub-block g, row r its scale as int32 (512); row r's d (64).
+    static constexpr size_t kSc = 4096, kD = kSc + 512, kBlock = kD + 64;
+
+    static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nsb, uint8_t *dst) {
+        alignas(64) uint8_t q[kLaneRows][QK_K];
+        for (int64_t r0 = 0; r0 < nr; r0 += kLaneRows)
+            for (int64_t b = 0; b < nsb; ++b) {
+                uint8_t *p = dst + ((r0 / kLaneRows) * nsb + b) * kBlock;
+                int32_t *sc = (int32_t *)(p + kSc);
+                float *d = (float *)(p + kD);
+                for (int r = 0; r < kLaneRows; ++r) {
+                    if (r0 + r >= nr) { // rows past the matrix are zero
+                        std::memset(q[r], 0, QK_K);
+                        for (int g = 0; g < 8; ++g) sc[g * kLaneRows + r] = 0;
+                        d[r] = 0.f;
+                        continue;
+                    }
+                    const BlockIQ4XS &x = ((const BlockIQ4XS *)(w + (r0 + r) * ws))[b];
+                    for (int g = 0; g < 8; ++g) {
+                        _mm256_store_si256((__m256i *)(q[r] + 32 * g), iq4nl_bytes(x.qs + 16 * g, 128));
+                        sc[g * kLaneRows + r] = iq4xs_scale(x, g);
+                    }
+                    d[r] = f16_at(&x.d);
+                }
+                interleave_rows(q, p);
+            }
+    }
+
+    using Acts = Q8KRows;
+
+    template <int T>
+    static void tile(int64_t nsb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {
+        __m512 acc[T];
+        for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+        const BlockQ8_K *y[T];
+        for (int t = 0; t < T; ++t) y[t] = (const BlockQ8_K *)(acts.a + (t0 + t) * acts.as);
+        for (int64_t b = 0; b < nsb; ++b) {
+            const uint8_t *w = pw + b * kBlock;
+            __m512i tot[T];
+            for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
+            for (int g = 0; g < 8; ++g) {
+                __m512i part[T];
+                for (int t = 0; t < T; ++t)
+                    part[t] = _mm512_set1_epi32(-128 * (y[t][b].bsums[2 * g] + y[t][b].bsums[2 * g + 1]));
+                for (int s = 0; s < 8; ++s) {
+                    const __m512i wq = _mm512_load_si512(w + (8 * g + s) * 64);
+                    for (int t = 0; t < T; ++t) part[t] = dpbusd512(part[t], wq, bcast32(y[t][b].qs + 32 * g + 4 * s));
+                }
+                const __m512i scg = _mm512_load_si512(w + kSc + g * 64);
+                for (int t = 0; t < T; ++t) tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(part[t], scg));
+            }
+            const __m512 d = _mm512_load_ps((const float *)(w + kD));
+            for (int t = 0; t < T; ++t)
+                acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)),
+                                                             _mm512_cvtepi32_ps(tot[t])));
+        }
+        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * os, row_mask(nr), acc[t]);
+    }
+};
+
+} // namespace
+} // namespace vt::quant::x86
