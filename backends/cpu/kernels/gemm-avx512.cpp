@@ -50,6 +50,7 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::Q6_K] = gemm_lanes<Q6KLanes>;
 #if defined(VT_QUANT_VNNI)
     k.gemm[(int)DType::IQ4_XS] = gemm_lanes<IQ4XSLanes>;
+    k.gemm[x16_slot(DType::IQ4_XS)] = gemm_x16<IQ4XSX16>;
 #endif
     k.gemm[(int)DType::F16] = gemm_tiled<FloatTile<F16x8>::T, kRows, kTokens>;
     k.gemm[(int)DType::BF16] = gemm_tiled<FloatTile<Bf16x16>::T, kRows, kTokens>;
