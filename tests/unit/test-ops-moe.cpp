@@ -274,8 +274,8 @@ TEST_CASE("MUL_MAT_ID over _X16 experts equals the plain layout bit for bit", "[
             VT_NOTE_SKIP("this CPU's kernel table has no " << dtype_name(base) << "_X16 kernel");
             continue;
         }
-        // Whole blocks, and for the K types 3 super-blocks (an odd pair).
-        const int64_t k = base == DType::Q4_K || base == DType::Q6_K ? 768 : 320;
+        // Whole blocks, and for the 256-element types 3 super-blocks (an odd pair).
+        const int64_t k = dtype_info(base).block_elems == 256 ? 768 : 320;
         const Bytes w = random_weights(base, k, n_out * n_expert, rng);
         Bytes w_copy = w, wx(w.size());
         Tensor plain, packed;
