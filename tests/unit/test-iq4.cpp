@@ -16,6 +16,7 @@
 
 #include "core/quant.h"
 #include "cpu/kernels/kernels.h"
+#include "common/kernel-tables.h"
 
 using namespace vt;
 using quant::Isa;
@@ -25,12 +26,7 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-std::vector<const Kernels *> all_isas() {
-    std::vector<const Kernels *> v;
-    for (int i = 0; i < quant::kIsaCount; ++i)
-        if (const Kernels *k = quant::kernels_for((Isa)i)) v.push_back(k);
-    return v;
-}
+using vt::test::all_isas;
 
 // ggml's kvalues_iq4nl.
 constexpr int kLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};

@@ -17,6 +17,7 @@
 
 #include "core/quant.h"
 #include "cpu/kernels/kernels.h"
+#include "common/kernel-tables.h"
 
 using namespace vt;
 using quant::Isa;
@@ -26,12 +27,7 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-std::vector<const Kernels *> all_isas() {
-    std::vector<const Kernels *> v;
-    for (int i = 0; i < quant::kIsaCount; ++i)
-        if (const Kernels *k = quant::kernels_for((Isa)i)) v.push_back(k);
-    return v;
-}
+using vt::test::all_isas;
 
 // The e2m1 value of a 4-bit code, from its bits.
 double e2m1(int code) {

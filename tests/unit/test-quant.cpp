@@ -14,6 +14,7 @@
 #include "core/quant.h"
 #include "common/random-blocks.h"
 #include "cpu/kernels/kernels.h"
+#include "common/kernel-tables.h"
 
 using namespace vt;
 using quant::Isa;
@@ -27,12 +28,7 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-std::vector<const Kernels *> all_isas() {
-    std::vector<const Kernels *> v;
-    for (int i = 0; i < quant::kIsaCount; ++i)
-        if (const Kernels *k = quant::kernels_for((Isa)i)) v.push_back(k);
-    return v;
-}
+using vt::test::all_isas;
 
 const Kernels &scalar() { return *quant::kernels_for(Isa::scalar); }
 
