@@ -28,7 +28,10 @@ namespace vt {
     X(IQ4_XS, 23, 256, 136)               \
     X(I32, 26, 1, 4)                      \
     X(BF16, 30, 1, 2)                     \
-    X(MXFP4, 39, 32, 17)
+    X(MXFP4, 39, 32, 17)                  \
+    X(NVFP4, 40, 64, 36)                  \
+    X(Q1_0, 41, 128, 18)                  \
+    X(Q2_0, 42, 64, 18)
 
 enum class DType : uint32_t {
 #define VT_DTYPE_ENUM_(name, id, be, bb) name = id,

@@ -26,7 +26,7 @@ inline Fields fp16_fields(DType t) {
     case DType::Q3_K: return {{108}, {}};
     case DType::Q4_K: case DType::Q5_K: return {{0}, {2}};
     case DType::Q6_K: return {{208}, {}};
-    case DType::IQ4_NL: case DType::IQ4_XS: return {{0}, {}};
+    case DType::IQ4_NL: case DType::IQ4_XS: case DType::Q1_0: case DType::Q2_0: return {{0}, {}};
     default: return {};
     }
 }
@@ -50,6 +50,9 @@ inline void randomize_blocks(DType t, std::vector<uint8_t> &b, std::mt19937 &rng
         // MXFP4's scale is an e8m0 exponent (byte 0): 2^-9 .. 2^-1 times
         // the doubled e2m1 values (|v| <= 12), weights up to 6.
         if (t == DType::MXFP4) b[off] = (uint8_t)(119 + byte(rng) % 9);
+        // NVFP4's 4 UE4M3 scales: 2^-4 .. 2^-2 (halved) times 1..1.875.
+        if (t == DType::NVFP4)
+            for (int s = 0; s < 4; ++s) b[off + s] = (uint8_t)(0x18 + byte(rng) % 24);
         for (int o : f.scales) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
         for (int o : f.mins) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
     }

@@ -93,9 +93,10 @@ std::string render(const fs::path &root) {
           "folder's sliding_window applies to every layer; Mixtral is llama with experts).\n"
           "Gemma 4 (`gemma4`) is its text model: a Gemma4ForConditionalGeneration folder\n"
           "loads its language model and leaves the vision and audio towers unread.\n"
-          "\nWeights: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K .. Q6_K, IQ4_NL, IQ4_XS and\n"
-          "MXFP4 from GGUF, mixed per tensor as a file has them (MXFP4: llama.cpp's type 39,\n"
-          "gpt-oss's experts; IQ4_*: gate `tiny-llama_iq4-gguf` vs llama.cpp); from a folder F32, F16, BF16, and\n"
+          "\nWeights: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K .. Q6_K, IQ4_NL, IQ4_XS, MXFP4,\n"
+          "NVFP4, Q1_0 and Q2_0 from GGUF, mixed per tensor as a file has them (MXFP4: llama.cpp's type\n"
+          "39, gpt-oss's experts; gates vs llama.cpp: `tiny-llama_iq4-gguf` for IQ4_*,\n"
+          "`tiny-llama_lowbit-gguf` for NVFP4, Q1_0, Q2_0); from a folder F32, F16, BF16, and\n"
           "MXFP4 as transformers' `_blocks` / `_scales` pairs (quant_method mxfp4).\n";
     // Chat formats that come with an architecture but live outside lib/models.
     md << "\ngpt-oss answers in OpenAI's harmony format: its chat template renders as\n"

@@ -6,7 +6,7 @@
 // under test. The dots: every ISA against that decoding in double, and the
 // tables' IQ4_XS dot bit for bit against the scalar reference (the same f32
 // steps); llama.cpp's own numbers on a whole model are the tiny-model gate
-// (tests/models/make-iq4-fixtures.py).
+// (tests/models/make-gguf-type-fixtures.py, llama_iq4).
 #include <catch2/catch.hpp>
 
 #include <cmath>

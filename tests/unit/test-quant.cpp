@@ -35,7 +35,7 @@ const Kernels &scalar() { return *quant::kernels_for(Isa::scalar); }
 const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
                               DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
                               DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4,
-                              DType::IQ4_NL, DType::IQ4_XS};
+                              DType::IQ4_NL, DType::IQ4_XS, DType::NVFP4, DType::Q1_0, DType::Q2_0};
 const DType kActTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q8_1, DType::Q8_K};
 
 int64_t block_elems(DType t) { return dtype_info(t).block_elems; }
@@ -45,6 +45,7 @@ std::vector<int64_t> row_lengths(DType t) {
     const int64_t be = block_elems(t);
     if (be == 256) return {256, 4096, 1536};
     if (be == 32) return {32, 4096, 576};
+    if (be == 64 || be == 128) return {be, 4096, 9 * be};
     return {1, 7, 32, 4096, 576}; // plain floats: also odd tails
 }
 

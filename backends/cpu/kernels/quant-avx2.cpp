@@ -141,6 +141,7 @@ void deq_mxfp4(const void *src, float *y, int64_t n) {
 } // namespace
 
 void avx2_fill_kquants(Kernels &k); // kquants-avx2.cpp
+void avx2_fill_lowbit(Kernels &k);  // lowbit-avx2.cpp
 
 void fill_avx2(Kernels &k) {
     k.isa = "avx2";
@@ -164,6 +165,7 @@ void fill_avx2(Kernels &k) {
     k.round[id(DType::F16)] = round_f16;
     k.quant[id(DType::Q8_0)] = q_q8_0;
     k.quant[id(DType::Q8_1)] = q_q8_1;
+    avx2_fill_lowbit(k);
     avx2_fill_kquants(k);
     k.attn_scores = attn_scores<Ymm>;
     k.attn_values = attn_values<Ymm>;

@@ -80,6 +80,18 @@ struct BlockIQ4XS { uint16_t d; uint16_t scales_h; uint8_t scales_l[QK_K / 64]; 
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockMXFP4) == 17);
 static_assert(sizeof(BlockIQ4NL) == 18 && sizeof(BlockIQ4XS) == 136);
+// NVFP4 (ggml's block_nvfp4, type 40): 64 elements in 4 sub-blocks of 16,
+// each with a UE4M3 scale byte d[s] (ue4m3_half) and 8 code bytes
+// qs[8s..8s+7] of e2m1 codes (kMxfp4Values, doubled): element 16s + j in
+// the low nibble of qs[8s + j], 16s + 8 + j in its high nibble (j < 8).
+struct BlockNVFP4 { uint8_t d[4]; uint8_t qs[32]; };
+// Q1_0 (block_q1_0, type 41): x = bit ? d : -d, element j at bit j % 8 of
+// qs[j / 8], 128 per block.
+struct BlockQ1_0 { uint16_t d; uint8_t qs[16]; };
+// Q2_0 (block_q2_0, type 42): x = (q - 1) * d, q = bits 2(j % 4)..+1 of
+// qs[j / 4], 64 per block.
+struct BlockQ2_0 { uint16_t d; uint8_t qs[16]; };
+static_assert(sizeof(BlockNVFP4) == 36 && sizeof(BlockQ1_0) == 18 && sizeof(BlockQ2_0) == 18);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
 
@@ -174,6 +186,19 @@ static inline void q3k_scales(const uint8_t *s, int8_t out[16]) {
 // Twice the e2m1 value of each 4-bit code: sign bit 3, exponent bits 2..1,
 // mantissa bit 0 (codes 0 and 8 are +0 and -0).
 static constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// NVFP4's sub-block scale as ggml reads its UE4M3 byte (ggml-impl.h
+// ggml_ue4m3_to_fp32), halved for the doubled e2m1 table: bits 6..3 the
+// exponent (bias 7), 2..0 the mantissa, bit 7 not read; 0 and 0x7F (the
+// format's NaN) give 0. Every value is exact in f32.
+static inline float ue4m3_half(uint8_t x) {
+    if (x == 0 || x == 0x7F) return 0.f;
+    const int e = (x >> 3) & 0xF, m = x & 7;
+    // (e ? 8 + m : m) * 2^(e ? e - 7 - 3 : -9) / 2, built from the bits: a
+    // normal f32 with exponent e - 8 and mantissa m << 20, or m * 2^-10.
+    if (e == 0) return (float)m * 0x1p-10f;
+    return std::bit_cast<float>((uint32_t)(e - 8 + 127) << 23 | (uint32_t)m << 20);
+}
 
 // The 16 signed levels of IQ4_NL and IQ4_XS codes (ggml's kvalues_iq4nl: a
 // non-uniform grid fitted to weight distributions).

@@ -13,7 +13,10 @@ DType vec_dot_type(DType t) {
     case DType::Q5_0:
     case DType::Q8_0:
     case DType::MXFP4:
-    case DType::IQ4_NL: return DType::Q8_0;
+    case DType::IQ4_NL:
+    case DType::NVFP4:
+    case DType::Q1_0:
+    case DType::Q2_0: return DType::Q8_0;
     case DType::Q4_1:
     case DType::Q5_1: return DType::Q8_1;
     case DType::Q2_K:
@@ -36,6 +39,7 @@ struct Table {
         fill_kquants(by_type);
         fill_mxfp4(by_type);
         fill_iq4(by_type);
+        fill_lowbit(by_type);
     }
 };
 
