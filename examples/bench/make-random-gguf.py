@@ -235,6 +235,12 @@ FILE_TYPE = {
     "BF16": gguf.LlamaFileType.MOSTLY_BF16, "IQ4_NL": gguf.LlamaFileType.MOSTLY_IQ4_NL,
     "IQ4_XS": gguf.LlamaFileType.MOSTLY_IQ4_XS,
 }
+# The newest types, where this gguf package knows them (PyPI gguf 0.19 has
+# NVFP4 and Q1_0, not yet Q2_0).
+for _name in ("NVFP4", "Q1_0", "Q2_0"):
+    if hasattr(QT, _name) and hasattr(gguf.LlamaFileType, "MOSTLY_" + _name):
+        TYPES[_name] = getattr(QT, _name)
+        FILE_TYPE[_name] = getattr(gguf.LlamaFileType, "MOSTLY_" + _name)
 # llama.cpp (llama_tensor_get_type): a K-quant tensor whose rows are not a
 # multiple of 256 is stored in this type instead.
 K_FALLBACK = {QT.Q4_K: QT.Q5_0, QT.Q6_K: QT.Q8_0, QT.IQ4_XS: QT.IQ4_NL}
@@ -312,6 +318,13 @@ def random_blocks(rng: np.random.Generator, qt: QT, rows: int, ne0: int) -> np.n
         h = sum(((ls[:, s].astype(np.uint16) >> 4) & 3) << (2 * s) for s in range(8))
         b[:, 2:4] = h.astype("<u2").view(np.uint8).reshape(n_blocks, 2)
         b[:, 0:2] = f16_bytes(rng, n_blocks, STD / (7.5 * 70.0))
+    elif qt.name == "NVFP4":  # d[4] (UE4M3, halved in ggml's reading), qs[32] (e2m1 codes, doubled values std ~5.9)
+        # STD / 5.9 ~ 0.0034 is a UE4M3 subnormal: bytes 3..4 (3..4 * 2^-10).
+        b[:, 0:4] = 3 + (np.frombuffer(rng.bytes(n_blocks * 4), dtype=np.uint8).reshape(n_blocks, 4) & 1)
+    elif qt.name == "Q1_0":  # d, qs[16] sign bits: w = +-d
+        b[:, 0:2] = f16_bytes(rng, n_blocks, STD)
+    elif qt.name == "Q2_0":  # d, qs[16] 2-bit: w = (q - 1) * d (std ~1.1)
+        b[:, 0:2] = f16_bytes(rng, n_blocks, STD / 1.1)
     else:
         raise ValueError(f"no random block writer for {qt.name}")
     return b.reshape(rows, (ne0 // bs) * nb)
