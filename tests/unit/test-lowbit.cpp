@@ -117,7 +117,7 @@ TEST_CASE("NVFP4, Q1_0, Q2_0 dots against the double decoding, and bit for bit w
     std::mt19937 rng(41);
     std::normal_distribution<float> nd(0.f, 1.f);
     for (DType t : {DType::NVFP4, DType::Q1_0, DType::Q2_0}) {
-        for (int64_t n : {128, 2048, 4736}) {
+        for (int64_t n : {128, 2048, 4736, 4800}) {  // with tails of 4 groups (Q1_0, Q2_0) and 4 sub-blocks (NVFP4)
             if (n % dtype_info(t).block_elems) continue;
             for (int rep = 0; rep < 4; ++rep) {
                 const Bytes w = random_blocks(t, n, rng);

@@ -5,9 +5,17 @@
 //!
 //! All three take Q8_0 activations (ggml's vec_dot type) and have integer
 //! weights times one scale per group, so each group's products sum exactly in
-//! int32 and are scaled once, in element order: per 16-element sub-block for
-//! NVFP4 (its scale's group), per 32 elements (one Q8_0 block) for Q1_0 and
-//! Q2_0: sum += (wd * ad) * (float)isum.
+//! int32 (isum) and are scaled once: the groups are NVFP4's 16-element
+//! sub-blocks (one scale each) and Q1_0's and Q2_0's 32-element pieces (one
+//! Q8_0 block each). Their canonical order, which the SIMD dots replay bit
+//! for bit, keeps 8 f32 lanes: group g adds into lane lane(g) as
+//!     acc[lane] = fma(wd * ad, (float)isum, acc[lane])
+//! (wd * ad one f32 product of the two scales), lane(g) = g % 8 for Q1_0 and
+//! Q2_0 and, for NVFP4, (g % 2) * 4 + (g % 8) / 2 (the order in which one
+//! 256-bit step pairs up four Q8_0 blocks' sub-blocks); the result is
+//! ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)), the legacy types' hsum.
+#include <cmath>
+
 #include "core/quant/blocks.h"
 #include "core/quant/ref-table.h"
 
@@ -36,20 +44,27 @@ void deq_nvfp4(const void *src, float *y, int64_t n) {
         }
 }
 
+// The 8 lanes of the canonical order (above).
+struct Lanes8 {
+    float a[8] = {};
+    void add(int lane, float scale, int isum) { a[lane] = std::fma(scale, (float)isum, a[lane]); }
+    float sum() const { return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])); }
+};
+
 float dot_nvfp4(int64_t n, const void *w, const void *a) {
     const BlockNVFP4 *x = (const BlockNVFP4 *)w;
     const BlockQ8_0 *y = (const BlockQ8_0 *)a;
     int v[16];
-    float sum = 0;
-    for (int64_t i = 0; i < n / 64; ++i)
-        for (int s = 0; s < 4; ++s) {
-            const BlockQ8_0 &ya = y[2 * i + s / 2];
-            nvfp4_values(x[i], s, v);
-            int isum = 0;
-            for (int j = 0; j < 16; ++j) isum += v[j] * ya.qs[16 * (s % 2) + j];
-            sum += (ue4m3_half(x[i].d[s]) * h2f(ya.d)) * (float)isum;
-        }
-    return sum;
+    Lanes8 acc;
+    for (int64_t g = 0; g < n / 16; ++g) {
+        const BlockNVFP4 &xb = x[g / 4];
+        const BlockQ8_0 &ya = y[g / 2];
+        nvfp4_values(xb, (int)(g % 4), v);
+        int isum = 0;
+        for (int j = 0; j < 16; ++j) isum += v[j] * ya.qs[16 * (g % 2) + j];
+        acc.add((int)(g % 2) * 4 + (int)(g % 8) / 2, ue4m3_half(xb.d[g % 4]) * h2f(ya.d), isum);
+    }
+    return acc.sum();
 }
 
 template <class B, int QKB, int (*Value)(const B &, int)>
@@ -65,17 +80,14 @@ template <class B, int QKB, int (*Value)(const B &, int)>
 float dot_signed(int64_t n, const void *w, const void *a) {
     const B *x = (const B *)w;
     const BlockQ8_0 *y = (const BlockQ8_0 *)a;
-    float sum = 0;
-    for (int64_t i = 0; i < n / QKB; ++i) {
-        const float d = h2f(x[i].d);
-        for (int k = 0; k < QKB / QK; ++k) {
-            const BlockQ8_0 &ya = y[i * (QKB / QK) + k];
-            int isum = 0;
-            for (int j = 0; j < QK; ++j) isum += Value(x[i], QK * k + j) * ya.qs[j];
-            sum += (d * h2f(ya.d)) * (float)isum;
-        }
+    Lanes8 acc;
+    for (int64_t g = 0; g < n / QK; ++g) {
+        const B &xb = x[g / (QKB / QK)];
+        int isum = 0;
+        for (int j = 0; j < QK; ++j) isum += Value(xb, (int)(g % (QKB / QK)) * QK + j) * y[g].qs[j];
+        acc.add((int)(g % 8), h2f(xb.d) * h2f(y[g].d), isum);
     }
-    return sum;
+    return acc.sum();
 }
 
 } // namespace
