@@ -22,11 +22,10 @@ BlockShape shape(DType base) {
     if (base == DType::Q6_K) return {bytes, 2, bytes - 2, 0};
     if (base == DType::MXFP4) return {bytes, 1, 0, 1, 1};
     const bool plain = dtype_info(base).block_elems == 1;
-    // IQ4_XS: d and scales_h as the two header fields (its payload, scales_l
-    // and qs, is then 33 whole dwords).
-    const size_t header = plain                                                                              ? 0
-                          : base == DType::Q4_1 || base == DType::Q5_1 || base == DType::Q4_K || base == DType::IQ4_XS ? 4
-                                                                                                                  : 2;
+    // Two header fields: d and m (Q4_1, Q5_1), d and dmin (Q4_K), d and
+    // scales_h (IQ4_XS: its payload, scales_l and qs, is then 33 whole dwords).
+    const bool two_fields = base == DType::Q4_1 || base == DType::Q5_1 || base == DType::Q4_K || base == DType::IQ4_XS;
+    const size_t header = plain ? 0 : two_fields ? 4 : 2;
     return {bytes, header, 0, header};
 }
 
