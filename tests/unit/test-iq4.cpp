@@ -17,6 +17,7 @@
 #include "core/quant.h"
 #include "cpu/kernels/kernels.h"
 #include "common/kernel-tables.h"
+#include "common/random-blocks.h"
 
 using namespace vt;
 using quant::Isa;
@@ -27,24 +28,18 @@ namespace {
 using Bytes = std::vector<uint8_t>;
 
 using vt::test::all_isas;
+using vt::test::f16_value;
+using vt::test::put_f16;
 
 // ggml's kvalues_iq4nl.
 constexpr int kLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-
-double half(const uint8_t *p) {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    const int e = (h >> 10) & 31, m = h & 1023;
-    const double mag = e == 0 ? std::ldexp((double)m, -24) : std::ldexp(1.0 + m / 1024.0, e - 15);
-    return (h >> 15) ? -mag : mag;
-}
 
 // Element j (0..31) of a group of 16 code bytes: low nibble of byte j, then
 // high nibbles of bytes 0..15.
 int level(const uint8_t *qs, int j) { return kLevels[j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4]; }
 
 // IQ4_NL: d (f16) then 16 code bytes.
-double nl_element(const uint8_t *blk, int j) { return half(blk) * level(blk + 2, j); }
+double nl_element(const uint8_t *blk, int j) { return f16_value(blk) * level(blk + 2, j); }
 
 // IQ4_XS: d, scales_h (u16), scales_l[4], qs[128]; sub-block s's scale is
 // (low nibble s % 2 of scales_l[s / 2]) | (bits 2s, 2s+1 of scales_h) << 4, minus 32.
@@ -52,12 +47,7 @@ double xs_element(const uint8_t *blk, int e) {
     const int s = e / 32;
     const unsigned sh = blk[2] | blk[3] << 8;
     const int ls = ((blk[4 + s / 2] >> 4 * (s % 2)) & 0xF) | ((sh >> 2 * s) & 3) << 4;
-    return half(blk) * (ls - 32) * level(blk + 8 + 16 * s, e % 32);
-}
-
-void put_half(uint8_t *p, float v) {
-    const uint16_t h = f32_to_fp16(v);
-    std::memcpy(p, &h, 2);
+    return f16_value(blk) * (ls - 32) * level(blk + 8 + 16 * s, e % 32);
 }
 
 // Random blocks with a moderate f16 d (the codes and IQ4_XS's scales: any bits).
@@ -67,7 +57,7 @@ Bytes random_blocks(DType t, int64_t n, std::mt19937 &rng) {
     std::uniform_int_distribution<int> byte(0, 255);
     for (auto &x : b) x = (uint8_t)byte(rng);
     std::uniform_real_distribution<float> mag(0.0005f, 0.01f);
-    for (size_t off = 0; off < b.size(); off += info.block_bytes) put_half(&b[off], byte(rng) % 2 ? mag(rng) : -mag(rng));
+    for (size_t off = 0; off < b.size(); off += info.block_bytes) put_f16(&b[off], byte(rng) % 2 ? mag(rng) : -mag(rng));
     return b;
 }
 
@@ -134,23 +124,15 @@ TEST_CASE("IQ4_NL and IQ4_XS dots against the double decoding; IQ4_XS bit for bi
                 const Bytes w = random_blocks(t, n, rng);
                 std::vector<float> x(n);
                 for (auto &v : x) v = nd(rng) * (rep == 3 ? 30.f : 1.f);
-                Bytes a(row_bytes(at, n));
-                quantize_row(at, x.data(), a.data(), n);
-                std::vector<float> af(n);
-                dequantize_row(at, a.data(), af.data(), n);
-                double exact = 0, mag = 0;
-                for (int64_t i = 0; i < n; ++i) {
-                    exact += element(t, w, i) * af[i];
-                    mag += std::fabs(element(t, w, i) * af[i]);
-                }
+                const vt::test::ExactDot d = vt::test::exact_dot(at, x, [&](int64_t i) { return element(t, w, i); });
                 // Exact integers per block, then f32 per block: a few
                 // roundings of partial sums bounded by the magnitude.
-                const double tol = mag * (double)(n / 32 + 4) * 0x1p-23;
-                const float ref = ref::vec_dot(t, n, w.data(), a.data());
+                const double tol = d.magnitude * (double)(n / 32 + 4) * 0x1p-23;
+                const float ref = ref::vec_dot(t, n, w.data(), d.act.data());
                 for (const Kernels *k : all_isas()) {
-                    const float v = k->dot[(int)t](n, w.data(), a.data());
-                    INFO(dtype_name(t) << " on " << k->isa << " n=" << n << " got " << v << " exact " << exact);
-                    CHECK(std::fabs(v - exact) <= tol);
+                    const float v = k->dot[(int)t](n, w.data(), d.act.data());
+                    INFO(dtype_name(t) << " on " << k->isa << " n=" << n << " got " << v << " exact " << d.exact);
+                    CHECK(std::fabs(v - d.exact) <= tol);
                     if (t == DType::IQ4_XS) CHECK(std::memcmp(&v, &ref, 4) == 0);
                 }
             }

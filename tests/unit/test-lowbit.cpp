@@ -19,10 +19,13 @@
 #include "core/quant.h"
 #include "cpu/kernels/kernels.h"
 #include "common/kernel-tables.h"
+#include "common/random-blocks.h"
 
 using namespace vt;
 using quant::Kernels;
 using vt::test::all_isas;
+using vt::test::f16_value;
+using vt::test::put_f16;
 
 namespace {
 
@@ -40,14 +43,6 @@ double ue4m3(uint8_t x) {
     return e == 0 ? std::ldexp((double)m, -9) : std::ldexp(1.0 + m / 8.0, e - 7);
 }
 
-double half(const uint8_t *p) {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    const int e = (h >> 10) & 31, m = h & 1023;
-    const double mag = e == 0 ? std::ldexp((double)m, -24) : std::ldexp(1.0 + m / 1024.0, e - 15);
-    return (h >> 15) ? -mag : mag;
-}
-
 // Element e of a row of type t.
 double element(DType t, const Bytes &w, int64_t e) {
     const DTypeInfo &info = dtype_info(t);
@@ -58,13 +53,8 @@ double element(DType t, const Bytes &w, int64_t e) {
         const uint8_t q = blk[4 + 8 * s + i % 8];
         return e2m1(i < 8 ? q & 0xF : q >> 4) * ue4m3(blk[s]);
     }
-    if (t == DType::Q1_0) return ((blk[2 + j / 8] >> (j % 8)) & 1 ? 1.0 : -1.0) * half(blk);
-    return (((blk[2 + j / 4] >> 2 * (j % 4)) & 3) - 1) * half(blk);  // Q2_0
-}
-
-void put_half(uint8_t *p, float v) {
-    const uint16_t h = f32_to_fp16(v);
-    std::memcpy(p, &h, 2);
+    if (t == DType::Q1_0) return ((blk[2 + j / 8] >> (j % 8)) & 1 ? 1.0 : -1.0) * f16_value(blk);
+    return (((blk[2 + j / 4] >> 2 * (j % 4)) & 3) - 1) * f16_value(blk);  // Q2_0
 }
 
 // Random blocks: any code bits; moderate f16 d (Q1_0, Q2_0); NVFP4's scale
@@ -76,7 +66,7 @@ Bytes random_blocks(DType t, int64_t n, std::mt19937 &rng) {
     for (auto &x : b) x = (uint8_t)byte(rng);
     std::uniform_real_distribution<float> mag(0.001f, 0.05f);
     for (size_t off = 0; off < b.size(); off += info.block_bytes)
-        if (t != DType::NVFP4) put_half(&b[off], byte(rng) % 2 ? mag(rng) : -mag(rng));
+        if (t != DType::NVFP4) put_f16(&b[off], byte(rng) % 2 ? mag(rng) : -mag(rng));
     return b;
 }
 
@@ -123,21 +113,14 @@ TEST_CASE("NVFP4, Q1_0, Q2_0 dots against the double decoding, and bit for bit w
                 const Bytes w = random_blocks(t, n, rng);
                 std::vector<float> x(n);
                 for (auto &v : x) v = nd(rng) * (rep == 3 ? 30.f : 1.f);
-                Bytes a(row_bytes(DType::Q8_0, n));
-                quantize_row(DType::Q8_0, x.data(), a.data(), n);
-                std::vector<float> af(n);
-                dequantize_row(DType::Q8_0, a.data(), af.data(), n);
-                double exact = 0, mag = 0;
-                for (int64_t i = 0; i < n; ++i) {
-                    exact += element(t, w, i) * af[i];
-                    mag += std::fabs(element(t, w, i) * af[i]);
-                }
-                const double tol = mag * (double)(n / 16 + 4) * 0x1p-23;
-                const float ref = ref::vec_dot(t, n, w.data(), a.data());
+                const vt::test::ExactDot d =
+                    vt::test::exact_dot(DType::Q8_0, x, [&](int64_t i) { return element(t, w, i); });
+                const double tol = d.magnitude * (double)(n / 16 + 4) * 0x1p-23;
+                const float ref = ref::vec_dot(t, n, w.data(), d.act.data());
                 for (const Kernels *k : all_isas()) {
-                    const float v = k->dot[(int)t](n, w.data(), a.data());
-                    INFO(dtype_name(t) << " on " << k->isa << " n=" << n << " got " << v << " exact " << exact);
-                    CHECK(std::fabs(v - exact) <= tol);
+                    const float v = k->dot[(int)t](n, w.data(), d.act.data());
+                    INFO(dtype_name(t) << " on " << k->isa << " n=" << n << " got " << v << " exact " << d.exact);
+                    CHECK(std::fabs(v - d.exact) <= tol);
                     CHECK(std::memcmp(&v, &ref, 4) == 0);
                 }
             }
