@@ -25,16 +25,18 @@ static inline __m256i nvfp4_values32(const uint8_t *qs) {
                             _mm_shuffle_epi8(table, _mm_unpacklo_epi64(lo, hi)));
 }
 
-// NVFP4's UE4M3 scale byte as f32 (ue4m3_half), for every byte.
+// NVFP4's UE4M3 scale byte as f32 (ue4m3_half), for every byte. Built on
+// the first call, not at load: this file's code may use AVX2, and a static
+// initializer here would run on every CPU the library loads on.
 struct Ue4m3Table {
     float v[256];
     Ue4m3Table() {
         for (int i = 0; i < 256; ++i) v[i] = ue4m3_half((uint8_t)i);
     }
 };
-static const Ue4m3Table kUe4m3;
 
 float dot_nvfp4(int64_t n, const void *w, const void *act) {
+    static const Ue4m3Table kUe4m3;
     const BlockNVFP4 *x = (const BlockNVFP4 *)w;
     const BlockQ8_0 *y = (const BlockQ8_0 *)act;
     const int64_t ng = n / 16;  // sub-blocks
