@@ -18,6 +18,15 @@
 namespace vt::quant::x86 {
 namespace {
 
+// dot_iq4_xs's f32 step for T tokens and 16 rows: acc += (d * dy) * isum.
+template <int T>
+static inline void superblock_step(__m512 (&acc)[T], __m512 d, const BlockQ8_K *const (&y)[T], int64_t b,
+                                   const __m512i (&tot)[T]) {
+    for (int t = 0; t < T; ++t)
+        acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)),
+                                                     _mm512_cvtepi32_ps(tot[t])));
+}
+
 struct IQ4XSLanes {
     static constexpr int kTokens = 8;
     static constexpr int64_t kBlockElems = QK_K;
@@ -74,9 +83,7 @@ struct IQ4XSLanes {
                 for (int t = 0; t < T; ++t) tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(part[t], scg));
             }
             const __m512 d = _mm512_load_ps((const float *)(w + kD));
-            for (int t = 0; t < T; ++t)
-                acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)),
-                                                             _mm512_cvtepi32_ps(tot[t])));
+            superblock_step<T>(acc, d, y, b, tot);
         }
         for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * os, row_mask(nr), acc[t]);
     }
@@ -132,9 +139,7 @@ struct IQ4XSX16 {
                 for (int t = 0; t < T; ++t) tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(part[t], sc));
             }
             const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w.h));
-            for (int t = 0; t < T; ++t)
-                acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)),
-                                                             _mm512_cvtepi32_ps(tot[t])));
+            superblock_step<T>(acc, d, y, b, tot);
         }
         for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * os, row_mask(nr), acc[t]);
     }
