@@ -1,5 +1,8 @@
 // Element and block types. The numeric ids are GGUF's (ggml_type), so a type
-// read from a file indexes this table directly. Block layouts are in quant.h.
+// read from a file indexes this table directly, up to kFirstOwnType: the ids
+// from there on are vt's own, for checkpoint formats GGUF has no type for
+// (never read from or written to a GGUF file, so they may be renumbered
+// when ggml takes the id). Block layouts are in quant/blocks.h.
 #pragma once
 
 #include <cstddef>
@@ -31,13 +34,18 @@ namespace vt {
     X(MXFP4, 39, 32, 17)                  \
     X(NVFP4, 40, 64, 36)                  \
     X(Q1_0, 41, 128, 18)                  \
-    X(Q2_0, 42, 64, 18)
+    X(Q2_0, 42, 64, 18)                   \
+    /* vt's own (kFirstOwnType and on) */ \
+    X(FP8_E4M3, 43, 64, 68)
 
 enum class DType : uint32_t {
 #define VT_DTYPE_ENUM_(name, id, be, bb) name = id,
     VT_DTYPE_LIST(VT_DTYPE_ENUM_)
 #undef VT_DTYPE_ENUM_
 };
+
+// The first id that is vt's own, not a GGUF type (see above).
+constexpr uint32_t kFirstOwnType = 43;
 
 struct DTypeInfo {
     const char *name;     // "Q4_K"

@@ -289,7 +289,7 @@ private:
     void dtype(GgufTensorInfo &ti) {
         const size_t at = c_.pos();
         const uint32_t id = c_.read<uint32_t>("tensor type");
-        const DTypeInfo *info = dtype_info(id);
+        const DTypeInfo *info = id < kFirstOwnType ? dtype_info(id) : nullptr;  // vt's own types are no GGUF's
         if (!info) {
             if (const char *known = ggml_only_type_name(id))
                 c_.bad(VT_ERR_UNSUPPORTED, at, "tensor '%s' has type %s (id %u), which vt does not support",

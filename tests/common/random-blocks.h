@@ -53,6 +53,14 @@ inline void randomize_blocks(DType t, std::vector<uint8_t> &b, std::mt19937 &rng
         // NVFP4's 4 UE4M3 scales: 2^-4 .. 2^-2 (halved) times 1..1.875.
         if (t == DType::NVFP4)
             for (int s = 0; s < 4; ++s) b[off + s] = (uint8_t)(0x18 + byte(rng) % 24);
+        // FP8_E4M3: an f32 scale of either sign (checkpoints' are positive:
+        // the kernels must not care) and no NaN byte (0x7F, 0xFF).
+        if (t == DType::FP8_E4M3) {
+            const float d = neg(rng) ? -mag(rng) : mag(rng);
+            std::memcpy(&b[off], &d, 4);
+            for (size_t j = 4; j < bb; ++j)
+                if ((b[off + j] & 0x7F) == 0x7F) b[off + j] ^= 1;
+        }
         for (int o : f.scales) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
         for (int o : f.mins) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
     }

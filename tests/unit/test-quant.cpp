@@ -35,7 +35,8 @@ const Kernels &scalar() { return *quant::kernels_for(Isa::scalar); }
 const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
                               DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
                               DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4,
-                              DType::IQ4_NL, DType::IQ4_XS, DType::NVFP4, DType::Q1_0, DType::Q2_0};
+                              DType::IQ4_NL, DType::IQ4_XS, DType::NVFP4, DType::Q1_0, DType::Q2_0,
+                              DType::FP8_E4M3};
 const DType kActTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q8_1, DType::Q8_K};
 
 int64_t block_elems(DType t) { return dtype_info(t).block_elems; }

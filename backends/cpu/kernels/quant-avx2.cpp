@@ -16,6 +16,7 @@
 #include "cpu/kernels/exp-x86.h"
 #include "cpu/kernels/delta-x86.h"
 #include "cpu/kernels/ssm-x86.h"
+#include "cpu/kernels/fp8-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -165,6 +166,8 @@ void fill_avx2(Kernels &k) {
     k.round[id(DType::F16)] = round_f16;
     k.quant[id(DType::Q8_0)] = q_q8_0;
     k.quant[id(DType::Q8_1)] = q_q8_1;
+    k.dot[id(DType::FP8_E4M3)] = fp8_dot<Ymm2>;
+    k.gemm[id(DType::FP8_E4M3)] = fp8_gemm<Ymm2, 1, 2>;
     avx2_fill_lowbit(k);
     avx2_fill_kquants(k);
     k.attn_scores = attn_scores<Ymm>;

@@ -17,6 +17,7 @@
 #include "cpu/kernels/exp-x86.h"
 #include "cpu/kernels/delta-x86.h"
 #include "cpu/kernels/ssm-x86.h"
+#include "cpu/kernels/fp8-x86.h"
 
 namespace vt::quant {
 namespace {
@@ -53,6 +54,8 @@ void fill(Kernels &k) {
     k.dot[(int)DType::MXFP4] = dot_legacy<BlockMXFP4, BlockQ8_0, prod_mxfp4, false>;
     k.dot[(int)DType::IQ4_NL] = dot_legacy<BlockIQ4NL, BlockQ8_0, prod_iq4nl, false>;
     k.quant[(int)DType::BF16] = q_bf16;
+    k.dot[(int)DType::FP8_E4M3] = fp8_dot<Zmm16>;
+    k.gemm[(int)DType::FP8_E4M3] = fp8_gemm<Zmm16, 2, 4>;
     k.attn_scores = attn_scores<Zmm>;
     k.attn_values = attn_values<Zmm>;
     k.softmax = softmax_row<ZmmExp>;

@@ -19,9 +19,9 @@ namespace vt::quant {
 
 constexpr uint32_t kLayoutX16 = 1;  // Tensor::layout of a weight in an _X16 layout
 
-// The kernel tables (kernels.h) have one slot per GGUF type id (all below
-// 43: Q2_0 is 42) and, after them, one per _X16 layout.
-constexpr int kX16Slot0 = 43;
+// The kernel tables (kernels.h) have one slot per type id (all below 44:
+// FP8_E4M3 is 43) and, after them, one per _X16 layout.
+constexpr int kX16Slot0 = 44;
 constexpr int x16_slot(DType base) {
     switch (base) {
     case DType::Q4_0: return kX16Slot0 + 0;

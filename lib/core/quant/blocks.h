@@ -85,6 +85,14 @@ static_assert(sizeof(BlockIQ4NL) == 18 && sizeof(BlockIQ4XS) == 136);
 // qs[8s..8s+7] of e2m1 codes (kMxfp4Values, doubled): element 16s + j in
 // the low nibble of qs[8s + j], 16s + 8 + j in its high nibble (j < 8).
 struct BlockNVFP4 { uint8_t d[4]; uint8_t qs[32]; };
+// FP8_E4M3 (vt's own type 43, no GGUF's): the FP8 checkpoint formats
+// (DeepSeek's and Qwen's 128 x 128 blocks, compressed-tensors' per-channel,
+// per-tensor and block scales) as one row layout: 64 e4m3fn bytes q (sign,
+// 4 exponent bits of bias 7, 3 mantissa bits; 0x7F and 0xFF are NaN, which
+// no weight holds) and the f32 scale d of the checkpoint block they lie in,
+// repeated for each 64 of a row (x = e4m3(q) * d).
+struct BlockFP8 { float d; uint8_t q[64]; };
+static_assert(sizeof(BlockFP8) == 68);
 // Q1_0 (block_q1_0, type 41): x = bit ? d : -d, element j at bit j % 8 of
 // qs[j / 8], 128 per block.
 struct BlockQ1_0 { uint16_t d; uint8_t qs[16]; };
@@ -181,6 +189,14 @@ static inline void q3k_scales(const uint8_t *s, int8_t out[16]) {
     uint8_t u[16];
     std::memcpy(u, r, 16);
     for (int j = 0; j < 16; ++j) out[j] = (int8_t)(u[j] - 32);
+}
+
+// An e4m3fn byte as the IEEE binary16 bits of its value / 256: the sign to
+// bit 15, exponent and mantissa to bits 13..7. Both formats keep the
+// subnormals' step (e4m3's m * 2^-9, binary16's 2^-14 steps times 2^-8
+// after the shift), so the conversion is exact for every non-NaN byte.
+static inline uint16_t fp8_e4m3_half16(uint8_t x) {
+    return (uint16_t)((x & 0x80) << 8 | (x & 0x7F) << 7);
 }
 
 // Twice the e2m1 value of each 4-bit code: sign bit 3, exponent bits 2..1,

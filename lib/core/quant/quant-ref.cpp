@@ -25,6 +25,7 @@ DType vec_dot_type(DType t) {
     case DType::Q5_K:
     case DType::Q6_K:
     case DType::IQ4_XS: return DType::Q8_K;
+    case DType::FP8_E4M3: return DType::F32;  // FP8 checkpoints as transformers runs them (fp8-scalar.cpp)
     default: return t; // F32, F16, BF16 (and the activation types themselves)
     }
 }
@@ -40,6 +41,7 @@ struct Table {
         fill_mxfp4(by_type);
         fill_iq4(by_type);
         fill_lowbit(by_type);
+        fill_fp8(by_type);
     }
 };
 

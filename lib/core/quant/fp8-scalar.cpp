@@ -1,0 +1,70 @@
+//! FP8_E4M3 (vt's own type 43; blocks.h BlockFP8): the scalar reference of
+//! core/quant.h for the FP8 checkpoint formats, read as stored.
+//!
+//! The activations stay f32 (vec_dot_type F32): a checkpoint's FP8 weights
+//! times unrounded activations, what transformers computes on a CPU after it
+//! dequantizes them. Each byte is read as h = its value / 256, the binary16
+//! fp8_e4m3_half16 builds (exact; vcvtph2ps does it in hardware), and the
+//! block's scale as d256 = d * 256 (exact but for overflow past 2^120, which
+//! no checkpoint scale comes near), so x = h * d256 to the bit.
+//!
+//! The canonical order, which the SIMD dots and tiles replay bit for bit,
+//! keeps 16 f32 lanes (one AVX-512 register, two AVX2 ones): per block, lane
+//! l sums its four products in order, p = fma(h[16i + l], a[16i + l], p) for
+//! i = 0..3 from p = 0, then acc[l] = fma(d256, p, acc[l]); the result folds
+//! the lanes in halves, acc[l] += acc[l + w] for w = 8, 4, 2, 1 (fold16).
+#include <cmath>
+#include <cstring>
+
+#include "core/quant/blocks.h"
+#include "core/quant/ref-table.h"
+
+namespace vt {
+namespace quant::scalar {
+namespace {
+
+inline float fp8_h(uint8_t q) { return h2f(fp8_e4m3_half16(q)); }
+// The scale of a block that may sit at any 2-byte offset (tests' rows do).
+inline float scale(const BlockFP8 &b) {
+    float d;
+    std::memcpy(&d, &b.d, 4);
+    return d;
+}
+
+void deq_fp8(const void *src, float *y, int64_t n) {
+    const BlockFP8 *b = (const BlockFP8 *)src;
+    for (int64_t i = 0; i < n / 64; ++i, y += 64) {
+        const float d256 = scale(b[i]) * 256.0f;
+        for (int j = 0; j < 64; ++j) y[j] = fp8_h(b[i].q[j]) * d256;
+    }
+}
+
+float fold16(float a[16]) {
+    for (int w = 8; w >= 1; w /= 2)
+        for (int l = 0; l < w; ++l) a[l] += a[l + w];
+    return a[0];
+}
+
+float dot_fp8(int64_t n, const void *w, const void *act) {
+    const BlockFP8 *x = (const BlockFP8 *)w;
+    const float *a = (const float *)act;
+    float acc[16] = {};
+    for (int64_t b = 0; b < n / 64; ++b, a += 64) {
+        const float d256 = scale(x[b]) * 256.0f;
+        for (int l = 0; l < 16; ++l) {
+            float p = 0.0f;
+            for (int i = 0; i < 4; ++i) p = std::fma(fp8_h(x[b].q[16 * i + l]), a[16 * i + l], p);
+            acc[l] = std::fma(d256, p, acc[l]);
+        }
+    }
+    return fold16(acc);
+}
+
+} // namespace
+} // namespace quant::scalar
+
+void ref::fill_fp8(RowKernels *by_type) {
+    by_type[(int)DType::FP8_E4M3] = {quant::scalar::dot_fp8, quant::scalar::deq_fp8, nullptr};
+}
+
+} // namespace vt
