@@ -296,7 +296,7 @@ int main(int argc, char **argv) {
         ->delimiter(',')->capture_default_str()->check(CLI::Range(1, 4096));
     app.add_option("-t,--threads", o.threads, "compute threads, 0 = physical cores")->capture_default_str();
     app.add_option("--quantize", o.quantize,
-                   "quantize F32/F16/BF16 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0, Q4_1 or MXFP4");
+                   "quantize F32/F16/BF16/FP8 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0, Q4_1 or MXFP4");
     app.add_option("-b,--batch", o.n_batch, "most tokens per step (n_batch)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
     app.add_option("-r,--repetitions", o.reps, "timed repetitions of each B (the median is shown)")
         ->capture_default_str()->check(CLI::Range(1, 1000));

@@ -280,7 +280,7 @@ int main(int argc, char **argv) {
                "--json: one object, pp_tps/tg_tps are means, per-repetition samples included.");
     app.add_option("-m,--model", o.model, "GGUF model file or Hugging Face model folder")->required();
     app.add_option("--quantize", o.quantize,
-                   "quantize F32/F16/BF16 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0, Q4_1 or MXFP4");
+                   "quantize F32/F16/BF16/FP8 matmul weights at load: Q8_0, Q6_K, Q5_0, Q5_1, Q4_K, Q4_0, Q4_1 or MXFP4");
     vt_examples::add_device_options(app, o.device, o.n_gpu_layers);
     vt_examples::add_weights_memory_option(app, o.weights_memory);
     app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens for pp, 0 = skip")

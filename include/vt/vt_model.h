@@ -47,7 +47,7 @@ typedef struct vt_model_params {
     /* Since ABI 1.3 (read only when struct_size covers both: the 1.0 struct
      * ends in padding where `quantize` now lies). */
     uint32_t quantize;                 /* a vt_quant_type; default VT_QUANT_NONE. Every
-                                          matmul weight stored as F32, F16 or BF16 (attention,
+                                          matmul weight stored as F32, F16, BF16 or FP8 (attention,
                                           FFN and output projections) is quantized at load
                                           to this type, as llama.cpp's quantizer does without
                                           an importance matrix (the same bytes), so a bf16
@@ -115,7 +115,9 @@ VT_API const char *vt_quant_type_name(vt_quant_type type);
 
 /* CONSTRUCTOR. Loads a model: a GGUF file, or a Hugging Face model folder
  * (config.json; model.safetensors, or shards listed by
- * model.safetensors.index.json, with F32, F16 or BF16 weights; tokenizer.json
+ * model.safetensors.index.json, with F32, F16 or BF16 weights, or FP8 (F8_E4M3)
+ * ones with the scales of a quant_method fp8, compressed-tensors FP8 or
+ * ModelOpt FP8 checkpoint, read as stored; tokenizer.json
  * with tokenizer_config.json; generation_config.json's eos_token_id ends
  * generation too). params may be NULL for defaults. On success *out owns the
  * model; free it with vt_model_destroy. Errors: VT_ERR_INVALID_ARGUMENT (NULL

@@ -19,6 +19,7 @@
 #include "model/hf-experts.h"
 #include "model/hf-gemma4.h"
 #include "model/hf-granite-falcon.h"
+#include "model/hf-fp8.h"
 #include "model/hf-gpt-oss.h"
 #include "model/hf-kimi.h"
 #include "model/hf-laguna.h"
@@ -693,17 +694,18 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     };
     size_t skipped = 0, vision = 0, mtp = 0;
     HfExperts experts;
-    // Byte copies: MLA's split kv_b, the linear attention's split qkvz, MXFP4 pairs.
+    // Byte copies: MLA's split kv_b, the linear attention's split qkvz, MXFP4 pairs, FP8 rows.
     auto mla_copies = std::make_shared<std::deque<std::vector<uint8_t>>>();
     keep.push_back(mla_copies);
     // Every file's tensors, then the MXFP4 pairs (safetensors.h: pair_mxfp4),
     // whose halves may lie in different shards.
-    std::vector<const SafetensorsTensor *> all, mx_parts;
+    std::vector<const SafetensorsTensor *> all, mx_parts, fp8_parts;
     for (const fs::path &f : files) {
         std::shared_ptr<SafetensorsFile> st = SafetensorsFile::open(f.string(), use_mmap);
         keep.push_back(st);
         for (const SafetensorsTensor &t : st->tensors()) all.push_back(&t);
         for (const SafetensorsTensor &t : st->mxfp4_parts()) mx_parts.push_back(&t);
+        for (const SafetensorsTensor &t : st->fp8_parts()) fp8_parts.push_back(&t);
     }
     auto mx_pending = std::make_shared<std::vector<SafetensorsTensor>>();
     keep.push_back(mx_pending);
@@ -716,6 +718,27 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
                  dir.c_str(), mx_parts[0]->name.c_str(), method.c_str());
         *mx_pending = pair_mxfp4(mx_parts, dir.string());
         for (const SafetensorsTensor &t : *mx_pending) all.push_back(&t);
+    }
+    // FP8 weights with their scales (model/hf-fp8.h), read as stored; any
+    // other quantization_config is checked there too, so that a scheme vt
+    // cannot honour is refused by name rather than by a tensor's dtype.
+    auto fp8_pending = std::make_shared<std::vector<SafetensorsTensor>>();
+    keep.push_back(fp8_pending);
+    if (const std::string method = mxfp4_quant_method(top);
+        !fp8_parts.empty() || (!method.empty() && method != "mxfp4")) {
+        const Fp8Scheme scheme = read_fp8_scheme(top, dir.string());
+        std::vector<const SafetensorsTensor *> scales;
+        *fp8_pending = pair_fp8(fp8_parts, all, scheme, *mla_copies, scales, dir.string());
+        std::erase_if(all, [&](const SafetensorsTensor *t) {
+            return std::find(scales.begin(), scales.end(), t) != scales.end();
+        });
+        for (const SafetensorsTensor &t : *fp8_pending) all.push_back(&t);
+        if (!fp8_pending->empty())
+            VT_LOG_INFO("%s: %zu FP8 weights (%s) are read as stored, e4m3 with the checkpoint's scales%s%s%s",
+                        dir.c_str(), fp8_pending->size(), scheme.method.c_str(),
+                        scheme.activations.empty() ? "" : "; activations stay f32 (the checkpoint's ",
+                        scheme.activations.c_str(),
+                        scheme.activations.empty() ? "" : " activation quantization feeds FP8 matrix hardware)");
     }
     {
         for (const SafetensorsTensor *tp : all) {

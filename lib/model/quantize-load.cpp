@@ -35,7 +35,7 @@ void quantize_rows_parallel(DType from, const uint8_t *src, size_t src_stride, D
             const uint8_t *s = src + (size_t)r * src_stride;
             // Copied, not cast: a safetensors tensor need not be 4-byte aligned.
             if (from == DType::F32) std::memcpy(row.data(), s, (size_t)ne0 * sizeof(float));
-            else ref::dequantize_row(from, s, row.data(), ne0);  // exact: F16 and BF16 widen to f32
+            else ref::dequantize_row(from, s, row.data(), ne0);  // F16, BF16 widen exactly; FP8 rounds once
             quantize_weights(to, row.data(), dst + (size_t)r * out_row, ne0);
         }
     });

@@ -24,7 +24,9 @@ struct QuantizeStats {
 };
 
 // Whether a weight stored as t is one quantization at load converts.
-constexpr bool quantizable_source(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+constexpr bool quantizable_source(DType t) {
+    return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::FP8_E4M3;
+}
 
 // The type a weight with rows of ne0 elements takes when `want` is asked:
 // want where the rows are whole blocks of it; else llama.cpp's fallback for

@@ -34,7 +34,7 @@ class SafetensorsFile {
 public:
     // Opens and validates path. Throws vt::Error: VT_ERR_IO (missing,
     // unreadable), VT_ERR_FORMAT (corrupt or truncated; names the path and
-    // the tensor), VT_ERR_UNSUPPORTED (a dtype other than F32, F16, BF16, or
+    // the tensor), VT_ERR_UNSUPPORTED (a dtype other than F32, F16, BF16, F8_E4M3, or
     // more than 4 dimensions).
     static std::unique_ptr<SafetensorsFile> open(const std::string &path, bool use_mmap = true);
     // Parses bytes owned by the caller (tests, fuzzing); they must outlive it.
@@ -45,6 +45,9 @@ public:
     // pair_mxfp4), kept apart: no other reader takes raw bytes. Their type
     // field means nothing (F32); nbytes is their element count.
     const std::vector<SafetensorsTensor> &mxfp4_parts() const { return mx_parts_; }
+    // The F8_E4M3 tensors (FP8 weights, model/hf-fp8.h: pair_fp8 joins each
+    // to its scale), kept apart too; type means nothing, nbytes is the count.
+    const std::vector<SafetensorsTensor> &fp8_parts() const { return fp8_parts_; }
     const std::string &path() const { return name_; }
     // See MappedFile::release.
     void release(const void *p, size_t n) const {
@@ -58,6 +61,7 @@ private:
     std::string name_;
     std::vector<SafetensorsTensor> tensors_;
     std::vector<SafetensorsTensor> mx_parts_;
+    std::vector<SafetensorsTensor> fp8_parts_;
 };
 
 // MXFP4 checkpoints of transformers (gpt-oss; config.json's

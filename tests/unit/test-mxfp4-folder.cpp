@@ -28,6 +28,7 @@
 #include "core/quant.h"
 #include "model/model.h"
 #include "model/safetensors.h"
+#include "common/folder-scratch.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -35,86 +36,21 @@ using namespace vt;
 
 namespace {
 
-fs::path source_root() {
-    const char *root = std::getenv("VT_SOURCE_ROOT");
-    return fs::path(root ? root : ".");
-}
-
-std::string read(const fs::path &p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void write(const fs::path &p, const std::string &s) {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out << s;
-}
+using vt::test::load_status;
+using vt::test::source_root;
+using vt::test::StFile;
 
 bool same_bits(const float *a, const float *b, size_t n) { return std::memcmp(a, b, n * 4) == 0; }
 
-// A safetensors file as (name -> dtype, shape, bytes), rewritten whole.
-struct StFile {
-    struct T {
-        std::string dtype;
-        std::vector<uint64_t> shape;
-        std::string bytes;
-    };
-    std::map<std::string, T> t;
-    explicit StFile(const fs::path &p) {
-        const std::string b = read(p);
-        uint64_t n = 0;
-        for (int i = 7; i >= 0; --i) n = (n << 8) | (uint8_t)b[(size_t)i];
-        const json h = json::parse(b.substr(8, n));
-        for (const auto &[name, v] : h.items()) {
-            if (name == "__metadata__") continue;
-            const uint64_t b0 = v["data_offsets"][0], b1 = v["data_offsets"][1];
-            t[name] = {v["dtype"], v["shape"].get<std::vector<uint64_t>>(), b.substr(8 + n + b0, b1 - b0)};
-        }
-    }
-    void save(const fs::path &p) const {
-        json h = json::object();
-        std::string data;
-        for (const auto &[name, v] : t) {
-            h[name] = {{"dtype", v.dtype}, {"shape", v.shape}, {"data_offsets", {data.size(), data.size() + v.bytes.size()}}};
-            data += v.bytes;
-        }
-        std::string hs = h.dump();
-        std::string out(8, '\0');
-        for (int i = 0; i < 8; ++i) out[(size_t)i] = (char)((hs.size() >> (8 * i)) & 0xff);
-        write(p, out + hs + data);
-    }
-};
-
 // A copy of the tiny Qwen2 folder, removed at scope exit.
-struct Scratch {
-    fs::path dir;
-    Scratch() {
-        static int n = 0;
-        dir = fs::temp_directory_path() / ("vt-mxfp4-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-        fs::remove_all(dir);
-        fs::copy(source_root() / "tests" / "models" / "tiny" / "qwen2", dir, fs::copy_options::recursive);
-    }
-    ~Scratch() {
-        std::error_code ec;
-        fs::remove_all(dir, ec);
-    }
+struct Scratch : vt::test::Scratch {
+    Scratch() : vt::test::Scratch("qwen2") {}
     void quant_method(const char *m) {
-        json c = json::parse(read(dir / "config.json"));
+        json c = config();
         c["quantization_config"] = {{"quant_method", m}};
-        write(dir / "config.json", c.dump(2));
+        set_config(c);
     }
 };
-
-std::pair<vt_status, std::string> load_status(const fs::path &dir) {
-    try {
-        Model::load(dir.string(), true, nullptr);
-        return {VT_OK, ""};
-    } catch (const Error &e) {
-        return {e.status(), e.what()};
-    }
-}
 
 // ggml's blocks (e, then byte j = element j | element j + 16 << 4) in
 // transformers' halves: blocks with element 2i in the low nibble of byte i,

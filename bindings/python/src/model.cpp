@@ -172,7 +172,7 @@ void init_model(py::module_ &m) {
              "        loading thread; returning False cancels the load (VtCancelled). An\n"
              "        exception it raises cancels the load and propagates.\n"
              "    quantize: None (keep the file's types), or a type name (\"Q8_0\", \"Q6_K\",\n"
-             "        \"Q5_0\", \"Q5_1\", \"Q4_K\", \"Q4_0\", \"Q4_1\", \"MXFP4\"): every F32/F16/BF16 matmul\n"
+             "        \"Q5_0\", \"Q5_1\", \"Q4_K\", \"Q4_0\", \"Q4_1\", \"MXFP4\"): every F32/F16/BF16/FP8 matmul\n"
              "        weight is quantized to it at load, byte for byte as llama.cpp's quantizer\n"
              "        would (see vt_model_params.quantize); Model.quantization tells what was.\n"
              "    device: a name from vt.devices() (\"cpu\", \"vulkan0\"); None = \"cpu\". The\n"

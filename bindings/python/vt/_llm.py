@@ -383,7 +383,7 @@ class LLM:
             block_size: tokens per KV block; 0 = 16.
             enable_prefix_caching: share the KV blocks of common prompt
                 prefixes between requests.
-            quantize: quantize the F32/F16/BF16 matmul weights at load to this
+            quantize: quantize the F32/F16/BF16/FP8 matmul weights at load to this
                 type ("Q8_0", "Q6_K", "Q5_0", "Q5_1", "Q4_K", "Q4_0", "Q4_1", "MXFP4"),
                 as llama.cpp's quantizer would; None keeps the file's types.
                 Only when model is a path (a vt.Model is already loaded).
