@@ -69,13 +69,29 @@ for t in ("deepseek_v2", "deepseek_v3", "qwen3_moe", "mixtral"):
         seeds.append(variant(c, num_attention_heads=4294967295, kv_lora_rank=4294967295, v_head_dim=4294967295))
         seeds.append(variant(c, num_experts_per_tok=0, n_routed_experts=0, num_local_experts=0, num_experts=0))
         seeds.append(variant(c, topk_method=3, scoring_func=[], n_group=0, topk_group=99))
+# The FP8 folders (tests/models/tiny/llama_fp8_*): block sizes that fit no
+# scale, the other schemes' configs over the same tensors, none at all.
+for c in configs:
+    q = c.get("quantization_config")
+    if not isinstance(q, dict):
+        continue
+    seeds.append(variant(c, quantization_config=dict(q, weight_block_size=[0, 64])))
+    seeds.append(variant(c, quantization_config=dict(q, weight_block_size=[64, 32])))
+    seeds.append(variant(c, quantization_config={"quant_method": "modelopt", "quant_algo": "FP8"}))
+    seeds.append(variant(c, quantization_config={
+        "quant_method": "compressed-tensors", "format": "float-quantized", "config_groups": {"g": {"weights": {
+            "num_bits": 8, "type": "float", "strategy": "block", "block_structure": [1, 3]}}}}))
+    seeds.append(variant(c, quantization_config=None))
 for i, s in enumerate(seeds):
     with open(os.path.join(corpus, f"seed-{i:02d}.json"), "w") as f:
         f.write(s)
 words = sorted(keys | {"rope_scaling", "rope_theta", "type", "factor", "long_factor", "short_factor", "text_config",
                        "layer_types", "sliding_attention", "full_attention", "sliding_window", "use_sliding_window",
                        "mlp_only_layers", "decoder_sparse_step", "yarn", "linear", "longrope", "llama3", "default",
-                       "mscale", "mscale_all_dim", "noaux_tc", "greedy", "sigmoid", "softmax"})
+                       "mscale", "mscale_all_dim", "noaux_tc", "greedy", "sigmoid", "softmax",
+                       "quantization_config", "quant_method", "fp8", "fmt", "e4m3", "weight_block_size",
+                       "compressed-tensors", "float-quantized", "config_groups", "weights", "num_bits", "strategy",
+                       "block_structure", "channel", "tensor", "block", "group", "modelopt", "quant_algo", "FP8"})
 with open(dict_path, "w") as f:
     for w in words:
         f.write(json.dumps(json.dumps(w)) + "\n")

@@ -96,8 +96,12 @@ std::string render(const fs::path &root) {
           "\nWeights: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K .. Q6_K, IQ4_NL, IQ4_XS, MXFP4,\n"
           "NVFP4, Q1_0 and Q2_0 from GGUF, mixed per tensor as a file has them (MXFP4: llama.cpp's type\n"
           "39, gpt-oss's experts; gates vs llama.cpp: `tiny-llama_iq4-gguf` for IQ4_*,\n"
-          "`tiny-llama_lowbit-gguf` for NVFP4, Q1_0, Q2_0); from a folder F32, F16, BF16, and\n"
-          "MXFP4 as transformers' `_blocks` / `_scales` pairs (quant_method mxfp4).\n";
+          "`tiny-llama_lowbit-gguf` for NVFP4, Q1_0, Q2_0); from a folder F32, F16, BF16,\n"
+          "MXFP4 as transformers' `_blocks` / `_scales` pairs (quant_method mxfp4), and FP8\n"
+          "(F8_E4M3 with its scales: quant_method fp8's blocks, compressed-tensors float-quantized\n"
+          "per tensor, channel, group or block, ModelOpt FP8), read as stored with f32 activations\n"
+          "(gates vs transformers' load of each folder: `tiny-llama_fp8_block-folder`,\n"
+          "`tiny-llama_fp8_channel-folder`, `tiny-llama_fp8_tensor_block-folder`).\n";
     // Chat formats that come with an architecture but live outside lib/models.
     md << "\ngpt-oss answers in OpenAI's harmony format: its chat template renders as\n"
           "transformers and openai-harmony render it, and its output is split by channel\n"
