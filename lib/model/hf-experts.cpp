@@ -97,6 +97,23 @@ void HfExperts::finish(std::vector<GgufTensorInfo> &out, const std::string &wher
         ti.nbytes = buf.size();
         ti.copied = true;
         out.push_back(std::move(ti));
+        // The experts' NVFP4 factors (model/hf-quantized.h) as one F32 per
+        // expert, llama.cpp's converter's `<name>.scale`.
+        bool scaled = false;
+        for (const auto &[e, p] : experts) scaled |= p.t.product_scale != 1.0f;
+        if (scaled && name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0) {
+            std::vector<uint8_t> &sb = storage_->emplace_back((size_t)n_expert * sizeof(float));
+            for (const auto &[e, p] : experts) std::memcpy(sb.data() + (size_t)e * sizeof(float), &p.t.product_scale, 4);
+            GgufTensorInfo si;
+            si.name = name.substr(0, name.size() - 7) + ".scale";
+            si.n_dims = 1;
+            si.ne[0] = n_expert;
+            si.type = DType::F32;
+            si.data = sb.data();
+            si.nbytes = sb.size();
+            si.copied = true;
+            out.push_back(std::move(si));
+        }
     }
 }
 

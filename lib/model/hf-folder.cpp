@@ -19,7 +19,7 @@
 #include "model/hf-experts.h"
 #include "model/hf-gemma4.h"
 #include "model/hf-granite-falcon.h"
-#include "model/hf-fp8.h"
+#include "model/hf-quantized.h"
 #include "model/hf-gpt-oss.h"
 #include "model/hf-kimi.h"
 #include "model/hf-laguna.h"
@@ -699,13 +699,14 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
     keep.push_back(mla_copies);
     // Every file's tensors, then the MXFP4 pairs (safetensors.h: pair_mxfp4),
     // whose halves may lie in different shards.
-    std::vector<const SafetensorsTensor *> all, mx_parts, fp8_parts;
+    std::vector<const SafetensorsTensor *> all, mx_parts, fp8_parts, u8_parts;
     for (const fs::path &f : files) {
         std::shared_ptr<SafetensorsFile> st = SafetensorsFile::open(f.string(), use_mmap);
         keep.push_back(st);
         for (const SafetensorsTensor &t : st->tensors()) all.push_back(&t);
         for (const SafetensorsTensor &t : st->mxfp4_parts()) mx_parts.push_back(&t);
         for (const SafetensorsTensor &t : st->fp8_parts()) fp8_parts.push_back(&t);
+        for (const SafetensorsTensor &t : st->u8_parts()) u8_parts.push_back(&t);
     }
     auto mx_pending = std::make_shared<std::vector<SafetensorsTensor>>();
     keep.push_back(mx_pending);
@@ -719,27 +720,47 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         *mx_pending = pair_mxfp4(mx_parts, dir.string());
         for (const SafetensorsTensor &t : *mx_pending) all.push_back(&t);
     }
-    // FP8 weights with their scales (model/hf-fp8.h), read as stored; any
-    // other quantization_config is checked there too, so that a scheme vt
-    // cannot honour is refused by name rather than by a tensor's dtype.
-    auto fp8_pending = std::make_shared<std::vector<SafetensorsTensor>>();
-    keep.push_back(fp8_pending);
-    if (const std::string method = mxfp4_quant_method(top);
-        !fp8_parts.empty() || (!method.empty() && method != "mxfp4")) {
-        const Fp8Scheme scheme = read_fp8_scheme(top, dir.string());
-        std::vector<const SafetensorsTensor *> scales;
-        *fp8_pending = pair_fp8(fp8_parts, all, scheme, *mla_copies, scales, dir.string());
-        std::erase_if(all, [&](const SafetensorsTensor *t) {
-            return std::find(scales.begin(), scales.end(), t) != scales.end();
-        });
-        for (const SafetensorsTensor &t : *fp8_pending) all.push_back(&t);
-        if (!fp8_pending->empty())
-            VT_LOG_INFO("%s: %zu FP8 weights (%s) are read as stored, e4m3 with the checkpoint's scales%s%s%s",
-                        dir.c_str(), fp8_pending->size(), scheme.method.c_str(),
-                        scheme.activations.empty() ? "" : "; activations stay f32 (the checkpoint's ",
-                        scheme.activations.c_str(),
-                        scheme.activations.empty() ? "" : " activation quantization feeds FP8 matrix hardware)");
+    // FP8 and NVFP4 weights with their scales (model/hf-quantized.h), read
+    // as stored; read_quant_scheme refuses by name any quantization_config
+    // vt cannot honour.
+    const QuantScheme scheme = read_quant_scheme(top, dir.string());
+    auto quant_pending = std::make_shared<std::deque<SafetensorsTensor>>();
+    keep.push_back(quant_pending);
+    auto take_used = [&](const std::vector<const SafetensorsTensor *> &used) {
+        for (auto *list : {&all, &fp8_parts, &u8_parts})
+            std::erase_if(*list, [&](const SafetensorsTensor *t) {
+                return std::find(used.begin(), used.end(), t) != used.end();
+            });
+    };
+    size_t n_nvfp4 = 0, n_fp8 = 0;
+    if (!u8_parts.empty() && scheme.nvfp4) {
+        std::vector<const SafetensorsTensor *> used;
+        for (SafetensorsTensor &t : pair_nvfp4(u8_parts, fp8_parts, all, *mla_copies, used, dir.string()))
+            all.push_back(&quant_pending->emplace_back(std::move(t))), ++n_nvfp4;
+        take_used(used);
     }
+    if (!u8_parts.empty())
+        fail(VT_ERR_UNSUPPORTED, "%s: tensor '%s' is U8, which vt reads as NVFP4 codes only (with a compressed-tensors "
+             "nvfp4-pack-quantized or ModelOpt NVFP4 quantization_config; this folder's quant_method is '%s')",
+             dir.c_str(), u8_parts[0]->name.c_str(), scheme.method.c_str());
+    if (!fp8_parts.empty()) {
+        if (scheme.method.empty())
+            fail(VT_ERR_FORMAT, "%s: tensor '%s' is F8_E4M3 but config.json has no quantization_config", dir.c_str(),
+                 fp8_parts[0]->name.c_str());
+        if (!scheme.fp8)
+            fail(VT_ERR_UNSUPPORTED, "%s: tensor '%s' is F8_E4M3, which quant_method '%s' does not define here",
+                 dir.c_str(), fp8_parts[0]->name.c_str(), scheme.method.c_str());
+        std::vector<const SafetensorsTensor *> used;
+        for (SafetensorsTensor &t : pair_fp8(fp8_parts, all, scheme, *mla_copies, used, dir.string()))
+            all.push_back(&quant_pending->emplace_back(std::move(t))), ++n_fp8;
+        take_used(used);
+    }
+    if (n_fp8 || n_nvfp4)
+        VT_LOG_INFO("%s: %zu FP8 and %zu NVFP4 weights (%s) are read as stored, with the checkpoint's scales%s%s%s",
+                    dir.c_str(), n_fp8, n_nvfp4, scheme.method.c_str(),
+                    scheme.activations.empty() ? "" : "; activations are not quantized (the checkpoint's ",
+                    scheme.activations.c_str(),
+                    scheme.activations.empty() ? "" : " activation scheme feeds FP8/FP4 matrix hardware)");
     {
         for (const SafetensorsTensor *tp : all) {
             // gpt-oss's experts (model/hf-gpt-oss.h), MXFP4 pairs among
@@ -851,6 +872,10 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             ti.data = t.data;
             ti.nbytes = t.nbytes;
             tensors.push_back(std::move(ti));
+            // An NVFP4 weight's per-tensor factor, as llama.cpp's converter
+            // writes it (Model::output_scale).
+            if (t.product_scale != 1.0f && name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0)
+                add_f32(name.substr(0, name.size() - 7) + ".scale", {t.product_scale});
         }
     }
     experts.finish(tensors, dir.string());

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -89,6 +90,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
             m->size_bytes += t.nbytes;
         }
         m->arch_->load(*m);
+        m->check_scales_read();
         if (m->cache_layers.size() != m->hparams.n_layer + m->extra_cache_owner.size())
             fail(VT_ERR_INTERNAL, "%s declared %zu cache layers for %u layers and %zu extra", m->arch_name_.c_str(),
                  m->cache_layers.size(), m->hparams.n_layer, m->extra_cache_owner.size());
@@ -149,7 +151,51 @@ const Tensor *Model::weight(const std::string &name, std::initializer_list<int64
 
 const Tensor *Model::matmul_weight(const std::string &name, std::initializer_list<int64_t> shape, bool required) {
     const Tensor *t = weight(name, shape, required);
-    return t ? finish_matmul_weight(weights_.back().get(), name, true) : t;
+    if (!t) return t;
+    const std::string sn = scale_name(name);
+    const GgufTensorInfo *si = sn.empty() ? nullptr : gguf_->find_tensor(sn);
+    if (si && (si->type != DType::F32 || si->ne[0] * si->ne[1] * si->ne[2] * si->ne[3] != 1))
+        fail(VT_ERR_FORMAT, "tensor '%s' is not one F32 value", sn.c_str());
+    float s = 1.0f;
+    if (si) std::memcpy(&s, si->data, sizeof s);
+    t = finish_matmul_weight(weights_.back().get(), name, true);
+    if (si) {
+        output_scales_.emplace_back(t, s);
+        scales_read_.push_back(sn);
+    }
+    return t;
+}
+
+std::string Model::scale_name(const std::string &name) const {
+    constexpr std::string_view suffix = ".weight";
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+        return "";
+    return name.substr(0, name.size() - suffix.size()) + ".scale";
+}
+
+float Model::output_scale(const Tensor *w) const {
+    for (const auto &[t, s] : output_scales_)
+        if (t == w) return s;
+    return 1.0f;
+}
+
+const Tensor *Model::expert_output_scales(const Tensor *w) const {
+    for (const auto &[t, s] : expert_output_scales_)
+        if (t == w) return s;
+    return nullptr;
+}
+
+void Model::check_scales_read() const {
+    for (const GgufTensorInfo &t : gguf_->tensors()) {
+        constexpr std::string_view suffix = ".scale";
+        const std::string &n = t.name;
+        if (n.size() <= suffix.size() || n.compare(n.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+        const GgufTensorInfo *w = gguf_->find_tensor(n.substr(0, n.size() - suffix.size()) + ".weight");
+        if (!w || w->type != DType::NVFP4) continue;
+        if (std::find(scales_read_.begin(), scales_read_.end(), n) == scales_read_.end())
+            fail(VT_ERR_UNSUPPORTED, "%s (the product scale of an NVFP4 weight) is not applied by vt's %s", n.c_str(),
+                 arch_name_.c_str());
+    }
 }
 
 const Tensor *Model::embedding_weight(const std::string &name, std::initializer_list<int64_t> shape) {
@@ -162,7 +208,14 @@ const Tensor *Model::embedding_weight(const std::string &name, std::initializer_
 const Tensor *Model::expert_weight(const std::string &name, std::initializer_list<int64_t> shape) {
     weight(name, shape);
     experts_.push_back(weights_.back().get());
-    return experts_.back();
+    const Tensor *t = experts_.back();
+    if (const std::string sn = scale_name(name); !sn.empty() && gguf_->find_tensor(sn)) {
+        const Tensor *s = weight(sn, {t->ne[2]});
+        if (s->type != DType::F32) fail(VT_ERR_FORMAT, "tensor '%s' is not F32", sn.c_str());
+        expert_output_scales_.emplace_back(t, s);
+        scales_read_.push_back(sn);
+    }
+    return t;
 }
 
 void Model::prepare_experts() {

@@ -190,6 +190,17 @@ public:
     // weight after the architecture's load, while the copies stay within the
     // weights budget; past it, it is read from the file mapping as stored.
     const Tensor *expert_weight(const std::string &name, std::initializer_list<int64_t> shape);
+    // llama.cpp's per-tensor product scales: `<name>.scale` (F32) beside a
+    // `<name>.weight`, one value, or one per expert for an expert weight.
+    // Its converter writes them for NVFP4 checkpoints (ModelOpt's
+    // weight_scale_2, compressed-tensors' 1 / weight_global_scale), and
+    // llama.cpp multiplies each product by them (build_lora_mm's w_s);
+    // matmul_weight and expert_weight look them up with the weight.
+    // output_scale: 1 where there is none; expert_output_scales: (n_expert)
+    // or nullptr. A `.scale` beside an NVFP4 weight that the architecture
+    // read some other way fails the load (it would be silently wrong).
+    float output_scale(const Tensor *w) const;
+    const Tensor *expert_output_scales(const Tensor *w) const;
     // Rows [row0, row0 + n_rows) of a required (ne0, total_rows) matrix as a
     // matmul weight of its own: one part of a fused projection (Phi-3's qkv
     // and gate_up), prepared like matmul_weight.
@@ -262,6 +273,13 @@ private:
     const void *embedding_data_ = nullptr;  // the token embedding as looked up
     bool tied_output_ = false;              // the output reads the embedding
     std::vector<const void *> copied_;      // weights a folder holds as copies (GgufTensorInfo::copied)
+    std::vector<std::pair<const Tensor *, float>> output_scales_;
+    std::vector<std::pair<const Tensor *, const Tensor *>> expert_output_scales_;
+    std::vector<std::string> scales_read_;  // the `.scale` names looked up with their weights
+    // The `.scale` tensor of weight `name` ("" if none or not a .weight).
+    std::string scale_name(const std::string &name) const;
+    // Fails the load for a `.scale` beside an NVFP4 weight that none of the above read.
+    void check_scales_read() const;
     WeightBytes weight_bytes_;
     void prepare_experts();
     // Fills weight_bytes_ from the weights looked up so far.

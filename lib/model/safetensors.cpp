@@ -70,9 +70,9 @@ void SafetensorsFile::parse_all(const uint8_t *data, size_t size) {
         st.name = name;
         const std::string dt = t["dtype"].get<std::string>();
         const bool mx_part = dt == "U8" && mxfp4_part_name(name);
-        const bool fp8 = dt == "F8_E4M3";
-        if (!mx_part && !fp8 && !dtype_of(dt, st.type))
-            fail(VT_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (vt reads F32, F16, BF16 and F8_E4M3)", path, tn,
+        const bool fp8 = dt == "F8_E4M3", u8 = dt == "U8" && !mx_part;
+        if (!mx_part && !fp8 && !u8 && !dtype_of(dt, st.type))
+            fail(VT_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (vt reads F32, F16, BF16, F8_E4M3 and U8)", path, tn,
                  dt.c_str());
         const json &shape = t["shape"];
         if (shape.size() > 4) fail(VT_ERR_UNSUPPORTED, "%s: tensor '%s' has %zu dimensions", path, tn, shape.size());
@@ -90,14 +90,14 @@ void SafetensorsFile::parse_all(const uint8_t *data, size_t size) {
         if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned())
             fail(VT_ERR_FORMAT, "%s: tensor '%s' has invalid data_offsets", path, tn);
         const uint64_t b = off[0].get<uint64_t>(), e = off[1].get<uint64_t>();
-        const uint64_t want = count * (mx_part || fp8 ? 1 : dtype_info(st.type).block_bytes);
+        const uint64_t want = count * (mx_part || fp8 || u8 ? 1 : dtype_info(st.type).block_bytes);
         if (b > e || e > data_size || e - b != want)
             fail(VT_ERR_FORMAT, "%s: tensor '%s' data [%llu, %llu) does not hold %llu bytes inside the %llu of data",
                  path, tn, (unsigned long long)b, (unsigned long long)e, (unsigned long long)want,
                  (unsigned long long)data_size);
         st.data = base + b;
         st.nbytes = (size_t)want;
-        (mx_part ? mx_parts_ : fp8 ? fp8_parts_ : tensors_).push_back(std::move(st));
+        (mx_part ? mx_parts_ : fp8 ? fp8_parts_ : u8 ? u8_parts_ : tensors_).push_back(std::move(st));
     }
 }
 

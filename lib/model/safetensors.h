@@ -28,6 +28,9 @@ struct SafetensorsTensor {
     // (pair_mxfp4 below): data stays null until materialize_mxfp4 writes
     // ggml's blocks from these (owned by their SafetensorsFile).
     const SafetensorsTensor *mx_blocks = nullptr, *mx_scales = nullptr;
+    // What the product of this weight is multiplied by (model/hf-quantized.h:
+    // an NVFP4 weight's per-tensor factor; Model::output_scale).
+    float product_scale = 1.0f;
 };
 
 class SafetensorsFile {
@@ -45,9 +48,12 @@ public:
     // pair_mxfp4), kept apart: no other reader takes raw bytes. Their type
     // field means nothing (F32); nbytes is their element count.
     const std::vector<SafetensorsTensor> &mxfp4_parts() const { return mx_parts_; }
-    // The F8_E4M3 tensors (FP8 weights, model/hf-fp8.h: pair_fp8 joins each
-    // to its scale), kept apart too; type means nothing, nbytes is the count.
+    // The F8_E4M3 tensors (FP8 weights and NVFP4's group scales,
+    // model/hf-quantized.h: pair_fp8, pair_nvfp4) and the other U8 tensors
+    // (NVFP4's packed codes), kept apart too; type means nothing, nbytes is
+    // the count.
     const std::vector<SafetensorsTensor> &fp8_parts() const { return fp8_parts_; }
+    const std::vector<SafetensorsTensor> &u8_parts() const { return u8_parts_; }
     const std::string &path() const { return name_; }
     // See MappedFile::release.
     void release(const void *p, size_t n) const {
@@ -62,6 +68,7 @@ private:
     std::vector<SafetensorsTensor> tensors_;
     std::vector<SafetensorsTensor> mx_parts_;
     std::vector<SafetensorsTensor> fp8_parts_;
+    std::vector<SafetensorsTensor> u8_parts_;
 };
 
 // MXFP4 checkpoints of transformers (gpt-oss; config.json's

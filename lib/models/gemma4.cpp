@@ -232,15 +232,17 @@ Tensor *Gemma4::experts(LayerBuilder &b, const Gemma4Layer &l, Tensor *x) const 
     Tensor *h = g.reshape(b.rms_norm(x, l.pre_norm_2), {E, 1, n});  // every slot reads the token's row
     Tensor *gate, *up;
     if (l.gate_up_exps) {
-        Tensor *gu = g.op<Op::MUL_MAT_ID>(DType::F32, {2 * F, k, n}, {w(l.gate_up_exps), h, ids});
+        Tensor *gu = b.experts(l.gate_up_exps, h, ids);
         const size_t row = (size_t)(2 * F) * sizeof(float);
         gate = g.op<Op::CPY>(DType::F32, {F, k, n}, {g.view(gu, {F, k, n}, {row, row * (size_t)k})});
         up = g.op<Op::CPY>(DType::F32, {F, k, n}, {g.view(gu, {F, k, n}, {row, row * (size_t)k}, F * sizeof(float))});
     } else {
-        gate = g.op<Op::MUL_MAT_ID>(DType::F32, {F, k, n}, {w(l.gate_exps), h, ids});
-        up = g.op<Op::MUL_MAT_ID>(DType::F32, {F, k, n}, {w(l.up_exps), h, ids});
+        gate = b.experts(l.gate_exps, h, ids);
+        up = b.experts(l.up_exps, h, ids);
     }
     Tensor *act = g.op<Op::GEGLU>(DType::F32, {F, k, n}, {gate, up});
+    // Not experts(): ffn_down_exps.scale is transformers' per_expert_scale,
+    // applied to the routing weights above (the same product, once).
     Tensor *down = g.op<Op::MUL_MAT_ID>(DType::F32, {E, k, n}, {w(l.down_exps), act, ids});
     return g.op<Op::MOE_SUM>(DType::F32, {E, n}, {down, weights});
 }

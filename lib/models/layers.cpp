@@ -300,6 +300,7 @@ Tensor *LayerBuilder::rms_norm(Tensor *x, const Tensor *weight, float eps) {
 
 Tensor *LayerBuilder::linear(const Tensor *weight, Tensor *x, const Tensor *bias) {
     Tensor *y = g_.op<Op::MUL_MAT>(DType::F32, {weight->ne[1], x->nrows()}, {w(weight), x});
+    if (const float s = m_.output_scale(weight); s != 1.0f) y = scale(y, s);  // an NVFP4 weight's (Model::output_scale)
     // Each adapter of the batch that updates this weight adds its low-rank
     // product to the rows of its own tokens: the base product is shared.
     for (const LoraSlot &slot : a_.lora) {
@@ -395,10 +396,10 @@ Tensor *LayerBuilder::moe(Tensor *h, const MoeWeights &mw) {
         Tensor *rows = g_.op<Op::GET_ROWS>(DType::F32, {y->ne[0], k * n_}, {w(bias), flat_ids});
         return add(y, g_.reshape(rows, {y->ne[0], k, n_}));
     };
-    Tensor *gate = biased(g_.op<Op::MUL_MAT_ID>(DType::F32, {F, k, n_}, {w(mw.gate), x, ids}), mw.gate_bias);
-    Tensor *up = biased(g_.op<Op::MUL_MAT_ID>(DType::F32, {F, k, n_}, {w(mw.up), x, ids}), mw.up_bias);
+    Tensor *gate = biased(experts(mw.gate, x, ids), mw.gate_bias);
+    Tensor *up = biased(experts(mw.up, x, ids), mw.up_bias);
     Tensor *act = g_.op<Op::SWIGLU>(DType::F32, {F, k, n_}, {gate, up}, mw.swiglu);
-    Tensor *down = biased(g_.op<Op::MUL_MAT_ID>(DType::F32, {E, k, n_}, {w(mw.down), act, ids}), mw.down_bias);
+    Tensor *down = biased(experts(mw.down, act, ids), mw.down_bias);
     Tensor *out = g_.op<Op::MOE_SUM>(DType::F32, {E, n_}, {down, weights});
     if (!mw.shared.gate) return out;
     Tensor *shared = ffn(h, mw.shared, Activation::silu);
@@ -407,6 +408,16 @@ Tensor *LayerBuilder::moe(Tensor *h, const MoeWeights &mw) {
         shared = g_.op<Op::MUL>(DType::F32, {E, n_}, {shared, gate});
     }
     return add(out, shared);
+}
+
+Tensor *LayerBuilder::experts(const Tensor *weight, Tensor *x, Tensor *ids) {
+    const int64_t k = ids->ne[0], n = ids->ne[1];
+    Tensor *y = g_.op<Op::MUL_MAT_ID>(DType::F32, {weight->ne[1], k, n}, {w(weight), x, ids});
+    const Tensor *s = m_.expert_output_scales(weight);
+    if (!s) return y;
+    // The slot's expert's entry of the (n_expert) table, broadcast over the row.
+    Tensor *rows = g_.op<Op::GET_ROWS>(DType::F32, {1, k * n}, {g_.reshape(w(s), {1, s->ne[0]}), g_.reshape(ids, {k * n})});
+    return g_.op<Op::MUL>(DType::F32, {y->ne[0], k, n}, {y, g_.reshape(rows, {1, k, n})});
 }
 
 Tensor *LayerBuilder::logits(Tensor *x, const Tensor *norm, const Tensor *output, float s, float cap) {

@@ -149,6 +149,11 @@ public:
     Tensor *ffn(Tensor *h, const FfnWeights &w, Activation act);
     // The mixture-of-experts FFN of h (n_embd, n), with hparams' routing.
     Tensor *moe(Tensor *h, const MoeWeights &w);
+    // MUL_MAT_ID of the experts `weight` (ne0, rows, n_expert) over x's
+    // slots (ne0, k or 1, n) chosen by ids (k, n): (rows, k, n), each slot's
+    // product times its expert's scale where the model has one
+    // (Model::expert_output_scales: NVFP4's).
+    Tensor *experts(const Tensor *weight, Tensor *x, Tensor *ids);
     // A layer's FFN: its experts where it has them (moe.router), else the dense one.
     Tensor *ffn_or_moe(Tensor *h, const FfnWeights &ffn, const MoeWeights &moe, Activation act) {
         return moe.router ? this->moe(h, moe) : this->ffn(h, ffn, act);

@@ -173,9 +173,9 @@ Tensor *NemotronH::experts(LayerBuilder &b, Tensor *h, const LatentMoe &w) const
     // The experts read the latent projection of the block's input (or the input).
     Tensor *x = w.latent_down ? b.linear(w.latent_down, h) : h;
     const int64_t L = x->ne[0];
-    Tensor *up = g.op<Op::MUL_MAT_ID>(DType::F32, {F, k, n}, {cw(w.moe.up), g.reshape(x, {L, 1, n}), ids});
+    Tensor *up = b.experts(w.moe.up, g.reshape(x, {L, 1, n}), ids);
     up = g.op<Op::UNARY>(DType::F32, {F, k, n}, {up}, UnaryParams{kUnaryReluSqr, 0.0f});
-    Tensor *down = g.op<Op::MUL_MAT_ID>(DType::F32, {L, k, n}, {cw(w.moe.down), up, ids});
+    Tensor *down = b.experts(w.moe.down, up, ids);
     Tensor *out = g.op<Op::MOE_SUM>(DType::F32, {L, n}, {down, weights});
     if (w.latent_up) out = b.linear(w.latent_up, out);
     return b.add(out, relu2_mlp(b, h, w.moe.shared));

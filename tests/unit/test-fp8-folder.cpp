@@ -1,4 +1,4 @@
-// FP8 checkpoint folders (lib/model/hf-fp8.h: read_fp8_scheme, pair_fp8;
+// FP8 checkpoint folders (lib/model/hf-quantized.h: read_quant_scheme, pair_fp8;
 // hf-folder.cpp): F8_E4M3 weights with their scale tensors read as vt's
 // FP8_E4M3 rows.
 //  - pair_fp8 on synthetic tensors: every element's scale is the one of its
@@ -23,7 +23,7 @@
 
 #include "common/folder-scratch.h"
 #include "core/quant.h"
-#include "model/hf-fp8.h"
+#include "model/hf-quantized.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 
@@ -73,7 +73,7 @@ TEST_CASE("pair_fp8 gives each 64 of a row the scale of its checkpoint block", "
         if (c.s_mats > 1) sne.push_back(c.s_mats);
         const SafetensorsTensor wt = tensor("m.weight", DType::F32, wne, w.data());
         const SafetensorsTensor st = tensor("m.weight_scale_inv", DType::F32, sne, s.data());
-        Fp8Scheme scheme;
+        QuantScheme scheme;
         scheme.method = "fp8";
         scheme.block_rows = scheme.block_cols = 128;
         std::deque<std::vector<uint8_t>> store;
@@ -107,7 +107,7 @@ TEST_CASE("pair_fp8 gives each 64 of a row the scale of its checkpoint block", "
 TEST_CASE("pair_fp8 refuses scales of no scheme's shape and rows that are no whole 64s", "[fp8]") {
     std::vector<uint8_t> w(128 * 256);
     std::vector<float> s(16, 1.f);
-    Fp8Scheme scheme;
+    QuantScheme scheme;
     scheme.method = "fp8";
     scheme.block_rows = scheme.block_cols = 128;
     std::deque<std::vector<uint8_t>> store;
@@ -207,10 +207,16 @@ TEST_CASE("FP8 folders vt cannot honour are refused, naming why", "[fp8]") {
         CHECK(st == VT_ERR_UNSUPPORTED);
         CHECK(msg.find("pack-quantized") != std::string::npos);
     }
-    SECTION("ModelOpt NVFP4") {
+    SECTION("a scheme that does not define F8_E4M3 weights (ModelOpt NVFP4)") {
         auto [st, msg] = with_config({{"quant_method", "modelopt"}, {"quant_algo", "NVFP4"}});
         CHECK(st == VT_ERR_UNSUPPORTED);
-        CHECK(msg.find("NVFP4") != std::string::npos);
+        CHECK(msg.find("F8_E4M3") != std::string::npos);
+        CHECK(msg.find("modelopt") != std::string::npos);
+    }
+    SECTION("an unknown ModelOpt algorithm") {
+        auto [st, msg] = with_config({{"quant_method", "modelopt"}, {"quant_algo", "INT4_AWQ"}});
+        CHECK(st == VT_ERR_UNSUPPORTED);
+        CHECK(msg.find("INT4_AWQ") != std::string::npos);
     }
     SECTION("a weight without its scale") {
         StFile f(s.dir / "model.safetensors");
