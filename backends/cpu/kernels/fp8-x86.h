@@ -8,18 +8,24 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/quant/blocks.h"
 #include "cpu/kernels/simd-x86.h"
 
+// Fully unrolled, so that the tile's accumulators stay in registers.
+#define VT_FP8_UNROLL _Pragma("GCC unroll 16")
+
 namespace vt::quant::x86 {
 namespace {
 
-// 16 e4m3 bytes as the binary16 bits of fp8_e4m3_half16, widened to 16 bits.
+// 16 e4m3 bytes as the binary16 bits of fp8_e4m3_half16: sign-extended to
+// 16 bits and shifted left by 7, bits 13..7 are exponent and mantissa and
+// bit 15 the sign (bit 8 of the extension); bit 14 (the byte's sign again)
+// is cleared. Three operations, the load folded into the first.
 static inline __m256i fp8_half16x16(const uint8_t *q) {
-    const __m256i w = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)q));
-    return _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x80)), 8),
-                           _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x7F)), 7));
+    const __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)q));
+    return _mm256_and_si256(_mm256_slli_epi16(w, 7), _mm256_set1_epi16((short)0xBFFF));
 }
 
 struct Ymm2 {
@@ -29,11 +35,17 @@ struct Ymm2 {
     static inline F zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
     static inline F set1(float v) { return {_mm256_set1_ps(v), _mm256_set1_ps(v)}; }
     static inline F load(const float *p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+    static inline void store(float *p, F v) {
+        _mm256_storeu_ps(p, v.lo);
+        _mm256_storeu_ps(p + 8, v.hi);
+    }
     static inline F fp8(const uint8_t *q) {
         const __m256i h = fp8_half16x16(q);
         return {_mm256_cvtph_ps(_mm256_castsi256_si128(h)), _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1))};
     }
     static inline F fma(F a, F b, F c) { return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)}; }
+    static inline F mul(F a, F b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+    static inline F add(F a, F b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
     static inline float fold(F v) { return hsum(_mm256_add_ps(v.lo, v.hi)); }  // fp8-scalar.cpp's fold16
 };
 
@@ -43,8 +55,11 @@ struct Zmm16 {
     static inline F zero() { return _mm512_setzero_ps(); }
     static inline F set1(float v) { return _mm512_set1_ps(v); }
     static inline F load(const float *p) { return _mm512_loadu_ps(p); }
+    static inline void store(float *p, F v) { _mm512_storeu_ps(p, v); }
     static inline F fp8(const uint8_t *q) { return _mm512_cvtph_ps(fp8_half16x16(q)); }
     static inline F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+    static inline F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+    static inline F add(F a, F b) { return _mm512_add_ps(a, b); }
     static inline float fold(F v) {
         const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
         return hsum(_mm256_add_ps(_mm512_castps512_ps256(v), hi));
@@ -52,64 +67,113 @@ struct Zmm16 {
 };
 #endif
 
-// out[t * os + r] for R rows of w (stride ws bytes) and T activation rows of
-// a (stride as bytes), nb blocks each: the canonical order per (row, token).
-template <class V, int R, int T>
-static inline void fp8_tile(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *out,
-                            size_t os) {
+// The weights of a tile, straight from the blocks (decode: each vector
+// converted where it is used) or from rows converted once into f32 (prefill:
+// fp8_gemm's buffer, each converted value used by every token of the tile).
+struct Fp8Blocks {
+    const uint8_t *w;
+    size_t ws;
+    template <class V>
+    typename V::F h(int r, int64_t b, int i) const {
+        return V::fp8(((const BlockFP8 *)(w + r * ws))[b].q + 16 * i);
+    }
+    float d256(int r, int64_t b) const {
+        float d;  // rows start at any 2-byte offset in tests: no aligned float read
+        std::memcpy(&d, &((const BlockFP8 *)(w + r * ws))[b].d, 4);
+        return d * 256.0f;
+    }
+};
+struct Fp8Converted {
+    const float *h0;     // row r's h at h0 + r * hs
+    const float *d0;     // row r's block scales (d * 256) at d0 + r * ds
+    int64_t hs, ds;
+    template <class V>
+    typename V::F h(int r, int64_t b, int i) const {
+        return V::load(h0 + r * hs + 64 * b + 16 * i);
+    }
+    float d256(int r, int64_t b) const { return d0[r * ds + b]; }
+};
+
+// out[t * os + r] for R rows and T activation rows of a (stride as bytes),
+// nb blocks each: the canonical order per (row, token).
+template <class V, int R, int T, class W>
+static inline void fp8_tile(const W &wt, int64_t nb, const uint8_t *a, size_t as, float *out, size_t os) {
     using F = typename V::F;
-    F acc[R][T], p[R][T];
+    F acc[R][T];
+    VT_FP8_UNROLL
     for (int r = 0; r < R; ++r)
+        VT_FP8_UNROLL
         for (int t = 0; t < T; ++t) acc[r][t] = V::zero();
     for (int64_t b = 0; b < nb; ++b) {
-        for (int r = 0; r < R; ++r)
-            for (int t = 0; t < T; ++t) p[r][t] = V::zero();
-        for (int i = 0; i < 4; ++i) {
-            F h[R];
-            for (int r = 0; r < R; ++r) h[r] = V::fp8(((const BlockFP8 *)(w + r * ws))[b].q + 16 * i);
-            for (int t = 0; t < T; ++t) {
-                const F x = V::load((const float *)(a + t * as) + 64 * b + 16 * i);
-                for (int r = 0; r < R; ++r) p[r][t] = V::fma(h[r], x, p[r][t]);
+        F h[R][4], d[R];
+        VT_FP8_UNROLL
+        for (int r = 0; r < R; ++r) {
+            VT_FP8_UNROLL
+            for (int i = 0; i < 4; ++i) h[r][i] = wt.template h<V>(r, b, i);
+            d[r] = V::set1(wt.d256(r, b));
+        }
+        VT_FP8_UNROLL
+        for (int t = 0; t < T; ++t) {
+            const float *x = (const float *)(a + t * as) + 64 * b;
+            const F x0 = V::load(x), x1 = V::load(x + 16), x2 = V::load(x + 32), x3 = V::load(x + 48);
+            VT_FP8_UNROLL
+            for (int r = 0; r < R; ++r) {
+                const F u = V::fma(h[r][1], x1, V::mul(h[r][0], x0));
+                const F v = V::fma(h[r][3], x3, V::mul(h[r][2], x2));
+                acc[r][t] = V::fma(d[r], V::add(u, v), acc[r][t]);
             }
         }
-        for (int r = 0; r < R; ++r) {
-            float d256;  // rows start at any 2-byte offset in tests: no aligned float read
-            std::memcpy(&d256, &((const BlockFP8 *)(w + r * ws))[b].d, 4);
-            const F d = V::set1(d256 * 256.0f);
-            for (int t = 0; t < T; ++t) acc[r][t] = V::fma(d, p[r][t], acc[r][t]);
-        }
     }
+    VT_FP8_UNROLL
     for (int r = 0; r < R; ++r)
+        VT_FP8_UNROLL
         for (int t = 0; t < T; ++t) out[t * os + r] = V::fold(acc[r][t]);
 }
 
 template <class V>
 float fp8_dot(int64_t n, const void *w, const void *a) {
     float out;
-    fp8_tile<V, 1, 1>(n / 64, (const uint8_t *)w, 0, (const uint8_t *)a, 0, &out, 0);
+    fp8_tile<V, 1, 1>(Fp8Blocks{(const uint8_t *)w, 0}, n / 64, (const uint8_t *)a, 0, &out, 0);
     return out;
 }
 
-// kernels.h's GemmFn: tokens in blocks that stay in L2 while every row pair
-// of this thread's slice passes over them, R x T tiles inside, the edges as
-// 1-row and 1-token tiles.
+// kernels.h's GemmFn: each group of R rows is converted once per block of
+// tokens into f32 (a thread's buffer), and R x T tiles read it with the
+// tokens, which stay in L2 while every row group of this thread's slice
+// passes over them.
 template <class V, int R, int T>
 void fp8_gemm(int64_t k, const void *wv, size_t ws, int64_t nr, const void *av, size_t as, int64_t nt, float *out,
               size_t os) {
     constexpr int64_t kTokenBlock = 48;
     const uint8_t *w = (const uint8_t *)wv, *a = (const uint8_t *)av;
     const int64_t nb = k / 64;
+    thread_local std::vector<float> buf;
+    buf.resize((size_t)(R * (k + nb)));
+    float *h0 = buf.data(), *d0 = h0 + R * k;
     for (int64_t t0 = 0; t0 < nt; t0 += kTokenBlock) {
         const int64_t t1 = std::min(nt, t0 + kTokenBlock);
-        int64_t r = 0;
-        auto tokens = [&]<int RR>() {
-            int64_t t = t0;
-            for (; t + T <= t1; t += T)
-                fp8_tile<V, RR, T>(nb, w + r * ws, ws, a + t * as, as, out + t * os + r, os);
-            for (; t < t1; ++t) fp8_tile<V, RR, 1>(nb, w + r * ws, ws, a + t * as, as, out + t * os + r, os);
-        };
-        for (; r + R <= nr; r += R) tokens.template operator()<R>();
-        for (; r < nr; ++r) tokens.template operator()<1>();
+        for (int64_t r = 0; r < nr; r += R) {
+            const int rows = (int)std::min<int64_t>(R, nr - r);
+            for (int i = 0; i < rows; ++i) {
+                const Fp8Blocks src{w + (r + i) * ws, 0};
+                for (int64_t b = 0; b < nb; ++b) {
+                    for (int j = 0; j < 4; ++j) V::store(h0 + i * k + 64 * b + 16 * j, src.template h<V>(0, b, j));
+                    d0[i * nb + b] = src.d256(0, b);
+                }
+            }
+            if (rows == R) {
+                const Fp8Converted cv{h0, d0, k, nb};
+                int64_t t = t0;
+                for (; t + T <= t1; t += T) fp8_tile<V, R, T>(cv, nb, a + t * as, as, out + t * os + r, os);
+                for (; t < t1; ++t) fp8_tile<V, R, 1>(cv, nb, a + t * as, as, out + t * os + r, os);
+            } else {  // the slice's last rows
+                for (int i = 0; i < rows; ++i) {
+                    const Fp8Converted one{h0 + i * k, d0 + i * nb, k, nb};
+                    for (int64_t t = t0; t < t1; ++t)
+                        fp8_tile<V, 1, 1>(one, nb, a + t * as, as, out + t * os + r + i, os);
+                }
+            }
+        }
     }
 }
 

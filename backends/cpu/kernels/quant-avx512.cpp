@@ -55,7 +55,7 @@ void fill(Kernels &k) {
     k.dot[(int)DType::IQ4_NL] = dot_legacy<BlockIQ4NL, BlockQ8_0, prod_iq4nl, false>;
     k.quant[(int)DType::BF16] = q_bf16;
     k.dot[(int)DType::FP8_E4M3] = fp8_dot<Zmm16>;
-    k.gemm[(int)DType::FP8_E4M3] = fp8_gemm<Zmm16, 2, 4>;
+    k.gemm[(int)DType::FP8_E4M3] = fp8_gemm<Zmm16, 2, 6>;
     k.attn_scores = attn_scores<Zmm>;
     k.attn_values = attn_values<Zmm>;
     k.softmax = softmax_row<ZmmExp>;

@@ -10,9 +10,11 @@
 //!
 //! The canonical order, which the SIMD dots and tiles replay bit for bit,
 //! keeps 16 f32 lanes (one AVX-512 register, two AVX2 ones): per block, lane
-//! l sums its four products in order, p = fma(h[16i + l], a[16i + l], p) for
-//! i = 0..3 from p = 0, then acc[l] = fma(d256, p, acc[l]); the result folds
-//! the lanes in halves, acc[l] += acc[l + w] for w = 8, 4, 2, 1 (fold16).
+//! l pairs its four products, with p_i = h[16i + l] * a[16i + l],
+//!     u = fma(h1, a1, p0), v = fma(h3, a3, p2), acc[l] = fma(d256, u + v, acc[l])
+//! (only the last FMA waits on the previous block: one row streams at the
+//! rate of its loads, not of a chain's latency); the result folds the lanes
+//! in halves, acc[l] += acc[l + w] for w = 8, 4, 2, 1 (fold16).
 #include <cmath>
 #include <cstring>
 
@@ -52,9 +54,10 @@ float dot_fp8(int64_t n, const void *w, const void *act) {
     for (int64_t b = 0; b < n / 64; ++b, a += 64) {
         const float d256 = scale(x[b]) * 256.0f;
         for (int l = 0; l < 16; ++l) {
-            float p = 0.0f;
-            for (int i = 0; i < 4; ++i) p = std::fma(fp8_h(x[b].q[16 * i + l]), a[16 * i + l], p);
-            acc[l] = std::fma(d256, p, acc[l]);
+            auto h = [&](int i) { return fp8_h(x[b].q[16 * i + l]); };
+            const float u = std::fma(h(1), a[16 + l], h(0) * a[l]);
+            const float v = std::fma(h(3), a[48 + l], h(2) * a[32 + l]);
+            acc[l] = std::fma(d256, u + v, acc[l]);
         }
     }
     return fold16(acc);
