@@ -18,7 +18,7 @@ namespace vt::vk {
 namespace {
 
 // The shader-name suffix of a weight type, or nullptr when no shader reads it
-// (Q2_K, Q3_K, the activation-only Q8_1/Q8_K).
+// (Q2_K, Q3_K, MXFP4, the activation-only Q8_1/Q8_K).
 const char *weight_suffix(DType t) {
     switch (t) {
     case DType::F32: return "f32";
@@ -32,6 +32,12 @@ const char *weight_suffix(DType t) {
     case DType::Q4_K: return "q4_k";
     case DType::Q5_K: return "q5_k";
     case DType::Q6_K: return "q6_k";
+    case DType::IQ4_NL: return "iq4_nl";
+    case DType::IQ4_XS: return "iq4_xs";
+    case DType::NVFP4: return "nvfp4";
+    case DType::Q1_0: return "q1_0";
+    case DType::Q2_0: return "q2_0";
+    case DType::FP8_E4M3: return "fp8_e4m3";
     default: return nullptr;
     }
 }

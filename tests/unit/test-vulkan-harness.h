@@ -268,13 +268,15 @@ inline std::vector<float> dequant(DType t, const Bytes &w, int64_t k, int64_t ro
     return out;
 }
 
-inline constexpr DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
-                                  DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+inline constexpr DType kWeightTypes[] = {DType::F32,  DType::F16,    DType::BF16,   DType::Q4_0,  DType::Q4_1,
+                                         DType::Q5_0, DType::Q5_1,   DType::Q8_0,   DType::Q4_K,  DType::Q5_K,
+                                         DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::NVFP4, DType::Q1_0,
+                                         DType::Q2_0, DType::FP8_E4M3};
 
 // A row length of whole blocks, not a multiple of 64 where the type allows.
 inline int64_t odd_k(DType t) {
     const int64_t be = dtype_info(t).block_elems;
-    return be == 1 ? 77 : be == 32 ? 32 * 5 : 256 * 3;
+    return be == 1 ? 77 : be == 32 ? 32 * 5 : be == 64 ? 64 * 5 : be == 128 ? 128 * 3 : 256 * 3;
 }
 
 } // namespace vt::vktest

@@ -1,6 +1,6 @@
 // The Vulkan module's weight readers, GET_ROWS and MUL_MAT, for every
 // weight type it takes (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
-// Q5_K, Q6_K) and both MUL_MAT paths (mat-vec up to 8 tokens, tiled above),
+// Q5_K, Q6_K, IQ4_NL, IQ4_XS, NVFP4, Q1_0, Q2_0, FP8_E4M3) and both MUL_MAT paths (mat-vec up to 8 tokens, tiled above),
 // against a double reference and the CPU backend (test-vulkan-harness.h),
 // and over a weight larger than one storage binding.
 #include <chrono>
