@@ -101,7 +101,11 @@ std::string render(const fs::path &root) {
           "(F8_E4M3 with its scales: quant_method fp8's blocks, compressed-tensors float-quantized\n"
           "per tensor, channel, group or block, ModelOpt FP8), read as stored with f32 activations\n"
           "(gates vs transformers' load of each folder: `tiny-llama_fp8_block-folder`,\n"
-          "`tiny-llama_fp8_channel-folder`, `tiny-llama_fp8_tensor_block-folder`).\n";
+          "`tiny-llama_fp8_channel-folder`, `tiny-llama_fp8_tensor_block-folder`), and NVFP4\n"
+          "(compressed-tensors nvfp4-pack-quantized, ModelOpt NVFP4 / W4A16_NVFP4) as ggml's NVFP4 blocks\n"
+          "with the per-tensor factor as a product scale, as llama.cpp's converter writes them (gates vs\n"
+          "transformers on the libraries' dequantization: `tiny-llama_nvfp4_ct-folder`,\n"
+          "`tiny-llama_nvfp4_modelopt-folder`, and their GGUF conversions `-gguf`).\n";
     // Chat formats that come with an architecture but live outside lib/models.
     md << "\ngpt-oss answers in OpenAI's harmony format: its chat template renders as\n"
           "transformers and openai-harmony render it, and its output is split by channel\n"
