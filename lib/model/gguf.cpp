@@ -81,8 +81,8 @@ constexpr size_t kMinStringBytes = 8;
 // run (VT_ERR_UNSUPPORTED), unlike ids nobody defines (VT_ERR_FORMAT).
 const char *ggml_only_type_name(uint32_t id) {
     static const char *const names[] = {
-        "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS",  // 16-23
-        "I8", "I16", "I32", "I64", "F64", "IQ1_M", nullptr,                            // 24-30
+        nullptr, nullptr, nullptr, nullptr, "IQ4_NL", nullptr, nullptr, "IQ4_XS",      // 16-23
+        "I8", "I16", "I32", "I64", "F64", nullptr, nullptr,                            // 24-30
         "Q4_0_4_4", "Q4_0_4_8", "Q4_0_8_8", "TQ1_0", "TQ2_0",                           // 31-35
         "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4",                              // 36-39
     };

@@ -114,17 +114,18 @@ struct Rng {
 };
 
 // ggml type ids used here.
-enum : uint32_t { kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kIQ2_XXS = 16 };
+// I8 (24): a ggml type vt has no kernels for (loads fail VT_ERR_UNSUPPORTED).
+enum : uint32_t { kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kI8 = 24 };
 
 // Bytes of a tensor of `n` elements per row and `rows` rows for the types the
-// writer knows (F32, F16, Q4_0, Q8_0, IQ2_XXS); 0 for any other type.
+// writer knows (F32, F16, Q4_0, Q8_0, I8); 0 for any other type.
 inline size_t tensor_nbytes(uint32_t type, uint64_t n, uint64_t rows) {
     switch (type) {
     case kF32: return n * rows * 4;
     case kF16: return n * rows * 2;
     case kQ4_0: return n / 32 * 18 * rows;
     case kQ8_0: return n / 32 * 34 * rows;
-    case kIQ2_XXS: return n / 256 * 66 * rows;
+    case kI8: return n * rows;
     default: return 0;
     }
 }

@@ -27,6 +27,10 @@ inline Fields fp16_fields(DType t) {
     case DType::Q4_K: case DType::Q5_K: return {{0}, {2}};
     case DType::Q6_K: return {{208}, {}};
     case DType::IQ4_NL: case DType::IQ4_XS: case DType::Q1_0: case DType::Q2_0: return {{0}, {}};
+    case DType::IQ2_XXS: case DType::IQ2_XS: case DType::IQ2_S: case DType::IQ3_XXS: case DType::IQ3_S:
+    case DType::IQ1_S: return {{0}, {}};
+    // IQ1_M's f16 d is spread over the top nibbles of its scale words
+    // (randomize_blocks sets it).
     default: return {};
     }
 }
@@ -38,7 +42,7 @@ inline void put_f16(uint8_t *p, float v) {
 
 // Fills b (whole blocks of type t) with random bytes, then sets every fp16
 // scale and min to a random value of magnitude 0.002..0.05 and either sign
-// (MXFP4: a moderate exponent).
+// (MXFP4: a moderate exponent; IQ1_M: its d likewise).
 inline void randomize_blocks(DType t, std::vector<uint8_t> &b, std::mt19937 &rng) {
     std::uniform_int_distribution<int> byte(0, 255);
     for (auto &x : b) x = (uint8_t)byte(rng);
@@ -60,6 +64,13 @@ inline void randomize_blocks(DType t, std::vector<uint8_t> &b, std::mt19937 &rng
             std::memcpy(&b[off], &d, 4);
             for (size_t j = 4; j < bb; ++j)
                 if ((b[off + j] & 0x7F) == 0x7F) b[off + j] ^= 1;
+        }
+        // IQ1_M: d's four nibbles, low first, in bits 12..15 of the u16
+        // scale words at bytes 48..55 (the high nibbles of bytes 49, 51, 53, 55).
+        if (t == DType::IQ1_M) {
+            const uint16_t h = f32_to_fp16(neg(rng) ? -mag(rng) : mag(rng));
+            for (int k = 0; k < 4; ++k)
+                b[off + 49 + 2 * k] = (uint8_t)((b[off + 49 + 2 * k] & 0x0F) | ((h >> 4 * k) & 0xF) << 4);
         }
         for (int o : f.scales) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));
         for (int o : f.mins) put_f16(&b[off + o], neg(rng) ? -mag(rng) : mag(rng));

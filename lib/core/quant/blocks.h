@@ -100,6 +100,47 @@ struct BlockQ1_0 { uint16_t d; uint8_t qs[16]; };
 // qs[j / 4], 64 per block.
 struct BlockQ2_0 { uint16_t d; uint8_t qs[16]; };
 static_assert(sizeof(BlockNVFP4) == 36 && sizeof(BlockQ1_0) == 18 && sizeof(BlockQ2_0) == 18);
+
+// The i-quants (ggml types 16-19, 21, 22, 29; ggml-common.h block_iq*):
+// 256 elements in 8 sub-blocks s of 32, each 4 groups l of 8 (group
+// g = 4s + l, elements 8g..8g+7). A group's 8 magnitudes are one entry of a
+// lattice grid (iq-grids.h, element j = byte j), its signs one byte (bit j
+// set: element j negative), directly or as a 7-bit index into iq_signs.
+// Each sub-block (or 16-element half) has an odd multiplier m = 2 ls + 1.
+// The values below are exact: x = d * m * grid * sign / 8 (IQ2_*),
+// / 4 (IQ3_XXS), / 1 (IQ3_S); IQ1: x = d * m * (grid + delta), grid -1/0/1,
+// delta = +-1/8 (ggml's IQ1S_DELTA), i.e. d * m * (8 grid +- 1) / 8.
+//
+// IQ2_XXS: qs as 8 pairs of u32 (a, b) per sub-block s (bytes 8s..8s+7):
+// byte l of a is group l's kIq2xxsGrid index, bits 7l..7l+6 of b its sign
+// index, b >> 28 the sub-block's ls.
+struct BlockIQ2XXS { uint16_t d; uint8_t qs[64]; };
+// IQ2_XS: qs[4s + l] = group's kIq2xsGrid index (low 9 bits) | sign index
+// << 9; ls of the half h = l / 2 in nibble h of scales[s].
+struct BlockIQ2XS { uint16_t d; uint16_t qs[32]; uint8_t scales[8]; };
+// IQ2_S: group index = qs[4s + l] | (bits 2l..2l+1 of qh[s]) << 8 into
+// kIq2sGrid (1024); its sign byte is qs[32 + 4s + l]; scales as IQ2_XS.
+struct BlockIQ2S { uint16_t d; uint8_t qs[64]; uint8_t qh[8]; uint8_t scales[8]; };
+// IQ3_XXS: group l's two halves of 4 are kIq3xxsGrid[qs[8s + 2l]] and
+// [qs[8s + 2l + 1]]; the u32 at qs + 64 + 4s holds the 4 sign indices
+// (bits 7l..) and ls (>> 28).
+struct BlockIQ3XXS { uint16_t d; uint8_t qs[96]; };
+// IQ3_S: half k (0..7) of sub-block s is kIq3sGrid[qs[8s + k] | (bit k of
+// qh[s]) << 8]; group l's sign byte signs[4s + l]; ls in nibble s % 2 of
+// scales[s / 2].
+struct BlockIQ3S { uint16_t d; uint8_t qs[64]; uint8_t qh[8]; uint8_t signs[32]; uint8_t scales[4]; };
+// IQ1_S: group index qs[4s + l] | (bits 3l..3l+2 of qh[s]) << 8 into
+// kIq1sGrid (2048); qh[s] bits 12..14 ls, bit 15 set: delta = -1/8.
+struct BlockIQ1S { uint16_t d; uint8_t qs[32]; uint16_t qh[8]; };
+// IQ1_M: group index qs[4s + l] | (low 3 bits of nibble n) << 8, nibble n
+// = l % 2 of qh[2s + l / 2], whose bit 3 set means delta = -1/8; the
+// scales as four u16 words w: bits 6(s % 2) + 3h .. +2 of w[s / 2] are ls of
+// half h of sub-block s, and the top nibbles of w[0..3] are the four nibbles
+// (low first) of the block's f16 d (iq1m_d).
+struct BlockIQ1M { uint8_t qs[32]; uint8_t qh[16]; uint8_t scales[8]; };
+static_assert(sizeof(BlockIQ2XXS) == 66 && sizeof(BlockIQ2XS) == 74 && sizeof(BlockIQ2S) == 82);
+static_assert(sizeof(BlockIQ3XXS) == 98 && sizeof(BlockIQ3S) == 110);
+static_assert(sizeof(BlockIQ1S) == 50 && sizeof(BlockIQ1M) == 56);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
 
@@ -237,6 +278,19 @@ static inline uint32_t load_u32(const uint8_t *p) {
     uint32_t v;
     std::memcpy(&v, p, 4);
     return v;
+}
+
+// ggml's ksigns_iq2xs, computed: a 7-bit sign index plus an eighth bit that
+// makes the count of set (negative) bits even.
+static constexpr uint8_t iq_signs(uint32_t i) {
+    return (uint8_t)((i & 127) | (uint32_t)(std::popcount(i & 127) & 1) << 7);
+}
+
+// IQ1_M's f16 d, from the top nibbles of its four scale words.
+static inline uint16_t iq1m_d(const BlockIQ1M &x) {
+    uint16_t w[4];
+    std::memcpy(w, x.scales, 8);
+    return (uint16_t)((w[0] >> 12) | ((w[1] >> 8) & 0x00F0) | ((w[2] >> 4) & 0x0F00) | (w[3] & 0xF000));
 }
 
 } // namespace vt::quant

@@ -24,7 +24,14 @@ DType vec_dot_type(DType t) {
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:
-    case DType::IQ4_XS: return DType::Q8_K;
+    case DType::IQ4_XS:
+    case DType::IQ2_XXS:
+    case DType::IQ2_XS:
+    case DType::IQ2_S:
+    case DType::IQ3_XXS:
+    case DType::IQ3_S:
+    case DType::IQ1_S:
+    case DType::IQ1_M: return DType::Q8_K;
     case DType::FP8_E4M3: return DType::F32;  // FP8 checkpoints as transformers runs them (fp8-scalar.cpp)
     default: return t; // F32, F16, BF16 (and the activation types themselves)
     }
@@ -41,6 +48,7 @@ struct Table {
         fill_mxfp4(by_type);
         fill_iq4(by_type);
         fill_lowbit(by_type);
+        fill_iquants(by_type);
         fill_fp8(by_type);
     }
 };
