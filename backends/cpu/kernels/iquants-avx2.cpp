@@ -1,0 +1,202 @@
+// AVX2 dots of the i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
+// IQ1_M) with Q8_K activations (built with -mavx2 -mfma -mf16c; the AVX-512
+// tables keep them), bit-identical to the scalar references
+// (lib/core/quant/iquants-scalar.cpp): per sub-block of 32 the grid entries
+// are gathered into one vector of magnitudes, the signs moved onto the
+// activations (vpsignb), maddubs forms the pair sums and madd multiplies
+// them by the 16-element halves' multipliers m, all exact in int16/int32;
+// the super-block's 8 vectors sum to the reference's exact isum, and its
+// one f32 step is the reference's, operation for operation.
+//
+// IQ1_S/IQ1_M's values v = 8 grid +- 1 are signed and never 0: maddubs
+// takes |v| and the activations with v's sign.
+#include <cstdint>
+
+#include "core/quant/blocks.h"
+#include "core/quant/iq-grids.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/simd-x86.h"
+
+namespace vt::quant {
+namespace {
+using namespace x86;
+
+static inline __m256i load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
+// Sign bytes as 8 bytes of +1 / -1 (bit j set: byte j is -1): by the byte
+// itself, and by ggml's 7-bit sign index (iq_signs).
+struct SignTables {
+    uint64_t byte[256];
+    uint64_t idx7[128];
+};
+constexpr uint64_t pm_bytes(uint32_t signs) {
+    uint64_t v = 0;
+    for (int j = 0; j < 8; ++j) v |= (uint64_t)((signs >> j) & 1 ? 0xFF : 0x01) << 8 * j;
+    return v;
+}
+constexpr SignTables make_sign_tables() {
+    SignTables t{};
+    for (uint32_t i = 0; i < 256; ++i) t.byte[i] = pm_bytes(i);
+    for (uint32_t i = 0; i < 128; ++i) t.idx7[i] = pm_bytes(iq_signs(i));
+    return t;
+}
+constexpr SignTables kSigns = make_sign_tables();
+
+static inline __m256i q64(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+    return _mm256_set_epi64x((long long)d, (long long)c, (long long)b, (long long)a);
+}
+// The multipliers of the low and high 16 elements as madd's int16 operand.
+static inline __m256i mult16(int lo, int hi) {
+    return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
+}
+// 32 unsigned magnitudes times the activations with +-1 signs, pairs summed,
+// times the halves' multipliers: 8 exact int32.
+static inline __m256i signed_dot(__m256i mag, __m256i pm, const int8_t *q8, __m256i m16) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(mag, _mm256_sign_epi8(load256(q8), pm)), m16);
+}
+// IQ1: 32 int8 grid values g (-1, 0, 1) and +-1 delta signs ds:
+// v = 8 g + ds, times the activations, pairs summed, times the multipliers.
+static inline __m256i iq1_dot(__m256i g, __m256i ds, const int8_t *q8, __m256i m16) {
+    const __m256i v = _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), ds);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(load256(q8), v)), m16);
+}
+
+struct IQ2XXS {
+    using B = BlockIQ2XXS;
+    static constexpr float kScale = 0.125f;
+    static float d(const B &x) { return h2f_f16c(x.d); }
+    static __m256i sub(const B &x, int s, const int8_t *q8) {
+        const uint8_t *p = x.qs + 8 * s;
+        const uint32_t b = load_u32(p + 4);
+        const uint64_t *g = kIq2xxsGrid, *sg = kSigns.idx7;
+        const int m = 2 * (int)(b >> 28) + 1;
+        return signed_dot(q64(g[p[0]], g[p[1]], g[p[2]], g[p[3]]),
+                          q64(sg[b & 127], sg[b >> 7 & 127], sg[b >> 14 & 127], sg[b >> 21 & 127]), q8, mult16(m, m));
+    }
+};
+
+struct IQ2XS {
+    using B = BlockIQ2XS;
+    static constexpr float kScale = 0.125f;
+    static float d(const B &x) { return h2f_f16c(x.d); }
+    static __m256i sub(const B &x, int s, const int8_t *q8) {
+        const uint16_t *q = x.qs + 4 * s;
+        const uint64_t *g = kIq2xsGrid, *sg = kSigns.idx7;
+        const int sc = x.scales[s];
+        return signed_dot(q64(g[q[0] & 511], g[q[1] & 511], g[q[2] & 511], g[q[3] & 511]),
+                          q64(sg[q[0] >> 9], sg[q[1] >> 9], sg[q[2] >> 9], sg[q[3] >> 9]), q8,
+                          mult16(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1));
+    }
+};
+
+struct IQ2S {
+    using B = BlockIQ2S;
+    static constexpr float kScale = 0.125f;
+    static float d(const B &x) { return h2f_f16c(x.d); }
+    static __m256i sub(const B &x, int s, const int8_t *q8) {
+        const uint8_t *q = x.qs + 4 * s, *sb = x.qs + 32 + 4 * s;
+        const unsigned h = x.qh[s];
+        const uint64_t *g = kIq2sGrid, *sg = kSigns.byte;
+        const int sc = x.scales[s];
+        return signed_dot(q64(g[q[0] | (h & 3) << 8], g[q[1] | (h >> 2 & 3) << 8], g[q[2] | (h >> 4 & 3) << 8],
+                              g[q[3] | (h >> 6 & 3) << 8]),
+                          q64(sg[sb[0]], sg[sb[1]], sg[sb[2]], sg[sb[3]]), q8,
+                          mult16(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1));
+    }
+};
+
+struct IQ3XXS {
+    using B = BlockIQ3XXS;
+    static constexpr float kScale = 0.25f;
+    static float d(const B &x) { return h2f_f16c(x.d); }
+    static __m256i sub(const B &x, int s, const int8_t *q8) {
+        const uint8_t *q = x.qs + 8 * s;
+        const uint32_t b = load_u32(x.qs + 64 + 4 * s);
+        const uint32_t *g = kIq3xxsGrid;
+        const uint64_t *sg = kSigns.idx7;
+        const int m = 2 * (int)(b >> 28) + 1;
+        const __m256i mag = _mm256_setr_epi32((int)g[q[0]], (int)g[q[1]], (int)g[q[2]], (int)g[q[3]], (int)g[q[4]],
+                                              (int)g[q[5]], (int)g[q[6]], (int)g[q[7]]);
+        return signed_dot(mag, q64(sg[b & 127], sg[b >> 7 & 127], sg[b >> 14 & 127], sg[b >> 21 & 127]), q8,
+                          mult16(m, m));
+    }
+};
+
+struct IQ3S {
+    using B = BlockIQ3S;
+    static constexpr float kScale = 1.f;
+    static float d(const B &x) { return h2f_f16c(x.d); }
+    static __m256i sub(const B &x, int s, const int8_t *q8) {
+        const uint8_t *q = x.qs + 8 * s, *sb = x.signs + 4 * s;
+        const unsigned h = x.qh[s];
+        const uint32_t *g = kIq3sGrid;
+        const uint64_t *sg = kSigns.byte;
+        const int m = 2 * ((x.scales[s / 2] >> 4 * (s % 2)) & 15) + 1;
+        const __m256i mag = _mm256_setr_epi32(
+            (int)g[q[0] | (h << 8 & 256)], (int)g[q[1] | (h << 7 & 256)], (int)g[q[2] | (h << 6 & 256)],
+            (int)g[q[3] | (h << 5 & 256)], (int)g[q[4] | (h << 4 & 256)], (int)g[q[5] | (h << 3 & 256)],
+            (int)g[q[6] | (h << 2 & 256)], (int)g[q[7] | (h << 1 & 256)]);
+        return signed_dot(mag, q64(sg[sb[0]], sg[sb[1]], sg[sb[2]], sg[sb[3]]), q8, mult16(m, m));
+    }
+};
+
+struct IQ1S {
+    using B = BlockIQ1S;
+    static constexpr float kScale = 0.125f;
+    static float d(const B &x) { return h2f_f16c(x.d); }
+    static __m256i sub(const B &x, int s, const int8_t *q8) {
+        const uint8_t *q = x.qs + 4 * s;
+        const unsigned h = x.qh[s];
+        const uint64_t *g = kIq1sGrid;
+        const int m = 2 * (int)(h >> 12 & 7) + 1;
+        return iq1_dot(q64(g[q[0] | (h & 7) << 8], g[q[1] | (h >> 3 & 7) << 8], g[q[2] | (h >> 6 & 7) << 8],
+                           g[q[3] | (h >> 9 & 7) << 8]),
+                       _mm256_set1_epi8(h & 0x8000 ? -1 : 1), q8, mult16(m, m));
+    }
+};
+
+struct IQ1M {
+    using B = BlockIQ1M;
+    static constexpr float kScale = 0.125f;
+    static float d(const B &x) { return h2f_f16c(iq1m_d(x)); }
+    static __m256i sub(const B &x, int s, const int8_t *q8) {
+        const uint8_t *q = x.qs + 4 * s;
+        const unsigned h0 = x.qh[2 * s], h1 = x.qh[2 * s + 1];
+        const uint64_t *g = kIq1sGrid;
+        constexpr uint64_t kPos = 0x0101010101010101ull, kNeg = ~0ull;
+        const unsigned w = (unsigned)(x.scales[s / 2 * 2] | x.scales[s / 2 * 2 + 1] << 8) >> 6 * (s % 2);
+        return iq1_dot(q64(g[q[0] | (h0 & 7) << 8], g[q[1] | (h0 >> 4 & 7) << 8], g[q[2] | (h1 & 7) << 8],
+                           g[q[3] | (h1 >> 4 & 7) << 8]),
+                       q64(h0 & 0x08 ? kNeg : kPos, h0 & 0x80 ? kNeg : kPos, h1 & 0x08 ? kNeg : kPos,
+                           h1 & 0x80 ? kNeg : kPos),
+                       q8, mult16(2 * (int)(w & 7) + 1, 2 * (int)(w >> 3 & 7) + 1));
+    }
+};
+
+template <class T>
+float dot(int64_t n, const void *w, const void *act) {
+    const typename T::B *x = (const typename T::B *)w;
+    const BlockQ8_K *y = (const BlockQ8_K *)act;
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        __m256i acc = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int s = 0; s < QK_K / 32; ++s) acc = _mm256_add_epi32(acc, T::sub(x[i], s, y[i].qs + 32 * s));
+        sum += (T::d(x[i]) * T::kScale) * y[i].d * (float)hsum_i32(acc);
+    }
+    return sum;
+}
+
+} // namespace
+
+void avx2_fill_iquants(Kernels &k) {
+    k.dot[(int)DType::IQ2_XXS] = dot<IQ2XXS>;
+    k.dot[(int)DType::IQ2_XS] = dot<IQ2XS>;
+    k.dot[(int)DType::IQ2_S] = dot<IQ2S>;
+    k.dot[(int)DType::IQ3_XXS] = dot<IQ3XXS>;
+    k.dot[(int)DType::IQ3_S] = dot<IQ3S>;
+    k.dot[(int)DType::IQ1_S] = dot<IQ1S>;
+    k.dot[(int)DType::IQ1_M] = dot<IQ1M>;
+}
+
+} // namespace vt::quant
