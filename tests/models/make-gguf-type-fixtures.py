@@ -12,11 +12,18 @@ per tensor as unsloth's dynamic quants mix them:
     llama_iq4.gguf     token embedding, attention, output IQ4_XS; FFN IQ4_NL
     llama_lowbit.gguf  token embedding, attention, output NVFP4; FFN gate and
                        up Q2_0, down Q1_0
+    llama_iq2.gguf     token embedding, output IQ3_S; attention IQ2_XXS; FFN
+                       gate and up IQ2_XS, down IQ2_S
+    llama_iq1.gguf     token embedding, output IQ3_XXS; attention IQ1_M; FFN
+                       gate and up IQ1_S, down IQ1_M
+
+(the i-quants with an all-ones importance matrix, which three of them need)
 
 and for each, tests/models/tiny/<name>.json: llama.json's prompts with
 llama.cpp's logits on that file and its 32 greedy tokens (llama.cpp as the
 oracle, as issue 44 asks: vt reads the file ggml wrote, and both engines
-quantize the activations: Q8_K for IQ4_XS, Q8_0 for the rest).
+quantize the activations: Q8_K for IQ4_XS and the i-quants, Q8_0 for the
+rest). --only NAME ... writes just those fixtures.
 
     /work/oracle-venv/bin/python tests/models/make-gguf-type-fixtures.py \\
         --ggml-base ~/.cache/vt/llama.cpp-build-tiny/bin/libggml-base.so \\
@@ -38,7 +45,14 @@ HERE = Path(__file__).resolve().parent
 TINY = HERE / "tiny"
 # ggml type id: (elements, bytes) per block.
 IQ4_NL, IQ4_XS, NVFP4, Q1_0, Q2_0 = 20, 23, 40, 41, 42
-BLOCKS = {IQ4_NL: (32, 18), IQ4_XS: (256, 136), NVFP4: (64, 36), Q1_0: (128, 18), Q2_0: (64, 18)}
+IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ3_S, IQ2_S, IQ1_M = 16, 17, 18, 19, 21, 22, 29
+BLOCKS = {IQ4_NL: (32, 18), IQ4_XS: (256, 136), NVFP4: (64, 36), Q1_0: (128, 18), Q2_0: (64, 18),
+          IQ2_XXS: (256, 66), IQ2_XS: (256, 74), IQ3_XXS: (256, 98), IQ1_S: (256, 50), IQ3_S: (256, 110),
+          IQ2_S: (256, 82), IQ1_M: (256, 56)}
+# ggml's i-quant quantizers search their grids weighted by an importance
+# matrix, and IQ2_XXS, IQ2_XS and IQ1_S refuse to run without one: these get
+# all-ones weights (every column equally important).
+IQ_TYPES = {IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ3_S, IQ2_S, IQ1_M}
 WIDTH, FFN, HEADS, KV_HEADS, HEAD_DIM = 256, 512, 4, 2, 64
 
 
@@ -69,6 +83,19 @@ FIXTURES = [
     Fixture("llama_lowbit", NVFP4, NVFP4, Q2_0, Q1_0, 0.3,
             "both engines quantize activations to Q8_0: llama.cpp 0.116 and vt 0.125 from the float64 evaluation of "
             "the dequantized weights, vt vs llama.cpp 0.099; twice 0.15"),
+    # All seven i-quants over two Llamas, Q8_K activations, measured when
+    # this was written as for llama_iq4 (float64 evaluation of the weights as
+    # gguf-py dequantizes them; vt the same on AVX-512 and AVX2): llama_iq2
+    # llama.cpp 0.178, vt 0.163, vt vs llama.cpp 0.154; llama_iq1 llama.cpp
+    # 0.191, vt 0.214, vt vs llama.cpp 0.178. By mutation, IQ2_XS's two half
+    # scales swapped moved vt's logits by 3.6, IQ1_M's delta signs flipped by
+    # 5.9; a wrong grid entry, sign or bit fails test-iquants.
+    Fixture("llama_iq2", IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, 0.3,
+            "both engines quantize activations to Q8_K: llama.cpp 0.178 and vt 0.163 from the float64 evaluation of "
+            "the dequantized weights, vt vs llama.cpp 0.154; a swapped IQ2_XS half scale moves vt 3.6"),
+    Fixture("llama_iq1", IQ3_XXS, IQ1_M, IQ1_S, IQ1_M, 0.3,
+            "both engines quantize activations to Q8_K: llama.cpp 0.191 and vt 0.214 from the float64 evaluation of "
+            "the dequantized weights, vt vs llama.cpp 0.178; flipped IQ1_M delta signs move vt 5.9"),
 ]
 
 
@@ -86,7 +113,9 @@ def quantizer(lib_path: Path):
         n_rows = x.size // n_per_row
         assert n_per_row % be == 0
         dst = np.zeros(n_rows * n_per_row // be * bb, dtype=np.uint8)
-        got = f(t, x.ctypes.data, dst.ctypes.data, 0, n_rows, n_per_row, None)
+        imatrix = np.ones(n_per_row, dtype=np.float32) if t in IQ_TYPES else None
+        got = f(t, x.ctypes.data, dst.ctypes.data, 0, n_rows, n_per_row,
+                None if imatrix is None else imatrix.ctypes.data)
         assert got == dst.size
         return dst.reshape(*x.shape[:-1], n_per_row // be * bb)
     return q
@@ -149,6 +178,7 @@ def main() -> None:
     ap.add_argument("--ggml-base", required=True, type=Path)
     ap.add_argument("--driver", required=True, type=Path)
     ap.add_argument("--gguf-py", required=True, type=Path)
+    ap.add_argument("--only", nargs="*", help="fixture names (default: all)")
     a = ap.parse_args()
     sys.path.insert(0, str(a.gguf_py))
     import gguf  # noqa: E402
@@ -157,6 +187,8 @@ def main() -> None:
     spec.loader.exec_module(mx)
     q = quantizer(a.ggml_base)
     for fx in FIXTURES:
+        if a.only and fx.name not in a.only:
+            continue
         out = TINY / f"{fx.name}.gguf"
         write(gguf, q, TINY / "llama.gguf", out, fx)
         generator = (f"llama.cpp 0.3.36 (tests/models/make-gguf-type-fixtures.py: tiny-logits driver, f32 KV, no "
