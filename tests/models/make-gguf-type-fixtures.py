@@ -12,6 +12,8 @@ per tensor as unsloth's dynamic quants mix them:
     llama_iq4.gguf     token embedding, attention, output IQ4_XS; FFN IQ4_NL
     llama_lowbit.gguf  token embedding, attention, output NVFP4; FFN gate and
                        up Q2_0, down Q1_0
+    llama_ternary.gguf attention TQ1_0, FFN TQ2_0; token embedding and output
+                       Q8_0
 
 and for each, tests/models/tiny/<name>.json: llama.json's prompts with
 llama.cpp's logits on that file and its 32 greedy tokens (llama.cpp as the
@@ -37,8 +39,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 TINY = HERE / "tiny"
 # ggml type id: (elements, bytes) per block.
-IQ4_NL, IQ4_XS, NVFP4, Q1_0, Q2_0 = 20, 23, 40, 41, 42
-BLOCKS = {IQ4_NL: (32, 18), IQ4_XS: (256, 136), NVFP4: (64, 36), Q1_0: (128, 18), Q2_0: (64, 18)}
+Q8_0, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, NVFP4, Q1_0, Q2_0 = 8, 20, 23, 34, 35, 40, 41, 42
+BLOCKS = {Q8_0: (32, 34), IQ4_NL: (32, 18), IQ4_XS: (256, 136), TQ1_0: (256, 54), TQ2_0: (256, 66),
+          NVFP4: (64, 36), Q1_0: (128, 18), Q2_0: (64, 18)}
 WIDTH, FFN, HEADS, KV_HEADS, HEAD_DIM = 256, 512, 4, 2, 64
 
 
@@ -69,6 +72,15 @@ FIXTURES = [
     Fixture("llama_lowbit", NVFP4, NVFP4, Q2_0, Q1_0, 0.3,
             "both engines quantize activations to Q8_0: llama.cpp 0.116 and vt 0.125 from the float64 evaluation of "
             "the dequantized weights, vt vs llama.cpp 0.099; twice 0.15"),
+    # Ternary weights (BitNet b1.58's TQ1_0 and TQ2_0: attention TQ1_0, FFN
+    # TQ2_0) beside a Q8_0 embedding and output, as BitNet GGUFs keep those
+    # wider; Q8_K activations for the ternary types, Q8_0 for the rest. vt
+    # against llama.cpp measured 0.150 (AVX-512 and AVX2) when this was
+    # written: the same 0.3. A wrong trit order or code offset fails
+    # test-ternary.
+    Fixture("llama_ternary", Q8_0, TQ1_0, TQ2_0, TQ2_0, 0.3,
+            "both engines quantize activations (Q8_K for TQ1_0 / TQ2_0, Q8_0 for the embedding and output): vt vs "
+            "llama.cpp measured 0.150 (AVX-512 and AVX2); twice 0.15"),
 ]
 
 
@@ -149,6 +161,7 @@ def main() -> None:
     ap.add_argument("--ggml-base", required=True, type=Path)
     ap.add_argument("--driver", required=True, type=Path)
     ap.add_argument("--gguf-py", required=True, type=Path)
+    ap.add_argument("--only", help="comma-separated subset of " + ",".join(fx.name for fx in FIXTURES))
     a = ap.parse_args()
     sys.path.insert(0, str(a.gguf_py))
     import gguf  # noqa: E402
@@ -156,7 +169,10 @@ def main() -> None:
     mx = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mx)
     q = quantizer(a.ggml_base)
+    only = set(a.only.split(",")) if a.only else None
     for fx in FIXTURES:
+        if only and fx.name not in only:
+            continue
         out = TINY / f"{fx.name}.gguf"
         write(gguf, q, TINY / "llama.gguf", out, fx)
         generator = (f"llama.cpp 0.3.36 (tests/models/make-gguf-type-fixtures.py: tiny-logits driver, f32 KV, no "

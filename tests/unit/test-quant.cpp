@@ -36,7 +36,7 @@ const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, 
                               DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
                               DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4,
                               DType::IQ4_NL, DType::IQ4_XS, DType::NVFP4, DType::Q1_0, DType::Q2_0,
-                              DType::FP8_E4M3};
+                              DType::FP8_E4M3, DType::TQ1_0, DType::TQ2_0};
 const DType kActTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q8_1, DType::Q8_K};
 
 int64_t block_elems(DType t) { return dtype_info(t).block_elems; }

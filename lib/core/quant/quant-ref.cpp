@@ -24,7 +24,9 @@ DType vec_dot_type(DType t) {
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:
-    case DType::IQ4_XS: return DType::Q8_K;
+    case DType::IQ4_XS:
+    case DType::TQ1_0:
+    case DType::TQ2_0: return DType::Q8_K;
     case DType::FP8_E4M3: return DType::F32;  // FP8 checkpoints as transformers runs them (fp8-scalar.cpp)
     default: return t; // F32, F16, BF16 (and the activation types themselves)
     }
@@ -42,6 +44,7 @@ struct Table {
         fill_iq4(by_type);
         fill_lowbit(by_type);
         fill_fp8(by_type);
+        fill_ternary(by_type);
     }
 };
 

@@ -14,5 +14,6 @@ void fill_mxfp4(RowKernels *by_type);    // MXFP4 (mxfp4-scalar.cpp)
 void fill_iq4(RowKernels *by_type);      // IQ4_NL, IQ4_XS (iq4-scalar.cpp)
 void fill_lowbit(RowKernels *by_type);   // NVFP4, Q1_0, Q2_0 (lowbit-scalar.cpp)
 void fill_fp8(RowKernels *by_type);      // FP8_E4M3 (fp8-scalar.cpp)
+void fill_ternary(RowKernels *by_type);  // TQ1_0, TQ2_0 (ternary-scalar.cpp)
 
 } // namespace vt::ref
