@@ -373,8 +373,24 @@ void add_mla(Meta &meta, const MlaShape &s, const json &cfg, const fs::path &p) 
 // kv_b_proj (n_head * (nope + v), kv_lora) as llama.cpp's attn_k_b (nope,
 // kv_lora, n_head), each head's W_UK transposed, and attn_v_b (kv_lora, v,
 // n_head): copies, kept in `store`.
-void split_kv_b(const SafetensorsTensor &t, const MlaShape &s, const std::string &blk,
+void split_kv_b(const SafetensorsTensor &t0, const MlaShape &s, const std::string &blk,
                 std::deque<std::vector<uint8_t>> &store, std::vector<GgufTensorInfo> &out) {
+    // A quantized checkpoint's kv_b (FP8, NVFP4: model/hf-quantized.h) is
+    // dequantized to F32 first, its product scale folded in: k_b is stored
+    // transposed, which no block layout survives (llama.cpp's converter
+    // dequantizes it too).
+    SafetensorsTensor t = t0;
+    if (dtype_info(t0.type).block_elems != 1 && t0.n_dims == 2) {
+        const int64_t count = t0.ne[0] * t0.ne[1];
+        std::vector<uint8_t> &f = store.emplace_back((size_t)count * sizeof(float));
+        float *v = reinterpret_cast<float *>(f.data());
+        ref::dequantize_row(t0.type, t0.data, v, count);
+        for (int64_t i = 0; i < count; ++i) v[i] *= t0.product_scale;
+        t.type = DType::F32;
+        t.data = f.data();
+        t.nbytes = f.size();
+        t.product_scale = 1.0f;
+    }
     const DTypeInfo &di = dtype_info(t.type);
     // Every size is below 2^32 (need_u): n_head * (nope + v) fits in 64 bits,
     // and a product that matches ne[1] is bounded by the tensor's bytes.
@@ -785,10 +801,20 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             }
             const SafetensorsTensor &t = rename ? renamed : t0;
             if (experts.take(t)) continue;
+            // The parts of a split weight keep its NVFP4 product scale, one `.scale` each.
+            auto scale_parts = [&](size_t first) {
+                if (t.product_scale == 1.0f) return;
+                const size_t last = tensors.size();
+                for (size_t i = first; i < last; ++i)
+                    if (const std::string &n = tensors[i].name; n.size() > 7 && n.compare(n.size() - 7, 7, ".weight") == 0)
+                        add_f32(n.substr(0, n.size() - 7) + ".scale", {t.product_scale});
+            };
             if (std::string bid, rest; arch->norms == HfNorms::granite_hybrid &&
                                        split_hf_layer_name(text_model_name(t.name), bid, rest) &&
                                        rest == "shared_mlp.input_linear.weight") {
+                const size_t first = tensors.size();
                 split_granite_shared(t, "blk." + bid + ".", granite_experts, tensors);
+                scale_parts(first);
                 continue;
             }
             if (std::string bid, rest; arch->norms == HfNorms::granite_hybrid && !granite_experts &&
@@ -803,6 +829,7 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
                 ti.data = t.data;
                 ti.nbytes = t.nbytes;
                 tensors.push_back(std::move(ti));
+                scale_parts(tensors.size() - 1);
                 continue;
             }
             if (std::string bid, rest; mla && split_hf_layer_name(text_model_name(t.name), bid, rest) &&
@@ -812,7 +839,9 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             }
             if (std::string bid, rest; gdn.present && split_hf_layer_name(text_model_name(t.name), bid, rest) &&
                                        rest == "linear_attn.in_proj_qkvz.weight") {
+                const size_t first = tensors.size();
                 split_qkvz(t, gdn.shape, "blk." + bid + ".", *mla_copies, tensors);
+                scale_parts(first);
                 continue;
             }
             const std::string name = gguf_name(t.name, arch->norms);

@@ -75,10 +75,10 @@ void split_qkvz(const SafetensorsTensor &t, const GdnConfig &s, const std::strin
                 std::deque<std::vector<uint8_t>> &store, std::vector<GgufTensorInfo> &out) {
     const DTypeInfo &di = dtype_info(t.type);
     const uint64_t r = s.nv / s.nk, per_head = 2 * s.dk + 2 * r * s.dv;
-    if (di.block_elems != 1 || t.n_dims != 2 || t.ne[1] != (int64_t)(s.nk * per_head))
-        fail(VT_ERR_FORMAT, "%s: in_proj_qkvz is not (%llu, n_embd) of a float type", t.name.c_str(),
+    if (t.n_dims != 2 || t.ne[1] != (int64_t)(s.nk * per_head) || t.ne[0] % di.block_elems != 0)
+        fail(VT_ERR_FORMAT, "%s: in_proj_qkvz is not (%llu, n_embd)", t.name.c_str(),
              (unsigned long long)(s.nk * per_head));
-    const size_t row = (size_t)t.ne[0] * di.block_bytes;
+    const size_t row = row_bytes(t.type, t.ne[0]);  // whole rows move: any row type (FP8, NVFP4 checkpoints)
     const uint8_t *src = static_cast<const uint8_t *>(t.data);
     const uint64_t qk = s.nk * s.dk, v = s.nv * s.dv;
     std::vector<uint8_t> &qkv = store.emplace_back((2 * qk + v) * row);

@@ -26,6 +26,11 @@ std::string str(const json &o, const char *key, const char *def = "") {
     return it != o.end() && it->is_string() ? it->get<std::string>() : def;
 }
 
+int integer(const json &o, const char *key, int def = 0) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_number_integer() ? it->get<int>() : def;
+}
+
 // A [rows, cols] pair of positive sizes, or false.
 bool block_shape(const json &o, const char *key, int64_t &r, int64_t &c) {
     auto it = o.find(key);
@@ -43,7 +48,7 @@ void check_ct_fp8_weights(const json &w, const std::string &group, const std::st
     const char *d = dir.c_str(), *g = group.c_str();
     if (!w.is_object()) fail(VT_ERR_FORMAT, "%s: compressed-tensors group '%s' has no weights scheme", d, g);
     const std::string type = str(w, "type", "int");
-    const int bits = w.contains("num_bits") && w["num_bits"].is_number_integer() ? w["num_bits"].get<int>() : 0;
+    const int bits = integer(w, "num_bits");
     if (type != "float" || bits != 8)
         fail(VT_ERR_UNSUPPORTED,
              "%s: compressed-tensors group '%s' quantizes weights to %d-bit %s; vt reads 8-bit float (FP8) weights",
@@ -72,9 +77,7 @@ void check_ct_fp8_weights(const json &w, const std::string &group, const std::st
 void check_ct_nvfp4_weights(const json &w, const std::string &group, const std::string &dir, QuantScheme &s) {
     const char *d = dir.c_str(), *g = group.c_str();
     if (!w.is_object()) fail(VT_ERR_FORMAT, "%s: compressed-tensors group '%s' has no weights scheme", d, g);
-    const int bits = w.contains("num_bits") && w["num_bits"].is_number_integer() ? w["num_bits"].get<int>() : 0;
-    const int size = w.contains("group_size") && w["group_size"].is_number_integer() ? w["group_size"].get<int>() : 0;
-    if (str(w, "type", "int") != "float" || bits != 4 || size != 16)
+    if (str(w, "type", "int") != "float" || integer(w, "num_bits") != 4 || integer(w, "group_size") != 16)
         fail(VT_ERR_UNSUPPORTED,
              "%s: compressed-tensors group '%s' is nvfp4-pack-quantized but not 4-bit float weights in groups of 16",
              d, g);
@@ -84,7 +87,7 @@ void check_ct_nvfp4_weights(const json &w, const std::string &group, const std::
 std::string describe_activations(const json &a) {
     if (!a.is_object()) return "";
     const bool dynamic = a.contains("dynamic") && a["dynamic"].is_boolean() && a["dynamic"].get<bool>();
-    return std::string(dynamic ? "dynamic " : "static ") + std::to_string(a.value("num_bits", 0)) + "-bit " +
+    return std::string(dynamic ? "dynamic " : "static ") + std::to_string(integer(a, "num_bits")) + "-bit " +
            str(a, "type", "int") + " per " + str(a, "strategy", "tensor");
 }
 } // namespace
@@ -190,7 +193,8 @@ std::vector<SafetensorsTensor> pair_fp8(const std::vector<const SafetensorsTenso
         auto blocks = [](int64_t size, int64_t scales, int64_t config) -> int64_t {
             if (scales == 1) return size;
             if (scales == size) return 1;
-            return config > 0 && (size + config - 1) / config == scales ? config : 0;
+            if (config <= 0) return 0;
+            return (config >= size ? 1 : (size + config - 1) / config) == scales ? config : 0;  // no overflow
         };
         const int64_t br = blocks(rows, s_rows, scheme.block_rows), bc = blocks(cols, s_cols, scheme.block_cols);
         if (br == 0 || bc == 0 || (s_mats != 1 && s_mats != n_mat))

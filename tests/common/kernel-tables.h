@@ -3,6 +3,8 @@
 // weight-type tests that decode a format from its definition share.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -50,6 +52,27 @@ ExactDot exact_dot(DType at, const std::vector<float> &x, Element element) {
         r.magnitude += std::fabs(element(i) * af[i]);
     }
     return r;
+}
+
+// Every ISA's dot of the n weights w of type t (element(i): the test's own
+// decoding) with x, as the dots get x (quantized to vec_dot_type(t)):
+// within the sum of the products' magnitudes times (n / group + 4) f32
+// roundings of the exact double dot (group: the elements behind each exact
+// integer sum or f32 step), and, where bitwise, bit for bit with the scalar
+// reference (vt's canonical orders).
+template <class Element>
+void check_dots(DType t, const std::vector<uint8_t> &w, const std::vector<float> &x, Element element, int64_t group,
+                bool bitwise = true) {
+    const int64_t n = (int64_t)x.size();
+    const ExactDot d = exact_dot(vec_dot_type(t), x, element);
+    const double tol = d.magnitude * (double)(n / group + 4) * 0x1p-23;
+    const float ref = ref::vec_dot(t, n, w.data(), d.act.data());
+    for (const quant::Kernels *k : all_isas()) {
+        const float v = k->dot[(int)t](n, w.data(), d.act.data());
+        INFO(dtype_name(t) << " on " << k->isa << " n=" << n << " got " << v << " exact " << d.exact);
+        CHECK(std::fabs(v - d.exact) <= tol);
+        if (bitwise) CHECK(std::memcmp(&v, &ref, 4) == 0);
+    }
 }
 
 } // namespace vt::test

@@ -27,6 +27,8 @@ inline Fields fp16_fields(DType t) {
     case DType::Q4_K: case DType::Q5_K: return {{0}, {2}};
     case DType::Q6_K: return {{208}, {}};
     case DType::IQ4_NL: case DType::IQ4_XS: case DType::Q1_0: case DType::Q2_0: return {{0}, {}};
+    case DType::TQ1_0: return {{52}, {}};
+    case DType::TQ2_0: return {{64}, {}};
     case DType::IQ2_XXS: case DType::IQ2_XS: case DType::IQ2_S: case DType::IQ3_XXS: case DType::IQ3_S:
     case DType::IQ1_S: return {{0}, {}};
     // IQ1_M's f16 d is spread over the top nibbles of its scale words

@@ -12,6 +12,8 @@ per tensor as unsloth's dynamic quants mix them:
     llama_iq4.gguf     token embedding, attention, output IQ4_XS; FFN IQ4_NL
     llama_lowbit.gguf  token embedding, attention, output NVFP4; FFN gate and
                        up Q2_0, down Q1_0
+    llama_ternary.gguf attention TQ1_0, FFN TQ2_0; token embedding and output
+                       Q8_0
     llama_iq2.gguf     token embedding, output IQ3_S; attention IQ2_XXS; FFN
                        gate and up IQ2_XS, down IQ2_S
     llama_iq1.gguf     token embedding, output IQ3_XXS; attention IQ1_M; FFN
@@ -23,7 +25,7 @@ and for each, tests/models/tiny/<name>.json: llama.json's prompts with
 llama.cpp's logits on that file and its 32 greedy tokens (llama.cpp as the
 oracle, as issue 44 asks: vt reads the file ggml wrote, and both engines
 quantize the activations: Q8_K for IQ4_XS and the i-quants, Q8_0 for the
-rest). --only NAME ... writes just those fixtures.
+rest).
 
     /work/oracle-venv/bin/python tests/models/make-gguf-type-fixtures.py \\
         --ggml-base ~/.cache/vt/llama.cpp-build-tiny/bin/libggml-base.so \\
@@ -44,9 +46,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 TINY = HERE / "tiny"
 # ggml type id: (elements, bytes) per block.
-IQ4_NL, IQ4_XS, NVFP4, Q1_0, Q2_0 = 20, 23, 40, 41, 42
+Q8_0, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, NVFP4, Q1_0, Q2_0 = 8, 20, 23, 34, 35, 40, 41, 42
 IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ3_S, IQ2_S, IQ1_M = 16, 17, 18, 19, 21, 22, 29
-BLOCKS = {IQ4_NL: (32, 18), IQ4_XS: (256, 136), NVFP4: (64, 36), Q1_0: (128, 18), Q2_0: (64, 18),
+BLOCKS = {Q8_0: (32, 34), IQ4_NL: (32, 18), IQ4_XS: (256, 136), TQ1_0: (256, 54), TQ2_0: (256, 66),
+          NVFP4: (64, 36), Q1_0: (128, 18), Q2_0: (64, 18),
           IQ2_XXS: (256, 66), IQ2_XS: (256, 74), IQ3_XXS: (256, 98), IQ1_S: (256, 50), IQ3_S: (256, 110),
           IQ2_S: (256, 82), IQ1_M: (256, 56)}
 # ggml's i-quant quantizers search their grids weighted by an importance
@@ -83,6 +86,15 @@ FIXTURES = [
     Fixture("llama_lowbit", NVFP4, NVFP4, Q2_0, Q1_0, 0.3,
             "both engines quantize activations to Q8_0: llama.cpp 0.116 and vt 0.125 from the float64 evaluation of "
             "the dequantized weights, vt vs llama.cpp 0.099; twice 0.15"),
+    # Ternary weights (BitNet b1.58's TQ1_0 and TQ2_0: attention TQ1_0, FFN
+    # TQ2_0) beside a Q8_0 embedding and output, as BitNet GGUFs keep those
+    # wider; Q8_K activations for the ternary types, Q8_0 for the rest. vt
+    # against llama.cpp measured 0.150 (AVX-512 and AVX2) when this was
+    # written: the same 0.3. A wrong trit order or code offset fails
+    # test-ternary.
+    Fixture("llama_ternary", Q8_0, TQ1_0, TQ2_0, TQ2_0, 0.3,
+            "both engines quantize activations (Q8_K for TQ1_0 / TQ2_0, Q8_0 for the embedding and output): vt vs "
+            "llama.cpp measured 0.150 (AVX-512 and AVX2); twice 0.15"),
     # All seven i-quants over two Llamas, Q8_K activations, measured when
     # this was written as for llama_iq4 (float64 evaluation of the weights as
     # gguf-py dequantizes them; vt the same on AVX-512 and AVX2): llama_iq2
@@ -178,7 +190,7 @@ def main() -> None:
     ap.add_argument("--ggml-base", required=True, type=Path)
     ap.add_argument("--driver", required=True, type=Path)
     ap.add_argument("--gguf-py", required=True, type=Path)
-    ap.add_argument("--only", nargs="*", help="fixture names (default: all)")
+    ap.add_argument("--only", help="comma-separated subset of " + ",".join(fx.name for fx in FIXTURES))
     a = ap.parse_args()
     sys.path.insert(0, str(a.gguf_py))
     import gguf  # noqa: E402
@@ -186,8 +198,9 @@ def main() -> None:
     mx = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mx)
     q = quantizer(a.ggml_base)
+    only = set(a.only.split(",")) if a.only else None
     for fx in FIXTURES:
-        if a.only and fx.name not in a.only:
+        if only and fx.name not in only:
             continue
         out = TINY / f"{fx.name}.gguf"
         write(gguf, q, TINY / "llama.gguf", out, fx)

@@ -99,6 +99,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -117,8 +118,15 @@ def _load(name: str, file: str):
 TM = _load("make_tiny_models", "make-tiny-models.py")
 MX = _load("make_mxfp4_fixtures", "make-mxfp4-fixtures.py")  # llama_cpp_golden
 OUT = TM.OUT
-BASE = "llama"  # the float32 model each fixture quantizes (TM.CONFIGS["llama"], seed SEEDS[name])
-FIXTURES = ["llama_nvfp4_ct", "llama_nvfp4_modelopt"]
+# qwen3_moe_nvfp4_ct's float32 model: make-tiny-models.py's qwen3_moe with
+# experts of 64 (its 32 is not a whole ggml NVFP4 block of 64 along
+# down_proj's rows; every other quantized input, 64 or 128, is).
+MOE_BASE = "qwen3_moe_nvfp4"
+TM.CONFIGS[MOE_BASE] = TM.CONFIGS["qwen3_moe"][:2] + (dict(TM.CONFIGS["qwen3_moe"][2], moe_intermediate_size=64),)
+# The float32 model each fixture quantizes (TM.CONFIGS[BASES[name]], seed SEEDS[name]).
+BASES = {"llama_nvfp4_ct": "llama", "llama_nvfp4_modelopt": "llama", "qwen3_moe_nvfp4_ct": MOE_BASE}
+FIXTURES = ["llama_nvfp4_ct", "llama_nvfp4_modelopt", "qwen3_moe_nvfp4_ct"]
+CT = {"llama_nvfp4_ct", "qwen3_moe_nvfp4_ct"}  # the compressed-tensors fixtures
 # The torch seed of the float32 model (make-tiny-models.py's build(BASE,
 # seed=)), found by trying: the llama seed (1234) gives smallest greedy
 # margins of 0.016 (compressed-tensors) and 0.013 (ModelOpt); of seeds 1234
@@ -126,8 +134,12 @@ FIXTURES = ["llama_nvfp4_ct", "llama_nvfp4_modelopt"]
 # smallest margin are 1877 (0.069, 6 tokens), 1884, 1407, 1281, 2072 (0.050,
 # 20 tokens) and 1955 (0.048, 20 tokens); ModelOpt gives 0.054 on 2072 and
 # 0.048 on 1955. One each, so that the two layouts carry different weights.
-SEEDS: dict[str, int] = {"llama_nvfp4_ct": 2072, "llama_nvfp4_modelopt": 1955}
+SEEDS: dict[str, int] = {"llama_nvfp4_ct": 2072, "llama_nvfp4_modelopt": 1955, "qwen3_moe_nvfp4_ct": 1590}
 MIN_MARGIN = 0.01
+# The smallest gap between the k-th and the next expert's router probability
+# a mixture's seed must give (over the prompts and the greedy run): NVFP4
+# readers' noise (llama.cpp's Q8_0 activations, vt's) must not flip a choice.
+MIN_ROUTER_GAP = 1e-3
 GROUP = 16
 QUANTIZED = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 GGUF_NAME = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
@@ -145,6 +157,7 @@ MODELOPT_FILES = ["config.json", "generation_config.json", "hf_quant_config.json
 # 1234 it was 0.023: float noise flipping a Q8_0 rounding). Against that,
 # NVFP4 moves logits 0.89 and 1.0 from the float32 models.
 TOL: dict[str, tuple[float, str]] = {
+    "qwen3_moe_nvfp4_ct": (1.0, "placeholder"),
     "llama_nvfp4_ct": (0.12, (
         "llama.cpp reads NVFP4 with Q8_0 activations, transformers dequantizes (compressed-tensors rounds the "
         "weights to bfloat16, 0.015 of it) and runs float32: llama.cpp measured 0.060 from these goldens, AVX2 vs "
@@ -241,8 +254,10 @@ def fuse_global_scales(model) -> None:
                     x.weight_global_scale.copy_(g)
 
 
-def save_ct(f32_model, folder: Path) -> None:
-    """The float32 model quantized (NVFP4A16) and saved by compressed_tensors."""
+def ct_compress_model(f32_model, ignore: list[str]):
+    """compressed_tensors' own model path: a copy of the float32 model
+    quantized (NVFP4A16, targets Linear, but ignore) and compressed in memory;
+    (the model, its quantized modules by name, the ModelCompressor)."""
     import torch
     from compressed_tensors.compressors import ModelCompressor
     from compressed_tensors.quantization import (QuantizationConfig, QuantizationStatus, apply_quantization_config,
@@ -250,10 +265,9 @@ def save_ct(f32_model, folder: Path) -> None:
     from compressed_tensors.quantization.utils import calculate_qparams, generate_gparam
     model = copy.deepcopy(f32_model)
     cfg = QuantizationConfig(config_groups={"group_0": preset_name_to_scheme("NVFP4A16", ["Linear"])},
-                             ignore=["lm_head"])
+                             ignore=ignore)
     apply_quantization_config(model, cfg, show_progress=False)
     targets = {n: m for n, m in model.named_modules() if getattr(m, "quantization_scheme", None) is not None}
-    assert sorted(n + ".weight" for n in targets) == sorted(quantized_names(f32_model)), sorted(targets)
     with torch.no_grad():
         for m in targets.values():  # the observer's global scale: min and max of the whole tensor
             w = m.weight.detach()
@@ -268,6 +282,13 @@ def save_ct(f32_model, folder: Path) -> None:
             m.quantization_status = QuantizationStatus.FROZEN
     compressor = ModelCompressor.from_pretrained_model(model)
     compressor.compress_model(model)
+    return model, targets, compressor
+
+
+def save_ct(f32_model, folder: Path) -> None:
+    """The float32 model quantized (NVFP4A16) and saved by compressed_tensors."""
+    model, targets, compressor = ct_compress_model(f32_model, ["lm_head"])
+    assert sorted(n + ".weight" for n in targets) == sorted(quantized_names(f32_model)), sorted(targets)
     model.save_pretrained(folder, safe_serialization=True)
     compressor.update_config(str(folder))
 
@@ -294,6 +315,210 @@ def load_ct_oracle(folder: Path, f32_model):
         want[n] = dequantize_ct(packed, scale, gs)
     check_weights(model, f32_model, want, st)
     return model
+
+
+# --- qwen3_moe_nvfp4_ct: compressed-tensors, experts stored per expert ---------
+
+FUSED = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
+EXPERT_RE = r"(.*\.mlp\.experts)\.(\d+)\.(gate_proj|up_proj|down_proj)\.weight$"
+
+
+def ct_scheme():
+    """The NVFP4A16 preset's scheme (targets Linear), as llm-compressor writes it."""
+    from compressed_tensors.quantization import preset_name_to_scheme
+    return preset_name_to_scheme("NVFP4A16", ["Linear"])
+
+
+def ct_global_scales(st: dict, names: list[str]) -> dict:
+    """Each named tensor's global scale as ct_compress_model computes it: the
+    observer's generate_gparam(min, max) of the whole tensor, then the
+    smallest of its module's fused group (fuse_global_scales: q/k/v of an
+    attention, gate/up of one expert; each expert its own)."""
+    import torch
+    from compressed_tensors.quantization.utils import generate_gparam
+    own = {n: generate_gparam(st[n].amin(), st[n].amax()) for n in names}
+    fused = {}
+    for n in names:
+        prefix, proj = n.rsplit(".", 2)[0], n.split(".")[-2]
+        group = next((g for g in FUSED if proj in g), (proj,))
+        members = [f"{prefix}.{p}.weight" for p in group if f"{prefix}.{p}.weight" in own]
+        fused[n] = torch.min(torch.cat([own[m] for m in members])).reshape([1])
+    return fused
+
+
+def ct_compress_tensors(st: dict, names: list[str]) -> dict:
+    """The named float32 checkpoint tensors in NVFP4A16 by compressed_tensors'
+    own functions, one tensor at a time (what ct_compress_model does per
+    module: global scales as ct_global_scales, per group of 16
+    calculate_qparams with the global scale, NVFP4PackedCompressor.compress):
+    <name>.weight_packed, .weight_scale, .weight_global_scale of each."""
+    from compressed_tensors.compressors.nvfp4.base import NVFP4PackedCompressor
+    from compressed_tensors.quantization.utils import calculate_qparams
+    scheme = ct_scheme()
+    args = scheme.weights
+    assert args.group_size == GROUP and args.strategy == "tensor_group"
+    gs = ct_global_scales(st, names)
+    out = {}
+    for n in names:
+        w = st[n]
+        g = w.reshape(w.shape[0], -1, GROUP)
+        scale, _ = calculate_qparams(g.amin(-1), g.amax(-1), args, global_scale=gs[n])
+        sd = NVFP4PackedCompressor.compress({"weight": w, "weight_scale": scale, "weight_global_scale": gs[n]}, scheme)
+        assert sorted(sd) == ["weight_global_scale", "weight_packed", "weight_scale"], sorted(sd)
+        out.update({n.removesuffix("weight") + k: v for k, v in sd.items()})
+    return out
+
+
+def checkpoint_view(params: dict, n: str, cfg):
+    """The slice of a model parameter that checkpoint tensor n loads into:
+    itself, or for a Qwen3-MoE expert's projection (transformers 5 keeps the
+    experts fused) gate_up_proj[e, :I] (gate), gate_up_proj[e, I:] (up) or
+    down_proj[e]."""
+    m = re.match(EXPERT_RE, n)
+    if m is None:
+        return params[n]
+    prefix, e, proj = m.group(1), int(m.group(2)), m.group(3)
+    if proj == "down_proj":
+        return params[prefix + ".down_proj"][e]
+    i = cfg.moe_intermediate_size
+    return params[prefix + ".gate_up_proj"][e, :i] if proj == "gate_proj" else params[prefix + ".gate_up_proj"][e, i:]
+
+
+def save_ct_moe(f32_model, folder: Path) -> None:
+    """The saved float32 Qwen3-MoE folder rewritten in NVFP4A16: every
+    attention projection and every expert's gate/up/down_proj, per expert as
+    the checkpoint stores them, compressed by ct_compress_tensors (bytes
+    checked equal to compressed_tensors' model path, ct_compress_model, on the
+    modules that path reaches: the attention's nn.Linear; the fused experts
+    are not nn.Linear), routers (mlp.gate) and lm_head kept float32;
+    config.json's quantization_config is that path's (ModelCompressor's
+    update_config): the preset's group, targets Linear, format
+    nvfp4-pack-quantized, and ignore, which the library lists from the
+    modules left out that vLLM counts as Linear (get_vllm_module_type: the
+    routers too): ["model.layers.0.mlp.gate", "model.layers.1.mlp.gate",
+    "lm_head"]."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    cfg = f32_model.config
+    path = folder / "model.safetensors"
+    st = load_file(path)
+    names = quantized_names_of(cfg)
+    assert sorted(names) == sorted(k for k in st if is_quantized(k)), sorted(st)
+    params = dict(f32_model.named_parameters())
+    for n in names:  # the checkpoint's per-expert tensors are the model's fused slices
+        assert st[n].dtype == torch.float32 and torch.equal(st[n], checkpoint_view(params, n, cfg)), n
+    out = ct_compress_tensors(st, names)
+    ignore = [f"model.layers.{i}.mlp.gate" for i in range(cfg.num_hidden_layers)] + ["lm_head"]
+    model, targets, compressor = ct_compress_model(f32_model, ignore)
+    assert sorted(n + ".weight" for n in targets) == sorted(n for n in names if ".self_attn." in n), sorted(targets)
+    for n, m in targets.items():
+        for k in ("weight_packed", "weight_scale", "weight_global_scale"):
+            a, b = getattr(m, k).detach(), out[f"{n}.{k}"]
+            assert a.dtype == b.dtype and torch.equal(a.view(torch.uint8), b.view(torch.uint8)), (n, k)
+    for i in range(cfg.num_hidden_layers):  # each expert its own global scale (gate and up share one)
+        for proj in ("gate_proj", "up_proj", "down_proj"):
+            g = [float(out[f"model.layers.{i}.mlp.experts.{e}.{proj}.weight_global_scale"])
+                 for e in range(cfg.num_experts)]
+            assert len(set(g)) == cfg.num_experts, (i, proj, g)
+    tensors = {k: v for k, v in st.items() if k not in names}
+    tensors.update(out)
+    save_file(tensors, path, metadata={"format": "pt"})
+    assert compressor.quantization_config.ignore == ignore, compressor.quantization_config.ignore
+    compressor.update_config(str(folder))
+
+
+def load_ct_moe_oracle(folder: Path, f32_model):
+    """The float32 model with each quantized weight replaced by
+    compressed_tensors' decompression of its checkpoint tensors
+    (NVFP4PackedCompressor.decompress, checked bit for bit against
+    dequantize_ct); transformers' own load of the folder compared with it
+    (check_hf_moe_load: not the oracle, its experts are wrong)."""
+    import torch
+    import transformers
+    from compressed_tensors.compressors.nvfp4.base import NVFP4PackedCompressor
+    from safetensors.torch import load_file
+    cfg = f32_model.config
+    st = load_file(folder / "model.safetensors")
+    check_scale_signs(st, ".weight_scale")
+    scheme = ct_scheme()
+    model = copy.deepcopy(f32_model)
+    params = dict(model.named_parameters())
+    want = {}
+    with torch.no_grad():
+        for n in quantized_names_of(cfg):
+            base = n.removesuffix("weight")
+            packed, scale, gs = st[base + "weight_packed"], st[base + "weight_scale"], st[base + "weight_global_scale"]
+            assert packed.dtype == torch.uint8 and gs.dtype == torch.float32 and gs.shape == (1,), n
+            w = NVFP4PackedCompressor.decompress(
+                {"weight_packed": packed, "weight_scale": scale, "weight_global_scale": gs}, scheme)["weight"]
+            w = w.to(torch.float32)
+            want[n] = dequantize_ct(packed, scale, gs)
+            assert same_bits(w.numpy(), want[n]), n
+            checkpoint_view(params, n, cfg).copy_(w)
+    check_weights_moe(model, f32_model, want, st)
+    check_hf_moe_load(folder, model, want, st)
+    return model
+
+
+def check_hf_moe_load(folder: Path, oracle, want: dict, st: dict) -> None:
+    """transformers 5.25's own load of the folder (CompressedTensorsConfig(
+    dequantize=True), float32): every weight but the experts' is the
+    oracle's, bit for bit; its experts come out in bfloat16 and without their
+    global scale, each bf16(e2m1 x e4m3) (its CompressedTensorsDequantize
+    decompresses fused experts through a module holding weight_packed,
+    weight_scale and weight_shape only), thousands of times too large. Prints
+    which (a later transformers may load them right)."""
+    import torch
+    import transformers
+    cfg = oracle.config
+    hf = transformers.Qwen3MoeForCausalLM.from_pretrained(
+        folder, quantization_config=transformers.CompressedTensorsConfig(dequantize=True), dtype=torch.float32).eval()
+    got, ref = dict(hf.named_parameters()), dict(oracle.named_parameters())
+    experts = {"same as the oracle": 0, "without their global scale, bfloat16": 0, "other": 0}
+    for n in want:
+        g = checkpoint_view(got, n, cfg).detach()
+        if not re.match(EXPERT_RE, n):
+            assert g.dtype == torch.float32 and same_bits(g.numpy(), want[n]), n
+            continue
+        b = n.removesuffix("weight")
+        bare = dequantize_ct(st[b + "weight_packed"], st[b + "weight_scale"], torch.ones(1))
+        if g.dtype == torch.float32 and same_bits(g.numpy(), want[n]):
+            experts["same as the oracle"] += 1
+        elif g.dtype == torch.bfloat16 and same_bits(g.float().numpy(), bare):
+            experts["without their global scale, bfloat16"] += 1
+        else:
+            experts["other"] += 1
+    held = {n for n in got if n.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj"))}
+    for n, p in ref.items():
+        if n not in held and not is_quantized(n):
+            assert got[n].dtype == torch.float32 and torch.equal(got[n].detach(), p.detach()), n
+    print("  transformers' load (CompressedTensorsConfig(dequantize=True)): attention and unquantized weights the "
+          "oracle's bit for bit; expert projections: "
+          + ", ".join(f"{k} {v}" for k, v in experts.items() if v) + f" (of {sum(experts.values())})")
+
+
+def check_weights_moe(model, f32_model, want: dict, st: dict) -> None:
+    """check_weights for checkpoint names: every quantized tensor's slice of
+    the oracle equals want (bit for bit) and moved from the float32 model;
+    every parameter that holds none equals the float32 model's (and the
+    checkpoint's float32 tensor)."""
+    import torch
+    cfg = f32_model.config
+    got, ref = dict(model.named_parameters()), dict(f32_model.named_parameters())
+    assert sorted(got) == sorted(ref)
+    holders = set()
+    for n, w in want.items():
+        g, p = checkpoint_view(got, n, cfg).detach(), checkpoint_view(ref, n, cfg).detach()
+        assert g.dtype == torch.float32 and same_bits(g.numpy(), w), n
+        assert not torch.equal(g, p), n
+        m = re.match(EXPERT_RE, n)
+        holders.add(n if m is None else m.group(1) + (".down_proj" if m.group(3) == "down_proj" else ".gate_up_proj"))
+    assert {n for n in got if n.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj"))} <= holders
+    for n, p in ref.items():
+        if n in holders:
+            continue
+        assert n in st and st[n].dtype == torch.float32 and torch.equal(st[n], p.detach()), n
+        assert torch.equal(got[n].detach(), p.detach()), n
 
 
 # --- llama_nvfp4_modelopt: NVIDIA ModelOpt ---------------------------------------
@@ -390,8 +615,8 @@ def exact_f32_model(f32_model, folder: Path, name: str):
     model = copy.deepcopy(f32_model)
     params = dict(model.named_parameters())
     with torch.no_grad():
-        for n in quantized_names(f32_model):
-            if name == "llama_nvfp4_ct":
+        for n in quantized_names_of(f32_model.config):
+            if name in CT:
                 base = n.removesuffix(".weight")
                 packed, scale = st[base + ".weight_packed"], st[base + ".weight_scale"]
                 mul = 1.0 / float(st[base + ".weight_global_scale"])
@@ -399,7 +624,7 @@ def exact_f32_model(f32_model, folder: Path, name: str):
                 packed, scale, mul = st[n], st[n + "_scale"], float(st[n + "_scale_2"])
             v = e2m1_values(e2m1_codes(packed)).astype(np.float64)
             w = v * per_element(scale.to(torch.float64).numpy(), v.shape[1]) * mul
-            params[n].copy_(torch.from_numpy(w.astype(np.float32)))
+            checkpoint_view(params, n, f32_model.config).copy_(torch.from_numpy(w.astype(np.float32)))
     return model
 
 
@@ -462,10 +687,13 @@ def permute_rows(w, n_head: int):
 
 def check_gguf(gguf, path: Path, folder: Path, name: str, cfg) -> None:
     """Each quantized weight is an NVFP4 tensor whose blocks decode to the
-    checkpoint's e2m1 x e4m3 values (q/k rows permuted as the converter
-    does), with <tensor>.scale F32 [1] = scale_2 (ModelOpt) or float32(1 /
-    global_scale) (compressed-tensors); no .input_scale (weight-only
-    checkpoints); every other tensor F32. Prints layer 0's tensors."""
+    checkpoint's e2m1 x e4m3 values (Llama's q/k rows permuted as the
+    converter does), with <tensor>.scale F32 [1] = scale_2 (ModelOpt) or
+    float32(1 / global_scale) (compressed-tensors); a mixture's experts
+    stacked into blk.N.ffn_<proj>_exps.weight, ne [n_in, n_out, n_expert],
+    with ffn_<proj>_exps.scale F32 [n_expert] = each expert's factor (all
+    different); no .input_scale (weight-only checkpoints); every other tensor
+    F32. Prints layer 0's tensors."""
     import numpy as np
     import torch
     from safetensors.torch import load_file
@@ -475,16 +703,21 @@ def check_gguf(gguf, path: Path, folder: Path, name: str, cfg) -> None:
     print(f"  {path.name}: {path.stat().st_size} bytes; layer 0 and the rest (ggml type, ne):")
     for t in r.tensors:
         if not t.name.startswith("blk.") or t.name.startswith("blk.0."):
-            extra = f" = {float(t.data[0]):.9g}" if t.name.endswith(".scale") else ""
+            extra = (" = " + ", ".join(f"{float(v):.9g}" for v in t.data)) if t.name.endswith(".scale") else ""
             print(f"    {t.name}  {t.tensor_type.name} ({int(t.tensor_type)})  {[int(x) for x in t.shape]}{extra}")
     seen = set()
     for n in quantized_names_of(cfg):
         layer, proj = int(n.split(".")[2]), n.split(".")[-2]
-        g = f"blk.{layer}.{GGUF_NAME[proj]}"
+        expert = re.match(EXPERT_RE, n)
+        g = f"blk.{layer}.{GGUF_NAME[proj]}" + ("_exps" if expert else "")
         t = tensors[g + ".weight"]
         assert int(t.tensor_type) == GGML_NVFP4, g
-        cols, rows = (int(x) for x in t.shape)
-        if name == "llama_nvfp4_ct":
+        shape = [int(x) for x in t.shape]
+        cols, rows = shape[:2]
+        e = int(expert.group(2)) if expert else 0
+        assert shape[2:] == ([cfg.num_experts] if expert else []), (g, shape)
+        raw = np.asarray(t.data).reshape(-1, rows, cols // 64 * 36)[e]
+        if name in CT:
             base = n.removesuffix(".weight")
             packed, scale = st[base + ".weight_packed"], st[base + ".weight_scale"]
             want_scale = np.float32(1.0) / st[base + ".weight_global_scale"].numpy().reshape(())
@@ -492,13 +725,15 @@ def check_gguf(gguf, path: Path, folder: Path, name: str, cfg) -> None:
             packed, scale, want_scale = st[n], st[n + "_scale"], st[n + "_scale_2"].numpy().reshape(())
         want = e2m1_values(e2m1_codes(packed)).astype(np.float64) * per_element(
             scale.to(torch.float64).numpy(), 2 * packed.shape[1])
-        if proj in ("q_proj", "k_proj"):
+        if proj in ("q_proj", "k_proj") and cfg.model_type == "llama":
             want = permute_rows(want, cfg.num_attention_heads if proj == "q_proj" else cfg.num_key_value_heads)
-        assert (rows, cols) == want.shape, g
-        assert np.array_equal(decode_ggml_nvfp4(t.data, rows, cols), want), g
+        assert (rows, cols) == want.shape, n
+        assert np.array_equal(decode_ggml_nvfp4(raw, rows, cols), want), n
         s = tensors[g + ".scale"]
-        assert s.tensor_type.name == "F32" and [int(x) for x in s.shape] == [1], g
-        assert np.float32(s.data[0]) == np.float32(want_scale), (g, float(s.data[0]), float(want_scale))
+        assert s.tensor_type.name == "F32" and [int(x) for x in s.shape] == (shape[2:] or [1]), g
+        assert np.float32(s.data[e]) == np.float32(want_scale), (n, float(s.data[e]), float(want_scale))
+        if expert:
+            assert len(set(np.asarray(s.data).tolist())) == cfg.num_experts, (g, s.data)
         assert g + ".input_scale" not in tensors, g
         seen |= {g + ".weight", g + ".scale"}
     rest = [t for t in r.tensors if t.name not in seen]
@@ -507,8 +742,35 @@ def check_gguf(gguf, path: Path, folder: Path, name: str, cfg) -> None:
 
 
 def quantized_names_of(cfg) -> list[str]:
-    return [f"model.layers.{i}.{'self_attn' if p in QUANTIZED[:4] else 'mlp'}.{p}.weight"
-            for i in range(cfg.num_hidden_layers) for p in QUANTIZED]
+    """The checkpoint names of the quantized weights (a mixture's experts as
+    model.layers.N.mlp.experts.E.<proj>.weight, one tensor per expert)."""
+    mlp = ([f"mlp.experts.{e}.{p}" for e in range(cfg.num_experts) for p in QUANTIZED[4:]]
+           if getattr(cfg, "num_experts", None) else [f"mlp.{p}" for p in QUANTIZED[4:]])
+    return [f"model.layers.{i}.{m}.weight" for i in range(cfg.num_hidden_layers)
+            for m in [f"self_attn.{p}" for p in QUANTIZED[:4]] + mlp]
+
+
+def router_gap(model, ids: list[int]) -> float:
+    """The smallest gap, over the tokens of ids and every router (mlp.gate),
+    between the k-th and the (k+1)-th expert's softmax probability (as
+    make-tiny-models.py's goldens measures it over the prompts)."""
+    import torch
+    gaps = []
+
+    def hook(m, args, out):
+        top = out[0].float().softmax(-1).sort(-1, descending=True).values
+        k = out[2].shape[-1]
+        gaps.append(float((top[:, k - 1] - top[:, k]).min()))
+
+    hooks = [m.register_forward_hook(hook) for n, m in model.named_modules() if n.endswith(".mlp.gate")]
+    try:
+        with torch.no_grad():
+            model(torch.tensor([ids]))
+    finally:
+        for h in hooks:
+            h.remove()
+    assert gaps
+    return min(gaps)
 
 
 def llama_cpp_run(driver: Path, gguf_path: Path, golden_path: Path, libdir: Path | None = None) -> dict:
@@ -541,9 +803,12 @@ def logit_diff(a: dict, b: dict) -> float:
 
 def build_fixture(name: str, folder: Path, seed: int):
     """(tokenizer, float32 model, oracle) of a fixture, written into folder."""
-    tok, _, f32_model = TM.build(BASE, folder, seed=seed)
-    TM.save(BASE, f32_model, folder)
-    if name == "llama_nvfp4_ct":
+    tok, _, f32_model = TM.build(BASES[name], folder, seed=seed)
+    TM.save(BASES[name], f32_model, folder)
+    if name == "qwen3_moe_nvfp4_ct":
+        save_ct_moe(f32_model, folder)
+        model = load_ct_moe_oracle(folder, f32_model)
+    elif name == "llama_nvfp4_ct":
         save_ct(f32_model, folder)
         model = load_ct_oracle(folder, f32_model)
     else:
@@ -574,7 +839,7 @@ def make(name: str, a) -> None:
             p.chmod(0o644)  # safetensors writes 0600
 
         cfg = model.config
-        prompts, greedy, margins, _, _ = TM.goldens(name, model, tok)
+        prompts, greedy, margins, routed, gaps = TM.goldens(name, model, tok)
         tol, why = TOL[name]
         golden = {
             "format": 1, "generator": "tests/models/make-nvfp4-fixtures.py", "architecture": name,
@@ -592,6 +857,10 @@ def make(name: str, a) -> None:
         oracle_logits = prompt_logits(model, tok)
         print(f"  golden {path.name}: {path.stat().st_size} bytes; min greedy margin {min(margins):.4f}, "
               f"{len(set(greedy))} distinct greedy tokens (seed {SEEDS[name]})")
+        if routed:
+            greedy_gap = router_gap(model, prompts[-1]["ids"] + greedy[:-1])
+            print(f"  experts chosen per MoE layer {[len(e) for e in routed.values()]}; smallest router top-k gap "
+                  f"{min(gaps.values()):.2e} over the prompts, {greedy_gap:.2e} over the greedy run")
         print(f"  max |logit| oracle - float32 model: {max_diff(oracle_logits, prompt_logits(f32_model, tok)):.6f}")
         exact_logits = prompt_logits(exact_f32_model(f32_model, kept, name), tok)
         print(f"  max |logit| oracle - exact decoding of the checkpoint: {max_diff(oracle_logits, exact_logits):.6f}")
@@ -614,6 +883,9 @@ def make(name: str, a) -> None:
         if min(margins) <= MIN_MARGIN:
             sys.exit(f"make-nvfp4-fixtures: {name}'s smallest greedy margin {min(margins):.4f} is not above "
                      f"{MIN_MARGIN}: try another seed (SEEDS)")
+        if routed and min(min(gaps.values()), greedy_gap) <= MIN_ROUTER_GAP:
+            sys.exit(f"make-nvfp4-fixtures: {name}'s smallest router top-k gap is not above {MIN_ROUTER_GAP}: try "
+                     f"another seed (SEEDS)")
 
 
 def quiet() -> None:

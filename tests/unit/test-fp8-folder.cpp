@@ -235,3 +235,23 @@ TEST_CASE("FP8 folders vt cannot honour are refused, naming why", "[fp8]") {
         CHECK(msg.find("F8_E5M2") != std::string::npos);
     }
 }
+
+TEST_CASE("quantization at load turns an FP8 folder's projections into the GGUF type", "[fp8]") {
+    Scratch s("llama_fp8_block");
+    auto m = Model::load(s.dir.string(), true, nullptr, DType::Q8_0);
+    const QuantizeStats &q = m->quantize_stats();
+    // The 14 FP8 projections (7 x 2 layers) and the F32 output projection.
+    uint64_t bytes_in = 0, q8_bytes = 0;
+    int n_fp8 = 0;
+    for (const GgufTensorInfo &t : m->gguf().tensors())
+        if (t.type == DType::FP8_E4M3 || t.name == "output.weight") {
+            n_fp8 += t.type == DType::FP8_E4M3;
+            bytes_in += t.nbytes;
+            q8_bytes += row_bytes(DType::Q8_0, t.ne[0]) * (uint64_t)t.ne[1];
+        }
+    CHECK(n_fp8 == 14);
+    CHECK(q.n_quantized == 15);
+    CHECK(q.n_kept == 0);
+    CHECK(q.bytes_in == bytes_in);
+    CHECK(q.bytes_out == q8_bytes);
+}

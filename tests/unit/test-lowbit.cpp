@@ -113,16 +113,7 @@ TEST_CASE("NVFP4, Q1_0, Q2_0 dots against the double decoding, and bit for bit w
                 const Bytes w = random_blocks(t, n, rng);
                 std::vector<float> x(n);
                 for (auto &v : x) v = nd(rng) * (rep == 3 ? 30.f : 1.f);
-                const vt::test::ExactDot d =
-                    vt::test::exact_dot(DType::Q8_0, x, [&](int64_t i) { return element(t, w, i); });
-                const double tol = d.magnitude * (double)(n / 16 + 4) * 0x1p-23;
-                const float ref = ref::vec_dot(t, n, w.data(), d.act.data());
-                for (const Kernels *k : all_isas()) {
-                    const float v = k->dot[(int)t](n, w.data(), d.act.data());
-                    INFO(dtype_name(t) << " on " << k->isa << " n=" << n << " got " << v << " exact " << d.exact);
-                    CHECK(std::fabs(v - d.exact) <= tol);
-                    CHECK(std::memcmp(&v, &ref, 4) == 0);
-                }
+                vt::test::check_dots(t, w, x, [&](int64_t i) { return element(t, w, i); }, 16);
             }
         }
     }

@@ -38,7 +38,7 @@ const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, 
                               DType::IQ4_NL, DType::IQ4_XS, DType::NVFP4, DType::Q1_0, DType::Q2_0,
                               DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S,
                               DType::IQ1_S, DType::IQ1_M,
-                              DType::FP8_E4M3};
+                              DType::FP8_E4M3, DType::TQ1_0, DType::TQ2_0};
 const DType kActTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q8_1, DType::Q8_K};
 
 int64_t block_elems(DType t) { return dtype_info(t).block_elems; }

@@ -143,6 +143,7 @@ void deq_mxfp4(const void *src, float *y, int64_t n) {
 
 void avx2_fill_kquants(Kernels &k); // kquants-avx2.cpp
 void avx2_fill_lowbit(Kernels &k);  // lowbit-avx2.cpp
+void avx2_fill_ternary(Kernels &k); // ternary-avx2.cpp
 void avx2_fill_iquants(Kernels &k); // iquants-avx2.cpp
 
 void fill_avx2(Kernels &k) {
@@ -170,6 +171,7 @@ void fill_avx2(Kernels &k) {
     k.dot[id(DType::FP8_E4M3)] = fp8_dot<Ymm2>;
     k.gemm[id(DType::FP8_E4M3)] = fp8_gemm<Ymm2, 1, 2>;
     avx2_fill_lowbit(k);
+    avx2_fill_ternary(k);
     avx2_fill_kquants(k);
     avx2_fill_iquants(k);
     k.attn_scores = attn_scores<Ymm>;

@@ -85,6 +85,17 @@ static_assert(sizeof(BlockIQ4NL) == 18 && sizeof(BlockIQ4XS) == 136);
 // qs[8s..8s+7] of e2m1 codes (kMxfp4Values, doubled): element 16s + j in
 // the low nibble of qs[8s + j], 16s + 8 + j in its high nibble (j < 8).
 struct BlockNVFP4 { uint8_t d[4]; uint8_t qs[32]; };
+// TQ1_0 (block_tq1_0, type 34): 256 ternary weights x = (t - 1) * d, t in
+// 0..2, as base-3 fractions: a byte b holds trits b * 3^n mod 256 * 3 >> 8
+// (n = 0..4, the first the most significant; tq_trit). Elements 32n + m
+// are trit n of qs[m] (m < 32), 160 + 16n + m trit n of qs[32 + m] (m <
+// 16), 240 + 4n + j trit n of qh[j] (n < 4).
+struct BlockTQ1_0 { uint8_t qs[48]; uint8_t qh[4]; uint16_t d; };
+// TQ2_0 (block_tq2_0, type 35): x = (q - 1) * d, q 2 bits: element
+// 128h + 32l + m is bits 2l..2l+1 of qs[32h + m].
+struct BlockTQ2_0 { uint8_t qs[64]; uint16_t d; };
+static_assert(sizeof(BlockTQ1_0) == 54 && sizeof(BlockTQ2_0) == 66);
+
 // FP8_E4M3 (vt's own type 43, no GGUF's): the FP8 checkpoint formats
 // (DeepSeek's and Qwen's 128 x 128 blocks, compressed-tensors' per-channel,
 // per-tensor and block scales) as one row layout: 64 e4m3fn bytes q (sign,
@@ -238,6 +249,12 @@ static inline void q3k_scales(const uint8_t *s, int8_t out[16]) {
 // after the shift), so the conversion is exact for every non-NaN byte.
 static inline uint16_t fp8_e4m3_half16(uint8_t x) {
     return (uint16_t)((x & 0x80) << 8 | (x & 0x7F) << 7);
+}
+
+// Trit n (0..4) of a TQ1_0 byte: 0, 1 or 2.
+static inline int tq_trit(uint8_t b, int n) {
+    static constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+    return (int)(((uint16_t)(uint8_t)(b * kPow3[n]) * 3) >> 8);
 }
 
 // Twice the e2m1 value of each 4-bit code: sign bit 3, exponent bits 2..1,

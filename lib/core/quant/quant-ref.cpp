@@ -31,7 +31,9 @@ DType vec_dot_type(DType t) {
     case DType::IQ3_XXS:
     case DType::IQ3_S:
     case DType::IQ1_S:
-    case DType::IQ1_M: return DType::Q8_K;
+    case DType::IQ1_M:
+    case DType::TQ1_0:
+    case DType::TQ2_0: return DType::Q8_K;
     case DType::FP8_E4M3: return DType::F32;  // FP8 checkpoints as transformers runs them (fp8-scalar.cpp)
     default: return t; // F32, F16, BF16 (and the activation types themselves)
     }
@@ -50,6 +52,7 @@ struct Table {
         fill_lowbit(by_type);
         fill_iquants(by_type);
         fill_fp8(by_type);
+        fill_ternary(by_type);
     }
 };
 

@@ -15,5 +15,6 @@ void fill_iq4(RowKernels *by_type);      // IQ4_NL, IQ4_XS (iq4-scalar.cpp)
 void fill_lowbit(RowKernels *by_type);   // NVFP4, Q1_0, Q2_0 (lowbit-scalar.cpp)
 void fill_iquants(RowKernels *by_type);  // IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (iquants-scalar.cpp)
 void fill_fp8(RowKernels *by_type);      // FP8_E4M3 (fp8-scalar.cpp)
+void fill_ternary(RowKernels *by_type);  // TQ1_0, TQ2_0 (ternary-scalar.cpp)
 
 } // namespace vt::ref

@@ -1,0 +1,100 @@
+// AVX2 dots of TQ1_0 and TQ2_0 with Q8_K activations (built with -mavx2
+// -mfma -mf16c; the AVX-512 tables keep them), in the canonical order of
+// ternary-scalar.cpp, bit-identical to it: a block's codes (0..2, or 0..3)
+// times the activations summed exactly with maddubs, minus the activations'
+// sum (Q8_K's bsums) for the codes' offset of 1; then the block's one FMA
+// into its lane.
+#include "core/quant/blocks.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/simd-x86.h"
+#include "cpu/kernels/legacy-x86.h"
+
+#include <cmath>
+
+namespace vt::quant {
+namespace {
+using namespace x86;
+
+// Sum of the 32 products of u8 codes c (at most 3) and s8 activations y, in
+// int32 lanes.
+static inline __m256i dot_u8s8(__m256i c, __m256i y) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(c, y), _mm256_set1_epi16(1));
+}
+
+static inline int hsum_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+// The sum of a Q8_K block's 256 activations, from its 16 group sums.
+static inline int q8k_sum(const BlockQ8_K &y) {
+    const __m256i b = _mm256_loadu_si256((const __m256i *)y.bsums);
+    return hsum_epi32(_mm256_madd_epi16(b, _mm256_set1_epi16(1)));
+}
+
+// Trit n of each of 32 TQ1_0 bytes (tq_trit): byte * 3^n mod 256, times 3,
+// the high byte; the even and odd bytes in the low halves of 16-bit lanes.
+static inline __m256i trits32(__m256i v, int n) {
+    static constexpr short kPow3[5] = {1, 3, 9, 27, 81};
+    const __m256i p = _mm256_set1_epi16(kPow3[n]), lo8 = _mm256_set1_epi16(0xFF), three = _mm256_set1_epi16(3);
+    const __m256i qe = _mm256_and_si256(_mm256_mullo_epi16(_mm256_and_si256(v, lo8), p), lo8);
+    const __m256i qo = _mm256_and_si256(_mm256_mullo_epi16(_mm256_srli_epi16(v, 8), p), lo8);
+    const __m256i te = _mm256_srli_epi16(_mm256_mullo_epi16(qe, three), 8);
+    const __m256i to = _mm256_srli_epi16(_mm256_mullo_epi16(qo, three), 8);
+    return _mm256_or_si256(te, _mm256_slli_epi16(to, 8));
+}
+
+int isum_tq1(const BlockTQ1_0 &x, const BlockQ8_K &y) {
+    __m256i acc = _mm256_setzero_si256();
+    const __m256i a = _mm256_loadu_si256((const __m256i *)x.qs);
+    for (int n = 0; n < 5; ++n) acc = _mm256_add_epi32(acc, dot_u8s8(trits32(a, n), load256(y.qs + 32 * n)));
+    // qs[32..47]: two trits of 16 bytes in one vector (n and n + 1: 32-byte halves).
+    const __m128i b16 = _mm_loadu_si128((const __m128i *)(x.qs + 32));
+    const __m256i b = _mm256_set_m128i(b16, b16);
+    for (int n = 0; n < 5; n += 2) {
+        const __m256i t0 = trits32(b, n);
+        const __m256i t = n + 1 < 5 ? _mm256_blend_epi32(t0, trits32(b, n + 1), 0xF0)
+                                    : _mm256_blend_epi32(t0, _mm256_setzero_si256(), 0xF0);
+        const __m256i yv = n + 1 < 5 ? load256(y.qs + 160 + 16 * n)
+                                     : _mm256_set_m128i(_mm_setzero_si128(), _mm_loadu_si128((const __m128i *)(y.qs + 160 + 16 * n)));
+        acc = _mm256_add_epi32(acc, dot_u8s8(t, yv));
+    }
+    int s = hsum_epi32(acc);
+    for (int n = 0; n < 4; ++n)
+        for (int j = 0; j < 4; ++j) s += tq_trit(x.qh[j], n) * y.qs[240 + 4 * n + j];
+    return s - q8k_sum(y);
+}
+
+int isum_tq2(const BlockTQ2_0 &x, const BlockQ8_K &y) {
+    __m256i acc = _mm256_setzero_si256();
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; ++h) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(x.qs + 32 * h));
+        for (int l = 0; l < 4; ++l) {
+            const __m256i c = _mm256_and_si256(_mm256_srli_epi16(v, 2 * l), m3);
+            acc = _mm256_add_epi32(acc, dot_u8s8(c, load256(y.qs + 128 * h + 32 * l)));
+        }
+    }
+    return hsum_epi32(acc) - q8k_sum(y);
+}
+
+template <class B, int (*Isum)(const B &, const BlockQ8_K &)>
+float dot_ternary(int64_t n, const void *w, const void *a) {
+    const B *x = (const B *)w;
+    const BlockQ8_K *y = (const BlockQ8_K *)a;
+    float acc[8] = {};
+    for (int64_t b = 0; b < n / QK_K; ++b)
+        acc[b % 8] = std::fma(h2f_f16c(x[b].d) * y[b].d, (float)Isum(x[b], y[b]), acc[b % 8]);
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+} // namespace
+
+void avx2_fill_ternary(Kernels &k) {
+    k.dot[(int)DType::TQ1_0] = dot_ternary<BlockTQ1_0, isum_tq1>;
+    k.dot[(int)DType::TQ2_0] = dot_ternary<BlockTQ2_0, isum_tq2>;
+}
+
+} // namespace vt::quant
