@@ -2,7 +2,9 @@
 """FP8 Hugging Face checkpoint fixtures: the tiny llama of make-tiny-models.py
 (its config and tokenizer, torch seed 1782: see SEEDS) with the Linear weights
 of its decoder layers (q/k/v/o/gate/up/down_proj) stored in FP8 e4m3, and
-transformers' logits on each folder as the golden.
+transformers' logits on each folder as the golden; and its tiny DeepSeek-V3
+(resized, see DEEPSEEK_OVERRIDES) stored as the DeepSeek-V3 / Kimi-K2 FP8
+checkpoints are.
 
 Writes, per fixture, tests/models/tiny/<name>/ (config.json with the
 checkpoint's quantization_config, generation_config.json, model.safetensors,
@@ -19,6 +21,18 @@ golden, in make-tiny-models.py's format):
   = amax(|block|) / 448 and fp8 = e4m3(W / scale) (torch's float32 ->
   float8_e4m3fn cast: round to nearest even), W ~ fp8 * scale_inv[i // 32,
   j // 64]. Quantized here (quantize_fp8_block).
+- deepseek_v3_fp8: the same format on make-tiny-models.py's deepseek_v3
+  (MLA with a low-rank q, a dense first layer, 8 routed experts and a shared
+  one behind the sigmoid router with e_score_correction_bias and group-limited
+  choice) with q_lora_rank, kv_lora_rank and moe_intermediate_size 64 and
+  hidden_size 128 (DEEPSEEK_OVERRIDES: every quantized matrix's input width a
+  multiple of 64), weight_block_size [8, 64] (DEEPSEEK_BLOCK: whole blocks
+  in every matrix), as the real checkpoints: every Linear weight of the
+  decoder layers F8_E4M3 with its weight_scale_inv (self_attn's q_a_proj,
+  q_b_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj; the dense mlp's
+  gate/up/down_proj; mlp.experts.<e>.gate/up/down_proj, one tensor per
+  expert as saved; mlp.shared_experts'), the router (mlp.gate.weight and its
+  e_score_correction_bias), norms, embeddings and lm_head F32.
 - llama_fp8_channel: compressed-tensors "float-quantized", the FP8_DYNAMIC
   preset of llm-compressor's *-FP8-dynamic checkpoints: <name>.weight F8_E4M3
   and <name>.weight_scale F32 (out, 1), a scale per output row; input
@@ -43,9 +57,12 @@ tensor's min and max, blocks zero-padded), which no data is needed for.
 
 The oracle (the goldens' model) is transformers' own load of each folder in
 float32 with the weights dequantized at load and float32 activations:
-FineGrainedFP8Config(dequantize=True) for the first (on a CPU it dequantizes
-anyway), CompressedTensorsConfig(dequantize=True) (= the deprecated
-run_compressed=False) for the others: that path keeps plain nn.Linear modules,
+FineGrainedFP8Config(dequantize=True) for the fine-grained ones (on a CPU it
+dequantizes anyway; for DeepSeek it dequantizes each expert's tensors before
+the load fuses them into experts.gate_up_proj / down_proj, which are checked
+against the per-expert definitions), CompressedTensorsConfig(dequantize=True)
+(= the deprecated run_compressed=False) for the others: that path keeps
+plain nn.Linear modules,
 no quantization scheme attached, so nothing fake-quantizes the activations.
 Every weight is checked, bit for bit, against the format's definition,
 float32(float64(fp8) * float64(scale)) (= float32(fp8) * float32(scale)
@@ -54,9 +71,16 @@ against the float32 model: the quantized linear weights moved, nothing else.
 For the compressed-tensors fixtures the script also loads each folder the
 default way (compressed_tensors decompresses on the first forward and then
 fake-quantizes the Linear inputs as the checkpoint says) and prints how far
-that moves the logits from the goldens; for llama_fp8_block, the oracle with
+that moves the logits from the goldens; for the fine-grained ones, the oracle with
 its Linear inputs fake-quantized per token and group of 128 (what FP8Linear
-does on a GPU) instead.
+does on a GPU; DeepSeek's experts' inputs too) instead. For DeepSeek it
+prints the routers' smallest gap (router_gaps; make-tiny-models.py's
+goldens() does not measure group-limited routers) and insists on all 8
+experts chosen and a gap above MIN_ROUTER_GAP: its logits move by whole
+units where a perturbation flips an expert choice (the FP8 weights move
+them by about 3 from the float32 model's, the activation quantization by
+about 3 from the goldens), so vt must read the weights exactly (fp8 *
+scale_inv) to match.
 
 Run from the repository root (deterministic; CPU only; re-runnable):
     /work/oracle-venv/bin/python tests/models/make-fp8-fixtures.py [--only NAME,...]
@@ -71,6 +95,7 @@ import copy
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -89,7 +114,7 @@ def _tiny_models():
 TM = _tiny_models()
 OUT = TM.OUT
 BASE = "llama"  # the float32 model each fixture quantizes (TM.CONFIGS["llama"], seed SEEDS[name])
-FIXTURES = ["llama_fp8_block", "llama_fp8_channel", "llama_fp8_tensor_block"]
+FIXTURES = ["llama_fp8_block", "llama_fp8_channel", "llama_fp8_tensor_block", "deepseek_v3_fp8"]
 # The torch seed of the float32 model (make-tiny-models.py's build(BASE, seed=)):
 # for the compressed-tensors pair, the llama seed (1234) gives a greedy step
 # within 0.0012 of a tie per channel; 1782 is the best of seeds 1234 to 1879
@@ -97,8 +122,14 @@ FIXTURES = ["llama_fp8_block", "llama_fp8_channel", "llama_fp8_tensor_block"]
 # among those whose greedy continuations hold 6 or more distinct tokens (the
 # few seeds with larger margins repeat one or two tokens). llama_fp8_block
 # with its FINE_BLOCK scales: 1234 (margin 0.018, 10 distinct tokens; 1782
-# gives 0.0016).
-SEEDS: dict[str, int | None] = {"llama_fp8_block": 1234, "llama_fp8_channel": 1782, "llama_fp8_tensor_block": 1782}
+# gives 0.0016). deepseek_v3_fp8: 1244, of seeds 1000 to 2599 the one with
+# the largest smallest router gap (1.8e-3, group or expert, over the prompts
+# and the greedy sequence; 2275's 1.5e-3 the next) among those with all 8
+# experts of both MoE layers chosen and every greedy margin above 0.02
+# (0.041, 28 distinct tokens; deepseek_v3's 1508 gives a router gap of 5e-5
+# and a margin of 0.0046 here).
+SEEDS: dict[str, int | None] = {"llama_fp8_block": 1234, "llama_fp8_channel": 1782, "llama_fp8_tensor_block": 1782,
+                                "deepseek_v3_fp8": 1244}
 MIN_MARGIN = 0.01
 FP8_MAX = 448.0
 BLOCK = (128, 128)  # compressed-tensors' FP8_BLOCK preset, DeepSeek's and Qwen's weight_block_size
@@ -107,25 +138,60 @@ BLOCK = (128, 128)  # compressed-tensors' FP8_BLOCK preset, DeepSeek's and Qwen'
 # and the per-block scale indexing is tested against transformers (whose
 # dequantization is right for whole blocks, see load_fp8_block_oracle).
 FINE_BLOCK = (32, 64)
-QUANTIZED = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+QUANTIZED = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+             "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj")  # the last four: MLA's
 ATTN_RE = r"re:.*self_attn\.(q|k|v|o)_proj$"
 MLP_RE = r"re:.*mlp\.(gate|up|down)_proj$"
 # quantization_config of DeepSeek-V3's and Qwen3-*-FP8's config.json, their
 # key set, with FINE_BLOCK for the block size.
 FP8_BLOCK_CONFIG = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
                     "weight_block_size": list(FINE_BLOCK)}
+# deepseek_v3_fp8: make-tiny-models.py's deepseek_v3 with the sizes that FP8
+# rows need (vt reads them in whole pieces of 64: every quantized matrix's
+# input width a multiple of 64): q_lora_rank 24 -> 64 (q_b_proj's input),
+# kv_lora_rank 32 -> 64 (kv_b_proj's), moe_intermediate_size 32 -> 64 (the
+# routed and the shared experts' down_proj's), and hidden_size 64 -> 128,
+# so that the hidden-wide inputs (q_a_proj, kv_a_proj_with_mqa, the dense
+# MLP, the experts' gate/up_proj) span two column blocks as the real
+# models' do (their q_lora_rank 1536 and kv_lora_rank 512 are narrower than
+# hidden 7168 too). Heads, nope 16 + rope 8, v 16 (o_proj's input 4 x 16 =
+# 64), layers, experts and router unchanged.
+DEEPSEEK_BASE = "deepseek_v3"
+DEEPSEEK_OVERRIDES = dict(hidden_size=128, q_lora_rank=64, kv_lora_rank=64, moe_intermediate_size=64)
+_cls, _cfg_cls, _kwargs = TM.CONFIGS[DEEPSEEK_BASE]
+TM.CONFIGS["deepseek_v3_fp8"] = (_cls, _cfg_cls, dict(_kwargs, **DEEPSEEK_OVERRIDES))
+# Its weight_block_size: 8 rows x 64 columns. The columns as FINE_BLOCK's
+# (vt's FP8 rows want a block's column span a multiple of 64); the rows
+# 8, the largest block that divides every output side (kv_a_proj_with_mqa's
+# kv_lora_rank + rope = 72, q_b_proj's 4 x 24 = 96, 64, 128): transformers'
+# dequantization reads only whole blocks right (see load_fp8_block_oracle),
+# where the real checkpoints' 128 x 128 leaves kv_a_proj_with_mqa's 576
+# rows a partial last block.
+DEEPSEEK_BLOCK = (8, 64)
+BLOCKS = {"block": BLOCK, "fine": FINE_BLOCK, "deepseek": DEEPSEEK_BLOCK}
+# the float32 model each fixture quantizes: its make-tiny-models.py CONFIGS
+# name (registered there by base()) and the block size of the fp8 ones
+BASES = {"deepseek_v3_fp8": "deepseek_v3_fp8"}
+FP8_BLOCK_OF = {"llama_fp8_block": "fine", "deepseek_v3_fp8": "deepseek"}
+# DeepSeek's router choices over the prompts and the greedy sequence: the
+# smallest gap between the chosen and the next group / expert must be above
+# this (vt's f16 K, V and attention probabilities move hidden states by about 1e-3 of that).
+MIN_ROUTER_GAP = 1e-3
 
 
 def is_quantized(name: str) -> bool:
-    """A decoder layer's Linear weight (the tensors the fixtures store in FP8)."""
-    return ".layers." in name and name.endswith(tuple(f".{p}.weight" for p in QUANTIZED))
+    """A decoder layer's Linear weight (the tensors the fixtures store in FP8;
+    in a checkpoint each expert's own, in transformers' model the experts'
+    fused gate_up_proj / down_proj)."""
+    return ".layers." in name and (name.endswith(tuple(f".{p}.weight" for p in QUANTIZED))
+                                   or bool(re.search(r"\.experts\.(gate_up_proj|down_proj)$", name)))
 
 
 def dequantize(q, scale, kind: str):
     """The formats' definition, in numpy: float32(float64(fp8) * float64(scale)),
     scale indexed by kind: 'tensor' (one), 'channel' (per row: scale (out, 1)),
     'block' (scale[i // 128, j // 128]; the last row / column block may be
-    partial), 'fine' (the same with FINE_BLOCK)."""
+    partial), 'fine' (the same with FINE_BLOCK), 'deepseek' (DEEPSEEK_BLOCK)."""
     import numpy as np
     import torch
     v = q.to(torch.float64).numpy()
@@ -137,7 +203,7 @@ def dequantize(q, scale, kind: str):
         assert s.shape == (v.shape[0], 1)
         w = v * s
     else:
-        b = BLOCK if kind == "block" else FINE_BLOCK
+        b = BLOCKS[kind]
         assert s.shape == (-(-v.shape[0] // b[0]), -(-v.shape[1] // b[1]))
         w = v * np.repeat(np.repeat(s, b[0], 0), b[1], 1)[:v.shape[0], :v.shape[1]]
     return w.astype(np.float32)
@@ -145,54 +211,58 @@ def dequantize(q, scale, kind: str):
 
 # --- llama_fp8_block: fine-grained FP8 (quant_method fp8) -------------------
 
-def quantize_fp8_block(w):
+def quantize_fp8_block(w, block=FINE_BLOCK):
     """(fp8 (out, in) float8_e4m3fn, scale_inv (ceil(out/32), ceil(in/64))
-    float32) of a float32 weight: per FINE_BLOCK block (partial at the edges,
+    float32) of a float32 weight: per FINE_BLOCK (or block) block (partial at the edges,
     zero-padded for the amax), scale = amax / 448, fp8 = e4m3(W / scale), the
     division in float32 and the cast torch's (round to nearest even),
     clamped to +-448 first (W / scale can land a rounding above 448)."""
     import torch
     rows, cols = w.shape
-    br, bc = -(-rows // FINE_BLOCK[0]), -(-cols // FINE_BLOCK[1])
-    padded = torch.zeros(br * FINE_BLOCK[0], bc * FINE_BLOCK[1], dtype=torch.float32)
+    br, bc = -(-rows // block[0]), -(-cols // block[1])
+    padded = torch.zeros(br * block[0], bc * block[1], dtype=torch.float32)
     padded[:rows, :cols] = w
-    blocks = padded.reshape(br, FINE_BLOCK[0], bc, FINE_BLOCK[1])
+    blocks = padded.reshape(br, block[0], bc, block[1])
     scale = blocks.abs().amax(dim=(1, 3)) / FP8_MAX
     scale = torch.where(scale == 0, torch.ones_like(scale), scale)
-    full = scale.repeat_interleave(FINE_BLOCK[0], 0).repeat_interleave(FINE_BLOCK[1], 1)[:rows, :cols]
+    full = scale.repeat_interleave(block[0], 0).repeat_interleave(block[1], 1)[:rows, :cols]
     q = (w / full).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
     return q, scale.to(torch.float32).contiguous()
 
 
-def save_fp8_block(folder: Path) -> None:
-    """Rewrites the saved float32 folder as fine-grained FP8 (see the docstring)."""
+def save_fp8_block(folder: Path, block=FINE_BLOCK) -> None:
+    """Rewrites the saved float32 folder as fine-grained FP8 (see the
+    docstring): every is_quantized tensor (a DeepSeek checkpoint's experts
+    one by one, as saved), weight_block_size block."""
     from safetensors.torch import load_file, save_file
     st = folder / "model.safetensors"
     tensors = load_file(st)
     for name in [k for k in tensors if is_quantized(k)]:
-        q, s = quantize_fp8_block(tensors[name])
+        q, s = quantize_fp8_block(tensors[name], block)
         tensors[name] = q
         tensors[name + "_scale_inv"] = s
     save_file(tensors, st, metadata={"format": "pt"})
     cfg_path = folder / "config.json"
     cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-    cfg["quantization_config"] = dict(FP8_BLOCK_CONFIG)
+    cfg["quantization_config"] = dict(FP8_BLOCK_CONFIG, weight_block_size=list(block))
     cfg_path.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
 
 
-def load_fp8_block_oracle(folder: Path, f32_model):
+def load_fp8_block_oracle(folder: Path, f32_model, kind: str = "fine"):
     """transformers' load of the folder, dequantized to float32, checked
-    against dequantize(..., 'fine') and against the float32 model.
+    against dequantize(..., kind) and against the float32 model.
     (transformers' Fp8Dequantize takes the block size from the scale grid,
     rows / grid rows, not from weight_block_size: right for the whole
     blocks here and for sides that are multiples of 128, wrong for a
-    partial last block of a side over 128, e.g. 96-row blocks for 192 rows.)"""
+    partial last block of a side over 128, e.g. 96-row blocks for 192 rows.
+    For DeepSeek it dequantizes each expert's pair before its converter
+    fuses the experts into gate_up_proj / down_proj.)"""
     import torch
     import transformers
-    model = transformers.LlamaForCausalLM.from_pretrained(
+    model = type(f32_model).from_pretrained(
         folder, quantization_config=transformers.FineGrainedFP8Config(dequantize=True),
         dtype=torch.float32).eval()
-    check_weights(folder, model, f32_model, lambda n: "fine", scale_suffix="_scale_inv")
+    check_weights(folder, model, f32_model, lambda n: kind, scale_suffix="_scale_inv")
     return model
 
 
@@ -206,17 +276,37 @@ def fp8_block_activation_quantized(oracle):
     from compressed_tensors.quantization import preset_name_to_scheme
     from compressed_tensors.quantization.lifecycle.forward import fake_quantize
     from compressed_tensors.quantization.utils import compute_dynamic_scales_and_zp
+    import types
+    import torch
     model = copy.deepcopy(oracle)
     base = preset_name_to_scheme("FP8_BLOCK", ["Linear"]).input_activations
 
+    def fq(x, m):
+        args = base.model_copy(update={"group_size": min(base.group_size, x.shape[-1])})
+        scale, zp = compute_dynamic_scales_and_zp(x, args, m)
+        return fake_quantize(x, scale, zp, args)
+
     def hook(m, a):
-        args = base.model_copy(update={"group_size": min(base.group_size, m.in_features)})
-        scale, zp = compute_dynamic_scales_and_zp(a[0], args, m)
-        return (fake_quantize(a[0], scale, zp, args),)
+        return (fq(a[0], m),)
+
+    def experts_forward(self, hidden_states, top_k_index, top_k_weights):
+        # transformers' DeepseekV3Experts.forward with both inputs fake-quantized
+        out = torch.zeros_like(hidden_states)
+        for e in range(self.gate_up_proj.shape[0]):
+            token_idx, pos = torch.where(top_k_index == e)
+            if len(token_idx) == 0:
+                continue
+            gate, up = torch.nn.functional.linear(fq(hidden_states[token_idx], self),
+                                                  self.gate_up_proj[e]).chunk(2, dim=-1)
+            h = torch.nn.functional.linear(fq(self.act_fn(gate) * up, self), self.down_proj[e])
+            out.index_add_(0, token_idx, h * top_k_weights[token_idx, pos, None])
+        return out
 
     for n, m in model.named_modules():
         if is_quantized(n + ".weight"):
             m.register_forward_pre_hook(hook)
+        elif is_quantized(n + ".gate_up_proj"):
+            m.forward = types.MethodType(experts_forward, m)
     return model
 
 
@@ -390,6 +480,22 @@ def check_weights(folder: Path, model, f32_model, kind, scale_suffix: str) -> No
     import torch
     from safetensors.torch import load_file
     st = load_file(folder / "model.safetensors")
+    fp8 = sorted(k for k, v in st.items() if v.dtype == torch.float8_e4m3fn)
+    assert fp8 == sorted(k for k in st if is_quantized(k)), fp8
+    assert all(st[k].dtype == torch.float32 for k in st if k not in fp8), "a tensor neither F8_E4M3 nor F32"
+
+    def want(n):
+        m = re.fullmatch(r"(.*\.experts)\.(gate_up_proj|down_proj)", n)
+        if m is None:
+            return dequantize(st[n], st[n + scale_suffix], kind(n))
+        # transformers' fused experts: per expert, gate_proj's rows then
+        # up_proj's (gate_up_proj) or down_proj, stacked in expert order
+        parts = ("gate_proj", "up_proj") if m[2] == "gate_up_proj" else ("down_proj",)
+        n_exp = sum(k.startswith(m[1] + ".") and k.endswith(".down_proj.weight") for k in st)
+        names = [[f"{m[1]}.{e}.{p}.weight" for p in parts] for e in range(n_exp)]
+        return np.stack([np.concatenate([dequantize(st[k], st[k + scale_suffix], kind(k)) for k in ks])
+                         for ks in names])
+
     got = dict(model.named_parameters())
     assert sorted(got) == sorted(n for n, _ in f32_model.named_parameters())
     moved = 0
@@ -397,14 +503,54 @@ def check_weights(folder: Path, model, f32_model, kind, scale_suffix: str) -> No
         g = got[n].detach()
         assert g.dtype == torch.float32, n
         if is_quantized(n):
-            assert st[n].dtype == torch.float8_e4m3fn, n
-            want = dequantize(st[n], st[n + scale_suffix], kind(n))
-            assert np.array_equal(g.numpy(), want), n
+            assert n in st or n.endswith(("gate_up_proj", "down_proj")), n
+            assert n not in st or st[n].dtype == torch.float8_e4m3fn, n
+            assert np.array_equal(g.numpy(), want(n)), n
             moved += int(not torch.equal(g, p.detach()))
         else:
             assert n not in st or st[n].dtype == torch.float32, n
             assert torch.equal(g, p.detach()), n
     assert moved == sum(is_quantized(n) for n in got), moved
+    bufs = dict(model.named_buffers())
+    for n, b in f32_model.named_buffers():  # DeepSeek's e_score_correction_bias (rope tables too)
+        assert torch.equal(bufs[n], b), n
+
+
+def router_gaps(model, tok, greedy):
+    """DeepSeek-V3's routers (noaux_tc: sigmoid scores + e_score_correction_bias,
+    the topk_group best groups by their top-2 sums, then the top-k experts of
+    those) over the prompts and the greedy sequence (the last prompt and all
+    but the last greedy token: every step's input is a prefix of it): {router:
+    (experts chosen, smallest gap)}, the gap per token the smaller of the
+    topk_group-th and the next group's scores' and the k-th and the next
+    eligible expert's. (make-tiny-models.py's goldens() skips group-limited
+    routers.)"""
+    import torch
+    out: dict[str, tuple[set, float]] = {}
+
+    def on_router(m, args, res, n):
+        logits, _, idx = res
+        choice = logits.float().sigmoid() + m.e_score_correction_bias
+        g = choice.view(len(choice), m.num_group, -1).topk(2, dim=-1).values.sum(-1)
+        gs = g.sort(-1, descending=True).values
+        gap = gs[:, m.topk_group - 1] - gs[:, m.topk_group]
+        keep = torch.zeros_like(g, dtype=torch.bool).scatter(1, g.topk(m.topk_group, dim=-1).indices, True)
+        es = choice.masked_fill(~keep.repeat_interleave(choice.shape[1] // m.num_group, 1), float("-inf"))
+        es = es.sort(-1, descending=True).values
+        k = idx.shape[-1]
+        gap = torch.minimum(gap, es[:, k - 1] - es[:, k])
+        used, low = out.get(n, (set(), 1.0))
+        out[n] = (used | set(idx.flatten().tolist()), min(low, float(gap.min())))
+
+    hooks = [m.register_forward_hook(lambda m, a, r, n=n: on_router(m, a, r, n))
+             for n, m in model.named_modules() if getattr(m, "topk_group", None) is not None]
+    seqs = [tok(t, add_special_tokens=False)["input_ids"] for t in TM.PROMPTS]
+    with torch.no_grad():
+        for ids in seqs + [seqs[-1] + greedy[:-1]]:
+            model(torch.tensor([ids]))
+    for h in hooks:
+        h.remove()
+    return out
 
 
 def prompt_logits(model, tok):
@@ -424,8 +570,8 @@ def describe(folder: Path) -> None:
     print("  quantization_config: " + json.dumps(qc, sort_keys=False))
     with safe_open(folder / "model.safetensors", "pt") as f:
         for k in sorted(f.keys()):
-            if ".layers." in k and ".layers.0." not in k:
-                continue
+            if (".layers." in k and not re.search(r"\.layers\.[01]\.", k)) or re.search(r"\.experts\.([2-9]|\d\d)", k):
+                continue  # layers 0 and 1, experts 0 and 1
             sl = f.get_slice(k)
             print(f"  {k}  {sl.get_dtype()}  {list(sl.get_shape())}")
     files = sorted(folder.iterdir())
@@ -437,12 +583,13 @@ def make(name: str) -> None:
     import transformers
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / name
-        tok, cfg, f32_model = TM.build(BASE, folder, seed=SEEDS.get(name))
-        TM.save(BASE, f32_model, folder)
+        base = BASES.get(name, BASE)
+        tok, cfg, f32_model = TM.build(base, folder, seed=SEEDS.get(name))
+        TM.save(base, f32_model, folder)
         act_model = None
-        if name == "llama_fp8_block":
-            save_fp8_block(folder)
-            model = load_fp8_block_oracle(folder, f32_model)
+        if name in FP8_BLOCK_OF:
+            save_fp8_block(folder, BLOCKS[FP8_BLOCK_OF[name]])
+            model = load_fp8_block_oracle(folder, f32_model, FP8_BLOCK_OF[name])
             act_model = fp8_block_activation_quantized(model)
         else:
             save_compressed_tensors(name, f32_model, tok, folder)
@@ -479,6 +626,14 @@ def make(name: str) -> None:
         if act_model is not None:
             print(f"  max |logit| with the checkpoint's activation quantization - weight-only oracle: "
                   f"{max_diff(prompt_logits(act_model, tok), oracle_logits):.6f}")
+        gaps = router_gaps(model, tok, greedy)
+        if gaps:
+            print(f"  experts chosen per MoE layer {[len(u) for u, _ in gaps.values()]}, smallest router gap "
+                  f"(group or expert, prompts and greedy sequence) {min(g for _, g in gaps.values()):.2e}")
+            n_exp = cfg.n_routed_experts
+            if min(g for _, g in gaps.values()) <= MIN_ROUTER_GAP or any(len(u) < n_exp for u, _ in gaps.values()):
+                sys.exit(f"make-fp8-fixtures: {name}'s routing is not robust (gap at most {MIN_ROUTER_GAP} or "
+                         f"an expert unused): try another seed (SEEDS)")
         if min(margins) <= MIN_MARGIN:
             sys.exit(f"make-fp8-fixtures: {name}'s smallest greedy margin {min(margins):.4f} is not above "
                      f"{MIN_MARGIN}: try another seed (SEEDS)")
