@@ -235,9 +235,10 @@ FILE_TYPE = {
     "BF16": gguf.LlamaFileType.MOSTLY_BF16, "IQ4_NL": gguf.LlamaFileType.MOSTLY_IQ4_NL,
     "IQ4_XS": gguf.LlamaFileType.MOSTLY_IQ4_XS,
 }
-# The newest types, where this gguf package knows them (PyPI gguf 0.19 has
-# NVFP4 and Q1_0, not yet Q2_0).
-for _name in ("NVFP4", "Q1_0", "Q2_0"):
+# The lattice i-quants and the ternary types, and the newest types where this
+# gguf package knows them (PyPI gguf 0.19 has NVFP4 and Q1_0, not yet Q2_0).
+for _name in ("IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M", "TQ1_0", "TQ2_0",
+              "NVFP4", "Q1_0", "Q2_0"):
     if hasattr(QT, _name) and hasattr(gguf.LlamaFileType, "MOSTLY_" + _name):
         TYPES[_name] = getattr(QT, _name)
         FILE_TYPE[_name] = getattr(gguf.LlamaFileType, "MOSTLY_" + _name)
@@ -321,6 +322,18 @@ def random_blocks(rng: np.random.Generator, qt: QT, rows: int, ne0: int) -> np.n
     elif qt.name == "NVFP4":  # d[4] (UE4M3, halved in ggml's reading), qs[32] (e2m1 codes, doubled values std ~5.9)
         # STD / 5.9 ~ 0.0034 is a UE4M3 subnormal: bytes 3..4 (3..4 * 2^-10).
         b[:, 0:4] = 3 + (np.frombuffer(rng.bytes(n_blocks * 4), dtype=np.uint8).reshape(n_blocks, 4) & 1)
+    elif qt.name in ("IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S"):
+        # d first, then grid indices, signs and sub-block scales: any bits
+        # are valid (the grids' values are 1..62 times scales up to 31).
+        b[:, 0:2] = f16_bytes(rng, n_blocks, STD / 400.0)
+    elif qt.name == "IQ1_M":  # qs[32], qh[16], scales u16[4]: d is the four words' top nibbles
+        d = f16_bytes(rng, n_blocks, STD / 100.0).view("<u2").reshape(n_blocks).astype(np.uint16)
+        sc = b[:, 48:56].copy().view("<u2").reshape(n_blocks, 4) & 0x0FFF
+        for i in range(4):
+            sc[:, i] |= ((d >> (4 * i)) & 0xF) << 12
+        b[:, 48:56] = sc.astype("<u2").view(np.uint8).reshape(n_blocks, 8)
+    elif qt.name in ("TQ1_0", "TQ2_0"):  # codes, then d: w = (t - 1) * d
+        b[:, nb - 2:nb] = f16_bytes(rng, n_blocks, STD)
     elif qt.name == "Q1_0":  # d, qs[16] sign bits: w = +-d
         b[:, 0:2] = f16_bytes(rng, n_blocks, STD)
     elif qt.name == "Q2_0":  # d, qs[16] 2-bit: w = (q - 1) * d (std ~1.1)

@@ -6,11 +6,13 @@
 // activations (vpsignb), maddubs forms the pair sums and madd multiplies
 // them by the 16-element halves' multipliers m, all exact in int16/int32;
 // the super-block's 8 vectors sum to the reference's exact isum, and its
-// one f32 step is the reference's, operation for operation.
+// one f32 step is the reference's, operation for operation. The gemm
+// decodes each row once per block of tokens.
 //
 // IQ1_S/IQ1_M's values v = 8 grid +- 1 are signed and never 0: maddubs
 // takes |v| and the activations with v's sign.
 #include <cstdint>
+#include <vector>
 
 #include "core/quant/blocks.h"
 #include "core/quant/iq-grids.h"
@@ -49,29 +51,37 @@ static inline __m256i q64(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
 static inline __m256i mult16(int lo, int hi) {
     return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
 }
-// 32 unsigned magnitudes times the activations with +-1 signs, pairs summed,
-// times the halves' multipliers: 8 exact int32.
-static inline __m256i signed_dot(__m256i mag, __m256i pm, const int8_t *q8, __m256i m16) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(mag, _mm256_sign_epi8(load256(q8), pm)), m16);
-}
-// IQ1: 32 int8 grid values g (-1, 0, 1) and +-1 delta signs ds:
-// v = 8 g + ds, times the activations, pairs summed, times the multipliers.
-static inline __m256i iq1_dot(__m256i g, __m256i ds, const int8_t *q8, __m256i m16) {
+// A sub-block of 32 decoded for the integer dot: unsigned magnitudes, the
+// signs to put on the activations (+-1 bytes, or for IQ1 the signed values
+// themselves: never 0), and the 16-element halves' multipliers as madd's
+// int16 operand.
+struct Sub {
+    __m256i mag, sgn, m16;
+};
+// 32 unsigned magnitudes with +-1 signs.
+static inline Sub signed_sub(__m256i mag, __m256i pm, __m256i m16) { return {mag, pm, m16}; }
+// IQ1: 32 int8 grid values g (-1, 0, 1) and +-1 delta signs ds: v = 8 g + ds.
+static inline Sub iq1_sub(__m256i g, __m256i ds, __m256i m16) {
     const __m256i v = _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), ds);
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(load256(q8), v)), m16);
+    return {_mm256_abs_epi8(v), v, m16};
+}
+// The sub-block times 32 activations: pairs summed by maddubs, times the
+// multipliers by madd, 8 exact int32.
+static inline __m256i sub_dot(const Sub &u, const int8_t *q8) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u.mag, _mm256_sign_epi8(load256(q8), u.sgn)), u.m16);
 }
 
 struct IQ2XXS {
     using B = BlockIQ2XXS;
     static constexpr float kScale = 0.125f;
     static float d(const B &x) { return h2f_f16c(x.d); }
-    static __m256i sub(const B &x, int s, const int8_t *q8) {
+    static Sub sub(const B &x, int s) {
         const uint8_t *p = x.qs + 8 * s;
         const uint32_t b = load_u32(p + 4);
         const uint64_t *g = kIq2xxsGrid, *sg = kSigns.idx7;
         const int m = 2 * (int)(b >> 28) + 1;
-        return signed_dot(q64(g[p[0]], g[p[1]], g[p[2]], g[p[3]]),
-                          q64(sg[b & 127], sg[b >> 7 & 127], sg[b >> 14 & 127], sg[b >> 21 & 127]), q8, mult16(m, m));
+        return signed_sub(q64(g[p[0]], g[p[1]], g[p[2]], g[p[3]]),
+                          q64(sg[b & 127], sg[b >> 7 & 127], sg[b >> 14 & 127], sg[b >> 21 & 127]), mult16(m, m));
     }
 };
 
@@ -79,12 +89,12 @@ struct IQ2XS {
     using B = BlockIQ2XS;
     static constexpr float kScale = 0.125f;
     static float d(const B &x) { return h2f_f16c(x.d); }
-    static __m256i sub(const B &x, int s, const int8_t *q8) {
+    static Sub sub(const B &x, int s) {
         const uint16_t *q = x.qs + 4 * s;
         const uint64_t *g = kIq2xsGrid, *sg = kSigns.idx7;
         const int sc = x.scales[s];
-        return signed_dot(q64(g[q[0] & 511], g[q[1] & 511], g[q[2] & 511], g[q[3] & 511]),
-                          q64(sg[q[0] >> 9], sg[q[1] >> 9], sg[q[2] >> 9], sg[q[3] >> 9]), q8,
+        return signed_sub(q64(g[q[0] & 511], g[q[1] & 511], g[q[2] & 511], g[q[3] & 511]),
+                          q64(sg[q[0] >> 9], sg[q[1] >> 9], sg[q[2] >> 9], sg[q[3] >> 9]),
                           mult16(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1));
     }
 };
@@ -93,14 +103,14 @@ struct IQ2S {
     using B = BlockIQ2S;
     static constexpr float kScale = 0.125f;
     static float d(const B &x) { return h2f_f16c(x.d); }
-    static __m256i sub(const B &x, int s, const int8_t *q8) {
+    static Sub sub(const B &x, int s) {
         const uint8_t *q = x.qs + 4 * s, *sb = x.qs + 32 + 4 * s;
         const unsigned h = x.qh[s];
         const uint64_t *g = kIq2sGrid, *sg = kSigns.byte;
         const int sc = x.scales[s];
-        return signed_dot(q64(g[q[0] | (h & 3) << 8], g[q[1] | (h >> 2 & 3) << 8], g[q[2] | (h >> 4 & 3) << 8],
+        return signed_sub(q64(g[q[0] | (h & 3) << 8], g[q[1] | (h >> 2 & 3) << 8], g[q[2] | (h >> 4 & 3) << 8],
                               g[q[3] | (h >> 6 & 3) << 8]),
-                          q64(sg[sb[0]], sg[sb[1]], sg[sb[2]], sg[sb[3]]), q8,
+                          q64(sg[sb[0]], sg[sb[1]], sg[sb[2]], sg[sb[3]]),
                           mult16(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1));
     }
 };
@@ -109,7 +119,7 @@ struct IQ3XXS {
     using B = BlockIQ3XXS;
     static constexpr float kScale = 0.25f;
     static float d(const B &x) { return h2f_f16c(x.d); }
-    static __m256i sub(const B &x, int s, const int8_t *q8) {
+    static Sub sub(const B &x, int s) {
         const uint8_t *q = x.qs + 8 * s;
         const uint32_t b = load_u32(x.qs + 64 + 4 * s);
         const uint32_t *g = kIq3xxsGrid;
@@ -117,7 +127,7 @@ struct IQ3XXS {
         const int m = 2 * (int)(b >> 28) + 1;
         const __m256i mag = _mm256_setr_epi32((int)g[q[0]], (int)g[q[1]], (int)g[q[2]], (int)g[q[3]], (int)g[q[4]],
                                               (int)g[q[5]], (int)g[q[6]], (int)g[q[7]]);
-        return signed_dot(mag, q64(sg[b & 127], sg[b >> 7 & 127], sg[b >> 14 & 127], sg[b >> 21 & 127]), q8,
+        return signed_sub(mag, q64(sg[b & 127], sg[b >> 7 & 127], sg[b >> 14 & 127], sg[b >> 21 & 127]),
                           mult16(m, m));
     }
 };
@@ -126,7 +136,7 @@ struct IQ3S {
     using B = BlockIQ3S;
     static constexpr float kScale = 1.f;
     static float d(const B &x) { return h2f_f16c(x.d); }
-    static __m256i sub(const B &x, int s, const int8_t *q8) {
+    static Sub sub(const B &x, int s) {
         const uint8_t *q = x.qs + 8 * s, *sb = x.signs + 4 * s;
         const unsigned h = x.qh[s];
         const uint32_t *g = kIq3sGrid;
@@ -136,7 +146,7 @@ struct IQ3S {
             (int)g[q[0] | (h << 8 & 256)], (int)g[q[1] | (h << 7 & 256)], (int)g[q[2] | (h << 6 & 256)],
             (int)g[q[3] | (h << 5 & 256)], (int)g[q[4] | (h << 4 & 256)], (int)g[q[5] | (h << 3 & 256)],
             (int)g[q[6] | (h << 2 & 256)], (int)g[q[7] | (h << 1 & 256)]);
-        return signed_dot(mag, q64(sg[sb[0]], sg[sb[1]], sg[sb[2]], sg[sb[3]]), q8, mult16(m, m));
+        return signed_sub(mag, q64(sg[sb[0]], sg[sb[1]], sg[sb[2]], sg[sb[3]]), mult16(m, m));
     }
 };
 
@@ -144,14 +154,14 @@ struct IQ1S {
     using B = BlockIQ1S;
     static constexpr float kScale = 0.125f;
     static float d(const B &x) { return h2f_f16c(x.d); }
-    static __m256i sub(const B &x, int s, const int8_t *q8) {
+    static Sub sub(const B &x, int s) {
         const uint8_t *q = x.qs + 4 * s;
         const unsigned h = x.qh[s];
         const uint64_t *g = kIq1sGrid;
         const int m = 2 * (int)(h >> 12 & 7) + 1;
-        return iq1_dot(q64(g[q[0] | (h & 7) << 8], g[q[1] | (h >> 3 & 7) << 8], g[q[2] | (h >> 6 & 7) << 8],
+        return iq1_sub(q64(g[q[0] | (h & 7) << 8], g[q[1] | (h >> 3 & 7) << 8], g[q[2] | (h >> 6 & 7) << 8],
                            g[q[3] | (h >> 9 & 7) << 8]),
-                       _mm256_set1_epi8(h & 0x8000 ? -1 : 1), q8, mult16(m, m));
+                       _mm256_set1_epi8(h & 0x8000 ? -1 : 1), mult16(m, m));
     }
 };
 
@@ -159,19 +169,25 @@ struct IQ1M {
     using B = BlockIQ1M;
     static constexpr float kScale = 0.125f;
     static float d(const B &x) { return h2f_f16c(iq1m_d(x)); }
-    static __m256i sub(const B &x, int s, const int8_t *q8) {
+    static Sub sub(const B &x, int s) {
         const uint8_t *q = x.qs + 4 * s;
         const unsigned h0 = x.qh[2 * s], h1 = x.qh[2 * s + 1];
         const uint64_t *g = kIq1sGrid;
         constexpr uint64_t kPos = 0x0101010101010101ull, kNeg = ~0ull;
         const unsigned w = (unsigned)(x.scales[s / 2 * 2] | x.scales[s / 2 * 2 + 1] << 8) >> 6 * (s % 2);
-        return iq1_dot(q64(g[q[0] | (h0 & 7) << 8], g[q[1] | (h0 >> 4 & 7) << 8], g[q[2] | (h1 & 7) << 8],
+        return iq1_sub(q64(g[q[0] | (h0 & 7) << 8], g[q[1] | (h0 >> 4 & 7) << 8], g[q[2] | (h1 & 7) << 8],
                            g[q[3] | (h1 >> 4 & 7) << 8]),
                        q64(h0 & 0x08 ? kNeg : kPos, h0 & 0x80 ? kNeg : kPos, h1 & 0x08 ? kNeg : kPos,
                            h1 & 0x80 ? kNeg : kPos),
-                       q8, mult16(2 * (int)(w & 7) + 1, 2 * (int)(w >> 3 & 7) + 1));
+                       mult16(2 * (int)(w & 7) + 1, 2 * (int)(w >> 3 & 7) + 1));
     }
 };
+
+// The super-block's f32 step of the scalar reference, operation for operation.
+template <class T>
+static inline float step(const typename T::B &x, const BlockQ8_K &y, __m256i acc) {
+    return (T::d(x) * T::kScale) * y.d * (float)hsum_i32(acc);
+}
 
 template <class T>
 float dot(int64_t n, const void *w, const void *act) {
@@ -181,22 +197,67 @@ float dot(int64_t n, const void *w, const void *act) {
     for (int64_t i = 0; i < n / QK_K; ++i) {
         __m256i acc = _mm256_setzero_si256();
 #pragma GCC unroll 8
-        for (int s = 0; s < QK_K / 32; ++s) acc = _mm256_add_epi32(acc, T::sub(x[i], s, y[i].qs + 32 * s));
-        sum += (T::d(x[i]) * T::kScale) * y[i].d * (float)hsum_i32(acc);
+        for (int s = 0; s < QK_K / 32; ++s) acc = _mm256_add_epi32(acc, sub_dot(T::sub(x[i], s), y[i].qs + 32 * s));
+        sum += step<T>(x[i], y[i], acc);
     }
     return sum;
+}
+
+// kernels.h's GemmFn: a row's super-blocks are decoded once (the grid
+// gathers are most of a dot's work) and dotted with the tokens of a block
+// that stays in L2; each (row, token) sums its blocks' steps in the dot's
+// order, so the results are the dot's bits.
+template <class T_>
+void gemm(int64_t k, const void *wv, size_t ws, int64_t nr, const void *av, size_t as, int64_t nt, float *out,
+          size_t os) {
+    constexpr int64_t kTokenBlock = 64;
+    const int64_t nb = k / QK_K;
+    thread_local std::vector<Sub> subs;
+    subs.resize((size_t)(nb * 8));
+    for (int64_t t0 = 0; t0 < nt; t0 += kTokenBlock) {
+        const int64_t t1 = t0 + kTokenBlock < nt ? t0 + kTokenBlock : nt;
+        for (int64_t r = 0; r < nr; ++r) {
+            const typename T_::B *x = (const typename T_::B *)((const uint8_t *)wv + r * ws);
+            for (int64_t i = 0; i < nb; ++i)
+                for (int s = 0; s < 8; ++s) subs[(size_t)(8 * i + s)] = T_::sub(x[i], s);
+            // Four tokens a step (each decoded sub-block read once for
+            // them), then the rest one by one.
+            auto tokens = [&]<int T>(int64_t t) {
+                const BlockQ8_K *y[T];
+                for (int j = 0; j < T; ++j) y[j] = (const BlockQ8_K *)((const uint8_t *)av + (t + j) * as);
+                float sum[T] = {};
+                for (int64_t i = 0; i < nb; ++i) {
+                    const Sub *u = &subs[(size_t)(8 * i)];
+                    __m256i acc[T];
+                    for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+                    for (int s = 0; s < 8; ++s)
+                        for (int j = 0; j < T; ++j) acc[j] = _mm256_add_epi32(acc[j], sub_dot(u[s], y[j][i].qs + 32 * s));
+                    for (int j = 0; j < T; ++j) sum[j] += step<T_>(x[i], y[j][i], acc[j]);
+                }
+                for (int j = 0; j < T; ++j) out[(t + j) * os + r] = sum[j];
+            };
+            int64_t t = t0;
+            for (; t + 4 <= t1; t += 4) tokens.template operator()<4>(t);
+            for (; t < t1; ++t) tokens.template operator()<1>(t);
+        }
+    }
 }
 
 } // namespace
 
 void avx2_fill_iquants(Kernels &k) {
-    k.dot[(int)DType::IQ2_XXS] = dot<IQ2XXS>;
-    k.dot[(int)DType::IQ2_XS] = dot<IQ2XS>;
-    k.dot[(int)DType::IQ2_S] = dot<IQ2S>;
-    k.dot[(int)DType::IQ3_XXS] = dot<IQ3XXS>;
-    k.dot[(int)DType::IQ3_S] = dot<IQ3S>;
-    k.dot[(int)DType::IQ1_S] = dot<IQ1S>;
-    k.dot[(int)DType::IQ1_M] = dot<IQ1M>;
+#define VT_IQ_FILL_(type, impl)                  \
+    k.dot[(int)DType::type] = dot<impl>;         \
+    k.gemm[(int)DType::type] = gemm<impl>;
+    VT_IQ_FILL_(IQ2_XXS, IQ2XXS)
+    VT_IQ_FILL_(IQ2_XS, IQ2XS)
+    VT_IQ_FILL_(IQ2_S, IQ2S)
+    VT_IQ_FILL_(IQ3_XXS, IQ3XXS)
+    VT_IQ_FILL_(IQ3_S, IQ3S)
+    VT_IQ_FILL_(IQ1_S, IQ1S)
+    VT_IQ_FILL_(IQ1_M, IQ1M)
+#undef VT_IQ_FILL_
 }
 
 } // namespace vt::quant
