@@ -1,9 +1,10 @@
 // FP8_E4M3 weights with f32 activations (core/quant/fp8-scalar.cpp has the
 // canonical order): the dot and the gemm tiles, written once over a 16-lane
 // f32 vector: Ymm2 (two AVX2 registers) and, where the unit is built with
-// AVX-512, Zmm16. Bytes become binary16 bits by two masks and shifts and f32
-// by vcvtph2ps (exact); each weight vector is converted once per tile and
-// used for T tokens, each activation vector for R rows.
+// AVX-512, Zmm16. Bytes become binary16 bits by a sign extension, a shift
+// and a mask, and f32 by vcvtph2ps (exact). The dot converts as it streams;
+// the gemm converts a group of rows once per block of tokens into f32 and
+// its R x T tiles read that.
 #pragma once
 
 #include <algorithm>
