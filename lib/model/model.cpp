@@ -152,10 +152,11 @@ const Tensor *Model::weight(const std::string &name, std::initializer_list<int64
 const Tensor *Model::matmul_weight(const std::string &name, std::initializer_list<int64_t> shape, bool required) {
     const Tensor *t = weight(name, shape, required);
     if (!t) return t;
+    // One F32 value: the converter's product scale. Anything else of that
+    // name is an architecture's own tensor (Gemma 4's router scale).
     const std::string sn = scale_name(name);
     const GgufTensorInfo *si = sn.empty() ? nullptr : gguf_->find_tensor(sn);
-    if (si && (si->type != DType::F32 || si->ne[0] * si->ne[1] * si->ne[2] * si->ne[3] != 1))
-        fail(VT_ERR_FORMAT, "tensor '%s' is not one F32 value", sn.c_str());
+    if (si && (si->type != DType::F32 || si->ne[0] * si->ne[1] * si->ne[2] * si->ne[3] != 1)) si = nullptr;
     float s = 1.0f;
     if (si) std::memcpy(&s, si->data, sizeof s);
     t = finish_matmul_weight(weights_.back().get(), name, true);
@@ -209,10 +210,12 @@ const Tensor *Model::expert_weight(const std::string &name, std::initializer_lis
     weight(name, shape);
     experts_.push_back(weights_.back().get());
     const Tensor *t = experts_.back();
-    if (const std::string sn = scale_name(name); !sn.empty() && gguf_->find_tensor(sn)) {
-        const Tensor *s = weight(sn, {t->ne[2]});
-        if (s->type != DType::F32) fail(VT_ERR_FORMAT, "tensor '%s' is not F32", sn.c_str());
-        expert_output_scales_.emplace_back(t, s);
+    // One F32 per expert: the converter's product scales (Gemma 4's
+    // ffn_down_exps.scale is such a table too, which it applies itself).
+    const std::string sn = scale_name(name);
+    if (const GgufTensorInfo *si = sn.empty() ? nullptr : gguf_->find_tensor(sn);
+        si && si->type == DType::F32 && si->n_dims == 1 && si->ne[0] == t->ne[2]) {
+        expert_output_scales_.emplace_back(t, weight(sn, {t->ne[2]}));
         scales_read_.push_back(sn);
     }
     return t;

@@ -191,7 +191,8 @@ public:
     // weights budget; past it, it is read from the file mapping as stored.
     const Tensor *expert_weight(const std::string &name, std::initializer_list<int64_t> shape);
     // llama.cpp's per-tensor product scales: `<name>.scale` (F32) beside a
-    // `<name>.weight`, one value, or one per expert for an expert weight.
+    // `<name>.weight`, one value, or one per expert for an expert weight
+    // (a `.scale` of another shape is left to the architecture).
     // Its converter writes them for NVFP4 checkpoints (ModelOpt's
     // weight_scale_2, compressed-tensors' 1 / weight_global_scale), and
     // llama.cpp multiplies each product by them (build_lora_mm's w_s);
