@@ -147,6 +147,8 @@ def _load(name: str, file: str):
 
 TM = _load("make_tiny_models", "make-tiny-models.py")
 MX = _load("make_mxfp4_fixtures", "make-mxfp4-fixtures.py")  # llama_cpp_golden
+FP8 = _load("make_fp8_fixtures", "make-fp8-fixtures.py")
+prompt_logits, max_diff = FP8.prompt_logits, FP8.max_diff  # every prompt's logits; their largest difference
 OUT = TM.OUT
 # qwen3_moe_nvfp4_ct's float32 model: make-tiny-models.py's qwen3_moe with
 # experts of 64 (its 32 is not a whole ggml NVFP4 block of 64 along
@@ -680,17 +682,6 @@ def exact_f32_model(f32_model, folder: Path, name: str):
             w = v * per_element(scale.to(torch.float64).numpy(), v.shape[1]) * mul
             checkpoint_view(params, n, f32_model.config).copy_(torch.from_numpy(w.astype(np.float32)))
     return model
-
-
-def prompt_logits(model, tok):
-    import torch
-    with torch.no_grad():
-        return [model(torch.tensor([tok(t, add_special_tokens=False)["input_ids"]])).logits[0].float()
-                for t in TM.PROMPTS]
-
-
-def max_diff(a, b) -> float:
-    return max(float((x - y).abs().max()) for x, y in zip(a, b))
 
 
 def describe(folder: Path) -> None:
