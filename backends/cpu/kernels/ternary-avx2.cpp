@@ -3,13 +3,14 @@
 // ternary-scalar.cpp, bit-identical to it: a block's codes (0..2, or 0..3)
 // times the activations summed exactly with maddubs, minus the activations'
 // sum (Q8_K's bsums) for the codes' offset of 1; then the block's one FMA
-// into its lane.
+// into its lane. The gemm decodes each row's codes once per 64 tokens.
 #include "core/quant/blocks.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd-x86.h"
 #include "cpu/kernels/legacy-x86.h"
 
 #include <cmath>
+#include <vector>
 
 namespace vt::quant {
 namespace {
@@ -90,11 +91,82 @@ float dot_ternary(int64_t n, const void *w, const void *a) {
     return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
+// A block's 256 codes (0..2, or 0..3) in element order, one byte each: what
+// the gemm decodes once per row and block of tokens.
+void codes_tq1(const BlockTQ1_0 &x, uint8_t c[256]) {
+    const __m256i a = _mm256_loadu_si256((const __m256i *)x.qs);
+    for (int n = 0; n < 5; ++n) _mm256_storeu_si256((__m256i *)(c + 32 * n), trits32(a, n));
+    const __m128i b16 = _mm_loadu_si128((const __m128i *)(x.qs + 32));
+    const __m256i b = _mm256_set_m128i(b16, b16);
+    for (int n = 0; n < 5; ++n)
+        _mm_storeu_si128((__m128i *)(c + 160 + 16 * n), _mm256_castsi256_si128(trits32(b, n)));
+    for (int n = 0; n < 4; ++n)
+        for (int j = 0; j < 4; ++j) c[240 + 4 * n + j] = (uint8_t)tq_trit(x.qh[j], n);
+}
+void codes_tq2(const BlockTQ2_0 &x, uint8_t c[256]) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; ++h) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(x.qs + 32 * h));
+        for (int l = 0; l < 4; ++l)
+            _mm256_storeu_si256((__m256i *)(c + 128 * h + 32 * l), _mm256_and_si256(_mm256_srli_epi16(v, 2 * l), m3));
+    }
+}
+
+// kernels.h's GemmFn: each row's blocks decoded to codes once per block of
+// 64 tokens, then per token the exact integer (codes times activations,
+// minus the activations' sum) and the dot's f32 step into the block's lane.
+template <class B, void (*Codes)(const B &, uint8_t *)>
+void gemm_ternary(int64_t k, const void *wv, size_t ws, int64_t nr, const void *av, size_t as, int64_t nt, float *out,
+                  size_t os) {
+    constexpr int64_t kTokenBlock = 64;
+    const int64_t nb = k / QK_K;
+    thread_local std::vector<uint8_t> codes;
+    codes.resize((size_t)(nb * QK_K));
+    for (int64_t t0 = 0; t0 < nt; t0 += kTokenBlock) {
+        const int64_t t1 = t0 + kTokenBlock < nt ? t0 + kTokenBlock : nt;
+        for (int64_t r = 0; r < nr; ++r) {
+            const B *x = (const B *)((const uint8_t *)wv + r * ws);
+            for (int64_t b = 0; b < nb; ++b) Codes(x[b], codes.data() + b * QK_K);
+            // Four tokens per loaded code vector; maddubs's int16 pairs
+            // (at most 2 * 3 * 127) sum over the block's 8 chunks within
+            // int16, one madd a block.
+            auto tokens = [&]<int T>(int64_t t) {
+                const BlockQ8_K *y[T];
+                for (int j = 0; j < T; ++j) y[j] = (const BlockQ8_K *)((const uint8_t *)av + (t + j) * as);
+                float acc[T][8] = {};
+                for (int64_t b = 0; b < nb; ++b) {
+                    const uint8_t *c = codes.data() + b * QK_K;
+                    __m256i s16[T];
+                    for (int j = 0; j < T; ++j) s16[j] = _mm256_setzero_si256();
+                    for (int q = 0; q < 8; ++q) {
+                        const __m256i cv = load256(c + 32 * q);
+                        for (int j = 0; j < T; ++j)
+                            s16[j] = _mm256_add_epi16(s16[j], _mm256_maddubs_epi16(cv, load256(y[j][b].qs + 32 * q)));
+                    }
+                    for (int j = 0; j < T; ++j) {
+                        const int isum = hsum_epi32(_mm256_madd_epi16(s16[j], _mm256_set1_epi16(1))) - q8k_sum(y[j][b]);
+                        acc[j][b % 8] = std::fma(h2f_f16c(x[b].d) * y[j][b].d, (float)isum, acc[j][b % 8]);
+                    }
+                }
+                for (int j = 0; j < T; ++j) {
+                    const float *a = acc[j];
+                    out[(t + j) * os + r] = ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+                }
+            };
+            int64_t t = t0;
+            for (; t + 4 <= t1; t += 4) tokens.template operator()<4>(t);
+            for (; t < t1; ++t) tokens.template operator()<1>(t);
+        }
+    }
+}
+
 } // namespace
 
 void avx2_fill_ternary(Kernels &k) {
     k.dot[(int)DType::TQ1_0] = dot_ternary<BlockTQ1_0, isum_tq1>;
     k.dot[(int)DType::TQ2_0] = dot_ternary<BlockTQ2_0, isum_tq2>;
+    k.gemm[(int)DType::TQ1_0] = gemm_ternary<BlockTQ1_0, codes_tq1>;
+    k.gemm[(int)DType::TQ2_0] = gemm_ternary<BlockTQ2_0, codes_tq2>;
 }
 
 } // namespace vt::quant
