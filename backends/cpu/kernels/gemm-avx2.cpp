@@ -1,8 +1,8 @@
 // AVX2 multi-token tiles (Kernels::gemm) for CPUs without AVX-512, each
 // bit-identical to the AVX2 table's vec_dot (see gemm-x86.h), F16_X16 and
 // BF16_X16 to their own orders (dot_f16_pairs, dot_bf16_pairs): the
-// row-major float tiles, the row-lane tiles of Q5_0, Q5_1 and Q6_K (rows
-// packed per call), and the row-lane tiles of the _X16 layouts of Q4_0,
+// row-major float tiles, the row-lane tiles of Q5_0, Q5_1, Q6_K, MXFP4,
+// IQ4_NL, Q1_0 and Q2_0 (rows packed per call), and the row-lane tiles of the _X16 layouts of Q4_0,
 // Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, F16 and BF16 (whose gemm entries make
 // the loader repack those matrices; decode goes through them too). The
 // AVX-512 tables without vdpbf16ps keep the BF16_X16 tile.
@@ -34,6 +34,8 @@ void fill_gemm_avx2(Kernels &k) {
     k.gemm[(int)DType::Q5_1] = gemm_legacy_avx2<OpsQ5_1>;
     k.gemm[(int)DType::MXFP4] = gemm_legacy_avx2<OpsMXFP4>;
     k.gemm[(int)DType::IQ4_NL] = gemm_legacy_avx2<OpsIQ4NL>;
+    k.gemm[(int)DType::Q1_0] = gemm_legacy_avx2<OpsQ1_0>;
+    k.gemm[(int)DType::Q2_0] = gemm_legacy_avx2<OpsQ2_0>;
     k.gemm[x16_slot(DType::MXFP4)] = gemm_legacy_x16_avx2<OpsMXFP4>;
     k.gemm[x16_slot(DType::Q5_0)] = gemm_legacy_q5_x16_avx2<OpsQ5_0>;
     k.gemm[x16_slot(DType::Q5_1)] = gemm_legacy_q5_x16_avx2<OpsQ5_1>;

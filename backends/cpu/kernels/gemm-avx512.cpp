@@ -33,6 +33,8 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::Q8_0] = gemm_legacy<OpsQ8_0>;
     k.gemm[(int)DType::MXFP4] = gemm_legacy<OpsMXFP4>;
     k.gemm[(int)DType::IQ4_NL] = gemm_legacy<OpsIQ4NL>;
+    k.gemm[(int)DType::Q1_0] = gemm_legacy<OpsQ1_0>;
+    k.gemm[(int)DType::Q2_0] = gemm_legacy<OpsQ2_0>;
     // The load-time layouts: every token count, decode included.
     k.gemm[x16_slot(DType::Q4_0)] = gemm_legacy_x16<OpsQ4_0>;
     k.gemm[x16_slot(DType::Q4_1)] = gemm_legacy_x16<OpsQ4_1>;

@@ -97,6 +97,30 @@ struct OpsIQ4NL {
     static inline __m256i W(const BW &x) { return iq4nl_bytes(x.qs, kOff > 0 ? kOff : 0); }
 };
 
+// Q1_0 (128 per block) and Q2_0 (64): each 32-element piece is one group of
+// the legacy order with its block's d (lowbit-scalar.cpp), so the 32-element
+// tiles take them piece by piece (kParts pieces a block; W(x, part)). The
+// codes go unsigned: Q1_0's +-1 as 0 or 2, Q2_0's q, both minus 1 (kOff).
+static inline __m256i q1_0_bytes(const uint8_t *qs) {
+    return _mm256_and_si256(bits_to_bytes(load_u32(qs)), _mm256_set1_epi8(2));
+}
+struct OpsQ1_0 {
+    using BW = BlockQ1_0;
+    using BA = BlockQ8_0;
+    static constexpr int kParts = 4;
+    static constexpr int kOff = 1;
+    static constexpr bool kMin = false;
+    static inline __m256i W(const BW &x, int part) { return q1_0_bytes(x.qs + 4 * part); }
+};
+struct OpsQ2_0 {
+    using BW = BlockQ2_0;
+    using BA = BlockQ8_0;
+    static constexpr int kParts = 2;
+    static constexpr int kOff = 1;
+    static constexpr bool kMin = false;
+    static inline __m256i W(const BW &x, int part) { return q2_0_codes32(x.qs + 8 * part); }
+};
+
 constexpr int kLaneRows = 16; // rows per _X16 group: the 32-bit lanes of a zmm
 
 template <class F, int T>
@@ -255,11 +279,18 @@ static void pack_u8_steps(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, u
                     d[r] = m[r] = 0.f;
                     continue;
                 }
-                const BW &x = ((const BW *)(w + (r0 + r) * ws))[b];
-                _mm256_store_si256((__m256i *)q[r], Ops::W(x));
-                d[r] = weight_d(x);
-                if constexpr (Ops::kMin) m[r] = f16_at(&x.m);
-                else m[r] = 0.f;
+                if constexpr (requires { Ops::kParts; }) {  // b is a piece of a block
+                    const BW &x = ((const BW *)(w + (r0 + r) * ws))[b / Ops::kParts];
+                    _mm256_store_si256((__m256i *)q[r], Ops::W(x, (int)(b % Ops::kParts)));
+                    d[r] = weight_d(x);
+                    m[r] = 0.f;
+                } else {
+                    const BW &x = ((const BW *)(w + (r0 + r) * ws))[b];
+                    _mm256_store_si256((__m256i *)q[r], Ops::W(x));
+                    d[r] = weight_d(x);
+                    if constexpr (Ops::kMin) m[r] = f16_at(&x.m);
+                    else m[r] = 0.f;
+                }
             }
             interleave_rows8<QK>(q, p);
         }

@@ -4,6 +4,7 @@
 // u8 x s8 products use vpdpbusd, see simd-x86.h). Include after simd-x86.h.
 #pragma once
 
+#include <cstring>
 #include <type_traits>
 
 #include "core/quant/blocks.h"
@@ -31,6 +32,24 @@ static inline __m256i prod_q5_0(const BlockQ5_0 &x, const BlockQ8_0 &y) {
 static inline __m256i prod_q5_1(const BlockQ5_1 &x, const BlockQ8_1 &y) {
     const __m256i hi = _mm256_and_si256(bits_to_bytes(load_u32(x.qh)), _mm256_set1_epi8(0x10));
     return dot_us8(_mm256_or_si256(nibbles32(x.qs), hi), load256(y.qs));
+}
+
+// Q2_0: 8 bytes of 2-bit fields -> 32 codes q (0..3): byte j takes byte
+// j / 4 (one shuffle of the 8 bytes in both lanes), the field at bits
+// 2(j % 4) is masked in place, and one table per nibble maps each masked
+// field to q.
+static inline __m256i q2_0_codes32(const uint8_t *qs) {
+    uint64_t b;
+    std::memcpy(&b, qs, 8);
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi64x((long long)b),
+        _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7));
+    const __m256i m = _mm256_and_si256(spread, _mm256_set1_epi32((int)0xC0300C03));
+    const __m256i q_of = _mm256_setr_epi8(0, 1, 2, 3, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 1, 2, 3, 1, 0, 0, 0, 2, 0,
+                                          0, 0, 3, 0, 0, 0);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    return _mm256_add_epi8(_mm256_shuffle_epi8(q_of, _mm256_and_si256(m, m4)),
+                           _mm256_shuffle_epi8(q_of, _mm256_and_si256(_mm256_srli_epi16(m, 4), m4)));
 }
 
 // MXFP4: the nibbles through the doubled e2m1 table (blocks.h), signed

@@ -20,6 +20,11 @@
 #include "cpu/kernels/fp8-x86.h"
 
 namespace vt::quant {
+#if defined(VT_QUANT_VNNI)
+void avx512vnni_fill_lowbit(Kernels &k); // lowbit-avx512.cpp, the same archive
+#else
+void avx512_fill_lowbit(Kernels &k);
+#endif
 namespace {
 using namespace x86;
 
@@ -54,6 +59,11 @@ void fill(Kernels &k) {
     k.dot[(int)DType::MXFP4] = dot_legacy<BlockMXFP4, BlockQ8_0, prod_mxfp4, false>;
     k.dot[(int)DType::IQ4_NL] = dot_legacy<BlockIQ4NL, BlockQ8_0, prod_iq4nl, false>;
     k.quant[(int)DType::BF16] = q_bf16;
+#if defined(VT_QUANT_VNNI)
+    avx512vnni_fill_lowbit(k);
+#else
+    avx512_fill_lowbit(k);
+#endif
     k.dot[(int)DType::FP8_E4M3] = fp8_dot<Zmm16>;
     k.gemm[(int)DType::FP8_E4M3] = fp8_gemm<Zmm16, 2, 6>;
     k.attn_scores = attn_scores<Zmm>;
