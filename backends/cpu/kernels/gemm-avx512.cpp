@@ -14,6 +14,7 @@
 #include "cpu/kernels/gemm-q6k-x86.h"
 #include "cpu/kernels/gemm-q6k-x16-avx512.h"
 #include "cpu/kernels/gemm-legacy-lanes-x86.h"
+#include "cpu/kernels/gemm-nvfp4-x86.h"
 #include "cpu/kernels/gemm-pairs-x86.h"
 
 namespace vt::quant {
@@ -35,6 +36,7 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::IQ4_NL] = gemm_legacy<OpsIQ4NL>;
     k.gemm[(int)DType::Q1_0] = gemm_legacy<OpsQ1_0>;
     k.gemm[(int)DType::Q2_0] = gemm_legacy<OpsQ2_0>;
+    k.gemm[(int)DType::NVFP4] = gemm_lanes<NVFP4Lanes>;
     // The load-time layouts: every token count, decode included.
     k.gemm[x16_slot(DType::Q4_0)] = gemm_legacy_x16<OpsQ4_0>;
     k.gemm[x16_slot(DType::Q4_1)] = gemm_legacy_x16<OpsQ4_1>;

@@ -1,0 +1,117 @@
+// Row-lane tiles (gemm-rows-x86.h) for NVFP4, bit-identical to its dot
+// (lowbit-x86.h's dot_nvfp4, the canonical order of lowbit-scalar.cpp):
+// sub-block g's exact integer times (its scale * its Q8_0 block's d), added
+// by FMA into lane (g % 2) * 4 + (g % 8) / 2 of 8 accumulators, which end
+// in hsum's order. Here 16 rows a register: a sub-block's integer is 4
+// vpdpbusd (16 rows x 4 weights x 4 activation bytes each), no horizontal
+// sums, where the dot spends a reduction per 8 sub-blocks and token.
+// Rows are packed per call: the doubled e2m1 values + 12 (0..24, unsigned)
+// interleaved 4 bytes per row and step, the +12 taken back per sub-block
+// and token as 12 times its activation sum. Include after
+// gemm-legacy-lanes-x86.h.
+#pragma once
+
+#include "cpu/kernels/gemm-legacy-lanes-x86.h"
+#include "cpu/kernels/lowbit-x86.h"
+
+namespace vt::quant::x86 {
+namespace {
+
+struct NVFP4Lanes {
+    static constexpr int kTokens = 3; // 8 accumulators per token in 32 registers
+    static constexpr int64_t kBlockElems = 64;
+    // Per 16 rows and block: 16 steps of 16 rows x 4 bytes (1024), then per
+    // sub-block the 16 rows' scales as f32 (256).
+    static constexpr size_t kScales = 1024, kBlock = kScales + 256;
+    static constexpr int kOff = 12;
+
+    static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, uint8_t *dst) {
+        alignas(32) uint8_t q[kLaneRows][64];
+        for (int64_t r0 = 0; r0 < nr; r0 += kLaneRows)
+            for (int64_t b = 0; b < nb; ++b) {
+                uint8_t *p = dst + ((r0 / kLaneRows) * nb + b) * kBlock;
+                float *sc = (float *)(p + kScales);
+                for (int r = 0; r < kLaneRows; ++r) {
+                    if (r0 + r >= nr) { // rows past the matrix are zero
+                        std::memset(q[r], 0, 64);
+                        for (int s = 0; s < 4; ++s) sc[s * kLaneRows + r] = 0.f;
+                        continue;
+                    }
+                    const BlockNVFP4 &x = ((const BlockNVFP4 *)(w + (r0 + r) * ws))[b];
+                    for (int h = 0; h < 2; ++h)
+                        _mm256_store_si256((__m256i *)(q[r] + 32 * h),
+                                           _mm256_add_epi8(nvfp4_values32(x.qs + 16 * h), _mm256_set1_epi8(kOff)));
+                    for (int s = 0; s < 4; ++s) sc[s * kLaneRows + r] = ue4m3_half(x.d[s]);
+                }
+                interleave_rows8<64>(q, p);
+            }
+    }
+
+    // Per token: each Q8_0 block's d as f32, each sub-block's correction
+    // -12 * sum(y) over its 16 activations.
+    struct Acts {
+        const uint8_t *a;
+        size_t as;
+        float *d;
+        int32_t *corr;
+        Acts(const uint8_t *a_, size_t as_, int64_t nt, int64_t nb) : a(a_), as(as_) {
+            thread_local std::vector<Line> f_buf, c_buf;
+            d = (float *)scratch(f_buf, (size_t)(nt * nb * 2) * 4);
+            corr = (int32_t *)scratch(c_buf, (size_t)(nt * nb * 4) * 4);
+            const __m256i ones = _mm256_set1_epi8(1);
+            for (int64_t t = 0; t < nt; ++t)
+                for (int64_t i = 0; i < 2 * nb; ++i) {
+                    const BlockQ8_0 &y = ((const BlockQ8_0 *)(a + t * as))[i];
+                    d[t * 2 * nb + i] = f16_at(&y.d);
+                    const __m256i s = dot_us8(ones, load_q(y.qs)); // dwords 0-3: the first 16 elements
+                    const __m128i z = _mm_setzero_si128();
+                    corr[t * 4 * nb + 2 * i] = -kOff * hsum_i32(_mm256_set_m128i(z, _mm256_castsi256_si128(s)));
+                    corr[t * 4 * nb + 2 * i + 1] = -kOff * hsum_i32(_mm256_set_m128i(z, _mm256_extracti128_si256(s, 1)));
+                }
+        }
+    };
+
+    // 16 rows (a group of pw) x T tokens.
+    template <int T>
+    static void tile(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {
+        const BlockQ8_0 *y[T];
+        for (int t = 0; t < T; ++t) y[t] = (const BlockQ8_0 *)(acts.a + (t0 + t) * acts.as);
+        const float *ad = acts.d + t0 * 2 * nb;
+        const int32_t *corr = acts.corr + t0 * 4 * nb;
+        __m512 acc[T][8];
+        for (int t = 0; t < T; ++t)
+            for (int j = 0; j < 8; ++j) acc[t][j] = _mm512_setzero_ps();
+        // Sub-block S of block b, b % 2 == P: its lane is a constant.
+        const auto sub_block = [&]<int P, int S>(int64_t b) {
+            constexpr int j = (S % 2) * 4 + 2 * P + S / 2;  // (g % 2) * 4 + (g % 8) / 2, g = 4b + S
+            const uint8_t *w = pw + b * kBlock;
+            const int64_t g = 4 * b + S, ya = 2 * b + S / 2;
+            __m512i p[T];
+            for (int t = 0; t < T; ++t) p[t] = _mm512_set1_epi32(corr[t * 4 * nb + g]);
+            for (int k = 0; k < 4; ++k) {
+                const __m512i wq = _mm512_load_si512(w + (4 * S + k) * 64);
+                for (int t = 0; t < T; ++t) p[t] = dpbusd512(p[t], wq, bcast32(y[t][ya].qs + 16 * (S % 2) + 4 * k));
+            }
+            const __m512 sc = _mm512_load_ps((const float *)(w + kScales) + S * kLaneRows);
+            for (int t = 0; t < T; ++t)
+                acc[t][j] = _mm512_fmadd_ps(_mm512_mul_ps(sc, _mm512_set1_ps(ad[t * 2 * nb + ya])),
+                                            _mm512_cvtepi32_ps(p[t]), acc[t][j]);
+        };
+        const auto block = [&]<int P>(int64_t b) {
+            sub_block.template operator()<P, 0>(b);
+            sub_block.template operator()<P, 1>(b);
+            sub_block.template operator()<P, 2>(b);
+            sub_block.template operator()<P, 3>(b);
+        };
+        int64_t b = 0;
+        for (; b + 2 <= nb; b += 2) {
+            block.template operator()<0>(b);
+            block.template operator()<1>(b + 1);
+        }
+        if (b < nb) block.template operator()<0>(b);
+        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * os, row_mask(nr), hsum_order8(acc[t]));
+    }
+};
+
+} // namespace
+} // namespace vt::quant::x86
