@@ -46,6 +46,7 @@ void fill(Kernels &k) {
     k.gemm[x16_slot(DType::MXFP4)] = gemm_legacy_x16<OpsMXFP4>;
     // AVX-512 only: the AVX2 tiles' nibble path sums unsigned codes in int16.
     k.gemm[x16_slot(DType::IQ4_NL)] = gemm_legacy_x16<OpsIQ4NL>;
+    k.gemm[x16_slot(DType::NVFP4)] = gemm_x16<NVFP4X16>;
     k.gemm[x16_slot(DType::Q4_K)] = gemm_x16<Q4KX16>;
     k.gemm[x16_slot(DType::Q6_K)] = gemm_q6k_x16;
     k.gemm[x16_slot(DType::F16)] = gemm_pairs_x16<F16Pairs>;
