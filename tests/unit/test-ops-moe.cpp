@@ -271,7 +271,8 @@ TEST_CASE("MUL_MAT_ID over _X16 experts equals the plain layout bit for bit", "[
         const int slot = quant::x16_slot(base);
         REQUIRE(slot >= 0);
         // Whole blocks, and for the 256-element types 3 super-blocks (an odd pair).
-        const int64_t k = dtype_info(base).block_elems == 256 ? 768 : 320;
+        const int64_t be = dtype_info(base).block_elems;
+        const int64_t k = be == 256 ? 768 : be > 32 ? 10 * be : 320; // Q1_0, NVFP4: 10 whole blocks
         const Bytes w = random_weights(base, k, n_out * n_expert, rng);
         if (!quant::active_kernels().gemm[slot]) {
             // No kernel for the layout in this table (IQ4_NL_X16 and

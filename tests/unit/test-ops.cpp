@@ -320,7 +320,9 @@ TEST_CASE("MUL_MAT and GET_ROWS over the _X16 layouts equal their base type bit 
         if (!quant::active_kernels().gemm[slot]) continue;
         // 10 blocks (a tail past the 8-block groups; 3 super-blocks, an odd
         // pair, for the 256-element types), 3 groups of 16 rows.
-        const int64_t k = dtype_info(base).block_elems == 256 ? 768 : 320, n_out = base == DType::BF16 || base == DType::F16 ? 80 : 48;
+        const int64_t be = dtype_info(base).block_elems;
+        const int64_t k = be == 256 ? 768 : be > 32 ? 10 * be : 320, // Q1_0, NVFP4: 10 whole blocks
+                      n_out = base == DType::BF16 || base == DType::F16 ? 80 : 48;
         Bytes w = random_weights(base, k, n_out, rng);
         Bytes wx(w.size());
         quant::repack_x16(base, w.data(), row_bytes(base, k), wx.data(), k, n_out);

@@ -112,6 +112,33 @@ struct X16Steps {
     }
 };
 
+// The Q1_0_X16 layout in place: a block's 16 code bytes are 4 payload
+// dwords per row, dword p the bits of its 32-element group p, and the tiles'
+// block b is a group: its block's d, the dword of part b % 4. Step k takes
+// bits 4k..4k+3 of each row's dword: byte k / 2 to the lane's 4 bytes (one
+// in-lane shuffle), one bit per byte tested, 2 where set and 0 where clear
+// (OpsQ1_0's unsigned codes).
+struct X16StepsQ1_0 {
+    using BW = BlockQ1_0;
+    static constexpr size_t kBlock = 16 * sizeof(BW) / 4; // per group: prefetch distances only
+    static constexpr size_t kGroupBlock = 16 * sizeof(BW), kPayload = 16 * sizeof(BW::qs);
+    using Loc = X16Loc;
+    static inline Loc locate(const uint8_t *pw, int64_t b, int64_t nb) {
+        Loc l = x16_locate<kGroupBlock, kPayload>(pw, b / 4, nb / 4);
+        l.q += 64 * (b % 4);
+        return l;
+    }
+    static inline __m512i step(const Loc &l, int k) {
+        const __m512i v = _mm512_loadu_si512(l.q);
+        const __m512i idx = _mm512_add_epi8(_mm512_set4_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0),
+                                            _mm512_set1_epi8((char)(k / 2)));
+        const __mmask64 set = _mm512_test_epi8_mask(_mm512_shuffle_epi8(v, idx),
+                                                    _mm512_set1_epi32((int)(0x08040201u << 4 * (k % 2))));
+        return _mm512_maskz_mov_epi8(set, _mm512_set1_epi8(2));
+    }
+    static inline __m512 d(const Loc &l) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)l.h)); }
+};
+
 static inline __m512 hsum_order8(const __m512 a[8]) {
     return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
                          _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
