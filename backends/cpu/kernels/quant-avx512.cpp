@@ -7,7 +7,7 @@
 // FMA), and the 32-element block dots recompiled with EVEX/VL (32 vector
 // registers) and, in the VNNI build, vpdpbusd for the u8 x s8 products. The
 // K-quant dots stay on the AVX2 kernels (their int16 scale multiply gains
-// nothing from VNNI).
+// nothing from VNNI). NVFP4, Q1_0 and Q2_0 take lowbit-avx512.cpp's dots.
 #include "core/quant/blocks.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd-x86.h"
