@@ -148,9 +148,8 @@ void fp8_gemm(int64_t k, const void *wv, size_t ws, int64_t nr, const void *av, 
     constexpr int64_t kTokenBlock = 48;
     const uint8_t *w = (const uint8_t *)wv, *a = (const uint8_t *)av;
     const int64_t nb = k / 64;
-    thread_local std::vector<float> buf;
-    buf.resize((size_t)(R * (k + nb)));
-    float *h0 = buf.data(), *d0 = h0 + R * k;
+    thread_local std::vector<Line> buf;
+    float *h0 = (float *)scratch(buf, sizeof(float) * (size_t)(R * (k + nb))), *d0 = h0 + R * k;
     for (int64_t t0 = 0; t0 < nt; t0 += kTokenBlock) {
         const int64_t t1 = std::min(nt, t0 + kTokenBlock);
         for (int64_t r = 0; r < nr; r += R) {

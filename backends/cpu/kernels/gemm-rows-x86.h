@@ -19,16 +19,6 @@
 namespace vt::quant::x86 {
 namespace {
 
-// acc + sum of 4 u8 * s8 products per 32-bit lane. Without VNNI the
-// vpmaddubsw pairs must not saturate: callers keep |u * s| <= 8160.
-static inline __m512i dpbusd512(__m512i acc, __m512i u, __m512i s) {
-#if defined(VT_QUANT_VNNI)
-    return _mm512_dpbusd_epi32(acc, u, s);
-#else
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
-#endif
-}
-
 // acc + the products of int16 pairs per 32-bit lane.
 static inline __m512i dpwssd512(__m512i acc, __m512i a, __m512i b) {
 #if defined(VT_QUANT_VNNI)

@@ -99,16 +99,6 @@ void gemm_tiled(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, 
 
 static inline float f16_at(const void *p) { return _cvtsh_ss(*(const uint16_t *)p); }
 
-struct alignas(64) Line {
-    uint8_t b[64];
-};
-
-// Per-thread scratch, grown on demand and kept between calls.
-static inline uint8_t *scratch(std::vector<Line> &v, size_t bytes) {
-    if (v.empty() || v.size() * 64 < bytes) v.resize(bytes / 64 + 1);
-    return v.data()->b;
-}
-
 // ---- passes over L1-sized segments ------------------------------------------
 //
 // The float tiles replay a vec_dot that keeps N accumulators over chunks of

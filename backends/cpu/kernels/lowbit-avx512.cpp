@@ -12,14 +12,6 @@ namespace vt::quant {
 namespace {
 using namespace x86;
 
-static inline __m512i dpbusd(__m512i acc, __m512i u, __m512i s) {
-#if defined(VT_QUANT_VNNI)
-    return _mm512_dpbusd_epi32(acc, u, s);
-#else
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
-#endif
-}
-
 // Two consecutive Q8_0 blocks' quants as one register.
 static inline __m512i q8_0_pair(const BlockQ8_0 *y) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(load256(y[0].qs)), load256(y[1].qs), 1);
@@ -56,7 +48,7 @@ struct Nvfp4Avx512 {
         const __m512i yv = q8_0_pair(y);
         const __m512i ys = _mm512_mask_sub_epi8(yv, _mm512_test_epi8_mask(c, _mm512_set1_epi8(8)),
                                                 _mm512_setzero_si512(), yv);
-        return dpbusd(_mm512_setzero_si512(), mag, ys);
+        return dpbusd512(_mm512_setzero_si512(), mag, ys);
     }
     static inline __m256i isum8(const BlockNVFP4 &x0, const BlockNVFP4 &x1, const BlockQ8_0 *ya) {
         __m512i t0 = block(x0, ya), t1 = block(x1, ya + 2);
@@ -81,7 +73,7 @@ struct Q1_0Avx512 {
             std::memcpy(&bits, x[gk / 4].qs + 4 * (gk % 4), 8);
             const __m512i yv = q8_0_pair(y + gk);
             const __m512i ys = _mm512_mask_sub_epi8(yv, _knot_mask64(_cvtu64_mask64(bits)), _mm512_setzero_si512(), yv);
-            p[k] = dpbusd(_mm512_setzero_si512(), _mm512_set1_epi8(1), ys);
+            p[k] = dpbusd512(_mm512_setzero_si512(), _mm512_set1_epi8(1), ys);
         }
         return reduce_halves(p);
     }
@@ -106,7 +98,7 @@ struct Q2_0Avx512 {
             const __m512i q = _mm512_add_epi8(_mm512_shuffle_epi8(q_of, _mm512_and_si512(m, m4)),
                                               _mm512_shuffle_epi8(q_of, _mm512_and_si512(_mm512_srli_epi16(m, 4), m4)));
             const __m512i yv = q8_0_pair(y + gk);
-            p[k] = _mm512_sub_epi32(dpbusd(z, q, yv), dpbusd(z, ones, yv));
+            p[k] = _mm512_sub_epi32(dpbusd512(z, q, yv), dpbusd512(z, ones, yv));
         }
         return reduce_halves(p);
     }

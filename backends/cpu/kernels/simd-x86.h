@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace vt::quant::x86 {
 
@@ -98,6 +99,17 @@ struct Zmm {
 };
 #endif
 
+// Per-thread scratch of the ISA sources, grown on demand and kept between
+// calls: a vector of this type, not of float or uint8_t, whose members
+// would link as weak copies shared with every other translation unit (the
+// isa-linkage test).
+struct alignas(64) Line {
+    uint8_t b[64];
+};
+static inline uint8_t *scratch(std::vector<Line> &v, size_t bytes) {
+    if (v.empty() || v.size() * 64 < bytes) v.resize(bytes / 64 + 1);
+    return v.data()->b;
+}
 } // namespace
 
 static inline int hsum_i32(__m256i v) {
@@ -145,6 +157,18 @@ static inline __m256i dot_us8_acc(__m256i acc, __m256i u, __m256i s) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 #endif
 }
+
+#if defined(__AVX512F__)
+// acc + sum of 4 u8 * s8 products per 32-bit lane. Without VNNI the
+// vpmaddubsw pairs must not saturate: callers keep |u * s| <= 8160.
+static inline __m512i dpbusd512(__m512i acc, __m512i u, __m512i s) {
+#if defined(VT_QUANT_VNNI)
+    return _mm512_dpbusd_epi32(acc, u, s);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+#endif
+}
+#endif
 
 // Signed x signed bytes (x may be -128, y in -127..127).
 static inline __m256i dot_ss8(__m256i x, __m256i y) {

@@ -120,13 +120,13 @@ void gemm_ternary(int64_t k, const void *wv, size_t ws, int64_t nr, const void *
                   size_t os) {
     constexpr int64_t kTokenBlock = 64;
     const int64_t nb = k / QK_K;
-    thread_local std::vector<uint8_t> codes;
-    codes.resize((size_t)(nb * QK_K));
+    thread_local std::vector<Line> buf;
+    uint8_t *const codes = scratch(buf, (size_t)(nb * QK_K));
     for (int64_t t0 = 0; t0 < nt; t0 += kTokenBlock) {
         const int64_t t1 = t0 + kTokenBlock < nt ? t0 + kTokenBlock : nt;
         for (int64_t r = 0; r < nr; ++r) {
             const B *x = (const B *)((const uint8_t *)wv + r * ws);
-            for (int64_t b = 0; b < nb; ++b) Codes(x[b], codes.data() + b * QK_K);
+            for (int64_t b = 0; b < nb; ++b) Codes(x[b], codes + b * QK_K);
             // Four tokens per loaded code vector; maddubs's int16 pairs
             // (at most 2 * 3 * 127) sum over the block's 8 chunks within
             // int16, one madd a block.
@@ -135,7 +135,7 @@ void gemm_ternary(int64_t k, const void *wv, size_t ws, int64_t nr, const void *
                 for (int j = 0; j < T; ++j) y[j] = (const BlockQ8_K *)((const uint8_t *)av + (t + j) * as);
                 float acc[T][8] = {};
                 for (int64_t b = 0; b < nb; ++b) {
-                    const uint8_t *c = codes.data() + b * QK_K;
+                    const uint8_t *c = codes + b * QK_K;
                     __m256i s16[T];
                     for (int j = 0; j < T; ++j) s16[j] = _mm256_setzero_si256();
                     for (int q = 0; q < 8; ++q) {
