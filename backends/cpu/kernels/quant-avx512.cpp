@@ -7,7 +7,8 @@
 // FMA), and the 32-element block dots recompiled with EVEX/VL (32 vector
 // registers) and, in the VNNI build, vpdpbusd for the u8 x s8 products. The
 // K-quant dots stay on the AVX2 kernels (their int16 scale multiply gains
-// nothing from VNNI). NVFP4, Q1_0 and Q2_0 take lowbit-avx512.cpp's dots.
+// nothing from VNNI). NVFP4, Q1_0 and Q2_0 take lowbit-avx512.cpp's dots,
+// TQ1_0 and TQ2_0 ternary-avx512.cpp's.
 #include "core/quant/blocks.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd-x86.h"
@@ -21,9 +22,11 @@
 
 namespace vt::quant {
 #if defined(VT_QUANT_VNNI)
-void avx512vnni_fill_lowbit(Kernels &k); // lowbit-avx512.cpp, the same archive
+void avx512vnni_fill_lowbit(Kernels &k);  // lowbit-avx512.cpp, the same archive
+void avx512vnni_fill_ternary(Kernels &k); // ternary-avx512.cpp, the same archive
 #else
 void avx512_fill_lowbit(Kernels &k);
+void avx512_fill_ternary(Kernels &k);
 #endif
 namespace {
 using namespace x86;
@@ -61,8 +64,10 @@ void fill(Kernels &k) {
     k.quant[(int)DType::BF16] = q_bf16;
 #if defined(VT_QUANT_VNNI)
     avx512vnni_fill_lowbit(k);
+    avx512vnni_fill_ternary(k);
 #else
     avx512_fill_lowbit(k);
+    avx512_fill_ternary(k);
 #endif
     k.dot[(int)DType::FP8_E4M3] = fp8_dot<Zmm16>;
     k.gemm[(int)DType::FP8_E4M3] = fp8_gemm<Zmm16, 2, 6>;

@@ -8,8 +8,10 @@
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd-x86.h"
 #include "cpu/kernels/legacy-x86.h"
+#include "cpu/kernels/ternary-x86.h"
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace vt::quant {
@@ -22,50 +24,45 @@ static inline __m256i dot_u8s8(__m256i c, __m256i y) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(c, y), _mm256_set1_epi16(1));
 }
 
-static inline int hsum_epi32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
-}
-
-// The sum of a Q8_K block's 256 activations, from its 16 group sums.
-static inline int q8k_sum(const BlockQ8_K &y) {
-    const __m256i b = _mm256_loadu_si256((const __m256i *)y.bsums);
-    return hsum_epi32(_mm256_madd_epi16(b, _mm256_set1_epi16(1)));
-}
-
-// Trit n of each of 32 TQ1_0 bytes (tq_trit): byte * 3^n mod 256, times 3,
-// the high byte; the even and odd bytes in the low halves of 16-bit lanes.
-static inline __m256i trits32(__m256i v, int n) {
-    static constexpr short kPow3[5] = {1, 3, 9, 27, 81};
-    const __m256i p = _mm256_set1_epi16(kPow3[n]), lo8 = _mm256_set1_epi16(0xFF), three = _mm256_set1_epi16(3);
-    const __m256i qe = _mm256_and_si256(_mm256_mullo_epi16(_mm256_and_si256(v, lo8), p), lo8);
-    const __m256i qo = _mm256_and_si256(_mm256_mullo_epi16(_mm256_srli_epi16(v, 8), p), lo8);
-    const __m256i te = _mm256_srli_epi16(_mm256_mullo_epi16(qe, three), 8);
-    const __m256i to = _mm256_srli_epi16(_mm256_mullo_epi16(qo, three), 8);
+// Trits of 32 TQ1_0 bytes (tq_trit), the powers of 3 in p per 16-bit lane
+// (both its bytes): a byte alone in the high half of a 16-bit lane times p
+// keeps byte * p mod 256 there exactly, and the high 16 bits of that times 3
+// are the trit.
+static inline __m256i trits32(__m256i v, __m256i p) {
+    const __m256i three = _mm256_set1_epi16(3);
+    const __m256i te = _mm256_mulhi_epu16(_mm256_mullo_epi16(_mm256_slli_epi16(v, 8), p), three);
+    const __m256i to =
+        _mm256_mulhi_epu16(_mm256_mullo_epi16(_mm256_and_si256(v, _mm256_set1_epi16((short)0xFF00)), p), three);
     return _mm256_or_si256(te, _mm256_slli_epi16(to, 8));
+}
+static inline __m256i pow3(int n) {
+    static constexpr short kPow3[5] = {1, 3, 9, 27, 81};
+    return _mm256_set1_epi16(kPow3[n]);
+}
+
+// A block's 256 codes as 8 vectors in element order: trit n of qs[0..31]
+// (n = 0..4); qs[32..47]'s trits 0 and 1, then 2 and 3, side by side; its
+// trit 4 beside qh's 16 (byte 4n + j: trit n of qh[j], the power per
+// 16-bit lane k 3^(k / 2)).
+static inline void code_vectors_tq1(const BlockTQ1_0 &x, __m256i c[8]) {
+    const __m256i a = _mm256_loadu_si256((const __m256i *)x.qs);
+    for (int n = 0; n < 5; ++n) c[n] = trits32(a, pow3(n));
+    const __m128i b = _mm_loadu_si128((const __m128i *)(x.qs + 32));
+    uint32_t qh;
+    std::memcpy(&qh, x.qh, 4);
+    const __m256i bb = _mm256_set_m128i(b, b);
+    c[5] = trits32(bb, _mm256_set_m128i(_mm_set1_epi16(3), _mm_set1_epi16(1)));
+    c[6] = trits32(bb, _mm256_set_m128i(_mm_set1_epi16(27), _mm_set1_epi16(9)));
+    c[7] = trits32(_mm256_set_m128i(_mm_set1_epi32((int)qh), b),
+                   _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27));
 }
 
 int isum_tq1(const BlockTQ1_0 &x, const BlockQ8_K &y) {
+    __m256i c[8];
+    code_vectors_tq1(x, c);
     __m256i acc = _mm256_setzero_si256();
-    const __m256i a = _mm256_loadu_si256((const __m256i *)x.qs);
-    for (int n = 0; n < 5; ++n) acc = _mm256_add_epi32(acc, dot_u8s8(trits32(a, n), load256(y.qs + 32 * n)));
-    // qs[32..47]: two trits of 16 bytes in one vector (n and n + 1: 32-byte halves).
-    const __m128i b16 = _mm_loadu_si128((const __m128i *)(x.qs + 32));
-    const __m256i b = _mm256_set_m128i(b16, b16);
-    for (int n = 0; n < 5; n += 2) {
-        const __m256i t0 = trits32(b, n);
-        const __m256i t = n + 1 < 5 ? _mm256_blend_epi32(t0, trits32(b, n + 1), 0xF0)
-                                    : _mm256_blend_epi32(t0, _mm256_setzero_si256(), 0xF0);
-        const __m256i yv = n + 1 < 5 ? load256(y.qs + 160 + 16 * n)
-                                     : _mm256_set_m128i(_mm_setzero_si128(), _mm_loadu_si128((const __m128i *)(y.qs + 160 + 16 * n)));
-        acc = _mm256_add_epi32(acc, dot_u8s8(t, yv));
-    }
-    int s = hsum_epi32(acc);
-    for (int n = 0; n < 4; ++n)
-        for (int j = 0; j < 4; ++j) s += tq_trit(x.qh[j], n) * y.qs[240 + 4 * n + j];
-    return s - q8k_sum(y);
+    for (int v = 0; v < 8; ++v) acc = _mm256_add_epi32(acc, dot_u8s8(c[v], load256(y.qs + 32 * v)));
+    return hsum_epi32(acc) - q8k_sum(y);
 }
 
 int isum_tq2(const BlockTQ2_0 &x, const BlockQ8_K &y) {
@@ -81,27 +78,12 @@ int isum_tq2(const BlockTQ2_0 &x, const BlockQ8_K &y) {
     return hsum_epi32(acc) - q8k_sum(y);
 }
 
-template <class B, int (*Isum)(const B &, const BlockQ8_K &)>
-float dot_ternary(int64_t n, const void *w, const void *a) {
-    const B *x = (const B *)w;
-    const BlockQ8_K *y = (const BlockQ8_K *)a;
-    float acc[8] = {};
-    for (int64_t b = 0; b < n / QK_K; ++b)
-        acc[b % 8] = std::fma(h2f_f16c(x[b].d) * y[b].d, (float)Isum(x[b], y[b]), acc[b % 8]);
-    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-}
-
 // A block's 256 codes (0..2, or 0..3) in element order, one byte each: what
 // the gemm decodes once per row and block of tokens.
 void codes_tq1(const BlockTQ1_0 &x, uint8_t c[256]) {
-    const __m256i a = _mm256_loadu_si256((const __m256i *)x.qs);
-    for (int n = 0; n < 5; ++n) _mm256_storeu_si256((__m256i *)(c + 32 * n), trits32(a, n));
-    const __m128i b16 = _mm_loadu_si128((const __m128i *)(x.qs + 32));
-    const __m256i b = _mm256_set_m128i(b16, b16);
-    for (int n = 0; n < 5; ++n)
-        _mm_storeu_si128((__m128i *)(c + 160 + 16 * n), _mm256_castsi256_si128(trits32(b, n)));
-    for (int n = 0; n < 4; ++n)
-        for (int j = 0; j < 4; ++j) c[240 + 4 * n + j] = (uint8_t)tq_trit(x.qh[j], n);
+    __m256i v[8];
+    code_vectors_tq1(x, v);
+    for (int i = 0; i < 8; ++i) _mm256_storeu_si256((__m256i *)(c + 32 * i), v[i]);
 }
 void codes_tq2(const BlockTQ2_0 &x, uint8_t c[256]) {
     const __m256i m3 = _mm256_set1_epi8(3);
