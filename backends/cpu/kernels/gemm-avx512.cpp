@@ -11,6 +11,7 @@
 #include "cpu/kernels/gemm-rows-x86.h"
 #include "cpu/kernels/gemm-q4k-x86.h"
 #include "cpu/kernels/gemm-iq4xs-x86.h"
+#include "cpu/kernels/gemm-iq-x86.h"
 #include "cpu/kernels/gemm-q6k-x86.h"
 #include "cpu/kernels/gemm-q6k-x16-avx512.h"
 #include "cpu/kernels/gemm-legacy-lanes-x86.h"
@@ -37,6 +38,13 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::Q1_0] = gemm_legacy<OpsQ1_0>;
     k.gemm[(int)DType::Q2_0] = gemm_legacy<OpsQ2_0>;
     k.gemm[(int)DType::NVFP4] = gemm_lanes<NVFP4Lanes>;
+    k.gemm[(int)DType::IQ2_XXS] = gemm_lanes<IQLanes<DType::IQ2_XXS>>;
+    k.gemm[(int)DType::IQ2_XS] = gemm_lanes<IQLanes<DType::IQ2_XS>>;
+    k.gemm[(int)DType::IQ2_S] = gemm_lanes<IQLanes<DType::IQ2_S>>;
+    k.gemm[(int)DType::IQ3_XXS] = gemm_lanes<IQLanes<DType::IQ3_XXS>>;
+    k.gemm[(int)DType::IQ3_S] = gemm_lanes<IQLanes<DType::IQ3_S>>;
+    k.gemm[(int)DType::IQ1_S] = gemm_lanes<IQLanes<DType::IQ1_S>>;
+    k.gemm[(int)DType::IQ1_M] = gemm_lanes<IQLanes<DType::IQ1_M>>;
     // The load-time layouts: every token count, decode included.
     k.gemm[x16_slot(DType::Q4_0)] = gemm_legacy_x16<OpsQ4_0>;
     k.gemm[x16_slot(DType::Q4_1)] = gemm_legacy_x16<OpsQ4_1>;

@@ -17,6 +17,7 @@
 #include "core/quant/blocks.h"
 #include "core/quant/iq-grids.h"
 #include "cpu/kernels/kernels.h"
+#include "cpu/kernels/iq-unpack.h"
 #include "cpu/kernels/simd-x86.h"
 
 namespace vt::quant {
@@ -244,7 +245,35 @@ void gemm(int64_t k, const void *wv, size_t ws, int64_t nr, const void *av, size
     }
 }
 
+// iq-unpack.h's decoder: each sub-block's signed values (mag with its
+// signs) + the offset, and its halves' multipliers.
+template <class T_>
+void unpack(const void *block, uint8_t *u, int32_t *m, float *dk) {
+    const typename T_::B &x = *(const typename T_::B *)block;
+    for (int s = 0; s < 8; ++s) {
+        const Sub v = T_::sub(x, s);
+        _mm256_storeu_si256((__m256i *)(u + 32 * s), _mm256_add_epi8(_mm256_sign_epi8(v.mag, v.sgn),
+                                                                     _mm256_set1_epi8((char)kIqUnpackOff)));
+        m[2 * s] = (int16_t)_mm256_extract_epi16(v.m16, 0);
+        m[2 * s + 1] = (int16_t)_mm256_extract_epi16(v.m16, 8);
+    }
+    *dk = T_::d(x) * T_::kScale;
+}
+
 } // namespace
+
+IqUnpackFn iq_unpack_avx2(DType t) {
+    switch (t) {
+    case DType::IQ2_XXS: return unpack<IQ2XXS>;
+    case DType::IQ2_XS: return unpack<IQ2XS>;
+    case DType::IQ2_S: return unpack<IQ2S>;
+    case DType::IQ3_XXS: return unpack<IQ3XXS>;
+    case DType::IQ3_S: return unpack<IQ3S>;
+    case DType::IQ1_S: return unpack<IQ1S>;
+    case DType::IQ1_M: return unpack<IQ1M>;
+    default: return nullptr;
+    }
+}
 
 void avx2_fill_iquants(Kernels &k) {
 #define VT_IQ_FILL_(type, impl)                  \
