@@ -11,11 +11,11 @@
 #include "cpu/kernels/gemm-rows-x86.h"
 #include "cpu/kernels/gemm-q4k-x86.h"
 #include "cpu/kernels/gemm-iq4xs-x86.h"
-#include "cpu/kernels/gemm-iq-x86.h"
 #include "cpu/kernels/gemm-q6k-x86.h"
 #include "cpu/kernels/gemm-q6k-x16-avx512.h"
 #include "cpu/kernels/gemm-legacy-lanes-x86.h"
 #include "cpu/kernels/gemm-nvfp4-x86.h"
+#include "cpu/kernels/gemm-iq-x86.h"
 #include "cpu/kernels/gemm-pairs-x86.h"
 
 namespace vt::quant {
@@ -45,6 +45,8 @@ void fill(Kernels &k) {
     k.gemm[(int)DType::IQ3_S] = gemm_lanes<IQLanes<DType::IQ3_S>>;
     k.gemm[(int)DType::IQ1_S] = gemm_lanes<IQLanes<DType::IQ1_S>>;
     k.gemm[(int)DType::IQ1_M] = gemm_lanes<IQLanes<DType::IQ1_M>>;
+    k.gemm[(int)DType::TQ1_0] = gemm_lanes<TernaryLanes<DType::TQ1_0>>;
+    k.gemm[(int)DType::TQ2_0] = gemm_lanes<TernaryLanes<DType::TQ2_0>>;
     // The load-time layouts: every token count, decode included.
     k.gemm[x16_slot(DType::Q4_0)] = gemm_legacy_x16<OpsQ4_0>;
     k.gemm[x16_slot(DType::Q4_1)] = gemm_legacy_x16<OpsQ4_1>;

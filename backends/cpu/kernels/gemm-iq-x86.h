@@ -7,8 +7,9 @@
 // call: each super-block decoded once by iq-unpack.h's AVX2 decoder into
 // the values + 64 (2..126: vpmaddubsw's pairs stay below 2^15 without
 // VNNI), interleaved 4 bytes per row and step; the +64 comes back off per
-// 16 elements as 64 times that group's Q8_K bsum. Include after
-// gemm-iq4xs-x86.h.
+// 16 elements as 64 times that group's Q8_K bsum. TQ1_0 and TQ2_0 take the
+// same packing (TernaryLanes, below). Include after gemm-iq4xs-x86.h and
+// gemm-legacy-lanes-x86.h.
 #pragma once
 
 #include "cpu/kernels/gemm-iq4xs-x86.h"
@@ -76,6 +77,67 @@ struct IQLanes {
             superblock_step<T>(acc, d, y, b, tot);
         }
         for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * os, row_mask(nr), acc[t]);
+    }
+};
+
+// TQ1_0 and TQ2_0 (ternary-x86.h's order: per block (d * dy) times its
+// exact integer, by FMA into lane b % 8 of 8 accumulators, hsum's order at
+// the end): the codes (values + 1) packed per call as above, no
+// multipliers, the +1 back off per block as the sum of its 16 bsums.
+template <DType kType>
+struct TernaryLanes {
+    static constexpr int kTokens = 3; // 8 accumulators per token in 32 registers
+    static constexpr int64_t kBlockElems = QK_K;
+    static constexpr size_t kD = 4096, kBlock = kD + 64;
+
+    static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, uint8_t *dst) {
+        const TernaryUnpackFn unpack = ternary_unpack_avx2(kType);
+        const size_t bb = dtype_info(kType).block_bytes;
+        alignas(64) uint8_t q[kLaneRows][QK_K];
+        for (int64_t r0 = 0; r0 < nr; r0 += kLaneRows)
+            for (int64_t b = 0; b < nb; ++b) {
+                uint8_t *p = dst + ((r0 / kLaneRows) * nb + b) * kBlock;
+                float *d = (float *)(p + kD);
+                for (int r = 0; r < kLaneRows; ++r) {
+                    if (r0 + r >= nr) { // rows past the matrix are zero
+                        std::memset(q[r], 0, QK_K);
+                        d[r] = 0.f;
+                        continue;
+                    }
+                    unpack(w + (r0 + r) * ws + b * bb, q[r], &d[r]);
+                }
+                interleave_rows(q, p);
+            }
+    }
+
+    using Acts = Q8KRows;
+
+    template <int T>
+    static void tile(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {
+        const BlockQ8_K *y[T];
+        for (int t = 0; t < T; ++t) y[t] = (const BlockQ8_K *)(acts.a + (t0 + t) * acts.as);
+        __m512 acc[T][8];
+        for (int t = 0; t < T; ++t)
+            for (int j = 0; j < 8; ++j) acc[t][j] = _mm512_setzero_ps();
+        for_blocks8(nb, [&](int64_t b, int j) {
+            const uint8_t *w = pw + b * kBlock;
+            __m512i p[T][2];
+            for (int t = 0; t < T; ++t) {
+                const __m256i bs = _mm256_loadu_si256((const __m256i *)y[t][b].bsums);
+                p[t][0] = _mm512_set1_epi32(-hsum_i32(_mm256_madd_epi16(bs, _mm256_set1_epi16(1))));
+                p[t][1] = _mm512_setzero_si512();
+            }
+#pragma GCC unroll 8
+            for (int s = 0; s < 64; ++s) {
+                const __m512i wq = _mm512_load_si512(w + s * 64);
+                for (int t = 0; t < T; ++t) p[t][s % 2] = dpbusd512(p[t][s % 2], wq, bcast32(y[t][b].qs + 4 * s));
+            }
+            const __m512 d = _mm512_load_ps((const float *)(w + kD));
+            for (int t = 0; t < T; ++t)
+                acc[t][j] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)),
+                                            _mm512_cvtepi32_ps(_mm512_add_epi32(p[t][0], p[t][1])), acc[t][j]);
+        });
+        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * os, row_mask(nr), hsum_order8(acc[t]));
     }
 };
 

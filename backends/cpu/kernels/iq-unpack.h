@@ -1,5 +1,6 @@
-// The lattice i-quants' super-blocks decoded for the AVX-512 row-lane tiles
-// (gemm-iq-x86.h): iquants-avx2.cpp's grid gathers (the AVX2 archive; every
+// The lattice i-quants' and the ternary types' blocks decoded for the
+// AVX-512 row-lane tiles (gemm-iq-x86.h): iquants-avx2.cpp's grid gathers
+// and ternary-avx2.cpp's code decoding (the AVX2 archive; every
 // AVX-512 CPU runs them), called through a plain function pointer, which
 // no ISA rule forbids (meson.build: only inline functions may not cross).
 #pragma once
@@ -21,5 +22,10 @@ using IqUnpackFn = void (*)(const void *block, uint8_t *u, int32_t *m, float *dk
 
 // The AVX2 decoder of an i-quant type, null for any other type.
 IqUnpackFn iq_unpack_avx2(DType t);
+
+// TQ1_0 / TQ2_0 (ternary-avx2.cpp): c[256] a block's codes (0..2, or 0..3:
+// the values + 1) in element order, *d its d as f32.
+using TernaryUnpackFn = void (*)(const void *block, uint8_t *c, float *d);
+TernaryUnpackFn ternary_unpack_avx2(DType t);
 
 } // namespace vt::quant

@@ -6,6 +6,7 @@
 // into its lane. The gemm decodes each row's codes once per 64 tokens.
 #include "core/quant/blocks.h"
 #include "cpu/kernels/kernels.h"
+#include "cpu/kernels/iq-unpack.h"
 #include "cpu/kernels/simd-x86.h"
 #include "cpu/kernels/legacy-x86.h"
 #include "cpu/kernels/ternary-x86.h"
@@ -142,7 +143,19 @@ void gemm_ternary(int64_t k, const void *wv, size_t ws, int64_t nr, const void *
     }
 }
 
+template <class B, void (*Codes)(const B &, uint8_t *)>
+void unpack(const void *block, uint8_t *c, float *d) {
+    Codes(*(const B *)block, c);
+    *d = h2f_f16c(((const B *)block)->d);
+}
+
 } // namespace
+
+TernaryUnpackFn ternary_unpack_avx2(DType t) {
+    if (t == DType::TQ1_0) return unpack<BlockTQ1_0, codes_tq1>;
+    if (t == DType::TQ2_0) return unpack<BlockTQ2_0, codes_tq2>;
+    return nullptr;
+}
 
 void avx2_fill_ternary(Kernels &k) {
     k.dot[(int)DType::TQ1_0] = dot_ternary<BlockTQ1_0, isum_tq1>;
