@@ -141,5 +141,50 @@ struct TernaryLanes {
     }
 };
 
+// The TQ2_0_X16 layout in place (x16-layout.h: the 16 rows' qs dwords
+// interleaved, then their d): element 128h + 32l + m is field l of byte
+// 32h + m, so dword 8h + u of a row holds elements 128h + 32l + 4u..+3 for
+// every l, one shift and one mask each; the rest as TernaryLanes.
+struct TernaryX16 {
+    static constexpr int kTokens = 3;
+    static constexpr int64_t kBlockElems = QK_K;
+    static constexpr size_t kBlock = 16 * sizeof(BlockTQ2_0), kPayload = 16 * sizeof(BlockTQ2_0::qs);
+    using Acts = Q8KRows;
+
+    template <int T>
+    static void tile(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {
+        const BlockQ8_K *y[T];
+        for (int t = 0; t < T; ++t) y[t] = (const BlockQ8_K *)(acts.a + (t0 + t) * acts.as);
+        __m512 acc[T][8];
+        for (int t = 0; t < T; ++t)
+            for (int j = 0; j < 8; ++j) acc[t][j] = _mm512_setzero_ps();
+        const __m512i m3 = _mm512_set1_epi8(3);
+        for_blocks8(nb, [&](int64_t b, int j) {
+            const X16Loc w = x16_locate<kBlock, kPayload>(pw, b, nb);
+            __m512i p[T][2];
+            for (int t = 0; t < T; ++t) {
+                const __m256i bs = _mm256_loadu_si256((const __m256i *)y[t][b].bsums);
+                p[t][0] = _mm512_set1_epi32(-hsum_i32(_mm256_madd_epi16(bs, _mm256_set1_epi16(1))));
+                p[t][1] = _mm512_setzero_si512();
+            }
+            for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
+                for (int u = 0; u < 8; ++u) {
+                    const __m512i v = _mm512_loadu_si512(w.q + 64 * (8 * h + u));
+                    for (int l = 0; l < 4; ++l) {
+                        const __m512i wq = _mm512_and_si512(_mm512_srli_epi32(v, 2 * l), m3);
+                        for (int t = 0; t < T; ++t)
+                            p[t][l % 2] = dpbusd512(p[t][l % 2], wq, bcast32(y[t][b].qs + 128 * h + 32 * l + 4 * u));
+                    }
+                }
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w.h));
+            for (int t = 0; t < T; ++t)
+                acc[t][j] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)),
+                                            _mm512_cvtepi32_ps(_mm512_add_epi32(p[t][0], p[t][1])), acc[t][j]);
+        });
+        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * os, row_mask(nr), hsum_order8(acc[t]));
+    }
+};
+
 } // namespace
 } // namespace vt::quant::x86
