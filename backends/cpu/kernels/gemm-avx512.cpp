@@ -59,6 +59,7 @@ void fill(Kernels &k) {
     k.gemm[x16_slot(DType::NVFP4)] = gemm_x16<NVFP4X16>;
     k.gemm[x16_slot(DType::Q1_0)] = gemm_x16<LegacyLanes<OpsQ1_0, X16StepsQ1_0>>;
     k.gemm[x16_slot(DType::TQ2_0)] = gemm_x16<TernaryX16>;
+    k.gemm[x16_slot(DType::TQ1_0)] = gemm_x16<TernaryX16Tq1>;
     k.gemm[x16_slot(DType::Q4_K)] = gemm_x16<Q4KX16>;
     k.gemm[x16_slot(DType::Q6_K)] = gemm_q6k_x16;
     k.gemm[x16_slot(DType::F16)] = gemm_pairs_x16<F16Pairs>;

@@ -186,5 +186,69 @@ struct TernaryX16 {
     }
 };
 
+// TQ1_0's trits without a multiply: q = byte * 3^n mod 256 by byte adds
+// (3q = q + q + q, 9q = (q << 3) + q with the shift masked per byte), and
+// the trit (3 q) >> 8 as the top two bits of two byte averages of
+// q' = max(q - 1, 0) (equal for every byte; test-gemm holds the tile to
+// the dot bit for bit).
+static inline __m512i times3(__m512i q) { return _mm512_add_epi8(q, _mm512_add_epi8(q, q)); }
+static inline __m512i times9(__m512i q) {
+    return _mm512_add_epi8(_mm512_and_si512(_mm512_slli_epi16(q, 3), _mm512_set1_epi8((char)0xF8)), q);
+}
+static inline __m512i trit_of(__m512i q) {
+    const __m512i q1 = _mm512_subs_epu8(q, _mm512_set1_epi8(1));
+    const __m512i t = _mm512_avg_epu8(q1, _mm512_avg_epu8(q1, _mm512_setzero_si512()));
+    return _mm512_and_si512(_mm512_srli_epi16(t, 6), _mm512_set1_epi8(3));
+}
+
+// The TQ1_0_X16 layout in place (the 16 rows' 13 payload dwords, qs then
+// qh, interleaved; then their d): dword u < 8 holds elements 32n + 4u..+3
+// as its bytes' trits n (n = 0..4), dword 8 + u elements 160 + 16n + 4u..+3,
+// dword 12 elements 240 + 4n..+3 (n = 0..3); per dword its bytes times
+// 3^0..3^4, one trit each. The rest as TernaryX16.
+struct TernaryX16Tq1 {
+    static constexpr int kTokens = 3;
+    static constexpr int64_t kBlockElems = QK_K;
+    static constexpr size_t kBlock = 16 * sizeof(BlockTQ1_0), kPayload = 16 * (sizeof(BlockTQ1_0) - 2);
+    using Acts = Q8KRows;
+
+    template <int T>
+    static void tile(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {
+        const BlockQ8_K *y[T];
+        for (int t = 0; t < T; ++t) y[t] = (const BlockQ8_K *)(acts.a + (t0 + t) * acts.as);
+        __m512 acc[T][8];
+        for (int t = 0; t < T; ++t)
+            for (int j = 0; j < 8; ++j) acc[t][j] = _mm512_setzero_ps();
+        for_blocks8(nb, [&](int64_t b, int j) {
+            const X16Loc w = x16_locate<kBlock, kPayload>(pw, b, nb);
+            __m512i p[T][2];
+            for (int t = 0; t < T; ++t) {
+                const __m256i bs = _mm256_loadu_si256((const __m256i *)y[t][b].bsums);
+                p[t][0] = _mm512_set1_epi32(-hsum_i32(_mm256_madd_epi16(bs, _mm256_set1_epi16(1))));
+                p[t][1] = _mm512_setzero_si512();
+            }
+            // Dword u's trits n = 0..nt-1 against the activations at e0 + stride * n.
+            const auto dword = [&](int u, int n_trits, int e0, int stride) {
+                __m512i q = _mm512_loadu_si512(w.q + 64 * u), q3 = times3(q);
+                __m512i pw3[5] = {q, q3, times9(q), times9(q3), _mm512_setzero_si512()};
+                pw3[4] = times9(pw3[2]);
+                for (int n = 0; n < n_trits; ++n) {
+                    const __m512i wq = trit_of(pw3[n]);
+                    for (int t = 0; t < T; ++t)
+                        p[t][n % 2] = dpbusd512(p[t][n % 2], wq, bcast32(y[t][b].qs + e0 + stride * n));
+                }
+            };
+            for (int u = 0; u < 8; ++u) dword(u, 5, 4 * u, 32);
+            for (int u = 0; u < 4; ++u) dword(8 + u, 5, 160 + 4 * u, 16);
+            dword(12, 4, 240, 4);
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w.h));
+            for (int t = 0; t < T; ++t)
+                acc[t][j] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)),
+                                            _mm512_cvtepi32_ps(_mm512_add_epi32(p[t][0], p[t][1])), acc[t][j]);
+        });
+        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * os, row_mask(nr), hsum_order8(acc[t]));
+    }
+};
+
 } // namespace
 } // namespace vt::quant::x86

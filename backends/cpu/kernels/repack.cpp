@@ -8,7 +8,7 @@ namespace vt::quant {
 
 namespace {
 // A base block is a header of f16 fields (d, then m for Q4_1 and Q5_1,
-// dmin for Q4_K; MXFP4: one byte, e; NVFP4: four bytes, d[4]) and a payload of quants; Q6_K's and TQ2_0's one field, d, comes last instead.
+// dmin for Q4_K; MXFP4: one byte, e; NVFP4: four bytes, d[4]) and a payload of quants; Q6_K's, TQ1_0's and TQ2_0's one field, d, comes last instead.
 // An _X16 group stores the payloads interleaved by dword, then each header
 // field for the 16 rows. The plain float types (F16, BF16) take
 // x16_block_elems of them as a block, with no header.
@@ -19,7 +19,7 @@ struct BlockShape {
 };
 BlockShape shape(DType base) {
     const size_t bytes = row_bytes(base, x16_block_elems(base));
-    if (base == DType::Q6_K || base == DType::TQ2_0) return {bytes, 2, bytes - 2, 0}; // d last
+    if (base == DType::Q6_K || base == DType::TQ1_0 || base == DType::TQ2_0) return {bytes, 2, bytes - 2, 0}; // d last
     if (base == DType::MXFP4) return {bytes, 1, 0, 1, 1};
     if (base == DType::NVFP4) return {bytes, 4, 0, 4, 1}; // d[4]: four one-byte fields
     const bool plain = dtype_info(base).block_elems == 1;

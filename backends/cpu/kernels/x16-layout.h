@@ -39,13 +39,14 @@ constexpr int x16_slot(DType base) {
     case DType::NVFP4: return kX16Slot0 + 12;
     case DType::Q1_0: return kX16Slot0 + 13;
     case DType::TQ2_0: return kX16Slot0 + 14;
+    case DType::TQ1_0: return kX16Slot0 + 15;
     default: return -1;  // no _X16 layout
     }
 }
-constexpr int kTypeSlots = kX16Slot0 + 15;
+constexpr int kTypeSlots = kX16Slot0 + 16;
 
 // The bytes of a group: rows 16g..16g+15 of a Q4_0, Q4_1,
-// Q5_0, Q5_1, Q8_0, MXFP4, IQ4_NL, IQ4_XS, NVFP4, Q1_0, TQ2_0, Q4_K, Q6_K, F16 or BF16 matrix, block column b, take 16
+// Q5_0, Q5_1, Q8_0, MXFP4, IQ4_NL, IQ4_XS, NVFP4, Q1_0, TQ1_0, TQ2_0, Q4_K, Q6_K, F16 or BF16 matrix, block column b, take 16
 // times the base block's bytes (F16, BF16: blocks of 32 elements without a header).
 // First the 16 rows' payload (everything but the f16 header: quants, and the
 // K quants' scales; F16/BF16: the elements, a pair per dword; Q6_K: its
