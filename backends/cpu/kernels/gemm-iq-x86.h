@@ -3,7 +3,7 @@
 // exact integer, the sum over each 16 elements of its odd multiplier times
 // the values times the activations, then the scalar reference's f32 step
 // acc + ((d * kScale) * dy) * isum (iquants-scalar.cpp) — IQ4_XS's form, so
-// the tile ends in gemm-iq4xs-x86.h's superblock_step. Rows are packed per
+// they take IQ4_XS's tile (gemm-iq4xs-x86.h's GroupScaledTile). Rows are packed per
 // call: each super-block decoded once by iq-unpack.h's AVX2 decoder into
 // the values + 64 (2..126: vpmaddubsw's pairs stay below 2^15 without
 // VNNI), interleaved 4 bytes per row and step; the +64 comes back off per
@@ -18,15 +18,11 @@
 namespace vt::quant::x86 {
 namespace {
 
+// Per 16 rows and super-block: step s, row r 4 values + 64 (4096); for
+// group g of 16 elements, row r its multiplier as int32 (1024); row r's
+// d * kScale (64).
 template <DType kType>
-struct IQLanes {
-    static constexpr int kTokens = 8;
-    static constexpr int64_t kBlockElems = QK_K;
-    // Per 16 rows and super-block: step s, row r 4 values + 64 (4096); for
-    // group g of 16 elements, row r its multiplier as int32 (1024); row r's
-    // d * kScale (64).
-    static constexpr size_t kM = 4096, kD = kM + 1024, kBlock = kD + 64;
-
+struct IQLanes : GroupScaledTile<16, kIqUnpackOff> {
     static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nsb, uint8_t *dst) {
         const IqUnpackFn unpack = iq_unpack_avx2(kType);
         const size_t bb = dtype_info(kType).block_bytes;
@@ -35,7 +31,7 @@ struct IQLanes {
         for (int64_t r0 = 0; r0 < nr; r0 += kLaneRows)
             for (int64_t b = 0; b < nsb; ++b) {
                 uint8_t *p = dst + ((r0 / kLaneRows) * nsb + b) * kBlock;
-                int32_t *mg = (int32_t *)(p + kM);
+                int32_t *mg = (int32_t *)(p + kSc);
                 float *d = (float *)(p + kD);
                 for (int r = 0; r < kLaneRows; ++r) {
                     if (r0 + r >= nr) { // rows past the matrix are zero
@@ -49,34 +45,6 @@ struct IQLanes {
                 }
                 interleave_rows(q, p);
             }
-    }
-
-    using Acts = Q8KRows;
-
-    template <int T>
-    static void tile(int64_t nsb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {
-        __m512 acc[T];
-        for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-        const BlockQ8_K *y[T];
-        for (int t = 0; t < T; ++t) y[t] = (const BlockQ8_K *)(acts.a + (t0 + t) * acts.as);
-        for (int64_t b = 0; b < nsb; ++b) {
-            const uint8_t *w = pw + b * kBlock;
-            __m512i tot[T];
-            for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
-            for (int g = 0; g < 16; ++g) {
-                __m512i part[T];
-                for (int t = 0; t < T; ++t) part[t] = _mm512_set1_epi32(-kIqUnpackOff * y[t][b].bsums[g]);
-                for (int s = 0; s < 4; ++s) {
-                    const __m512i wq = _mm512_load_si512(w + (4 * g + s) * 64);
-                    for (int t = 0; t < T; ++t) part[t] = dpbusd512(part[t], wq, bcast32(y[t][b].qs + 16 * g + 4 * s));
-                }
-                const __m512i mg = _mm512_load_si512(w + kM + g * 64);
-                for (int t = 0; t < T; ++t) tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(part[t], mg));
-            }
-            const __m512 d = _mm512_load_ps((const float *)(w + kD));
-            superblock_step<T>(acc, d, y, b, tot);
-        }
-        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * os, row_mask(nr), acc[t]);
     }
 };
 

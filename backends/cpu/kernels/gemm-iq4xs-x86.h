@@ -27,12 +27,56 @@ static inline void superblock_step(__m512 (&acc)[T], __m512 d, const BlockQ8_K *
                                                      _mm512_cvtepi32_ps(tot[t])));
 }
 
-struct IQ4XSLanes {
+// The tile of super-block types packed per call as 64 steps of unsigned
+// values (the signed values + kOff), then kGroups int32 multipliers per row
+// (one per 256 / kGroups elements), then each row's f32 d: per group the
+// steps' vpdpbusd from -kOff times the group's activation sum (its Q8_K
+// bsums), times the group's multiplier, summed exactly; then the super-
+// block step above. IQ4_XS (8 groups, + 128) and the lattice i-quants
+// (gemm-iq-x86.h: 16 groups, + 64) take it.
+template <int kGroups, int kOff>
+struct GroupScaledTile {
     static constexpr int kTokens = 8;
     static constexpr int64_t kBlockElems = QK_K;
-    // Per 16 rows and super-block: step s, row r 4 levels (+128) (4096); for
-    // sub-block g, row r its scale as int32 (512); row r's d (64).
-    static constexpr size_t kSc = 4096, kD = kSc + 512, kBlock = kD + 64;
+    static constexpr size_t kSc = 4096, kD = kSc + 64 * kGroups, kBlock = kD + 64;
+    static constexpr int kSteps = QK_K / 4 / kGroups, kBsums = QK_K / 16 / kGroups; // per group
+    using Acts = Q8KRows;
+
+    template <int T>
+    static void tile(int64_t nsb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {
+        __m512 acc[T];
+        for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+        const BlockQ8_K *y[T];
+        for (int t = 0; t < T; ++t) y[t] = (const BlockQ8_K *)(acts.a + (t0 + t) * acts.as);
+        for (int64_t b = 0; b < nsb; ++b) {
+            const uint8_t *w = pw + b * kBlock;
+            __m512i tot[T];
+            for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
+            for (int g = 0; g < kGroups; ++g) {
+                __m512i part[T];
+                for (int t = 0; t < T; ++t) {
+                    int sum = 0;
+                    for (int i = 0; i < kBsums; ++i) sum += y[t][b].bsums[kBsums * g + i];
+                    part[t] = _mm512_set1_epi32(-kOff * sum);
+                }
+                for (int s = 0; s < kSteps; ++s) {
+                    const __m512i wq = _mm512_load_si512(w + (kSteps * g + s) * 64);
+                    for (int t = 0; t < T; ++t)
+                        part[t] = dpbusd512(part[t], wq, bcast32(y[t][b].qs + 4 * (kSteps * g + s)));
+                }
+                const __m512i sc = _mm512_load_si512(w + kSc + g * 64);
+                for (int t = 0; t < T; ++t) tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(part[t], sc));
+            }
+            const __m512 d = _mm512_load_ps((const float *)(w + kD));
+            superblock_step<T>(acc, d, y, b, tot);
+        }
+        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * os, row_mask(nr), acc[t]);
+    }
+};
+
+// Per 16 rows and super-block: step s, row r 4 levels (+128) (4096); for
+// sub-block g, row r its scale as int32 (512); row r's d (64).
+struct IQ4XSLanes : GroupScaledTile<8, 128> {
 
     static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nsb, uint8_t *dst) {
         alignas(64) uint8_t q[kLaneRows][QK_K];
@@ -57,35 +101,6 @@ struct IQ4XSLanes {
                 }
                 interleave_rows(q, p);
             }
-    }
-
-    using Acts = Q8KRows;
-
-    template <int T>
-    static void tile(int64_t nsb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {
-        __m512 acc[T];
-        for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-        const BlockQ8_K *y[T];
-        for (int t = 0; t < T; ++t) y[t] = (const BlockQ8_K *)(acts.a + (t0 + t) * acts.as);
-        for (int64_t b = 0; b < nsb; ++b) {
-            const uint8_t *w = pw + b * kBlock;
-            __m512i tot[T];
-            for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_si512();
-            for (int g = 0; g < 8; ++g) {
-                __m512i part[T];
-                for (int t = 0; t < T; ++t)
-                    part[t] = _mm512_set1_epi32(-128 * (y[t][b].bsums[2 * g] + y[t][b].bsums[2 * g + 1]));
-                for (int s = 0; s < 8; ++s) {
-                    const __m512i wq = _mm512_load_si512(w + (8 * g + s) * 64);
-                    for (int t = 0; t < T; ++t) part[t] = dpbusd512(part[t], wq, bcast32(y[t][b].qs + 32 * g + 4 * s));
-                }
-                const __m512i scg = _mm512_load_si512(w + kSc + g * 64);
-                for (int t = 0; t < T; ++t) tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(part[t], scg));
-            }
-            const __m512 d = _mm512_load_ps((const float *)(w + kD));
-            superblock_step<T>(acc, d, y, b, tot);
-        }
-        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * os, row_mask(nr), acc[t]);
     }
 };
 
