@@ -18,11 +18,19 @@
 namespace vt::quant::x86 {
 namespace {
 
+// The types whose two 16-element halves share one multiplier (a scale per
+// 32): their tile sums 32 elements per group, half the multiplies.
+constexpr bool iq_scale_per_32(DType t) {
+    return t == DType::IQ2_XXS || t == DType::IQ3_XXS || t == DType::IQ3_S || t == DType::IQ1_S;
+}
+
 // Per 16 rows and super-block: step s, row r 4 values + 64 (4096); for
-// group g of 16 elements, row r its multiplier as int32 (1024); row r's
-// d * kScale (64).
-template <DType kType>
-struct IQLanes : GroupScaledTile<16, kIqUnpackOff> {
+// group g (16 or 32 elements), row r its multiplier as int32 (1024 or 512);
+// row r's d * kScale (64).
+template <DType kType, int kGroups = iq_scale_per_32(kType) ? 8 : 16>
+struct IQLanes : GroupScaledTile<kGroups, kIqUnpackOff> {
+    using Tile = GroupScaledTile<kGroups, kIqUnpackOff>;
+    using Tile::kBlock, Tile::kD, Tile::kSc;
     static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nsb, uint8_t *dst) {
         const IqUnpackFn unpack = iq_unpack_avx2(kType);
         const size_t bb = dtype_info(kType).block_bytes;
@@ -36,12 +44,12 @@ struct IQLanes : GroupScaledTile<16, kIqUnpackOff> {
                 for (int r = 0; r < kLaneRows; ++r) {
                     if (r0 + r >= nr) { // rows past the matrix are zero
                         std::memset(q[r], 0, QK_K);
-                        for (int g = 0; g < 16; ++g) mg[g * kLaneRows + r] = 0;
+                        for (int g = 0; g < kGroups; ++g) mg[g * kLaneRows + r] = 0;
                         d[r] = 0.f;
                         continue;
                     }
                     unpack(w + (r0 + r) * ws + b * bb, q[r], m, &d[r]);
-                    for (int g = 0; g < 16; ++g) mg[g * kLaneRows + r] = m[g];
+                    for (int g = 0; g < kGroups; ++g) mg[g * kLaneRows + r] = m[16 / kGroups * g];
                 }
                 interleave_rows(q, p);
             }

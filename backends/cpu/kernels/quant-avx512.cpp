@@ -8,7 +8,8 @@
 // registers) and, in the VNNI build, vpdpbusd for the u8 x s8 products. The
 // K-quant dots stay on the AVX2 kernels (their int16 scale multiply gains
 // nothing from VNNI). NVFP4, Q1_0 and Q2_0 take lowbit-avx512.cpp's dots,
-// TQ1_0 and TQ2_0 ternary-avx512.cpp's.
+// TQ1_0 and TQ2_0 ternary-avx512.cpp's, the lattice i-quants
+// iquants-avx512.cpp's.
 #include "core/quant/blocks.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd-x86.h"
@@ -24,9 +25,11 @@ namespace vt::quant {
 #if defined(VT_QUANT_VNNI)
 void avx512vnni_fill_lowbit(Kernels &k);  // lowbit-avx512.cpp, the same archive
 void avx512vnni_fill_ternary(Kernels &k); // ternary-avx512.cpp, the same archive
+void avx512vnni_fill_iquants(Kernels &k); // iquants-avx512.cpp, the same archive
 #else
 void avx512_fill_lowbit(Kernels &k);
 void avx512_fill_ternary(Kernels &k);
+void avx512_fill_iquants(Kernels &k);
 #endif
 namespace {
 using namespace x86;
@@ -65,9 +68,11 @@ void fill(Kernels &k) {
 #if defined(VT_QUANT_VNNI)
     avx512vnni_fill_lowbit(k);
     avx512vnni_fill_ternary(k);
+    avx512vnni_fill_iquants(k);
 #else
     avx512_fill_lowbit(k);
     avx512_fill_ternary(k);
+    avx512_fill_iquants(k);
 #endif
     k.dot[(int)DType::FP8_E4M3] = fp8_dot<Zmm16>;
     k.gemm[(int)DType::FP8_E4M3] = fp8_gemm<Zmm16, 2, 6>;
