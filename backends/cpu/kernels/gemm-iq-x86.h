@@ -7,7 +7,7 @@
 // call: each super-block decoded once by iq-unpack.h's AVX2 decoder into
 // the values + 64 (2..126: vpmaddubsw's pairs stay below 2^15 without
 // VNNI), interleaved 4 bytes per row and step; the +64 comes back off per
-// 16 elements as 64 times that group's Q8_K bsum. TQ1_0 and TQ2_0 take the
+// group (16 or 32 elements: IQLanes) as 64 times its Q8_K bsums. TQ1_0 and TQ2_0 take the
 // same packing (TernaryLanes, below). Include after gemm-iq4xs-x86.h and
 // gemm-legacy-lanes-x86.h.
 #pragma once

@@ -112,7 +112,7 @@ struct IQ4XSLanes : GroupScaledTile<8, 128> {
 // low nibble of sub-block g is bits 4g..4g+3 of scales_l's dword) and the
 // codes through the level table per step.
 struct IQ4XSX16 {
-    static constexpr int kTokens = 6; // 4 -> 6: +4% at 64 tokens (8 spills)
+    static constexpr int kTokens = 6; // 4 -> 6: +4% at 64 tokens; 8 no better
     static constexpr int64_t kBlockElems = QK_K;
     static constexpr size_t kBlock = 16 * sizeof(BlockIQ4XS), kPayload = 16 * (sizeof(BlockIQ4XS) - 4);
     using Acts = Q8KRows;

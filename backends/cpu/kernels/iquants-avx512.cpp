@@ -25,8 +25,9 @@ namespace {
 using namespace x86;
 
 // A super-block's decoding state: the sign (negate) bits of its 256
-// elements, 64 per pair of sub-blocks, and the odd multiplier m of each 16
-// elements as the int16 pair m | m << 16 (madd's operand) per dword.
+// elements, 64 per pair of sub-blocks (IQ1 takes its signs from the values
+// instead), the odd multiplier m of each 16 elements as the int16 pair
+// m | m << 16 (madd's operand) per dword, and what its integer starts from.
 struct Pre {
     alignas(16) uint64_t neg[4];
     __m512i m16;
@@ -69,11 +70,10 @@ static inline void store_signs(Pre &pre, __m128i lo, __m128i hi) {
     _mm_store_si128((__m128i *)(pre.neg + 2), hi);
 }
 
-// Lanes of 8 64-bit grid entries from 8 dword indices, and of 16 32-bit
-// ones.
-// Grid entries by scalar loads at indices formed in scalar registers (as
-// iquants-avx2.cpp): vpgatherqq/dd, and indices formed in a vector and moved
-// out lane by lane, measured 30% slower here (Zen 5).
+// 8 64-bit grid entries, or 16 32-bit ones, by scalar loads at indices
+// formed in scalar registers (as iquants-avx2.cpp): vpgatherqq/dd, and
+// indices formed in a vector and moved out lane by lane, measured 30%
+// slower here (Zen 5).
 static inline __m512i grid64(const uint64_t *g, const uint32_t (&i)[8]) {
     return _mm512_setr_epi64((long long)g[i[0]], (long long)g[i[1]], (long long)g[i[2]], (long long)g[i[3]],
                              (long long)g[i[4]], (long long)g[i[5]], (long long)g[i[6]], (long long)g[i[7]]);
