@@ -178,7 +178,7 @@ constexpr DType kMatmulTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::
 // The types with an _X16 layout (x16-layout.h).
 constexpr DType kX16Types[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
                                DType::Q4_K, DType::Q6_K, DType::F16,  DType::BF16, DType::MXFP4,
-                               DType::IQ4_NL, DType::IQ4_XS, DType::NVFP4, DType::Q1_0, DType::TQ1_0, DType::TQ2_0};
+                               DType::IQ4_NL, DType::IQ4_XS, DType::NVFP4, DType::Q1_0, DType::Q2_0, DType::TQ1_0, DType::TQ2_0};
 
 // A row length for t's tests: odd for plain floats, an odd number of blocks
 // otherwise.

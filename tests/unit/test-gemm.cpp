@@ -151,7 +151,7 @@ TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base t
     std::mt19937 rng(99);
     int checked = 0;
     for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::MXFP4, DType::IQ4_NL,
-                       DType::IQ4_XS, DType::NVFP4, DType::Q1_0, DType::TQ1_0, DType::TQ2_0, DType::Q4_K, DType::Q6_K, DType::F16, DType::BF16}) {
+                       DType::IQ4_XS, DType::NVFP4, DType::Q1_0, DType::Q2_0, DType::TQ1_0, DType::TQ2_0, DType::Q4_K, DType::Q6_K, DType::F16, DType::BF16}) {
         const int x16 = quant::x16_slot(base);
         const DType vdt = vec_dot_type(base);
         const int64_t be = quant::x16_block_elems(base);

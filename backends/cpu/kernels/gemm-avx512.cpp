@@ -58,6 +58,7 @@ void fill(Kernels &k) {
     k.gemm[x16_slot(DType::IQ4_NL)] = gemm_legacy_x16<OpsIQ4NL>;
     k.gemm[x16_slot(DType::NVFP4)] = gemm_x16<NVFP4X16>;
     k.gemm[x16_slot(DType::Q1_0)] = gemm_x16<LegacyLanes<OpsQ1_0, X16StepsQ1_0>>;
+    k.gemm[x16_slot(DType::Q2_0)] = gemm_x16<LegacyLanes<OpsQ2_0, X16StepsQ2_0>>;
     k.gemm[x16_slot(DType::TQ2_0)] = gemm_x16<TernaryX16>;
     k.gemm[x16_slot(DType::TQ1_0)] = gemm_x16<TernaryX16Tq1>;
     k.gemm[x16_slot(DType::Q4_K)] = gemm_x16<Q4KX16>;

@@ -139,6 +139,28 @@ struct X16StepsQ1_0 {
     static inline __m512 d(const Loc &l) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)l.h)); }
 };
 
+// The Q2_0_X16 layout in place: a block's 4 qs dwords per row, the tiles'
+// block b a 32-element piece of it (dwords 2 (b % 2) and 2 (b % 2) + 1)
+// with its block's d. repack.cpp transposed each dword's 2-bit fields, so
+// step k's codes (OpsQ2_0's q, unsigned) are field k % 4 of each byte of
+// the piece's dword k / 4: one shift and one mask.
+struct X16StepsQ2_0 {
+    using BW = BlockQ2_0;
+    static constexpr size_t kBlock = 16 * sizeof(BW) / 2; // per piece: prefetch distances only
+    static constexpr size_t kGroupBlock = 16 * sizeof(BW), kPayload = 16 * sizeof(BW::qs);
+    using Loc = X16Loc;
+    static inline Loc locate(const uint8_t *pw, int64_t b, int64_t nb) {
+        Loc l = x16_locate<kGroupBlock, kPayload>(pw, b / 2, nb / 2);
+        l.q += 128 * (b % 2);
+        return l;
+    }
+    static inline __m512i step(const Loc &l, int k) {
+        const __m512i v = _mm512_loadu_si512(l.q + 64 * (k / 4));
+        return _mm512_and_si512(_mm512_srli_epi32(v, 2 * (k % 4)), _mm512_set1_epi8(3));
+    }
+    static inline __m512 d(const Loc &l) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)l.h)); }
+};
+
 static inline __m512 hsum_order8(const __m512 a[8]) {
     return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
                          _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));

@@ -62,6 +62,19 @@ uint32_t unslice_fifth_bits(uint32_t v) {
     return qh;
 }
 
+// Q2_0's qs dwords: byte j holds elements 4j..4j+3 of its 16 as 2-bit
+// fields; the layout's byte i holds field i of bytes 0..3 (elements i, 4 + i,
+// 8 + i, 12 + i) as its fields 0..3, so that the kernels take step k's codes
+// (elements 4k..4k+3 of a row) as field k of each byte. A transpose of 4 x 4
+// fields: its own inverse.
+bool q2_0_fields(DType base) { return base == DType::Q2_0; }
+uint32_t transpose_fields(uint32_t v) {
+    uint32_t t = 0;
+    for (int j = 0; j < 4; ++j)
+        for (int i = 0; i < 4; ++i) t |= ((v >> (8 * j + 2 * i)) & 3u) << (8 * i + 2 * j);
+    return t;
+}
+
 } // namespace
 
 int64_t x16_block_elems(DType base) {
@@ -88,6 +101,7 @@ void repack_x16(DType base, const void *src, size_t src_stride, void *dst, int64
                     uint32_t v;
                     std::memcpy(&v, x + r * src_stride + s.payload_at + 4 * payload_dword(base, u), 4);
                     if (fifth_bits(base, u)) v = slice_fifth_bits(v);
+                    if (q2_0_fields(base)) v = transpose_fields(v);
                     std::memcpy(o + at.q + 64 * u + 4 * r, &v, 4);
                 }
             for (size_t h = 0; h < s.header / s.field; ++h)
@@ -111,6 +125,7 @@ void unpack_row_x16(DType base, const void *src, int64_t k, int r, int64_t b0, i
             uint32_t v;
             std::memcpy(&v, g + at.q + 64 * u + 4 * r, 4);
             if (fifth_bits(base, u)) v = unslice_fifth_bits(v);
+            if (q2_0_fields(base)) v = transpose_fields(v);
             std::memcpy(x + s.payload_at + 4 * payload_dword(base, u), &v, 4);
         }
         for (size_t h = 0; h < s.header / s.field; ++h)

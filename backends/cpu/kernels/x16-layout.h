@@ -40,20 +40,24 @@ constexpr int x16_slot(DType base) {
     case DType::Q1_0: return kX16Slot0 + 13;
     case DType::TQ2_0: return kX16Slot0 + 14;
     case DType::TQ1_0: return kX16Slot0 + 15;
+    case DType::Q2_0: return kX16Slot0 + 16;
     default: return -1;  // no _X16 layout
     }
 }
-constexpr int kTypeSlots = kX16Slot0 + 16;
+constexpr int kTypeSlots = kX16Slot0 + 17;
 
 // The bytes of a group: rows 16g..16g+15 of a Q4_0, Q4_1,
-// Q5_0, Q5_1, Q8_0, MXFP4, IQ4_NL, IQ4_XS, NVFP4, Q1_0, TQ1_0, TQ2_0, Q4_K, Q6_K, F16 or BF16 matrix, block column b, take 16
+// Q5_0, Q5_1, Q8_0, MXFP4, IQ4_NL, IQ4_XS, NVFP4, Q1_0, Q2_0, TQ1_0, TQ2_0, Q4_K, Q6_K, F16 or BF16 matrix, block column b, take 16
 // times the base block's bytes (F16, BF16: blocks of 32 elements without a header).
 // First the 16 rows' payload (everything but the f16 header: quants, and the
 // K quants' scales; F16/BF16: the elements, a pair per dword; Q6_K: its
 // scales, then per half h and l = 4j the dwords of ql at l and 32 + l and of
 // qh at l, in the order one step of the kernels reads them; Q5_0, Q5_1: their
 // qh dword sliced by step, byte i holding qh's bit 4k + i, the fifth bit of
-// element 4k + i, as its bit k (repack.cpp)), 4 bytes at a time
+// element 4k + i, as its bit k; Q2_0: each qs dword's 2-bit fields
+// transposed 4 x 4, byte i holding field i of the dword's bytes 0..3, so
+// that step k's 4 codes per row are one shift and a mask away (repack.cpp)),
+// 4 bytes at a time
 // (dword u of row r at byte 64u + 4r), then the 16 rows' d (f16), for Q4_1,
 // Q5_1 and Q4_K the 16 rows' m / dmin; MXFP4: its e8m0 exponent is the
 // header, one byte per row (16 bytes for the group); NVFP4's four UE4M3 bytes are
