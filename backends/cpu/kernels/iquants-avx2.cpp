@@ -18,6 +18,7 @@
 #include "core/quant/iq-grids.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/iq-unpack.h"
+#include "cpu/kernels/legacy-x86.h"
 #include "cpu/kernels/simd-x86.h"
 
 namespace vt::quant {
@@ -184,6 +185,22 @@ struct IQ1M {
     }
 };
 
+// IQ4_XS (ggml's non-linear 4-bit levels, a signed multiplier ls - 32 per
+// 32) in the same form, for the gemm only (its dot is dot_iq4_xs in
+// kquants-avx2.cpp, whose integer and f32 step, (d * dy) * isum, this
+// gives exactly): the levels are never 0 and |level| <= 127, so maddubs's
+// pairs stay below 2^15.
+struct IQ4XS {
+    using B = BlockIQ4XS;
+    static constexpr float kScale = 1.f;
+    static float d(const B &x) { return h2f_f16c(x.d); }
+    static Sub sub(const B &x, int s) {
+        const __m256i v = iq4nl_bytes(x.qs + 16 * s);
+        const int m = iq4xs_scale(x, s);
+        return {_mm256_abs_epi8(v), v, mult16(m, m)};
+    }
+};
+
 // The super-block's f32 step of the scalar reference, operation for operation.
 template <class T>
 static inline float step(const typename T::B &x, const BlockQ8_K &y, __m256i acc) {
@@ -287,6 +304,7 @@ void avx2_fill_iquants(Kernels &k) {
     VT_IQ_FILL_(IQ1_S, IQ1S)
     VT_IQ_FILL_(IQ1_M, IQ1M)
 #undef VT_IQ_FILL_
+    k.gemm[(int)DType::IQ4_XS] = gemm<IQ4XS>;
 }
 
 } // namespace vt::quant
