@@ -36,8 +36,9 @@ near-tie rule).
     .venv/bin/python tests/models/check-llama-quantize.py [--types IQ2_XXS,...] [--models tiny,smollm2]
 
 Needs llama.cpp's two builds of compare-llama-bench.py (`compare-llama-bench.py
---build-only`, and with `--isa avx2`; llama-quantize and llama-imatrix are built into it here when
-missing; its source's gguf-py writes the F32 file) and vt's Python package (examples/setup.sh; PYTHONPATH=build/bindings/python).
+--build-only`, and with `--isa avx2`; llama-quantize and llama-imatrix are
+built into the first when missing; its source's gguf-py writes the F32 file)
+and vt's Python package (examples/setup.sh; PYTHONPATH=build/bindings/python).
 NVFP4 is not a llama-quantize type (it comes from checkpoints: the NVFP4 folder
 fixtures).
 """

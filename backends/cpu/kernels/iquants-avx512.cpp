@@ -111,8 +111,9 @@ struct IQ2XXS {
     // Sub-block s: grid bytes qs[8s..8s+3], word b at qs[8s+4] (signs, ls >> 28).
     static void prep(const B &x, const BlockQ8_K &, Pre &pre) {
         const __m512i q = _mm512_loadu_si512(x.qs);
-        store_signs(pre, sign_bytes_of_words(q, _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7)),
-                    sign_bytes_of_words(q, _mm512_setr_epi32(9, 9, 9, 9, 11, 11, 11, 11, 13, 13, 13, 13, 15, 15, 15, 15)));
+        const __m512i lo = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
+        const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+        store_signs(pre, sign_bytes_of_words(q, lo), sign_bytes_of_words(q, hi));
         const __m512i words = _mm512_permutexvar_epi32(
             _mm512_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15), q);
         pre.m16 = odd_pairs(_mm512_srli_epi32(words, 28));
@@ -137,7 +138,8 @@ struct IQ2XS {
     }
     // Quarter 2s + h: nibble h of scales[s] (IQ2_XS and IQ2_S).
     static __m512i scales_nibbles(const uint8_t *scales) {
-        const __m512i s = _mm512_permutexvar_epi32(repeat_pairs(), _mm512_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)scales)));
+        const __m512i s =
+            _mm512_permutexvar_epi32(repeat_pairs(), _mm512_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)scales)));
         const __m512i shifts = _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4);
         return odd_pairs(_mm512_and_si512(_mm512_srlv_epi32(s, shifts), _mm512_set1_epi32(15)));
     }
@@ -198,7 +200,8 @@ struct IQ3S {
         uint32_t sc;
         std::memcpy(&sc, x.scales, 4);
         const __m512i shifts = _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20, 20, 24, 24, 28, 28);
-        pre.m16 = odd_pairs(_mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32((int)sc), shifts), _mm512_set1_epi32(15)));
+        pre.m16 =
+            odd_pairs(_mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32((int)sc), shifts), _mm512_set1_epi32(15)));
     }
     static Pair pair(const B &x, const Pre &pre, int p) {
         const uint8_t *q = x.qs + 16 * p;
@@ -291,7 +294,8 @@ float dot(int64_t n, const void *w, const void *act) {
             const Pair u = T::pair(x[i], pre, p);
             const __m512i q8 = _mm512_loadu_si512(y[i].qs + 64 * p);
             const __m512i a = _mm512_mask_sub_epi8(q8, u.neg, _mm512_setzero_si512(), q8);
-            acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u.mag, a), pair_multipliers(pre.m16, p)));
+            acc = _mm512_add_epi32(acc,
+                                   _mm512_madd_epi16(_mm512_maddubs_epi16(u.mag, a), pair_multipliers(pre.m16, p)));
         }
         // The scalar reference's f32 step, operation for operation.
         sum += (T::d(x[i]) * T::kScale) * y[i].d * (float)_mm512_reduce_add_epi32(acc);
