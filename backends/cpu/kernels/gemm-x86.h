@@ -23,6 +23,7 @@
 #include "cpu/kernels/simd-x86.h"
 #include "cpu/kernels/float-x86.h"
 
+#include <cstring>
 #include <vector>
 
 namespace vt::quant::x86 {
@@ -170,7 +171,12 @@ struct FloatTile {
                 for (int t = 0; t < C; ++t) {
                     float s = L::hsum(L::add(L::add(part[0][r][t], part[1][r][t]),
                                                L::add(part[2][r][t], part[3][r][t])));
-                    for (int64_t i = nw; i < n; ++i) s += L::one(x[r][i]) * L::one(y[t][i]);
+                    for (int64_t i = nw; i < n; ++i) {
+                        E xe, ye; // rows may start at any 2-byte offset: no aligned element reads
+                        std::memcpy(&xe, x[r] + i, sizeof xe);
+                        std::memcpy(&ye, y[t] + i, sizeof ye);
+                        s += L::one(xe) * L::one(ye);
+                    }
                     out[t * os + r] = s;
                 }
         }
