@@ -4,6 +4,8 @@
 // replays bit for bit. Include after simd-x86.h.
 #pragma once
 
+#include <cstring>
+
 #include "core/quant/blocks.h"
 #include "cpu/kernels/simd-x86.h"
 
@@ -55,7 +57,12 @@ float dot_float(int64_t n, const void *w, const void *a) {
         for (int k = 0; k < 4; ++k) acc[k] = L::fma(L::elems(x + i + W * k), L::elems(y + i + W * k), acc[k]);
     for (; i + W <= n; i += W) acc[0] = L::fma(L::elems(x + i), L::elems(y + i), acc[0]);
     float s = L::hsum(L::add(L::add(acc[0], acc[1]), L::add(acc[2], acc[3])));
-    for (; i < n; ++i) s += L::one(x[i]) * L::one(y[i]);
+    for (; i < n; ++i) {
+        E xe, ye; // rows may start at any 2-byte offset: no aligned element reads
+        std::memcpy(&xe, x + i, sizeof xe);
+        std::memcpy(&ye, y + i, sizeof ye);
+        s += L::one(xe) * L::one(ye);
+    }
     return s;
 }
 
