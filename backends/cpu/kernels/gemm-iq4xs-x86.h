@@ -33,7 +33,7 @@ static inline void superblock_step(__m512 (&acc)[T], __m512 d, const BlockQ8_K *
 // steps' vpdpbusd from -kOff times the group's activation sum (its Q8_K
 // bsums), times the group's multiplier, summed exactly; then the super-
 // block step above. IQ4_XS (8 groups, + 128) and the lattice i-quants
-// (gemm-iq-x86.h: 16 groups, + 64) take it.
+// (gemm-iq-x86.h: 8 or 16 groups, + 64) take it.
 template <int kGroups, int kOff>
 struct GroupScaledTile {
     static constexpr int kTokens = 8;

@@ -41,12 +41,11 @@ struct Pair {
     __mmask64 neg;
 };
 
-// The 16 quarter multipliers from 16 dword fields f (3 or 4 bits): 2 f + 1
-// in both int16 halves.
-static inline __m512i odd_pairs(__m512i f) {
-    const __m512i m = _mm512_or_si512(_mm512_add_epi32(f, f), _mm512_set1_epi32(1));
-    return _mm512_or_si512(m, _mm512_slli_epi32(m, 16));
-}
+// The odd multipliers 2 f + 1 of 16 dword fields f (3 or 4 bits), and
+// multipliers as madd's operand: m in both int16 halves of each dword.
+static inline __m512i odd(__m512i f) { return _mm512_or_si512(_mm512_add_epi32(f, f), _mm512_set1_epi32(1)); }
+static inline __m512i int16_pairs(__m512i m) { return _mm512_or_si512(m, _mm512_slli_epi32(m, 16)); }
+static inline __m512i odd_pairs(__m512i f) { return int16_pairs(odd(f)); }
 
 // ggml's 7-bit sign indices (16, one per dword, bits above 6 cleared) to
 // their sign bytes: bit 7 is the parity of the 7 (iq_signs).
@@ -224,8 +223,8 @@ struct IQ1S {
         const __m512i h = _mm512_permutexvar_epi32(
             repeat_pairs(), _mm512_castsi256_si512(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)x.qh))));
         const __m512i f = _mm512_and_si512(_mm512_srli_epi32(h, 12), _mm512_set1_epi32(7));
-        pre.m16 = odd_pairs(f);
-        const __m512i m = _mm512_or_si512(_mm512_add_epi32(f, f), _mm512_set1_epi32(1));
+        const __m512i m = odd(f);
+        pre.m16 = int16_pairs(m);
         const __m512i md = _mm512_mask_sub_epi32(m, _mm512_test_epi32_mask(h, _mm512_set1_epi32(0x8000)),
                                                  _mm512_setzero_si512(), m);
         pre.base = _mm512_zextsi256_si512(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y.bsums),
