@@ -138,20 +138,26 @@ struct IQ4XSX16 {
                     _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(sl, 4 * g), _mm512_set1_epi32(15)),
                                     _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(sh, 2 * g), _mm512_set1_epi32(3)), 4)),
                     _mm512_set1_epi32(32));
-                __m512i part[T];
-                for (int t = 0; t < T; ++t)
-                    part[t] = _mm512_set1_epi32(-128 * (y[t][b].bsums[2 * g] + y[t][b].bsums[2 * g + 1]));
-#pragma GCC unroll 2
+                // The low and high nibbles' sums in separate chains: one
+                // chain of 8 vpdpbusd per token left the tile waiting on
+                // their latency.
+                __m512i lo_part[T], hi_part[T];
+                for (int t = 0; t < T; ++t) {
+                    lo_part[t] = _mm512_set1_epi32(-128 * (y[t][b].bsums[2 * g] + y[t][b].bsums[2 * g + 1]));
+                    hi_part[t] = _mm512_setzero_si512();
+                }
+#pragma GCC unroll 4
                 for (int u = 0; u < 4; ++u) {
                     const __m512i v = _mm512_loadu_si512(w.q + 64 * (1 + 4 * g + u));
                     const __m512i lo = _mm512_shuffle_epi8(table, _mm512_and_si512(v, m4));
                     const __m512i hi = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
                     for (int t = 0; t < T; ++t) {
-                        part[t] = dpbusd512(part[t], lo, bcast32(y[t][b].qs + 32 * g + 4 * u));
-                        part[t] = dpbusd512(part[t], hi, bcast32(y[t][b].qs + 32 * g + 16 + 4 * u));
+                        lo_part[t] = dpbusd512(lo_part[t], lo, bcast32(y[t][b].qs + 32 * g + 4 * u));
+                        hi_part[t] = dpbusd512(hi_part[t], hi, bcast32(y[t][b].qs + 32 * g + 16 + 4 * u));
                     }
                 }
-                for (int t = 0; t < T; ++t) tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(part[t], sc));
+                for (int t = 0; t < T; ++t)
+                    tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(_mm512_add_epi32(lo_part[t], hi_part[t]), sc));
             }
             const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w.h));
             superblock_step<T>(acc, d, y, b, tot);
