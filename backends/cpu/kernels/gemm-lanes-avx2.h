@@ -79,6 +79,58 @@ struct X16Q5Src8 : X16Src8<Ops> {
     }
 };
 
+// Q1_0_X16 and Q2_0_X16 in place (x16-layout.h; the AVX-512 X16StepsQ1_0
+// and X16StepsQ2_0 of gemm-legacy-lanes-x86.h read the same bytes): the
+// tiles' block b is a 32-element piece of a layout block, with that block's
+// d; a line is one step's unsigned codes (OpsQ1_0, OpsQ2_0) for 8 rows.
+// Q1_0: a piece is one dword per row; step k takes its bits 4k..4k+3, byte
+// k / 2 to the lane's 4 bytes (one in-lane shuffle), 2 where a bit is set.
+struct X16Q1Src8 {
+    static constexpr bool kNibbles = false;
+    static constexpr size_t kGroupBlock = 16 * sizeof(BlockQ1_0), kPayload = 16 * sizeof(BlockQ1_0::qs);
+    static constexpr size_t kBlock = kGroupBlock / 4; // per piece: prefetch distances only
+    using Loc = X16Loc;
+    static inline Loc locate(const uint8_t *pw, int64_t b, int64_t nb) {
+        Loc l = x16_locate<kGroupBlock, kPayload>(pw, b / 4, nb / 4);
+        l.q += 64 * (b % 4);
+        return l;
+    }
+    static inline __m256i line(const Loc &l, int k, int h) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(l.q + 32 * h));
+        const __m256i idx = _mm256_add_epi8(_mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404,
+                                                              0x08080808, 0x0C0C0C0C),
+                                            _mm256_set1_epi8((char)(k / 2)));
+        const __m256i bits = _mm256_set1_epi32((int)(0x08040201u << 4 * (k % 2)));
+        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(v, idx), bits), bits);
+        return _mm256_and_si256(set, _mm256_set1_epi8(2));
+    }
+    static inline __m256 d(const Loc &l, int h) {
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l.h + 16 * h)));
+    }
+};
+
+// Q2_0: a piece is two dwords per row (64 bytes each for the 16 rows), each
+// dword's 2-bit fields transposed 4 x 4 by the repack, so that step k's
+// codes are dword k / 4 shifted by 2 (k % 4) and masked.
+struct X16Q2Src8 {
+    static constexpr bool kNibbles = false;
+    static constexpr size_t kGroupBlock = 16 * sizeof(BlockQ2_0), kPayload = 16 * sizeof(BlockQ2_0::qs);
+    static constexpr size_t kBlock = kGroupBlock / 2; // per piece: prefetch distances only
+    using Loc = X16Loc;
+    static inline Loc locate(const uint8_t *pw, int64_t b, int64_t nb) {
+        Loc l = x16_locate<kGroupBlock, kPayload>(pw, b / 2, nb / 2);
+        l.q += 128 * (b % 2);
+        return l;
+    }
+    static inline __m256i line(const Loc &l, int k, int h) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(l.q + 64 * (k / 4) + 32 * h));
+        return _mm256_and_si256(_mm256_srli_epi32(v, 2 * (k % 4)), _mm256_set1_epi8(3));
+    }
+    static inline __m256 d(const Loc &l, int h) {
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l.h + 16 * h)));
+    }
+};
+
 // Rows of a 32-element type packed per call (Q5_0, Q5_1: pack_u8_steps,
 // gemm-lanes-x86.h).
 template <class Ops>
@@ -301,14 +353,14 @@ void gemm_legacy_x16_avx2(int64_t k, const void *w, size_t ws, int64_t nr, const
     gemm_x16<LegacyLanes8<Ops, X16Src8<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
 }
 
-// Q5_0_X16 and Q5_1_X16 with many tokens: PackedSrc8's steps packed per call
-// from the layout, so that the fifth bits are merged once per call, not once
-// per token tile (135M Q4_K file, mostly Q5_0, pp512 on AVX2: 849-865 tok/s
-// in place, 1024-1035 packed, as fast as packing the Q5_0 rows).
-template <class Ops>
+// An in-place source S (Q5_0_X16, Q5_1_X16, Q1_0_X16, Q2_0_X16) with many
+// tokens: PackedSrc8's steps packed per call from the layout, so that the
+// codes are formed (Q5: the fifth bits merged) once per call, not once per
+// token tile (135M Q4_K file, mostly Q5_0, pp512 on AVX2: 849-865 tok/s in
+// place, 1024-1035 packed, as fast as packing the Q5_0 rows).
+template <class Ops, class S>
 struct PackedFromX16Src8 : PackedSrc8<Ops> {
     static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nb, uint8_t *dst) {
-        using S = X16Q5Src8<Ops>;
         for (int64_t g = 0; g < nr / 16; ++g)
             for (int64_t b = 0; b < nb; ++b) {
                 const X16Loc l = S::locate(w + g * 16 * ws, b, nb);
@@ -316,7 +368,8 @@ struct PackedFromX16Src8 : PackedSrc8<Ops> {
                 for (int h = 0; h < 2; ++h) {
                     for (int k = 0; k < 8; ++k) _mm256_store_si256((__m256i *)(p + 64 * k + 32 * h), S::line(l, k, h));
                     _mm256_store_ps((float *)(p + 512 + 32 * h), S::d(l, h));
-                    _mm256_store_ps((float *)(p + 576 + 32 * h), Ops::kMin ? S::m(l, h) : _mm256_setzero_ps());
+                    if constexpr (Ops::kMin) _mm256_store_ps((float *)(p + 576 + 32 * h), S::m(l, h));
+                    else _mm256_store_ps((float *)(p + 576 + 32 * h), _mm256_setzero_ps());
                 }
             }
     }
@@ -327,13 +380,15 @@ struct PackedFromX16Src8 : PackedSrc8<Ops> {
 // costs from about 8 tokens (1 thread, 512 x 2048 in L2, the tiles alone,
 // Q5_0 GFLOP/s packed / in place: 107 / 134 at 4 tokens, 120 / 129 at 6,
 // 130 / 97-137 at 8, 145 / 141 at 12, 156 / 145 at 16, 177 / 146 at 128).
-constexpr int64_t kQ5PackTokensAvx2 = 8;
-template <class Ops>
-void gemm_legacy_q5_x16_avx2(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt,
-                             float *out, size_t os) {
-    if (nt >= kQ5PackTokensAvx2)
-        return gemm_lanes<LegacyLanes8<Ops, PackedFromX16Src8<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
-    gemm_x16<LegacyLanes8<Ops, X16Q5Src8<Ops>>>(k, w, ws, nr, a, as, nt, out, os);
+// Q1_0 and Q2_0 likewise from 8 (1 thread, 8192 x 2048, 64 tokens,
+// GFLOP/s in place / packed: Q1_0 105 / 121, Q2_0 122 / 127).
+constexpr int64_t kPackTokensAvx2 = 8;
+template <class Ops, class S>
+void gemm_legacy_packed_x16_avx2(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as,
+                                 int64_t nt, float *out, size_t os) {
+    if (nt >= kPackTokensAvx2)
+        return gemm_lanes<LegacyLanes8<Ops, PackedFromX16Src8<Ops, S>>>(k, w, ws, nr, a, as, nt, out, os);
+    gemm_x16<LegacyLanes8<Ops, S>>(k, w, ws, nr, a, as, nt, out, os);
 }
 
 template <class Ops>
