@@ -85,11 +85,20 @@ TEST_CASE("TQ1_0, TQ2_0 dots against the double decoding, and bit for bit with t
     std::normal_distribution<float> nd(0.f, 1.f);
     for (DType t : {DType::TQ1_0, DType::TQ2_0}) {
         for (int64_t n : {256, 2048, 2304, 4096 + 7 * 256}) {
-            for (int rep = 0; rep < 4; ++rep) {
+            for (int rep = 0; rep < 5; ++rep) {
                 Bytes w(row_bytes(t, n));
                 vt::test::randomize_blocks(t, w, rng);
                 std::vector<float> x(n);
                 for (auto &v : x) v = nd(rng) * (rep == 3 ? 30.f : 1.f);
+                if (rep == 4) {
+                    // The extremes the AVX2 dots' int16 sums are sized for:
+                    // every TQ2_0 code 3 (TQ1_0: every trit 2) against Q8_K
+                    // bytes of -128 (all inputs -1).
+                    const size_t bb = dtype_info(t).block_bytes;
+                    for (size_t b = 0; b < w.size(); b += bb)
+                        std::memset(&w[b], 0xFF, bb - 2);
+                    for (auto &v : x) v = -1.f;
+                }
                 vt::test::check_dots(t, w, x, [&](int64_t i) { return element(t, w, i); }, 256);
             }
         }

@@ -19,12 +19,6 @@ namespace vt::quant {
 namespace {
 using namespace x86;
 
-// Sum of the 32 products of u8 codes c (at most 3) and s8 activations y, in
-// int32 lanes.
-static inline __m256i dot_u8s8(__m256i c, __m256i y) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(c, y), _mm256_set1_epi16(1));
-}
-
 // Trits of 32 TQ1_0 bytes (tq_trit), the powers of 3 in p per 16-bit lane
 // (both its bytes): a byte alone in the high half of a 16-bit lane times p
 // keeps byte * p mod 256 there exactly, and the high 16 bits of that times 3
@@ -58,25 +52,34 @@ static inline void code_vectors_tq1(const BlockTQ1_0 &x, __m256i c[8]) {
                    _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27));
 }
 
+// The block's integer from its code vectors' vpmaddubsw pairs summed in
+// int16, where they fit: a pair is at most 2 * 3 * 128 (Q8_K's bytes reach
+// -128), 8 of them 6144 per lane, and the bsums (at most 16 * 128 each) come
+// off in the same lanes before one widening and one horizontal sum.
+static inline int block_isum(__m256i s16, const BlockQ8_K &y) {
+    const __m256i bs = _mm256_loadu_si256((const __m256i *)y.bsums);
+    return hsum_epi32(_mm256_madd_epi16(_mm256_sub_epi16(s16, bs), _mm256_set1_epi16(1)));
+}
+
 int isum_tq1(const BlockTQ1_0 &x, const BlockQ8_K &y) {
     __m256i c[8];
     code_vectors_tq1(x, c);
-    __m256i acc = _mm256_setzero_si256();
-    for (int v = 0; v < 8; ++v) acc = _mm256_add_epi32(acc, dot_u8s8(c[v], load256(y.qs + 32 * v)));
-    return hsum_epi32(acc) - q8k_sum(y);
+    __m256i s16 = _mm256_setzero_si256();
+    for (int v = 0; v < 8; ++v) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(c[v], load256(y.qs + 32 * v)));
+    return block_isum(s16, y);
 }
 
 int isum_tq2(const BlockTQ2_0 &x, const BlockQ8_K &y) {
-    __m256i acc = _mm256_setzero_si256();
+    __m256i s16 = _mm256_setzero_si256();
     const __m256i m3 = _mm256_set1_epi8(3);
     for (int h = 0; h < 2; ++h) {
         const __m256i v = _mm256_loadu_si256((const __m256i *)(x.qs + 32 * h));
         for (int l = 0; l < 4; ++l) {
             const __m256i c = _mm256_and_si256(_mm256_srli_epi16(v, 2 * l), m3);
-            acc = _mm256_add_epi32(acc, dot_u8s8(c, load256(y.qs + 128 * h + 32 * l)));
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(c, load256(y.qs + 128 * h + 32 * l)));
         }
     }
-    return hsum_epi32(acc) - q8k_sum(y);
+    return block_isum(s16, y);
 }
 
 // A block's 256 codes (0..2, or 0..3) in element order, one byte each: what
