@@ -3,7 +3,7 @@
 // BF16_X16 to their own orders (dot_f16_pairs, dot_bf16_pairs): the
 // row-major float tiles, the row-lane tiles of Q5_0, Q5_1, Q6_K, MXFP4,
 // IQ4_NL, Q1_0 and Q2_0 (rows packed per call), and the row-lane tiles of the _X16 layouts of Q4_0,
-// Q4_1, Q5_0, Q5_1, Q8_0, Q1_0, Q2_0, TQ1_0, TQ2_0, Q4_K, Q6_K, F16 and BF16 (whose gemm entries make
+// Q4_1, Q5_0, Q5_1, Q8_0, NVFP4, Q1_0, Q2_0, TQ1_0, TQ2_0, Q4_K, Q6_K, F16 and BF16 (whose gemm entries make
 // the loader repack those matrices; decode goes through them too). The
 // AVX-512 tables without vdpbf16ps keep the BF16_X16 tile.
 #include "core/quant/blocks.h"
@@ -16,6 +16,7 @@
 #include "cpu/kernels/gemm-q6k-x16-avx2.h"
 #include "cpu/kernels/gemm-pairs-x86.h"
 #include "cpu/kernels/gemm-ternary-avx2.h"
+#include "cpu/kernels/gemm-nvfp4-avx2.h"
 
 namespace vt::quant {
 namespace {
@@ -40,6 +41,7 @@ void fill_gemm_avx2(Kernels &k) {
     k.gemm[x16_slot(DType::Q1_0)] = gemm_legacy_packed_x16_avx2<OpsQ1_0, X16Q1Src8>;
     k.gemm[x16_slot(DType::Q2_0)] = gemm_legacy_packed_x16_avx2<OpsQ2_0, X16Q2Src8>;
     k.gemm[x16_slot(DType::TQ1_0)] = gemm_x16<TernaryLanes8<Tq1X16Src8>>;
+    k.gemm[x16_slot(DType::NVFP4)] = gemm_x16<Nvfp4Lanes8<Nvfp4X16Src8>>;
     k.gemm[x16_slot(DType::TQ2_0)] = gemm_x16<TernaryLanes8<Tq2X16Src8>>;
     k.gemm[x16_slot(DType::MXFP4)] = gemm_legacy_x16_avx2<OpsMXFP4>;
     k.gemm[x16_slot(DType::Q5_0)] = gemm_legacy_packed_x16_avx2<OpsQ5_0, X16Q5Src8<OpsQ5_0>>;

@@ -18,33 +18,6 @@
 namespace vt::quant::x86 {
 namespace {
 
-constexpr int kNvfp4Off = 12; // the values' offset: 0..24 unsigned for vpdpbusd
-
-// Per token of a call: each Q8_0 block's d as f32, each sub-block's
-// correction -12 * sum(y) over its 16 activations.
-struct Nvfp4Acts {
-    const uint8_t *a;
-    size_t as;
-    float *d;
-    int32_t *corr;
-    Nvfp4Acts(const uint8_t *a_, size_t as_, int64_t nt, int64_t nb) : a(a_), as(as_) {
-        thread_local std::vector<Line> f_buf, c_buf;
-        d = (float *)scratch(f_buf, (size_t)(nt * nb * 2) * 4);
-        corr = (int32_t *)scratch(c_buf, (size_t)(nt * nb * 4) * 4);
-        const __m256i ones = _mm256_set1_epi8(1);
-        const __m128i z = _mm_setzero_si128();
-        for (int64_t t = 0; t < nt; ++t)
-            for (int64_t i = 0; i < 2 * nb; ++i) {
-                const BlockQ8_0 &y = ((const BlockQ8_0 *)(a + t * as))[i];
-                d[t * 2 * nb + i] = f16_at(&y.d);
-                const __m256i s = dot_us8(ones, load_q(y.qs)); // dwords 0-3: the first 16 elements
-                corr[t * 4 * nb + 2 * i] = -kNvfp4Off * hsum_i32(_mm256_set_m128i(z, _mm256_castsi256_si128(s)));
-                corr[t * 4 * nb + 2 * i + 1] =
-                    -kNvfp4Off * hsum_i32(_mm256_set_m128i(z, _mm256_extracti128_si256(s, 1)));
-            }
-    }
-};
-
 // The tile over a weight source S: S::locate(pw, b, nb) finds block b of a
 // group of 16 rows, S::step(l, s, k) gives elements 16s + 4k..+3 of its
 // sub-block s for the 16 rows (u8, + 12), S::scales(l, s) their scales.
