@@ -93,7 +93,7 @@ TEST_CASE("TQ1_0, TQ2_0 dots against the double decoding, and bit for bit with t
                 if (rep == 4) {
                     // The extremes the AVX2 dots' int16 sums are sized for:
                     // every TQ2_0 code 3 (TQ1_0: every trit 2) against Q8_K
-                    // bytes of -128 (all inputs -1).
+                    // bytes of -127 (all inputs -1).
                     const size_t bb = dtype_info(t).block_bytes;
                     for (size_t b = 0; b < w.size(); b += bb)
                         std::memset(&w[b], 0xFF, bb - 2);

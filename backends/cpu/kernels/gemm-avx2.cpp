@@ -17,6 +17,7 @@
 #include "cpu/kernels/gemm-pairs-x86.h"
 #include "cpu/kernels/gemm-ternary-avx2.h"
 #include "cpu/kernels/gemm-nvfp4-avx2.h"
+#include "cpu/kernels/gemm-iq-avx2.h"
 
 namespace vt::quant {
 namespace {
@@ -42,6 +43,14 @@ void fill_gemm_avx2(Kernels &k) {
     k.gemm[x16_slot(DType::Q2_0)] = gemm_legacy_packed_x16_avx2<OpsQ2_0, X16Q2Src8>;
     k.gemm[x16_slot(DType::TQ1_0)] = gemm_x16<TernaryLanes8<Tq1X16Src8>>;
     k.gemm[x16_slot(DType::NVFP4)] = gemm_x16<Nvfp4Lanes8<Nvfp4X16Src8>>;
+    k.gemm[(int)DType::IQ2_XXS] = gemm_lanes<IQLanes8<DType::IQ2_XXS>>;
+    k.gemm[(int)DType::IQ2_XS] = gemm_lanes<IQLanes8<DType::IQ2_XS>>;
+    k.gemm[(int)DType::IQ2_S] = gemm_lanes<IQLanes8<DType::IQ2_S>>;
+    k.gemm[(int)DType::IQ3_XXS] = gemm_lanes<IQLanes8<DType::IQ3_XXS>>;
+    k.gemm[(int)DType::IQ3_S] = gemm_lanes<IQLanes8<DType::IQ3_S>>;
+    k.gemm[(int)DType::IQ1_S] = gemm_lanes<IQLanes8<DType::IQ1_S>>;
+    k.gemm[(int)DType::IQ1_M] = gemm_lanes<IQLanes8<DType::IQ1_M>>;
+    k.gemm[(int)DType::IQ4_XS] = gemm_lanes<IQ4XSLanes8>;
     k.gemm[x16_slot(DType::TQ2_0)] = gemm_x16<TernaryLanes8<Tq2X16Src8>>;
     k.gemm[x16_slot(DType::MXFP4)] = gemm_legacy_x16_avx2<OpsMXFP4>;
     k.gemm[x16_slot(DType::Q5_0)] = gemm_legacy_packed_x16_avx2<OpsQ5_0, X16Q5Src8<OpsQ5_0>>;

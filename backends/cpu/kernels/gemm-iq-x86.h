@@ -18,12 +18,6 @@
 namespace vt::quant::x86 {
 namespace {
 
-// The types whose two 16-element halves share one multiplier (a scale per
-// 32): their tile sums 32 elements per group, half the multiplies.
-constexpr bool iq_scale_per_32(DType t) {
-    return t == DType::IQ2_XXS || t == DType::IQ3_XXS || t == DType::IQ3_S || t == DType::IQ1_S;
-}
-
 // Per 16 rows and super-block: step s, row r 4 values + 64 (4096); for
 // group g (16 or 32 elements), row r its multiplier as int32 (1024 or 512);
 // row r's d * kScale (64).

@@ -7,10 +7,11 @@
 // the codes' offset of 1), then fma(d * dy, isum) into lane b % 8, hsum's
 // order at the end.
 //
-// The products sum in int16 (a pair is at most 2 * 3 * 128, Q8_K's bytes
-// reaching -128) and move to int32 every 30 to 34 steps (26112 at most), not
-// per step. As in gemm-lanes-avx2.h the 8 f32 accumulators per token and half
-// stay in L1, one read and one write per block.
+// The products sum in int16 (a pair is at most 2 * 3 * 128, even for bytes
+// of -128, which vt's Q8_K never makes) and move to int32 every 30 to 34
+// steps (26112 at most), not per step. As in gemm-lanes-avx2.h the 8 f32
+// accumulators per token and half stay in L1, one read and one write per
+// block.
 #pragma once
 
 #include "cpu/kernels/gemm-lanes-avx2.h"

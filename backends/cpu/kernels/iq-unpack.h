@@ -15,6 +15,12 @@ namespace vt::quant {
 // IQ1's 8 grid + delta sign; |v| <= 62) plus this offset, as u8.
 constexpr int kIqUnpackOff = 64;
 
+// The types whose two 16-element halves share one multiplier (a scale per
+// 32): their tiles sum 32 elements per group, half the multiplies.
+constexpr bool iq_scale_per_32(DType t) {
+    return t == DType::IQ2_XXS || t == DType::IQ3_XXS || t == DType::IQ3_S || t == DType::IQ1_S;
+}
+
 // One super-block: u[256] its values + kIqUnpackOff in element order,
 // m[16] the odd multiplier of each 16 elements, *dk its d times kScale (the
 // f32 factor of the scalar reference's step).

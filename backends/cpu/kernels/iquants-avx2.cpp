@@ -6,13 +6,13 @@
 // activations (vpsignb), maddubs forms the pair sums and madd multiplies
 // them by the 16-element halves' multipliers m, all exact in int16/int32;
 // the super-block's 8 vectors sum to the reference's exact isum, and its
-// one f32 step is the reference's, operation for operation. The gemm
-// decodes each row once per block of tokens.
+// one f32 step is the reference's, operation for operation. The decoders
+// (iq-unpack.h) hand the same values and multipliers to the row-lane tiles
+// (gemm-iq-avx2.h, gemm-iq-x86.h).
 //
 // IQ1_S/IQ1_M's values v = 8 grid +- 1 are signed and never 0: maddubs
 // takes |v| and the activations with v's sign.
 #include <cstdint>
-#include <vector>
 
 #include "core/quant/blocks.h"
 #include "core/quant/iq-grids.h"
@@ -185,22 +185,6 @@ struct IQ1M {
     }
 };
 
-// IQ4_XS (ggml's non-linear 4-bit levels, a signed multiplier ls - 32 per
-// 32) in the same form, for the gemm only (its dot is dot_iq4_xs in
-// kquants-avx2.cpp, whose integer and f32 step, (d * dy) * isum, this
-// gives exactly): the levels are never 0 and |level| <= 127, so maddubs's
-// pairs stay below 2^15.
-struct IQ4XS {
-    using B = BlockIQ4XS;
-    static constexpr float kScale = 1.f;
-    static float d(const B &x) { return h2f_f16c(x.d); }
-    static Sub sub(const B &x, int s) {
-        const __m256i v = iq4nl_bytes(x.qs + 16 * s);
-        const int m = iq4xs_scale(x, s);
-        return {_mm256_abs_epi8(v), v, mult16(m, m)};
-    }
-};
-
 // The super-block's f32 step of the scalar reference, operation for operation.
 template <class T>
 static inline float step(const typename T::B &x, const BlockQ8_K &y, __m256i acc) {
@@ -219,47 +203,6 @@ float dot(int64_t n, const void *w, const void *act) {
         sum += step<T>(x[i], y[i], acc);
     }
     return sum;
-}
-
-// kernels.h's GemmFn: a row's super-blocks are decoded once (the grid
-// gathers are most of a dot's work) and dotted with the tokens of a block
-// that stays in L2; each (row, token) sums its blocks' steps in the dot's
-// order, so the results are the dot's bits.
-template <class T_>
-void gemm(int64_t k, const void *wv, size_t ws, int64_t nr, const void *av, size_t as, int64_t nt, float *out,
-          size_t os) {
-    constexpr int64_t kTokenBlock = 64;
-    const int64_t nb = k / QK_K;
-    thread_local std::vector<Sub> subs;
-    subs.resize((size_t)(nb * 8));
-    for (int64_t t0 = 0; t0 < nt; t0 += kTokenBlock) {
-        const int64_t t1 = t0 + kTokenBlock < nt ? t0 + kTokenBlock : nt;
-        for (int64_t r = 0; r < nr; ++r) {
-            const typename T_::B *x = (const typename T_::B *)((const uint8_t *)wv + r * ws);
-            for (int64_t i = 0; i < nb; ++i)
-                for (int s = 0; s < 8; ++s) subs[(size_t)(8 * i + s)] = T_::sub(x[i], s);
-            // Four tokens a step (each decoded sub-block read once for
-            // them), then the rest one by one.
-            auto tokens = [&]<int T>(int64_t t) {
-                const BlockQ8_K *y[T];
-                for (int j = 0; j < T; ++j) y[j] = (const BlockQ8_K *)((const uint8_t *)av + (t + j) * as);
-                float sum[T] = {};
-                for (int64_t i = 0; i < nb; ++i) {
-                    const Sub *u = &subs[(size_t)(8 * i)];
-                    __m256i acc[T];
-                    for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-                    for (int s = 0; s < 8; ++s)
-                        for (int j = 0; j < T; ++j) acc[j] = _mm256_add_epi32(acc[j], sub_dot(u[s], y[j][i].qs + 32 * s));
-                    for (int j = 0; j < T; ++j) sum[j] += step<T_>(x[i], y[j][i], acc[j]);
-                }
-                for (int j = 0; j < T; ++j) out[(t + j) * os + r] = sum[j];
-            };
-            int64_t t = t0;
-            for (; t + 4 <= t1; t += 4) tokens.template operator()<4>(t);
-            for (; t < t1; ++t) tokens.template operator()<1>(t);
-        }
-    }
 }
 
 // iq-unpack.h's decoder: each sub-block's signed values (mag with its
@@ -293,18 +236,13 @@ IqUnpackFn iq_unpack_avx2(DType t) {
 }
 
 void avx2_fill_iquants(Kernels &k) {
-#define VT_IQ_FILL_(type, impl)                  \
-    k.dot[(int)DType::type] = dot<impl>;         \
-    k.gemm[(int)DType::type] = gemm<impl>;
-    VT_IQ_FILL_(IQ2_XXS, IQ2XXS)
-    VT_IQ_FILL_(IQ2_XS, IQ2XS)
-    VT_IQ_FILL_(IQ2_S, IQ2S)
-    VT_IQ_FILL_(IQ3_XXS, IQ3XXS)
-    VT_IQ_FILL_(IQ3_S, IQ3S)
-    VT_IQ_FILL_(IQ1_S, IQ1S)
-    VT_IQ_FILL_(IQ1_M, IQ1M)
-#undef VT_IQ_FILL_
-    k.gemm[(int)DType::IQ4_XS] = gemm<IQ4XS>;
+    k.dot[(int)DType::IQ2_XXS] = dot<IQ2XXS>;
+    k.dot[(int)DType::IQ2_XS] = dot<IQ2XS>;
+    k.dot[(int)DType::IQ2_S] = dot<IQ2S>;
+    k.dot[(int)DType::IQ3_XXS] = dot<IQ3XXS>;
+    k.dot[(int)DType::IQ3_S] = dot<IQ3S>;
+    k.dot[(int)DType::IQ1_S] = dot<IQ1S>;
+    k.dot[(int)DType::IQ1_M] = dot<IQ1M>;
 }
 
 } // namespace vt::quant

@@ -53,8 +53,9 @@ static inline void code_vectors_tq1(const BlockTQ1_0 &x, __m256i c[8]) {
 }
 
 // The block's integer from its code vectors' vpmaddubsw pairs summed in
-// int16, where they fit: a pair is at most 2 * 3 * 128 (Q8_K's bytes reach
-// -128), 8 of them 6144 per lane, and the bsums (at most 16 * 128 each) come
+// int16, where they fit: a pair is at most 2 * 3 * 128 (vt's Q8_K bytes stay
+// in -127..127; ggml's -128 would fit too), 8 of them 6144 per lane, and the
+// bsums (at most 16 * 128 each) come
 // off in the same lanes before one widening and one horizontal sum.
 static inline int block_isum(__m256i s16, const BlockQ8_K &y) {
     const __m256i bs = _mm256_loadu_si256((const __m256i *)y.bsums);
