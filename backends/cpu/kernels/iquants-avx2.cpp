@@ -49,6 +49,16 @@ constexpr SignTables kSigns = make_sign_tables();
 static inline __m256i q64(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
     return _mm256_set_epi64x((long long)d, (long long)c, (long long)b, (long long)a);
 }
+// 32 sign bits (bit j: element j is negative) as +-1 bytes, in vector: the
+// table reads of kSigns.byte per 8 and the vector built from them cost
+// twice the operations.
+static inline __m256i sign_bits_pm(const uint8_t *b) {
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32((int)load_u32(b)),
+        _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    return _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(1));
+}
 // The multipliers of the low and high 16 elements as madd's int16 operand.
 static inline __m256i mult16(int lo, int hi) {
     return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
@@ -108,12 +118,11 @@ struct IQ2S {
     static Sub sub(const B &x, int s) {
         const uint8_t *q = x.qs + 4 * s, *sb = x.qs + 32 + 4 * s;
         const unsigned h = x.qh[s];
-        const uint64_t *g = kIq2sGrid, *sg = kSigns.byte;
+        const uint64_t *g = kIq2sGrid;
         const int sc = x.scales[s];
         return signed_sub(q64(g[q[0] | (h & 3) << 8], g[q[1] | (h >> 2 & 3) << 8], g[q[2] | (h >> 4 & 3) << 8],
                               g[q[3] | (h >> 6 & 3) << 8]),
-                          q64(sg[sb[0]], sg[sb[1]], sg[sb[2]], sg[sb[3]]),
-                          mult16(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1));
+                          sign_bits_pm(sb), mult16(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1));
     }
 };
 
@@ -142,13 +151,12 @@ struct IQ3S {
         const uint8_t *q = x.qs + 8 * s, *sb = x.signs + 4 * s;
         const unsigned h = x.qh[s];
         const uint32_t *g = kIq3sGrid;
-        const uint64_t *sg = kSigns.byte;
         const int m = 2 * ((x.scales[s / 2] >> 4 * (s % 2)) & 15) + 1;
         const __m256i mag = _mm256_setr_epi32(
             (int)g[q[0] | (h << 8 & 256)], (int)g[q[1] | (h << 7 & 256)], (int)g[q[2] | (h << 6 & 256)],
             (int)g[q[3] | (h << 5 & 256)], (int)g[q[4] | (h << 4 & 256)], (int)g[q[5] | (h << 3 & 256)],
             (int)g[q[6] | (h << 2 & 256)], (int)g[q[7] | (h << 1 & 256)]);
-        return signed_sub(mag, q64(sg[sb[0]], sg[sb[1]], sg[sb[2]], sg[sb[3]]), mult16(m, m));
+        return signed_sub(mag, sign_bits_pm(sb), mult16(m, m));
     }
 };
 
@@ -175,12 +183,16 @@ struct IQ1M {
         const uint8_t *q = x.qs + 4 * s;
         const unsigned h0 = x.qh[2 * s], h1 = x.qh[2 * s + 1];
         const uint64_t *g = kIq1sGrid;
-        constexpr uint64_t kPos = 0x0101010101010101ull, kNeg = ~0ull;
         const unsigned w = (unsigned)(x.scales[s / 2 * 2] | x.scales[s / 2 * 2 + 1] << 8) >> 6 * (s % 2);
+        // The groups' delta signs (bits 3, 7, 11, 15 of h0 | h1 << 8) as
+        // 8 bytes each of -1 where set, +1 where clear, compared in vector:
+        // per-group selects built the vector from scalars at twice the cost.
+        const __m256i bit = _mm256_setr_epi64x(0x0008000800080008, 0x0080008000800080, 0x0800080008000800,
+                                               (long long)0x8000800080008000ull);
+        const __m256i set = _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16((short)(h0 | h1 << 8)), bit), bit);
         return iq1_sub(q64(g[q[0] | (h0 & 7) << 8], g[q[1] | (h0 >> 4 & 7) << 8], g[q[2] | (h1 & 7) << 8],
                            g[q[3] | (h1 >> 4 & 7) << 8]),
-                       q64(h0 & 0x08 ? kNeg : kPos, h0 & 0x80 ? kNeg : kPos, h1 & 0x08 ? kNeg : kPos,
-                           h1 & 0x80 ? kNeg : kPos),
+                       _mm256_or_si256(set, _mm256_set1_epi8(1)),
                        mult16(2 * (int)(w & 7) + 1, 2 * (int)(w >> 3 & 7) + 1));
     }
 };
