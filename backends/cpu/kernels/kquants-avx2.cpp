@@ -256,7 +256,7 @@ void q_q8_k(const float *x, void *dst, int64_t n) {
 } // namespace
 
 // IQ4_XS: per sub-block the codes through the level table (signed bytes),
-// one exact product sum per 8-lane vector scaled by the sub-block's ls - 32,
+// the exact product pairs times the sub-block's ls - 32 into 8 int32 lanes,
 // then the super-block's one f32 step, in the scalar reference's order
 // (iq4-scalar.cpp), so the result is bit-identical to it.
 float dot_iq4_xs(int64_t n, const void *w, const void *act) {
@@ -269,9 +269,12 @@ float dot_iq4_xs(int64_t n, const void *w, const void *act) {
         __m256i sumi = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int s = 0; s < QK_K / QK; ++s) {
+            // The pairs times ls - 32 by vpmaddwd (exact: |pair| <= 2 * 127 *
+            // 127), where a widening vpmaddwd and a vpmulld took two steps.
             const __m256i v = _mm256_shuffle_epi8(table, nibbles32(x[i].qs + s * QK / 2));
-            const __m256i p = dot_ss8(v, load256(y[i].qs + s * QK));
-            sumi = _mm256_add_epi32(sumi, _mm256_mullo_epi32(p, _mm256_set1_epi32(iq4xs_scale(x[i], s))));
+            const __m256i pairs =
+                _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(load256(y[i].qs + s * QK), v));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pairs, _mm256_set1_epi16((short)iq4xs_scale(x[i], s))));
         }
         sum += h2f_f16c(x[i].d) * y[i].d * (float)hsum_i32(sumi);
     }
