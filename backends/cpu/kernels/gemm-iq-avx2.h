@@ -37,8 +37,30 @@ struct GroupScaledLanes8 {
         return (int32_t)((uint32_t)(uint16_t)(int16_t)a | (uint32_t)(uint16_t)(int16_t)b << 16);
     }
 
-    // Rows r0.. of one super-block: values q[16][256] (offset or signed),
-    // multipliers m[16][16] (per 16 elements), dk[16].
+    // Packs nr rows of nsb super-blocks: decode(r, b, q, m, dk) gives row r's
+    // super-block b as values q[256] (offset or signed), multipliers m[16]
+    // (per 16 elements) and dk; rows past the matrix are zero.
+    template <class Decode>
+    static void pack_rows(int64_t nr, int64_t nsb, uint8_t *dst, Decode &&decode) {
+        alignas(64) uint8_t q[kLaneRows][QK_K];
+        int32_t m[kLaneRows][16];
+        float dk[kLaneRows];
+        for (int64_t r0 = 0; r0 < nr; r0 += kLaneRows)
+            for (int64_t b = 0; b < nsb; ++b) {
+                for (int r = 0; r < kLaneRows; ++r) {
+                    if (r0 + r < nr) {
+                        decode(r0 + r, b, q[r], m[r], &dk[r]);
+                        continue;
+                    }
+                    std::memset(q[r], 0, QK_K);
+                    std::memset(m[r], 0, sizeof m[r]);
+                    dk[r] = 0.f;
+                }
+                store(q, m, dk, dst + ((r0 / kLaneRows) * nsb + b) * kBlock);
+            }
+    }
+
+    // One super-block of 16 rows into its packed block at p.
     static void store(const uint8_t (*q)[QK_K], const int32_t (*m)[16], const float *dk, uint8_t *p) {
         interleave_rows(q, p);
         int32_t *mm = (int32_t *)(p + kMm), *cc = (int32_t *)(p + kCc);
@@ -109,54 +131,27 @@ struct GroupScaledLanes8 {
 // Rows of a lattice i-quant through its AVX2 decoder (iq-unpack.h).
 template <DType kType, int kGroups = iq_scale_per_32(kType) ? 8 : 16>
 struct IQLanes8 : GroupScaledLanes8<kGroups, false> {
-    using Tile = GroupScaledLanes8<kGroups, false>;
     static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nsb, uint8_t *dst) {
         const IqUnpackFn unpack = iq_unpack_avx2(kType);
         const size_t bb = dtype_info(kType).block_bytes;
-        alignas(64) uint8_t q[kLaneRows][QK_K];
-        int32_t m[kLaneRows][16];
-        float dk[kLaneRows];
-        for (int64_t r0 = 0; r0 < nr; r0 += kLaneRows)
-            for (int64_t b = 0; b < nsb; ++b) {
-                for (int r = 0; r < kLaneRows; ++r) {
-                    if (r0 + r >= nr) { // rows past the matrix are zero
-                        std::memset(q[r], 0, QK_K);
-                        std::memset(m[r], 0, sizeof m[r]);
-                        dk[r] = 0.f;
-                        continue;
-                    }
-                    unpack(w + (r0 + r) * ws + b * bb, q[r], m[r], &dk[r]);
-                }
-                Tile::store(q, m, dk, dst + ((r0 / kLaneRows) * nsb + b) * Tile::kBlock);
-            }
+        GroupScaledLanes8<kGroups, false>::pack_rows(
+            nr, nsb, dst, [&](int64_t r, int64_t b, uint8_t *q, int32_t *m, float *dk) {
+                unpack(w + r * ws + b * bb, q, m, dk);
+            });
     }
 };
 
 // IQ4_XS rows: the levels as signed bytes, ls - 32 per 32, d.
 struct IQ4XSLanes8 : GroupScaledLanes8<8, true> {
-    using Tile = GroupScaledLanes8<8, true>;
     static void pack(const uint8_t *w, size_t ws, int64_t nr, int64_t nsb, uint8_t *dst) {
-        alignas(64) uint8_t q[kLaneRows][QK_K];
-        int32_t m[kLaneRows][16];
-        float dk[kLaneRows];
-        for (int64_t r0 = 0; r0 < nr; r0 += kLaneRows)
-            for (int64_t b = 0; b < nsb; ++b) {
-                for (int r = 0; r < kLaneRows; ++r) {
-                    if (r0 + r >= nr) {
-                        std::memset(q[r], 0, QK_K);
-                        std::memset(m[r], 0, sizeof m[r]);
-                        dk[r] = 0.f;
-                        continue;
-                    }
-                    const BlockIQ4XS &x = ((const BlockIQ4XS *)(w + (r0 + r) * ws))[b];
-                    for (int s = 0; s < 8; ++s) {
-                        _mm256_store_si256((__m256i *)(q[r] + 32 * s), iq4nl_bytes(x.qs + 16 * s));
-                        m[r][2 * s] = m[r][2 * s + 1] = iq4xs_scale(x, s);
-                    }
-                    dk[r] = f16_at(&x.d);
-                }
-                Tile::store(q, m, dk, dst + ((r0 / kLaneRows) * nsb + b) * Tile::kBlock);
+        pack_rows(nr, nsb, dst, [&](int64_t r, int64_t b, uint8_t *q, int32_t *m, float *dk) {
+            const BlockIQ4XS &x = ((const BlockIQ4XS *)(w + r * ws))[b];
+            for (int s = 0; s < 8; ++s) {
+                _mm256_store_si256((__m256i *)(q + 32 * s), iq4nl_bytes(x.qs + 16 * s));
+                m[2 * s] = m[2 * s + 1] = iq4xs_scale(x, s);
             }
+            *dk = f16_at(&x.d);
+        });
     }
 };
 

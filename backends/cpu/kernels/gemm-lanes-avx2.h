@@ -37,6 +37,35 @@ static inline __m256 hsum_order8(const __m256 a[8]) {
                          _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])));
 }
 
+// The end of a tile whose 8 f32 accumulators per token and half sit in L1
+// (acc[hh][t][j], lane j only where bit j of used is set: the others were
+// never written): hsum's order, the rows of halves h0.. stored.
+template <int H, int T>
+static inline void store_lane_sums(const float (&acc)[H][T][8][8], unsigned used, float *out, size_t os, int h0,
+                                   int nr) {
+    for (int hh = 0; hh < H; ++hh)
+        for (int t = 0; t < T; ++t) {
+            __m256 a[8];
+            for (int j = 0; j < 8; ++j) a[j] = used >> j & 1 ? _mm256_load_ps(acc[hh][t][j]) : _mm256_setzero_ps();
+            _mm256_maskstore_ps(out + t * os + 8 * (h0 + hh), lanes_below(nr - 8 * (h0 + hh)), hsum_order8(a));
+        }
+}
+
+// nr (1..16) rows of a group through F::halves<T, H>(.., h0, ..): decode
+// takes both halves per block (each payload line read from memory once),
+// tiles of tokens one half at a time.
+template <class F, int T>
+static inline void halves_tile(int64_t nb, const uint8_t *pw, const typename F::Acts &acts, int64_t t0, int nr,
+                               float *out, size_t os) {
+    if constexpr (T == 1) {
+        if (nr > 8) return F::template halves<1, 2>(nb, pw, acts, t0, 0, nr, out, os);
+        F::template halves<1, 1>(nb, pw, acts, t0, 0, nr, out, os);
+    } else {
+        F::template halves<T, 1>(nb, pw, acts, t0, 0, nr, out, os);
+        if (nr > 8) F::template halves<T, 1>(nb, pw, acts, t0, 1, nr, out, os);
+    }
+}
+
 // Where the tile reads a block's weights for rows 8h..8h+7. X16Src8: an
 // _X16 layout in place; nibble types hold steps u and u + 4 in one line
 // (low and high nibbles), Q8_0 one step per line.

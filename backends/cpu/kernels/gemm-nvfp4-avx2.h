@@ -90,25 +90,14 @@ struct Nvfp4Lanes8 {
                 }
             }
         }
-        for (int hh = 0; hh < H; ++hh)
-            for (int t = 0; t < T; ++t) {
-                __m256 a[8];
-                for (int j = 0; j < 8; ++j) a[j] = ((j >> 1) & 1) < nb ? _mm256_load_ps(acc[hh][t][j]) : zero;
-                _mm256_maskstore_ps(out + t * os + 8 * (h0 + hh), lanes_below(nr - 8 * (h0 + hh)), hsum_order8(a));
-            }
+        // Lane j takes the blocks with b % 2 == (j >> 1) & 1: the odd ones
+        // only with two blocks or more.
+        store_lane_sums<H, T>(acc, nb > 1 ? 0xFFu : 0x33u, out, os, h0, nr);
     }
 
-    // nr (1..16) rows of a group: decode takes both halves per block (each
-    // payload line read from memory once), tiles of tokens one half at a time.
     template <int T>
     static void tile(int64_t nb, const uint8_t *pw, const Acts &acts, int64_t t0, int nr, float *out, size_t os) {
-        if constexpr (T == 1) {
-            if (nr > 8) return halves<1, 2>(nb, pw, acts, t0, 0, nr, out, os);
-            halves<1, 1>(nb, pw, acts, t0, 0, nr, out, os);
-        } else {
-            halves<T, 1>(nb, pw, acts, t0, 0, nr, out, os);
-            if (nr > 8) halves<T, 1>(nb, pw, acts, t0, 1, nr, out, os);
-        }
+        halves_tile<Nvfp4Lanes8, T>(nb, pw, acts, t0, nr, out, os);
     }
 };
 
