@@ -84,6 +84,20 @@ static inline __m512i grid32(const uint32_t *g, const uint32_t (&i)[16]) {
                                          (int)g[i[13]], (int)g[i[14]], (int)g[i[15]]);
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
+// Four grid indices q[l] | (field l of hf) << 8, the fields kStride bits
+// apart in hf (bits the index does not take cleared by the caller), into
+// i[0..3]: two pdep deposit them in 16-bit lanes, where a shift and a
+// mask per index made the scalar work the dots' bottleneck (IQ1_M: ~47
+// scalar operations per 64 weights; 1 thread decode 28 -> see the note).
+template <int kStride>
+static inline void indices4(const uint8_t *q, uint32_t hf, uint32_t *i) {
+    uint32_t q4;
+    std::memcpy(&q4, q, 4);
+    constexpr uint64_t f = (1u << kStride) - 1;
+    const uint64_t v = _pdep_u64(q4, 0x00FF00FF00FF00FFull) | _pdep_u64(hf, f << 8 | f << 24 | f << 40 | f << 56);
+    for (int l = 0; l < 4; ++l) i[l] = (uint16_t)(v >> 16 * l);
+}
+
 static inline Pair signed_pair(__m512i mag, const Pre &pre, int p) { return {mag, _cvtu64_mask64(pre.neg[p])}; }
 
 // IQ1: values 8 grid + delta (never 0): magnitudes and their signs.
@@ -162,9 +176,9 @@ struct IQ2S {
     }
     static Pair pair(const B &x, const Pre &pre, int p) {
         const uint8_t *q = x.qs + 8 * p;
-        const uint32_t h = x.qh[2 * p] | x.qh[2 * p + 1] << 8;
         uint32_t i[8];
-        for (int l = 0; l < 8; ++l) i[l] = q[l] | (h >> 2 * l & 3) << 8;
+        indices4<2>(q, x.qh[2 * p], i);
+        indices4<2>(q + 4, x.qh[2 * p + 1], i + 4);
         return signed_pair(grid64(kIq2sGrid, i), pre, p);
     }
 };
@@ -206,7 +220,7 @@ struct IQ3S {
         const uint8_t *q = x.qs + 16 * p;
         const uint32_t h = x.qh[2 * p] | x.qh[2 * p + 1] << 8;
         uint32_t i[16];
-        for (int k = 0; k < 16; ++k) i[k] = q[k] | (h >> k & 1) << 8;
+        for (int k = 0; k < 16; k += 4) indices4<1>(q + k, h >> k & 15, i + k);
         return signed_pair(grid32(kIq3sGrid, i), pre, p);
     }
 };
@@ -232,10 +246,9 @@ struct IQ1S {
     }
     static Pair pair(const B &x, const Pre &, int p) {
         const uint8_t *q = x.qs + 8 * p;
-        const uint32_t h0 = x.qh[2 * p], h1 = x.qh[2 * p + 1];
-        const uint32_t i[8] = {q[0] | (h0 & 7) << 8,      q[1] | (h0 >> 3 & 7) << 8, q[2] | (h0 >> 6 & 7) << 8,
-                               q[3] | (h0 >> 9 & 7) << 8, q[4] | (h1 & 7) << 8,      q[5] | (h1 >> 3 & 7) << 8,
-                               q[6] | (h1 >> 6 & 7) << 8, q[7] | (h1 >> 9 & 7) << 8};
+        uint32_t i[8];
+        indices4<3>(q, x.qh[2 * p] & 0xFFF, i);  // bits 12..15: ls and the delta's sign
+        indices4<3>(q + 4, x.qh[2 * p + 1] & 0xFFF, i + 4);
         const __m512i g8 = grid64(kIq1sGrid8.data(), i);
         return {_mm512_abs_epi8(g8), _mm512_movepi8_mask(g8)};
     }
@@ -261,7 +274,8 @@ struct IQ1M {
         std::memcpy(&h, x.qh + 4 * p, 4);
         const uint8_t *q = x.qs + 8 * p;
         uint32_t i[8];
-        for (int l = 0; l < 8; ++l) i[l] = q[l] | (h >> 4 * l & 7) << 8;
+        indices4<4>(q, h & 0x7777, i);  // bit 3 of each nibble: the delta's sign
+        indices4<4>(q + 4, h >> 16 & 0x7777, i + 4);
         // Dwords 2j, 2j + 1 (group j's 8 bytes) test bit 4j + 3.
         const __mmask16 minus = _mm512_test_epi32_mask(
             _mm512_set1_epi32((int)h),

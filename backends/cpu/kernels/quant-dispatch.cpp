@@ -65,8 +65,8 @@ const Tables &tables() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
         __builtin_cpu_init();
         const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
-        const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
-                            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+        const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("bmi2");
         const bool vnni = avx512 && __builtin_cpu_supports("avx512vnni");
         if (avx2) {
             t.k[1] = t.k[0];
