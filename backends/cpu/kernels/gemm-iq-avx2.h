@@ -85,7 +85,7 @@ struct GroupScaledLanes8 {
         __m256 acc[T];
         for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
         for (int64_t b = 0; b < nb; ++b) {
-            const uint8_t *w = pw + b * kBlock + 32 * h;
+            const uint8_t *blk = pw + b * kBlock, *w = blk + 32 * h; // w: this half's bytes of each 64
             __m256i tot[T];
             for (int t = 0; t < T; ++t) tot[t] = _mm256_setzero_si256();
             if constexpr (!kSigned)
@@ -113,7 +113,7 @@ struct GroupScaledLanes8 {
                     }
                 }
             }
-            const __m256 dk = _mm256_load_ps((const float *)(w - 32 * h + kD) + 8 * h);
+            const __m256 dk = _mm256_load_ps((const float *)(blk + kD) + 8 * h);
             for (int t = 0; t < T; ++t)
                 acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dk, _mm256_set1_ps(y[t][b].d)),
                                                              _mm256_cvtepi32_ps(tot[t])));
