@@ -18,6 +18,7 @@
 
 #include "core/quant/blocks.h"
 #include "core/quant/iq-grids.h"
+#include "cpu/kernels/iq1-values.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd-x86.h"
 
@@ -102,20 +103,8 @@ static inline void indices4(const uint8_t *q, uint32_t hf, uint32_t *i) {
 
 static inline Pair signed_pair(__m512i mag, const Pre &pre, int p) { return {mag, _cvtu64_mask64(pre.neg[p])}; }
 
-// IQ1: values 8 grid + delta (never 0): magnitudes and their signs.
-static inline Pair iq1_pair(__m512i grid8, __m512i delta) {
-    const __m512i v = _mm512_add_epi8(grid8, delta);
-    return {_mm512_abs_epi8(v), _mm512_movepi8_mask(v)};
-}
-// kIq1sGrid's entries times 8 (each byte -1, 0, 1 -> -8, 0, 8).
-constexpr std::array<uint64_t, 2048> make_iq1_grid8() {
-    std::array<uint64_t, 2048> t{};
-    for (size_t i = 0; i < t.size(); ++i)
-        for (int j = 0; j < 8; ++j)
-            t[i] |= (uint64_t)(uint8_t)(8 * (int8_t)(kIq1sGrid[i] >> 8 * j)) << 8 * j;
-    return t;
-}
-constexpr std::array<uint64_t, 2048> kIq1sGrid8 = make_iq1_grid8();
+// IQ1: values (never 0) as magnitudes and their signs.
+static inline Pair iq1_pair(__m512i v) { return {_mm512_abs_epi8(v), _mm512_movepi8_mask(v)}; }
 
 static inline __m512i repeat_pairs() { return _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7); }
 
@@ -251,8 +240,7 @@ struct IQ1S {
         uint32_t i[8];
         indices4<3>(q, x.qh[2 * p] & 0xFFF, i);  // bits 12..15: ls and the delta's sign
         indices4<3>(q + 4, x.qh[2 * p + 1] & 0xFFF, i + 4);
-        const __m512i g8 = grid64(kIq1sGrid8.data(), i);
-        return {_mm512_abs_epi8(g8), _mm512_movepi8_mask(g8)};
+        return iq1_pair(grid64(kIq1sGrid8.data(), i));
     }
 };
 
@@ -276,15 +264,9 @@ struct IQ1M {
         std::memcpy(&h, x.qh + 4 * p, 4);
         const uint8_t *q = x.qs + 8 * p;
         uint32_t i[8];
-        indices4<4>(q, h & 0x7777, i);  // bit 3 of each nibble: the delta's sign
-        indices4<4>(q + 4, h >> 16 & 0x7777, i + 4);
-        // Dwords 2j, 2j + 1 (group j's 8 bytes) test bit 4j + 3.
-        const __mmask16 minus = _mm512_test_epi32_mask(
-            _mm512_set1_epi32((int)h),
-            _mm512_setr_epi32(1 << 3, 1 << 3, 1 << 7, 1 << 7, 1 << 11, 1 << 11, 1 << 15, 1 << 15, 1 << 19, 1 << 19,
-                              1 << 23, 1 << 23, 1 << 27, 1 << 27, (int)(1u << 31), (int)(1u << 31)));
-        const __m512i delta = _mm512_mask_blend_epi32(minus, _mm512_set1_epi8(1), _mm512_set1_epi8(-1));
-        return iq1_pair(grid64(kIq1sGrid8.data(), i), delta);
+        indices4<4>(q, h & 0xFFFF, i);  // the nibbles whole: kIq1mValues holds the delta
+        indices4<4>(q + 4, h >> 16, i + 4);
+        return iq1_pair(grid64(kIq1mValues.data(), i));
     }
 };
 
