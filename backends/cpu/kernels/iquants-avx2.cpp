@@ -197,7 +197,7 @@ struct IQ1S {
     static Sub sub(const B &x, int s) {
         const uint8_t *q = x.qs + 4 * s;
         const unsigned h = x.qh[s];
-        const uint64_t *g = kIq1sGrid8.data();
+        const uint64_t *g = kIq1sValues<0>.data();
         const __m256i g8 = q64(g[q[0] | (h & 7) << 8], g[q[1] | (h >> 3 & 7) << 8], g[q[2] | (h >> 6 & 7) << 8],
                                g[q[3] | (h >> 9 & 7) << 8]);
         return iq1_sub(_mm256_add_epi8(g8, _mm256_set1_epi8(h & 0x8000 ? -1 : 1)), pick16(multipliers(x), s));
@@ -217,7 +217,7 @@ struct IQ1M {
     static Sub sub(const B &x, int s) {
         const uint8_t *q = x.qs + 4 * s;
         const unsigned h0 = x.qh[2 * s], h1 = x.qh[2 * s + 1];
-        const uint64_t *g = kIq1mValues.data();
+        const uint64_t *g = kIq1mValues<0>.data();
         const __m256i v = q64(g[q[0] | (h0 & 15) << 8], g[q[1] | (h0 >> 4) << 8], g[q[2] | (h1 & 15) << 8],
                               g[q[3] | (h1 >> 4) << 8]);
         return iq1_sub(v, pick16(multipliers(x), (s >> 1) + 4 * (s & 1)));

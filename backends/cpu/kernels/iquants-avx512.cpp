@@ -11,7 +11,8 @@
 // bit-identical to it and to the AVX2 ones. 1 thread, 8192 x 2048 decode,
 // GFLOP/s AVX2 -> here (before indices4): IQ2_XS 25 -> 32, IQ2_S 24 -> 35,
 // IQ1_M 18 -> 28, IQ1_S 28 -> 30-32, IQ3_S 17 -> 20, IQ3_XXS 24 -> 25,
-// IQ2_XXS 32 -> 32.
+// IQ2_XXS 32 -> 32; IQ1_M and IQ1_S then 33 -> 36, 35 -> 38-39 by their
+// values stored unsigned (iq1_pair).
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -103,8 +104,19 @@ static inline void indices4(const uint8_t *q, uint32_t hf, uint32_t *i) {
 
 static inline Pair signed_pair(__m512i mag, const Pre &pre, int p) { return {mag, _cvtu64_mask64(pre.neg[p])}; }
 
-// IQ1: values (never 0) as magnitudes and their signs.
-static inline Pair iq1_pair(__m512i v) { return {_mm512_abs_epi8(v), _mm512_movepi8_mask(v)}; }
+// IQ1: the values plus kIq1Off, all >= 0 (iq1-values.h), maddubs's
+// unsigned operand as they stand; prep starts the integer at -kIq1Off times
+// each 16 activations' sum times its multiplier. Kept signed, they cost an
+// abs and a masked negate per 64 weights.
+constexpr int kIq1Off = 9;
+static inline Pair iq1_pair(__m512i u) { return {u, 0}; }
+// -kIq1Off sum_q m_q bsums_q + sum_q e_q bsums_q: m16's int16 (quarter
+// order) and e an int16 term per quarter (IQ1_S's delta), 8 int32.
+static inline __m512i iq1_base(const BlockQ8_K &y, __m512i m, __m512i e) {
+    const __m512i me = _mm512_sub_epi32(e, _mm512_mullo_epi32(m, _mm512_set1_epi32(kIq1Off)));
+    return _mm512_zextsi256_si512(
+        _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y.bsums), _mm512_cvtepi32_epi16(me)));
+}
 
 static inline __m512i repeat_pairs() { return _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7); }
 
@@ -223,7 +235,8 @@ struct IQ1S {
     // Group l of sub-block s: qs[4s + l] | (bits 3l.. of qh[s]) << 8; qh[s]
     // bits 12..14 ls, bit 15 the delta's sign. The delta is one sign per
     // sub-block, so m (8 g + ds) q8 splits into m 8 g q8, by the pairs, and
-    // m ds times the activations' sums (Q8_K's bsums), here.
+    // m ds times the activations' sums (Q8_K's bsums), with the offset
+    // (iq1_base).
     static void prep(const B &x, const BlockQ8_K &y, Pre &pre) {
         const __m512i h = _mm512_permutexvar_epi32(
             repeat_pairs(), _mm512_castsi256_si512(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)x.qh))));
@@ -232,15 +245,14 @@ struct IQ1S {
         pre.m16 = int16_pairs(m);
         const __m512i md = _mm512_mask_sub_epi32(m, _mm512_test_epi32_mask(h, _mm512_set1_epi32(0x8000)),
                                                  _mm512_setzero_si512(), m);
-        pre.base = _mm512_zextsi256_si512(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y.bsums),
-                                                            _mm512_cvtepi32_epi16(md)));
+        pre.base = iq1_base(y, m, md);
     }
     static Pair pair(const B &x, const Pre &, int p) {
         const uint8_t *q = x.qs + 8 * p;
         uint32_t i[8];
         indices4<3>(q, x.qh[2 * p] & 0xFFF, i);  // bits 12..15: ls and the delta's sign
         indices4<3>(q + 4, x.qh[2 * p + 1] & 0xFFF, i + 4);
-        return iq1_pair(grid64(kIq1sGrid8.data(), i));
+        return iq1_pair(grid64(kIq1sValues<kIq1Off>.data(), i));
     }
 };
 
@@ -251,13 +263,15 @@ struct IQ1M {
     // Group j of pair p (groups 8p..8p+7): nibble j of the qh dword p, its
     // low 3 bits the grid index's bits 8.., bit 3 the delta's sign; quarter
     // q's ls bits 3(q % 4).. of scale word q / 4.
-    static void prep(const B &x, const BlockQ8_K &, Pre &pre) {
+    static void prep(const B &x, const BlockQ8_K &y, Pre &pre) {
         const __m512i w =
             _mm512_castsi256_si512(_mm256_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)x.scales)));
         const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
         const __m512i shifts = _mm512_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9);
-        pre.m16 = odd_pairs(
-            _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(idx, w), shifts), _mm512_set1_epi32(7)));
+        const __m512i m =
+            odd(_mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(idx, w), shifts), _mm512_set1_epi32(7)));
+        pre.m16 = int16_pairs(m);
+        pre.base = iq1_base(y, m, _mm512_setzero_si512());
     }
     static Pair pair(const B &x, const Pre &, int p) {
         uint32_t h;
@@ -266,7 +280,7 @@ struct IQ1M {
         uint32_t i[8];
         indices4<4>(q, h & 0xFFFF, i);  // the nibbles whole: kIq1mValues holds the delta
         indices4<4>(q + 4, h >> 16, i + 4);
-        return iq1_pair(grid64(kIq1mValues.data(), i));
+        return iq1_pair(grid64(kIq1mValues<kIq1Off>.data(), i));
     }
 };
 
