@@ -22,6 +22,20 @@ extern "C" {
 typedef struct vt_context vt_context;
 typedef struct vt_seq vt_seq;
 
+/* Draft proposers of speculative decoding (vt_context_params.spec_method). */
+typedef enum vt_spec_method {
+    VT_SPEC_NONE = 0,
+    /* N-gram prompt lookup (vLLM's "ngram"): the longest n-gram, of
+     * prompt_lookup_min..prompt_lookup_max tokens, that ends the request's
+     * tokens (prompt and output) and occurs earlier in them, at its earliest
+     * place, proposes the tokens that followed it there. No model runs: it
+     * pays off where the output repeats the input (editing code, quoting,
+     * records turned into JSON). */
+    VT_SPEC_NGRAM = 1
+} vt_spec_method;
+
+#define VT_SPEC_MAX_TOKENS 16  /* most draft tokens per request and step */
+
 typedef struct vt_context_params {
     uint32_t struct_size;   /* sizeof(vt_context_params) */
     uint32_t n_threads;     /* compute threads; 0 = the physical cores the process may run on
@@ -42,6 +56,17 @@ typedef struct vt_context_params {
     uint32_t max_model_len;       /* tokens per request (prompt + output); 0 = the model's training
                                      context, capped by the pool */
     bool no_prefix_caching;       /* do not share KV blocks between requests (default false) */
+    /* Since ABI 1.12. Speculative decoding in the serving engine (vt_engine.h):
+     * each decoding request drafts up to num_speculative_tokens tokens per step
+     * and the step's forward pass verifies them with the request's own sampler
+     * chain, so the tokens are those it draws without drafts, greedy or
+     * sampled, seed for seed; a step then adds up to num_speculative_tokens + 1
+     * tokens to a request. Not for models with recurrent layers
+     * (vt_context_create fails with VT_ERR_UNSUPPORTED). Counters: vt_engine_stats. */
+    vt_spec_method spec_method;       /* VT_SPEC_NONE (default) or VT_SPEC_NGRAM */
+    uint32_t num_speculative_tokens;  /* 1..VT_SPEC_MAX_TOKENS with a method */
+    uint32_t prompt_lookup_min;       /* VT_SPEC_NGRAM's n-gram sizes (vLLM's): 0 and 0 = 5 and 5, */
+    uint32_t prompt_lookup_max;       /*   one of them 0 = the other's value */
 } vt_context_params;
 
 /* Defaults of the ABI 1.0 fields only (n_threads .. n_batch; struct_size =

@@ -5,7 +5,9 @@
  * forward pass over a batch that mixes prompt chunks and one decode token of
  * each running request (chunked prefill under a token budget, as in vLLM;
  * while requests decode, a step's prompt tokens are capped at max(16, 6 per
- * decoding request), so a prompt chunk never stalls the running requests).
+ * decoding request), so a prompt chunk never stalls the running requests;
+ * with speculative decoding, vt_context_params.spec_method, a decoding
+ * request's draft tokens join its step and are verified by it).
  * KV memory is a pool of fixed-size blocks sized from
  * vt_context_params.kv_cache_bytes; full blocks are shared between requests
  * through a prefix cache (chained XXH3 hashes of the token ids), unused cached
@@ -107,6 +109,9 @@ typedef struct vt_request_params {
                                         ("<|channel|>"), as a chat format such as gpt-oss's harmony
                                         needs for parsing (vt_harmony_parser); default false: they
                                         are left out, as Hugging Face's skip_special_tokens */
+    /* Since ABI 1.12, in tail padding as render_special. */
+    bool no_speculation;             /* decode without drafts even where the context drafts
+                                        (vt_context_params.spec_method); default false */
 } vt_request_params;
 
 VT_API void vt_request_params_init(vt_request_params *params);
@@ -177,6 +182,15 @@ typedef struct vt_engine_stats {
     uint32_t state_slots;
     uint32_t state_snapshots;
     uint64_t state_bytes;
+    /* Since ABI 1.12. Speculative decoding (vt_context_params.spec_method), as
+     * vLLM's spec_decode_* metrics: drafts verified (a request's step that
+     * carried one), the tokens they proposed, those accepted, and per draft
+     * position i the drafts whose token i was accepted. Acceptance rate =
+     * accepted / draft tokens; mean accepted length = 1 + accepted / drafts. */
+    uint64_t spec_num_drafts;
+    uint64_t spec_num_draft_tokens;
+    uint64_t spec_num_accepted_tokens;
+    uint64_t spec_num_accepted_per_position[VT_SPEC_MAX_TOKENS];
 } vt_engine_stats;
 
 /* METHOD. A snapshot of the engine's counters. stats->struct_size must be

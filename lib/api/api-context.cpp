@@ -40,6 +40,17 @@ VT_API vt_status vt_context_create(const vt_model *model, const vt_context_param
     if (!read_params(params, p)) return fail_arg("vt_context_create: params->struct_size is not set");
     if (p.n_threads > 1024) return fail_arg("vt_context_create: n_threads must be at most 1024");
     if (p.n_batch > 65536) return fail_arg("vt_context_create: n_batch must be at most 65536");
+    if (p.spec_method != VT_SPEC_NONE && p.spec_method != VT_SPEC_NGRAM)
+        return fail_arg("vt_context_create: spec_method is not a vt_spec_method");
+    if (p.spec_method != VT_SPEC_NONE &&
+        (p.num_speculative_tokens == 0 || p.num_speculative_tokens > VT_SPEC_MAX_TOKENS))
+        return fail_arg("vt_context_create: num_speculative_tokens must be 1..16 (VT_SPEC_MAX_TOKENS) with a "
+                        "spec_method");
+    if (p.spec_method == VT_SPEC_NGRAM && p.prompt_lookup_min && p.prompt_lookup_max &&
+        p.prompt_lookup_min > p.prompt_lookup_max)
+        return fail_arg("vt_context_create: prompt_lookup_min is above prompt_lookup_max");
+    if (p.spec_method == VT_SPEC_NGRAM && (p.prompt_lookup_min > 64 || p.prompt_lookup_max > 64))
+        return fail_arg("vt_context_create: n-gram sizes must be at most 64");
     return guard([&] {
         auto c = std::make_unique<vt_context>();
         c->model = model;
@@ -49,6 +60,11 @@ VT_API vt_status vt_context_create(const vt_model *model, const vt_context_param
         // that cannot fit there fails now, saying what fits, not at the
         // first submit.
         if (!vt::device_is_host(model->impl->device())) vt::plan_kv(*c->impl, engine_config(p));
+        if (p.spec_method != VT_SPEC_NONE && !vt::state_slots(model->impl->cache_layers).layers.empty())
+            vt::fail(VT_ERR_UNSUPPORTED,
+                     "vt_context_create: speculative decoding is not supported yet for %s: its recurrent layers' "
+                     "state would have to be kept per drafted position",
+                     model->impl->arch_name().c_str());
         *out = c.release();
     });
 }

@@ -44,6 +44,13 @@ inline vt::EngineConfig engine_config(const vt_context_params &p) {
     cfg.max_model_len = p.max_model_len;
     cfg.max_batched_tokens = p.n_batch;
     cfg.prefix_caching = !p.no_prefix_caching;
+    if (p.spec_method == VT_SPEC_NGRAM) {
+        // vLLM's defaults: 5 and 5, or one size given for both.
+        const uint32_t lo = p.prompt_lookup_min, hi = p.prompt_lookup_max;
+        cfg.ngram.min_n = lo ? lo : hi ? hi : 5;
+        cfg.ngram.max_n = hi ? hi : lo ? lo : 5;
+        cfg.ngram.k = p.num_speculative_tokens;
+    }
     return cfg;
 }
 

@@ -58,6 +58,16 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     sched_cfg_.prefill_tokens_beside_decodes = cfg.prefill_tokens_beside_decodes;
     sched_cfg_.prefill_tokens_per_decode = cfg.prefill_tokens_per_decode;
     max_model_len_ = max_len;
+    ngram_ = cfg.ngram;
+    if (ngram_.k > 0) {
+        if (plan.state_slots)
+            fail(VT_ERR_UNSUPPORTED, "speculative decoding: %s has recurrent layers, whose state would have to be kept "
+                 "per drafted position; not supported yet", model_.arch_name().c_str());
+        if (ngram_.min_n == 0 || ngram_.min_n > ngram_.max_n)
+            fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: n-gram sizes %u..%u (need 1 <= min <= max)",
+                 ngram_.min_n, ngram_.max_n);
+    }
+    spec_.accepted_by_position.assign(ngram_.k, 0);
     fail_every_ = debug_env_count("VT_DEBUG_FAIL_FORWARD");
     fail_once_ = debug_env_count("VT_DEBUG_FAIL_FORWARD_ONCE");
     if (fail_every_ || fail_once_)
@@ -271,7 +281,7 @@ const Tensor *Engine::run_forward(const SchedulerOutput &so) {
         b.state_slot = s.state_slot;
         const Request &r = *requests_.at(s.id);
         b.logits = s.needs_logits ? Context::Logits::last : Context::Logits::none;
-        if (wants_prompt_rows(r, s)) b.logits = Context::Logits::all;
+        if (wants_prompt_rows(r, s) || s.n_draft) b.logits = Context::Logits::all;
         b.lora = r.spec.lora.get();
         b.lora_scale = r.spec.lora_scale;
         batch_.push_back(b);
@@ -290,28 +300,35 @@ const Tensor *Engine::run_forward(const SchedulerOutput &so) {
 // threads, each request on one.
 void Engine::sample_one(SampleJob &j, const Tokenizer &tok, size_t n_vocab) {
     Request &r = *j.r;
-    OwnedEvent &ev = j.ev;
-    ev.out.token = -1;  // stays so when sampling fails: the event then carries no token
-    try {
-        const int32_t t = r.spec.sampler ? r.spec.sampler->sample(j.row, n_vocab) : greedy_token(j.row, n_vocab);
-        if (r.spec.sampler) r.spec.sampler->accept(t);
-        ev.out.token = t;
-        if (r.spec.logprobs || r.spec.top_logprobs)
-            token_logprobs(j.row, n_vocab, t, r.spec.top_logprobs, ev.out.logprob, ev.top_tokens, ev.top_logprobs);
-        j.stop = (!r.spec.ignore_eos && tok.is_eog(t)) ||
-                 std::find(r.spec.stop_tokens.begin(), r.spec.stop_tokens.end(), t) != r.spec.stop_tokens.end();
-        if (!j.stop) j.stop = j.stop_string = r.text->push(t, ev.text);
-        // A grammar that can take nothing more ends the request now
-        // rather than after one more step for its end-of-generation token.
-        if (!j.stop && r.spec.sampler && r.spec.sampler->grammar_completed()) j.stop = true;
-    } catch (const Error &e) {
-        r.failed = true;
-        r.error = e.status();
-        j.stop = true;
-    } catch (...) {
-        j.error = std::current_exception();  // rethrown on the engine thread
+    // Row i predicts the token after draft token i - 1 (row 0: after the
+    // last sampled token). Each is drawn by the request's chain as it would
+    // be without a draft; the draft goes on while it agrees (engine.h).
+    for (uint32_t i = 0; i <= j.n_draft; ++i) {
+        const float *row = j.row + (size_t)i * n_vocab;
+        OwnedEvent &ev = j.evs.emplace_back();
+        ev.out.token = -1;  // stays so when sampling fails: the event then carries no token
+        try {
+            const int32_t t = r.spec.sampler ? r.spec.sampler->sample(row, n_vocab) : greedy_token(row, n_vocab);
+            if (r.spec.sampler) r.spec.sampler->accept(t);
+            ev.out.token = t;
+            if (r.spec.logprobs || r.spec.top_logprobs)
+                token_logprobs(row, n_vocab, t, r.spec.top_logprobs, ev.out.logprob, ev.top_tokens, ev.top_logprobs);
+            j.stop = (!r.spec.ignore_eos && tok.is_eog(t)) ||
+                     std::find(r.spec.stop_tokens.begin(), r.spec.stop_tokens.end(), t) != r.spec.stop_tokens.end();
+            if (!j.stop) j.stop = j.stop_string = r.text->push(t, ev.text);
+            // A grammar that can take nothing more ends the request now
+            // rather than after one more step for its end-of-generation token.
+            if (!j.stop && r.spec.sampler && r.spec.sampler->grammar_completed()) j.stop = true;
+        } catch (const Error &e) {
+            r.failed = true;
+            r.error = e.status();
+            j.stop = true;
+        } catch (...) {
+            j.error = std::current_exception();  // rethrown on the engine thread
+        }
+        ++r.n_output;
+        if (j.stop || j.error || i == j.n_draft || ev.out.token != j.draft[i]) break;
     }
-    ++r.n_output;
 }
 
 struct Engine::SampleRun {
@@ -354,7 +371,10 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
         SampleJob j;
         j.id = s.id;
         j.r = &r;
-        j.row = logits + row++ * n_vocab;
+        j.row = logits + row * n_vocab;
+        j.n_draft = s.n_draft;
+        j.draft = so.tokens.data() + s.offset + (s.n_tokens - s.n_draft);
+        row += 1 + s.n_draft;
         jobs.push_back(std::move(j));
     }
     // The step's sequences sample in parallel: each job touches only its
@@ -369,30 +389,54 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
         if (j.error) std::rethrow_exception(j.error);
     std::vector<SampledToken> sampled;
     sampled.reserve(jobs.size());
-    for (const SampleJob &j : jobs) sampled.push_back({j.id, j.ev.out.token < 0 ? 0 : j.ev.out.token, j.stop});
+    for (const SampleJob &j : jobs)
+        for (size_t i = 0; i < j.evs.size(); ++i)
+            sampled.push_back({j.id, j.evs[i].out.token < 0 ? 0 : j.evs[i].out.token, j.stop && i + 1 == j.evs.size()});
     std::unordered_map<uint64_t, FinishReason> finished;
     for (const FinishedSeq &f : sched_->update(so, sampled)) finished.emplace(f.id, f.reason);
     for (SampleJob &j : jobs) {
         const uint64_t id = j.id;
         Request &r = *j.r;
+        for (size_t i = 0; i + 1 < j.evs.size(); ++i) emit(r, std::move(j.evs[i]), VT_FINISH_NONE);
+        OwnedEvent &last = j.evs.back();
         auto f = finished.find(id);
         if (f == finished.end()) {
-            emit(r, std::move(j.ev), VT_FINISH_NONE);
+            emit(r, std::move(last), VT_FINISH_NONE);
             continue;
         }
         // Ended for length (or a stop token): nothing more can match a stop
         // string, so the held-back text is shown.
-        if (!j.stop_string) r.text->flush(j.ev.text);
+        if (!j.stop_string) r.text->flush(last.text);
         const vt_finish_reason reason = r.failed ? VT_FINISH_ERROR
                                         : f->second == FinishReason::length ? VT_FINISH_LENGTH
                                                                             : VT_FINISH_STOP;
-        emit(r, std::move(j.ev), reason);
+        emit(r, std::move(last), reason);
         requests_.erase(id);
     }
-    std::lock_guard<std::mutex> lk(stats_mu_);
-    stats_.prompt_tokens += prompt_computed;
-    stats_.generated_tokens += sampled.size();
-    stats_.requests_finished += finished.size();
+    {
+        std::lock_guard<std::mutex> lk(stats_mu_);
+        stats_.prompt_tokens += prompt_computed;
+        stats_.generated_tokens += sampled.size();
+        stats_.requests_finished += finished.size();
+        for (const SampleJob &j : jobs) {
+            if (!j.n_draft) continue;
+            const size_t accepted = j.evs.size() - 1;  // the last token is the model's own
+            ++spec_.drafts;
+            spec_.draft_tokens += j.n_draft;
+            spec_.accepted_tokens += accepted;
+            for (size_t i = 0; i < accepted; ++i) ++spec_.accepted_by_position[i];
+        }
+    }
+    if (ngram_.k) propose_drafts(jobs);
+}
+
+void Engine::propose_drafts(const std::vector<SampleJob> &jobs) {
+    for (const SampleJob &j : jobs) {
+        const std::vector<int32_t> *tokens = sched_->tokens(j.id);
+        if (!tokens || j.r->spec.no_speculation) continue;  // finished, or never drafts
+        std::vector<int32_t> draft = propose_ngram(*tokens, ngram_, ngram_.k);
+        if (!draft.empty()) sched_->set_draft(j.id, std::move(draft));
+    }
 }
 
 bool Engine::wants_prompt_rows(const Request &r, const ScheduledSeq &s) const {
@@ -466,6 +510,11 @@ void Engine::update_stats(size_t n_tokens) {
     stats_.prefix_hit_tokens = prefix_hit_base_ + kv_->prefix_hit_tokens();
 }
 
+SpecStats Engine::spec_stats() const {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    return spec_;
+}
+
 void Engine::stats(vt_engine_stats &out) const {
     size_t n_inbox;
     {
@@ -475,6 +524,11 @@ void Engine::stats(vt_engine_stats &out) const {
     std::lock_guard<std::mutex> lk(stats_mu_);
     out = stats_;
     out.struct_size = sizeof out;
+    out.spec_num_drafts = spec_.drafts;
+    out.spec_num_draft_tokens = spec_.draft_tokens;
+    out.spec_num_accepted_tokens = spec_.accepted_tokens;
+    for (size_t i = 0; i < spec_.accepted_by_position.size() && i < VT_SPEC_MAX_TOKENS; ++i)
+        out.spec_num_accepted_per_position[i] = spec_.accepted_by_position[i];
     // Requests submitted since the last step are waiting too.
     out.n_waiting = (uint32_t)(sched_waiting_ + n_inbox);
 }

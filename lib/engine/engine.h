@@ -37,6 +37,7 @@
 #include "kv/kv-cache-manager.h"
 #include "runner/sequence.h"
 #include "sched/scheduler.h"
+#include "spec/ngram.h"
 
 namespace vt {
 
@@ -57,6 +58,24 @@ struct EngineConfig {
     uint32_t prefill_tokens_beside_decodes = 16;
     uint32_t prefill_tokens_per_decode = 6;
     bool prefix_caching = true;
+    // Speculative decoding by n-gram prompt lookup (spec/ngram.h): k > 0
+    // drafts up to k tokens per decoding request and step. Verification
+    // samples each drafted position with the request's own chain, in
+    // order, and keeps the draft while it agrees: for a draft that is one
+    // token, not a distribution, that is exactly rejection sampling
+    // (Leviathan et al. with q a point mass: accept d with p(d), else draw
+    // from p without d), so the tokens are those the request draws without
+    // speculation, greedy or sampled, seed for seed. Models with recurrent
+    // layers are refused (VT_ERR_UNSUPPORTED): see sched/scheduler.h.
+    NgramConfig ngram;
+};
+
+// Speculative decoding's counters (vLLM's spec_decode_* metrics).
+struct SpecStats {
+    uint64_t drafts = 0;            // sequence-steps that verified a draft
+    uint64_t draft_tokens = 0;      // tokens those drafts proposed
+    uint64_t accepted_tokens = 0;   // of those, accepted
+    std::vector<uint64_t> accepted_by_position;  // [i]: drafts whose token i was accepted
 };
 
 class Engine {
@@ -84,6 +103,7 @@ public:
     const vt_request_output *poll();
 
     void stats(vt_engine_stats &out) const;  // thread-safe; writes every field
+    SpecStats spec_stats() const;            // thread-safe
 
 private:
     struct Request {
@@ -98,12 +118,15 @@ private:
         vt_status error = VT_OK;
     };
 
-    // One sequence to sample in a step (sample_and_record).
+    // One sequence to sample in a step (sample_and_record): one token, or
+    // with a draft up to n_draft + 1 (its accepted tokens and one more).
     struct SampleJob {
         uint64_t id = 0;
         Request *r = nullptr;
-        const float *row = nullptr;  // its logits
-        OwnedEvent ev;
+        const float *row = nullptr;      // its logits: n_draft + 1 rows
+        const int32_t *draft = nullptr;  // the draft's tokens (n_draft)
+        uint32_t n_draft = 0;
+        std::vector<OwnedEvent> evs;     // one per token kept, in order
         bool stop = false, stop_string = false;
         std::exception_ptr error;  // anything but vt::Error, rethrown by the engine thread
     };
@@ -117,6 +140,8 @@ private:
     void maybe_inject_failure();
     const Tensor *run_forward(const SchedulerOutput &so);
     void sample_and_record(const SchedulerOutput &so, const float *logits, size_t n_vocab);
+    // Drafts for the sequences that go on decoding (EngineConfig::ngram).
+    void propose_drafts(const std::vector<SampleJob> &jobs);
     // A request with prompt_logprobs whose scheduled chunk holds prompt
     // positions still to report gets every row of its chunk.
     bool wants_prompt_rows(const Request &r, const ScheduledSeq &s) const;
@@ -136,6 +161,7 @@ private:
     // replaces kv_ and sched_ on the engine thread, so submit() must not
     // reach into them.
     uint32_t max_model_len_ = 0;
+    NgramConfig ngram_;
     std::unique_ptr<KvCacheManager> kv_;
     // Prefix-cache counters of the pools fail_all replaced (stats go on).
     uint64_t prefix_query_base_ = 0, prefix_hit_base_ = 0;
@@ -167,6 +193,7 @@ private:
     // Counters; guarded by stats_mu_ for readers on other threads.
     mutable std::mutex stats_mu_;
     vt_engine_stats stats_{};
+    SpecStats spec_;
     uint32_t sched_waiting_ = 0;  // the scheduler's waiting queue after the last step
     std::deque<std::pair<std::chrono::steady_clock::time_point, size_t>> recent_;  // (step end, tokens)
     bool stepped_ = false;                                  // engine thread only

@@ -32,6 +32,7 @@ struct RequestSpec {
     bool prompt_logprobs = false;         // is_prompt events for prompt tokens 1..n-1
     uint32_t prompt_top_logprobs = 0;
     bool render_special = false;          // control tokens shown in the text
+    bool no_speculation = false;          // never drafts (EngineConfig::ngram)
 };
 
 // One event with the storage its pointers point into.

@@ -95,7 +95,7 @@ PrefixHit KvCacheManager::find_prefix(std::span<const int32_t> tokens, const Blo
 }
 
 bool KvCacheManager::allocate(SeqId seq, std::span<const int32_t> tokens, uint32_t num_computed, uint32_t num_new,
-                              const PrefixHit &hit, const BlockHash &root) {
+                              const PrefixHit &hit, const BlockHash &root, uint32_t num_lookahead) {
     auto found = seqs_.find(seq);
     const size_t held = found == seqs_.end() ? 0 : found->second.tables[0].size();
     const size_t n_hit = hit.hashes.size();
@@ -107,7 +107,7 @@ bool KvCacheManager::allocate(SeqId seq, std::span<const int32_t> tokens, uint32
     if ((held + n_hit) * block_size_ < num_computed)
         fail(VT_ERR_INTERNAL, "KV cache: %u tokens computed but %zu blocks held", num_computed, held + n_hit);
 
-    const size_t required = (size_t)((total + block_size_ - 1) / block_size_);
+    const size_t required = (size_t)((total + num_lookahead + block_size_ - 1) / block_size_);
     const size_t have = held + n_hit;
     const size_t fresh = required > have ? required - have : 0;
     for (size_t gi = 0; gi < groups_.size(); ++gi) {
@@ -165,6 +165,23 @@ bool KvCacheManager::allocate(SeqId seq, std::span<const int32_t> tokens, uint32
         }
     }
     return true;
+}
+
+void KvCacheManager::trim(SeqId seq, uint32_t num_tokens) {
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end()) return;
+    SeqBlocks &sb = it->second;
+    const size_t keep = (num_tokens + block_size_ - 1) / block_size_;
+    if (keep < sb.hashes.size())
+        fail(VT_ERR_INTERNAL, "KV cache: trimming to %u tokens would drop registered blocks", num_tokens);
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+        std::vector<BlockId> &t = sb.tables[gi];
+        std::vector<BlockId> tail;
+        for (size_t i = t.size(); i > keep; --i)
+            if (t[i - 1] != kNoBlock) tail.push_back(t[i - 1]);
+        groups_[gi].pool.release(tail);
+        if (t.size() > keep) t.resize(keep);
+    }
 }
 
 void KvCacheManager::free(SeqId seq) {

@@ -126,9 +126,20 @@ public:
     // all the sequence's known tokens (they are hashed); num_computed +
     // num_new <= tokens.size(). Returns false, adding nothing, when a pool
     // has too few free blocks (the caller preempts someone or waits).
-    // Errors: VT_ERR_INTERNAL on inconsistent counts.
+    // num_lookahead: room for that many tokens more, past the known ones
+    // (speculative decoding's draft tokens), which are neither hashed nor
+    // registered: their blocks join the prefix cache when a later call
+    // covers them with known tokens, so a rejected draft's KV is never
+    // served to another sequence. Errors: VT_ERR_INTERNAL on inconsistent
+    // counts.
     bool allocate(SeqId seq, std::span<const int32_t> tokens, uint32_t num_computed, uint32_t num_new,
-                  const PrefixHit &hit = {}, const BlockHash &root = {});
+                  const PrefixHit &hit = {}, const BlockHash &root = {}, uint32_t num_lookahead = 0);
+
+    // Gives back seq's blocks past those that hold its first num_tokens
+    // tokens (the room of a draft's rejected tokens), last first; they were
+    // never registered in the prefix cache (see allocate). Errors:
+    // VT_ERR_INTERNAL when num_tokens would drop a registered block.
+    void trim(SeqId seq, uint32_t num_tokens);
 
     // Returns seq's blocks to the pools, last block first, so that a prompt's
     // tail is evicted before its (more shareable) head. Unknown seq: no-op.

@@ -90,18 +90,35 @@ void Scheduler::process_cancels(SchedulerOutput &out) {
     }
 }
 
+uint32_t Scheduler::set_draft(SeqId id, std::vector<int32_t> draft) {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end() || !decoding(it->second) || kv_.state_slot(id) >= 0) return 0;
+    Seq &s = it->second;
+    if (std::find(running_.begin(), running_.end(), id) == running_.end()) return 0;
+    // A step adds the accepted draft tokens and one more: all of them must
+    // fit the request's and the context's limits.
+    const uint64_t generated = s.tokens.size() - s.num_prompt;
+    const uint64_t room = std::min<uint64_t>(max_model_len_ - std::min<uint64_t>(s.tokens.size(), max_model_len_),
+                                             s.max_new_tokens - std::min<uint64_t>(generated, s.max_new_tokens));
+    draft.resize(std::min<uint64_t>(draft.size(), room > 0 ? room - 1 : 0));
+    s.draft = std::move(draft);
+    return (uint32_t)s.draft.size();
+}
+
 void Scheduler::preempt(SeqId id, SchedulerOutput &out) {
     kv_.free(id);
     seqs_.at(id).num_computed = 0;  // recomputed from the start (with prefix hits) when readmitted
+    seqs_.at(id).draft.clear();
     waiting_.push_front(id);
     out.preempted.push_back(id);
 }
 
-void Scheduler::emit(SeqId id, Seq &s, uint32_t n, SchedulerOutput &out) {
+void Scheduler::emit(SeqId id, Seq &s, uint32_t n, SchedulerOutput &out, uint32_t n_draft) {
     ScheduledSeq ss;
     ss.id = id;
     ss.offset = (uint32_t)out.tokens.size();
-    ss.n_tokens = n;
+    ss.n_tokens = n + n_draft;
+    ss.n_draft = n_draft;
     ss.start_pos = s.num_computed;
     ss.block_tables.resize(kv_.num_groups());
     for (uint32_t g = 0; g < kv_.num_groups(); ++g) {
@@ -110,13 +127,15 @@ void Scheduler::emit(SeqId id, Seq &s, uint32_t n, SchedulerOutput &out) {
     }
     ss.state_slot = kv_.state_slot(id);
     ss.needs_logits = s.num_computed + n == s.tokens.size();
-    for (uint32_t i = 0; i < n; ++i) {
-        out.tokens.push_back(s.tokens[s.num_computed + i]);
+    for (uint32_t i = 0; i < n + n_draft; ++i) {
+        out.tokens.push_back(i < n ? s.tokens[s.num_computed + i] : s.draft[i - n]);
         out.positions.push_back((int32_t)(s.num_computed + i));
     }
+    s.draft.clear();  // verified by this step; update() keeps what it accepts
     // Optimistically counted as computed now, so the next step can be
-    // planned before this one's results are in.
-    s.num_computed += n;
+    // planned before this one's results are in (update() takes a draft's
+    // rejected tokens back out).
+    s.num_computed += n + n_draft;
     // A recurrent state ending on a block boundary is snapshotted for the
     // prefix cache; the one at the prompt's last full block is kept.
     if (kv_.saves_states() && s.num_computed % kv_.block_size() == 0)
@@ -159,15 +178,20 @@ SchedulerOutput Scheduler::schedule() {
         SeqId id = running_[i];
         Seq &s = seqs_.at(id);
         const bool decode = decoding(s);
-        uint32_t n = std::min<uint32_t>((uint32_t)s.tokens.size() - s.num_computed, decode ? budget : prefill_room());
+        const uint32_t pending = s.num_computed < s.tokens.size() ? (uint32_t)s.tokens.size() - s.num_computed : 0;
+        uint32_t n = std::min<uint32_t>(pending, decode ? budget : prefill_room());
         if (!decode) n = align_chunk(s, n);
+        // A decode's draft takes the budget the other decodes leave.
+        const uint32_t n_draft =
+            decode && n ? std::min<uint32_t>((uint32_t)s.draft.size(), budget > decodes_left ? budget - decodes_left : 0)
+                        : 0;
         if (n == 0) {  // its sampled token is not in yet (schedule() twice without update()), or no prefill room
             ++i;
             continue;
         }
         bool scheduled = false;
         for (;;) {
-            if (kv_.allocate(id, s.tokens, s.num_computed, n, {}, s.cache_key)) {
+            if (kv_.allocate(id, s.tokens, s.num_computed, n, {}, s.cache_key, n_draft)) {
                 scheduled = true;
                 break;
             }
@@ -180,8 +204,8 @@ SchedulerOutput Scheduler::schedule() {
         if (!scheduled) break;  // it preempted itself: everything after it is gone too
         if (decode) --decodes_left;
         else prefill_left -= prefill_left == UINT32_MAX ? 0 : n;
-        emit(id, s, n, out);
-        budget -= n;
+        emit(id, s, n, out, n_draft);
+        budget -= n + n_draft;
         ++i;
     }
 
@@ -213,17 +237,30 @@ std::vector<FinishedSeq> Scheduler::update(const SchedulerOutput &out, std::span
     size_t k = 0;
     for (const ScheduledSeq &ss : out.seqs) {
         if (!ss.needs_logits) continue;
-        if (k >= sampled.size() || sampled[k].id != ss.id)
-            fail(VT_ERR_INVALID_ARGUMENT, "scheduler: no sampled token for sequence %llu",
-                 (unsigned long long)ss.id);
-        const SampledToken &t = sampled[k++];
+        size_t m = 0;  // its tokens: one, or a draft's accepted ones and one more
+        while (k + m < sampled.size() && sampled[k + m].id == ss.id) ++m;
+        if (m == 0 || m > ss.n_draft + 1)
+            fail(VT_ERR_INVALID_ARGUMENT, "scheduler: %zu sampled tokens for sequence %llu, which verified %u draft tokens",
+                 m, (unsigned long long)ss.id, ss.n_draft);
+        const std::span<const SampledToken> ts = sampled.subspan(k, m);
+        k += m;
+        for (size_t j = 0; j + 1 < m; ++j)
+            if (ts[j].stop)
+                fail(VT_ERR_INVALID_ARGUMENT, "scheduler: sequence %llu stopped before its last sampled token",
+                     (unsigned long long)ss.id);
         auto it = seqs_.find(ss.id);
         if (it == seqs_.end()) continue;  // cannot happen: sequences leave only in schedule() and here
         Seq &s = it->second;
-        s.tokens.push_back(t.token);
+        if (ss.n_draft) {
+            // The KV of the last sampled token and the accepted draft tokens
+            // stays; the rejected ones' goes.
+            s.num_computed = ss.start_pos + (uint32_t)m;
+            kv_.trim(ss.id, s.num_computed);
+        }
+        for (const SampledToken &t : ts) s.tokens.push_back(t.token);
         bool length = s.tokens.size() - s.num_prompt >= s.max_new_tokens || s.tokens.size() >= max_model_len_;
-        if (t.stop || length) {
-            finished.push_back({ss.id, t.stop ? FinishReason::stop : FinishReason::length});
+        if (ts.back().stop || length) {
+            finished.push_back({ss.id, ts.back().stop ? FinishReason::stop : FinishReason::length});
             drop(ss.id);
         }
     }

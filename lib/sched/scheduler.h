@@ -30,6 +30,18 @@
 // budget a prefill takes leaves room for every decode after it. With no
 // decode running, prompts get the whole budget (an idle server's TTFT).
 //
+// Speculative decoding (vLLM v1's way): a decoding sequence may carry a
+// draft, k proposed tokens after its last sampled one (set_draft, from a
+// proposer of the engine). The step then computes 1 + k tokens for it,
+// counted against the budget like any others (a verification is one
+// forward pass over the batch), and update() takes the tokens the
+// verification kept: the draft's accepted prefix and one token of the
+// model's own. The rejected tokens' KV is abandoned: the sequence's computed
+// count goes back to what the kept tokens cover and the blocks past it are
+// given back (KvCacheManager::allocate keeps draft tokens out of the prefix
+// cache). Sequences with recurrent layers take no drafts: their state
+// would have to be kept per proposed position.
+//
 // Pure bookkeeping: no tensors. Thread-safety: cancel() may be called from
 // any thread; everything else belongs to the engine's thread.
 #pragma once
@@ -65,6 +77,8 @@ struct ScheduledSeq {
     std::vector<std::vector<BlockId>> block_tables;  // per KV cache group; each covers start_pos + n_tokens tokens
     int32_t state_slot = -1;    // its recurrent layers' state slot (KvCacheManager::state_slot), or -1
     bool needs_logits = false;  // the step reaches its last known token: sample the next one
+    uint32_t n_draft = 0;       // of n_tokens, the draft's tokens after its last sampled one (they
+                                // need logits too: the step verifies them)
 };
 
 // One step: what the runner computes.
@@ -84,7 +98,9 @@ struct SchedulerOutput {
 };
 
 // The token sampled for a sequence that needed logits, and whether the
-// sampler ends it there (end-of-generation token, stop string).
+// sampler ends it there (end-of-generation token, stop string). A sequence
+// that carried a draft has 1 to n_draft + 1 of them in a row: the accepted
+// draft tokens and the model's next one; only the last may stop.
 struct SampledToken {
     SeqId id = 0;
     int32_t token = 0;
@@ -123,6 +139,13 @@ public:
     // it in cancelled. Unknown or finished ids are ignored. Thread-safe.
     void cancel(SeqId id);
 
+    // Proposes draft tokens for a running sequence that decodes (its only
+    // uncomputed token is the last sampled one), to be verified by the next
+    // step. Cut to what the sequence may still generate (a step adds up to
+    // draft.size() + 1 tokens); ignored for other sequences and for ones
+    // with recurrent state. Returns the draft tokens kept.
+    uint32_t set_draft(SeqId id, std::vector<int32_t> draft);
+
     // Plans the next step. The output is empty when nothing can run.
     SchedulerOutput schedule();
 
@@ -154,11 +177,13 @@ private:
         uint32_t max_new_tokens = 0;
         BlockHash cache_key;
         bool read_prefix_cache = true;
+        std::vector<int32_t> draft;  // proposed tokens for the next step (set_draft)
     };
 
     void preempt(SeqId id, SchedulerOutput &out);
     void drop(SeqId id);
-    void emit(SeqId id, Seq &s, uint32_t n, SchedulerOutput &out);
+    // Schedules s's next n known tokens, then its draft (n_draft tokens).
+    void emit(SeqId id, Seq &s, uint32_t n, SchedulerOutput &out, uint32_t n_draft = 0);
     void process_cancels(SchedulerOutput &out);
     // The prompt's last full-block boundary (where a later prefix hit ends).
     uint32_t last_prompt_block(const Seq &s) const;
@@ -169,7 +194,7 @@ private:
     KvCacheManager &kv_;
     // Whether s is a decode: only its last sampled token is not computed.
     static bool decoding(const Seq &s) {
-        return s.tokens.size() > s.num_prompt && s.tokens.size() - s.num_computed == 1;
+        return s.tokens.size() > s.num_prompt && s.num_computed + 1 == s.tokens.size();
     }
 
     uint32_t max_batched_tokens_, max_num_seqs_, max_model_len_;

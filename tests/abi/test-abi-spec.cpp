@@ -1,0 +1,175 @@
+// Speculative decoding (vt_context_params.spec_method) through the public C
+// ABI only. The oracle is the same engine without drafts: every request's
+// tokens must be those it makes without speculation, greedy and sampled
+// (seed for seed), in mixed batches through preemption, prefix-cache hits,
+// stop strings and a grammar; the counters show the drafts were made and
+// accepted, so a run that never drafted cannot pass.
+//
+// [tiny] cases: the tiny random-weight Llama (always available), whose
+// greedy text falls into loops that n-grams draft. [model] cases: SmolLM2
+// (VT_TEST_MODEL; skipped without it) on prompts that repeat their input.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "common/skip.h"
+#include "common/test-env.h"
+
+#include "abi/engine-harness.h"
+
+using namespace engine_harness;
+
+namespace {
+
+// Runs reqs without and with drafts of k tokens: the same tokens, texts and
+// endings, and the pool empty after. Returns the drafting run's counters.
+vt_engine_stats same_with_drafts(const vt_model *m, const std::vector<Request> &reqs, uint64_t kv_bytes,
+                                 uint32_t n_batch, uint32_t k, uint32_t lookup_min, uint32_t lookup_max) {
+    ContextPtr plain = make_context(m, kv_bytes, n_batch);
+    const std::vector<Result> want = run(plain.get(), reqs);
+    ContextPtr spec = make_context(m, kv_bytes, n_batch, 16, k, lookup_min, lookup_max);
+    const std::vector<Result> got = run(spec.get(), reqs);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        INFO("request " << i);
+        CHECK(got[i].tokens == want[i].tokens);
+        CHECK(got[i].text == want[i].text);
+        CHECK(got[i].reason == want[i].reason);
+        CHECK(got[i].n_final_events == 1);
+        CHECK(got[i].n_output == want[i].n_output);
+    }
+    const vt_engine_stats s = stats_of(spec.get());
+    CHECK(s.kv_blocks_used == 0);
+    CHECK(s.n_running == 0);
+    CHECK(s.generated_tokens == stats_of(plain.get()).generated_tokens);
+    // Acceptance adds up: per position counts never grow along the draft,
+    // and they sum to the accepted tokens.
+    uint64_t by_position = 0;
+    for (uint32_t i = 0; i < VT_SPEC_MAX_TOKENS; ++i) {
+        by_position += s.spec_num_accepted_per_position[i];
+        if (i > 0) CHECK(s.spec_num_accepted_per_position[i] <= s.spec_num_accepted_per_position[i - 1]);
+        if (i >= k) CHECK(s.spec_num_accepted_per_position[i] == 0);
+    }
+    CHECK(by_position == s.spec_num_accepted_tokens);
+    CHECK(s.spec_num_accepted_tokens <= s.spec_num_draft_tokens);
+    CHECK(s.spec_num_draft_tokens <= (uint64_t)k * s.spec_num_drafts);
+    // One request alone: each accepted token saved it a forward pass.
+    if (reqs.size() == 1)
+        CHECK(s.steps + s.spec_num_accepted_tokens == stats_of(plain.get()).steps);
+    return s;
+}
+
+std::vector<Request> tiny_requests(int n, uint32_t max_tokens) {
+    std::vector<Request> reqs;
+    for (int i = 0; i < n; ++i) {
+        Request r;
+        r.prompt = tiny_prompt(i % 12);  // later ones repeat earlier prompts: prefix hits
+        r.max_tokens = max_tokens + (uint32_t)(i % 5);
+        r.seed = i % 3 == 1 ? 500 + (uint32_t)i : 0;  // a third sampled
+        r.chain = i % 3 == 1 ? i % 2 : 0;             // top-k / temp, or penalties, top-k, top-p, temp
+        r.ignore_eos = true;
+        reqs.push_back(r);
+    }
+    return reqs;
+}
+
+} // namespace
+
+TEST_CASE("spec: n-gram drafts leave every token as it was, greedy and sampled, in a batch of 16", "[tiny]") {
+    ModelPtr m = tiny_model();
+    const uint32_t k = GENERATE(1u, 4u, 16u);
+    CAPTURE(k);
+    const vt_engine_stats s = same_with_drafts(m.get(), tiny_requests(16, 40), 1 << 20, 64, k, 1, 3);
+    CHECK(s.spec_num_drafts > 50);
+    CHECK(s.spec_num_accepted_tokens > 20);
+}
+
+TEST_CASE("spec: through preemption, a small budget and stop strings, nothing changes", "[tiny]") {
+    ModelPtr m = tiny_model();
+    std::vector<Request> reqs = tiny_requests(16, 48);
+    for (size_t i = 0; i < reqs.size(); i += 4) reqs[i].stops = {"a", "e"};
+    // 12 blocks of 16 tokens (256 bytes a token): fewer than the burst needs,
+    // and a step budget of 24 tokens that drafts share with prompts.
+    const vt_engine_stats s = same_with_drafts(m.get(), reqs, 12 * 16 * 256, 24, 6, 2, 2);
+    CHECK(s.spec_num_drafts > 0);
+    CHECK(s.preemptions > 0);
+}
+
+TEST_CASE("spec: a request with no_speculation never drafts", "[tiny]") {
+    ModelPtr m = tiny_model();
+    std::vector<Request> reqs = tiny_requests(4, 40);
+    for (Request &r : reqs) r.no_speculation = true;
+    const vt_engine_stats s = same_with_drafts(m.get(), reqs, 1 << 20, 64, 4, 1, 3);
+    CHECK(s.spec_num_drafts == 0);
+    CHECK(s.spec_num_draft_tokens == 0);
+}
+
+TEST_CASE("spec: bad speculative parameters are refused at vt_context_create", "[tiny]") {
+    ModelPtr m = tiny_model();
+    auto create = [&](uint32_t method, uint32_t k, uint32_t lo, uint32_t hi) {
+        vt_context_params p;
+        vt_context_params_init(&p);
+        p.spec_method = (vt_spec_method)method;
+        p.num_speculative_tokens = k;
+        p.prompt_lookup_min = lo;
+        p.prompt_lookup_max = hi;
+        vt_context *c = nullptr;
+        const vt_status st = vt_context_create(m.get(), &p, &c);
+        vt_context_destroy(c);
+        return st;
+    };
+    CHECK(create(VT_SPEC_NGRAM, 0, 0, 0) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(create(VT_SPEC_NGRAM, VT_SPEC_MAX_TOKENS + 1, 0, 0) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(create(VT_SPEC_NGRAM, 4, 5, 2) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(create(VT_SPEC_NGRAM, 4, 0, 65) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(create(7, 4, 0, 0) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(create(VT_SPEC_NGRAM, VT_SPEC_MAX_TOKENS, 0, 3) == VT_OK);
+    CHECK(create(VT_SPEC_NONE, 0, 0, 0) == VT_OK);
+}
+
+TEST_CASE("spec: SmolLM2 copying its input drafts well and keeps its tokens, with a grammar in the batch", "[model]") {
+    const auto path = vt::test::default_model();
+    if (path.empty()) {
+        VT_SKIP(vt::test::default_model_hint());
+    }
+    ModelPtr m = load_model(path.string());
+    const char *const copying[] = {
+        "Repeat the list exactly: apples, pears, plums, cherries, apricots, peaches, grapes.\n"
+        "apples, pears, plums, cherries, apricots, peaches, grapes.\nAgain: apples,",
+        "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\ndef mul(a, b):\n",
+        "Name: Ada Lovelace. Born: 1815. Field: mathematics.\nJSON: {\"name\": \"Ada Lovelace\", \"born\": 1815, ",
+        "1, 2, 3, 4, 5, 6, 7, 8,",
+    };
+    // Alone, the list drafts itself: the model copies its 14 tokens (then
+    // rambles), most drafts are accepted, and each accepted token saves a
+    // forward pass (same_with_drafts).
+    Request list;
+    list.prompt = tokenize(m.get(), copying[0]);
+    list.max_tokens = 14;
+    const vt_engine_stats alone = same_with_drafts(m.get(), {list}, 64ull << 20, 128, 5, 2, 4);
+    CHECK(alone.spec_num_accepted_tokens >= 8);
+    CHECK(alone.spec_num_accepted_tokens * 2 > alone.spec_num_draft_tokens);
+
+    // A batch: the copying prompts, free text, seeded sampling with
+    // penalties and top-p, and greedy under a grammar that drafts reject
+    // where it forbids them.
+    const vt_tokenizer *tok = nullptr;
+    REQUIRE(vt_model_tokenizer(m.get(), &tok) == VT_OK);
+    const std::string gbnf = "root ::= (\"apples\" | \"pears\" | \"plums\") (\", \" (\"apples\" | \"pears\" | \"plums\"))* \".\"\n";
+    vt_grammar *g = nullptr;
+    REQUIRE(vt_grammar_compile(tok, VT_GRAMMAR_GBNF, gbnf.data(), gbnf.size(), &g) == VT_OK);
+    std::vector<Request> reqs;
+    for (int i = 0; i < 10; ++i) {
+        Request r;
+        r.prompt = tokenize(m.get(), i < 4 ? copying[i] : i < 8 ? kSmolPrompts[i] : copying[0]);
+        r.max_tokens = 48;
+        r.seed = i % 4 == 3 ? 91 + (uint32_t)i : 0;
+        r.chain = 1;
+        if (i >= 8) r.grammar = g;
+        reqs.push_back(r);
+    }
+    const vt_engine_stats s = same_with_drafts(m.get(), reqs, 64ull << 20, 128, 5, 2, 4);
+    CHECK(s.spec_num_drafts > 20);
+    CHECK(s.spec_num_accepted_tokens > 40);
+    vt_grammar_destroy(g);
+}
