@@ -246,6 +246,7 @@ size_t Engine::step(uint32_t wait_ms) {
         first_step_ = std::chrono::steady_clock::now();
     }
     const Tensor *logits = nullptr;
+    const auto t_forward = std::chrono::steady_clock::now();
     try {
         logits = run_forward(so);
     } catch (const Error &e) {
@@ -258,6 +259,15 @@ size_t Engine::step(uint32_t wait_ms) {
         fail_all(VT_ERR_INTERNAL);
         throw;
     }
+    // The draft policy fits decode steps only: a prompt chunk's tokens go
+    // through wider tiles at another cost per token.
+    bool decodes_only = true;
+    for (const ScheduledSeq &s : so.seqs)
+        decodes_only = decodes_only && s.needs_logits && s.n_tokens == 1 + s.n_draft &&
+                       s.start_pos >= requests_.at(s.id)->spec.prompt.size();
+    if (ngram_.k && decodes_only)
+        draft_policy_.observe_step((uint32_t)so.num_tokens(),
+                                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t_forward).count());
     sample_and_record(so, static_cast<const float *>(logits->data), model_.hparams.n_vocab);
     update_stats(so.num_tokens());
     return so.num_tokens();
@@ -425,12 +435,16 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
             spec_.draft_tokens += j.n_draft;
             spec_.accepted_tokens += accepted;
             for (size_t i = 0; i < accepted; ++i) ++spec_.accepted_by_position[i];
+            draft_policy_.observe_verification(j.n_draft, (uint32_t)accepted);
         }
     }
     if (ngram_.k) propose_drafts(jobs);
 }
 
 void Engine::propose_drafts(const std::vector<SampleJob> &jobs) {
+    uint32_t decodes = 0;  // the requests that decode next step
+    for (const SampleJob &j : jobs) decodes += sched_->tokens(j.id) != nullptr;
+    if (!draft_policy_.worth_drafting(decodes)) return;
     for (const SampleJob &j : jobs) {
         const std::vector<int32_t> *tokens = sched_->tokens(j.id);
         if (!tokens || j.r->spec.no_speculation) continue;  // finished, or never drafts

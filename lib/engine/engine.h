@@ -37,6 +37,7 @@
 #include "kv/kv-cache-manager.h"
 #include "runner/sequence.h"
 #include "sched/scheduler.h"
+#include "spec/draft-policy.h"
 #include "spec/ngram.h"
 
 namespace vt {
@@ -67,6 +68,7 @@ struct EngineConfig {
     // from p without d), so the tokens are those the request draws without
     // speculation, greedy or sampled, seed for seed. Models with recurrent
     // layers are refused (VT_ERR_UNSUPPORTED): see sched/scheduler.h.
+    // Whether a step drafts at all follows the load (spec/draft-policy.h).
     NgramConfig ngram;
 };
 
@@ -162,6 +164,7 @@ private:
     // reach into them.
     uint32_t max_model_len_ = 0;
     NgramConfig ngram_;
+    DraftPolicy draft_policy_;  // engine thread only
     std::unique_ptr<KvCacheManager> kv_;
     // Prefix-cache counters of the pools fail_all replaced (stats go on).
     uint64_t prefix_query_base_ = 0, prefix_hit_base_ = 0;
