@@ -137,6 +137,11 @@ std::optional<int> parse_flags(int argc, char **argv, ServerOptions &o) {
     app.add_option("--kv-block-size", o.kv_block_size, "tokens per KV block, 0 = engine default (16)")
         ->capture_default_str();
     app.add_flag("--no-prefix-caching", o.no_prefix_caching, "do not share KV blocks between requests");
+    app.add_option("--speculative-config", o.speculative_config,
+                   "speculative decoding as vLLM spells it, a JSON object: {\"method\": \"ngram\", "
+                   "\"num_speculative_tokens\": 5, \"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2} (n-gram "
+                   "prompt lookup: drafts where the output repeats the input; the tokens stay those made "
+                   "without it). Acceptance: /metrics");
     app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
     app.add_option("--served-model-name", o.served_model_name,
                    "model id clients must name (default: the model file's name)");

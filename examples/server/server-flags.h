@@ -35,6 +35,7 @@ struct ServerOptions {
     uint32_t n_batch = 0;             // 0 = the engine's default (512)
     uint32_t kv_block_size = 0;       // 0 = the engine's default (16)
     bool no_prefix_caching = false;
+    std::string speculative_config;   // --speculative-config: vLLM's JSON, "" = no drafts
     std::string api_key;              // empty: no authentication
     std::string served_model_name;    // empty: the model file's name
     std::string chat_template;        // --chat-template: Jinja text (read from the file named), "" = the model's

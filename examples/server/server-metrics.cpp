@@ -138,6 +138,18 @@ std::string Metrics::render(const vt_engine_stats &st) const {
     metric(out, "vt_state_slots", "gauge", "Recurrent-layer state slots (requests running at once).", st.state_slots);
     metric(out, "vt_state_snapshots", "gauge", "Recurrent-state snapshots kept for the prefix cache.",
            st.state_snapshots);
+    // Speculative decoding, under vLLM's names (vllm:spec_decode_*).
+    metric(out, "vt_spec_decode_num_drafts_total", "counter", "Drafts verified (a request's step that carried one).",
+           (double)st.spec_num_drafts);
+    metric(out, "vt_spec_decode_num_draft_tokens_total", "counter", "Tokens the drafts proposed.",
+           (double)st.spec_num_draft_tokens);
+    metric(out, "vt_spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.",
+           (double)st.spec_num_accepted_tokens);
+    header(out, "vt_spec_decode_num_accepted_tokens_per_pos_total", "counter",
+           "Draft tokens accepted, by their position in the draft.");
+    for (uint32_t i = 0; i < VT_SPEC_MAX_TOKENS; ++i)
+        out += "vt_spec_decode_num_accepted_tokens_per_pos_total{position=\"" + std::to_string(i) + "\"} " +
+               std::to_string(st.spec_num_accepted_per_position[i]) + "\n";
     return out;
 }
 

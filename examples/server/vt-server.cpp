@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "../common/devices.h"
+#include "../common/speculative-config.h"
 #include "server-conn.h"
 #include "server-engine.h"
 #include "server-errors.h"
@@ -167,6 +168,13 @@ int serve(ServerState &st) {
     cp.max_num_seqs = o.max_num_seqs;
     cp.max_model_len = o.max_model_len;
     cp.no_prefix_caching = o.no_prefix_caching;
+    if (!o.speculative_config.empty()) {
+        const std::string err = vt_examples::parse_speculative_config(o.speculative_config, cp);
+        if (!err.empty()) {
+            std::fprintf(stderr, "vt-server: %s\n", err.c_str());
+            return 1;
+        }
+    }
     vt_context *craw = nullptr;
     if (failed(vt_context_create(model.get(), &cp, &craw), "cannot create the context")) return 1;
     std::unique_ptr<vt_context, void (*)(vt_context *)> ctx(craw, vt_context_destroy);

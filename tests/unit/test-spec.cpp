@@ -1,5 +1,6 @@
 // Speculative decoding's bookkeeping: the n-gram proposer against vLLM's
-// documented choices, and the scheduler carrying drafts: a verification
+// documented choices, the draft policy's cost fit and break-even batch, and
+// the scheduler carrying drafts: a verification
 // step's tokens and positions, the rejected tokens' KV given back, drafts
 // cut to the request's limits, a rejected draft never served from the
 // prefix cache (an accepted one is), and random traffic with drafts whose
@@ -12,6 +13,7 @@
 #include <random>
 
 #include "sched/scheduler.h"
+#include "spec/draft-policy.h"
 #include "spec/ngram.h"
 
 using namespace vt;
@@ -72,6 +74,34 @@ TEST_CASE("n-gram lookup proposes what followed the longest earlier match", "[sp
     CHECK(propose_ngram(Toks{7}, ngram(1, 1, 3), 4).empty());
     // A run drafts itself: [7, 7] matches at 0, followed by 7, 7.
     CHECK(propose_ngram(Toks{7, 7, 7, 7}, ngram(2, 2, 5), 9) == Toks{7, 7});
+}
+
+TEST_CASE("the draft policy drafts while a draft token earns more than the step's average rate", "[spec]") {
+    DraftPolicy p;
+    CHECK(p.worth_drafting(64));  // nothing measured yet: draft, to measure
+    double a = 0, b = 0;
+    for (int i = 0; i < 20; ++i) p.observe_step(4, 0.008);  // no spread: still no fit
+    CHECK(!p.cost(a, b));
+    CHECK(p.worth_drafting(64));
+    // Steps of n tokens take 4 ms + 1 ms n.
+    for (int i = 0; i < 200; ++i) {
+        const uint32_t n = 1 + (uint32_t)(i % 12);
+        p.observe_step(n, 0.004 + 0.001 * n);
+    }
+    REQUIRE(p.cost(a, b));
+    CHECK(a == Approx(0.004).margin(2e-4));
+    CHECK(b == Approx(0.001).margin(5e-5));
+    // Acceptance 0.6: worth it while 0.6 (4 + B) > B, i.e. B < 6.
+    for (int i = 0; i < 100; ++i) p.observe_verification(5, 3);
+    CHECK(p.acceptance() == Approx(0.6).margin(0.01));
+    CHECK(p.worth_drafting(1));
+    CHECK(p.worth_drafting(5));
+    CHECK(!p.worth_drafting(7));
+    CHECK(!p.worth_drafting(16));
+    // Drafts that are always rejected are never worth their cost.
+    for (int i = 0; i < 400; ++i) p.observe_verification(4, 0);
+    CHECK(p.acceptance() < 0.01);
+    CHECK(!p.worth_drafting(1));
 }
 
 TEST_CASE("a draft is verified in one step and its rejected tokens' KV goes back", "[spec]") {

@@ -17,10 +17,42 @@ void Sequence::check_no_views(const char *what) const {
 
 namespace {
 
+// vLLM's speculative_config dict: {"method": "ngram", "num_speculative_tokens":
+// k, "prompt_lookup_max": a, "prompt_lookup_min": b}. Other methods and keys
+// raise ValueError by name; the numbers' ranges are vt_context_create's.
+void read_speculative_config(const py::dict &cfg, vt_context_params &cp) {
+    std::string method;
+    uint32_t k = 0, lo = 0, hi = 0;
+    for (const auto &item : cfg) {
+        const std::string key = py::cast<std::string>(item.first);
+        if (key == "method") {
+            method = py::cast<std::string>(item.second);
+            continue;
+        }
+        uint32_t *field = key == "num_speculative_tokens" ? &k
+                          : key == "prompt_lookup_min"    ? &lo
+                          : key == "prompt_lookup_max"    ? &hi
+                                                          : nullptr;
+        if (!field)
+            throw py::value_error("speculative_config: '" + key + "' is not supported (vt reads method, "
+                                  "num_speculative_tokens, prompt_lookup_min and prompt_lookup_max)");
+        const long long v = py::cast<long long>(item.second);
+        if (v < 0 || v > UINT32_MAX) throw py::value_error("speculative_config: '" + key + "' is out of range");
+        *field = (uint32_t)v;
+    }
+    if (method != "ngram")
+        throw py::value_error("speculative_config: method '" + method + "' is not supported (vt implements 'ngram')");
+    if (k == 0) throw py::value_error("speculative_config: 'num_speculative_tokens' is required");
+    cp.spec_method = VT_SPEC_NGRAM;
+    cp.num_speculative_tokens = k;
+    cp.prompt_lookup_min = lo;
+    cp.prompt_lookup_max = hi;
+}
+
 std::shared_ptr<Context> make_context(std::shared_ptr<Model> model, uint32_t n_threads,
                                       std::optional<std::string> backend, uint32_t n_batch, uint64_t kv_cache_bytes,
                                       uint32_t kv_block_size, uint32_t max_num_seqs, uint32_t max_model_len,
-                                      bool prefix_caching) {
+                                      bool prefix_caching, std::optional<py::dict> speculative_config) {
     auto c = std::make_shared<Context>();
     c->model = std::move(model);
     vt_context_params cp;
@@ -33,6 +65,7 @@ std::shared_ptr<Context> make_context(std::shared_ptr<Model> model, uint32_t n_t
     cp.max_num_seqs = max_num_seqs;
     cp.max_model_len = max_model_len;
     cp.no_prefix_caching = !prefix_caching;
+    if (speculative_config) read_speculative_config(*speculative_config, cp);
     Failure f;
     {
         py::gil_scoped_release nogil;
@@ -115,6 +148,7 @@ void init_context(py::module_ &m) {
         .def(py::init(&make_context), py::arg("model"), py::arg("n_threads") = 0, py::arg("backend") = py::none(),
              py::arg("n_batch") = 512, py::kw_only(), py::arg("kv_cache_bytes") = 0, py::arg("kv_block_size") = 0,
              py::arg("max_num_seqs") = 0, py::arg("max_model_len") = 0, py::arg("prefix_caching") = true,
+             py::arg("speculative_config") = py::none(),
              "Args:\n"
              "    model: a vt.Model (kept alive by the context).\n"
              "    n_threads: compute threads; 0 = the number of physical cores.\n"
@@ -132,7 +166,12 @@ void init_context(py::module_ &m) {
              "    max_num_seqs: requests running at once; 0 = 64.\n"
              "    max_model_len: tokens per request (prompt + output); 0 = the model's\n"
              "        training context, capped by the pool.\n"
-             "    prefix_caching: share the KV blocks of common prompt prefixes.\n\n"
+             "    prefix_caching: share the KV blocks of common prompt prefixes.\n"
+             "    speculative_config: vLLM's dict, {\"method\": \"ngram\", \"num_speculative_tokens\":\n"
+             "        5, \"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}: n-gram prompt lookup\n"
+             "        drafts, verified in the same step; the tokens stay those made without\n"
+             "        it. Acceptance in stats(). None = no drafts. Not for models with\n"
+             "        recurrent layers (VtUnsupportedError).\n\n"
              "Raises VtNotFound (no such device), VtInvalidArgument (another device than the\n"
              "model's), VtOutOfMemory.")
         .def_readonly("model", &Context::model, "The vt.Model of this context.")

@@ -163,6 +163,11 @@ py::dict stats(Context &self) {
     d["state_slots"] = s.state_slots;
     d["state_snapshots"] = s.state_snapshots;
     d["state_bytes"] = s.state_bytes;
+    d["spec_num_drafts"] = s.spec_num_drafts;
+    d["spec_num_draft_tokens"] = s.spec_num_draft_tokens;
+    d["spec_num_accepted_tokens"] = s.spec_num_accepted_tokens;
+    d["spec_num_accepted_per_position"] =
+        std::vector<uint64_t>(s.spec_num_accepted_per_position, s.spec_num_accepted_per_position + VT_SPEC_MAX_TOKENS);
     return d;
 }
 

@@ -354,7 +354,8 @@ class LLM:
                  kv_cache_memory: Union[int, str, None] = None, max_num_seqs: int = 0,
                  max_model_len: Optional[int] = None, block_size: int = 0,
                  enable_prefix_caching: bool = True, quantize: Optional[str] = None,
-                 device: Optional[str] = None, n_gpu_layers: int = -1, weights_memory: int = 0) -> None:
+                 device: Optional[str] = None, n_gpu_layers: int = -1, weights_memory: int = 0,
+                 speculative_config: Optional[Dict[str, Any]] = None) -> None:
         """Loads the model (unless given a vt.Model) and makes its context.
 
         Args:
@@ -396,6 +397,13 @@ class LLM:
                 mixture-of-experts weights past it are read from the file
                 mapping (0 = 3/4 of the memory available at load). Only
                 when model is a path.
+            speculative_config: speculative decoding for generate(), as
+                vLLM's: {"method": "ngram", "num_speculative_tokens": 5,
+                "prompt_lookup_max": 4, "prompt_lookup_min": 2} drafts by
+                n-gram prompt lookup where the output repeats the prompt, and
+                each step verifies the drafts; the tokens are those made
+                without it (greedy or seeded). None = no drafts. Acceptance:
+                self.context.stats()["spec_num_accepted_tokens"].
 
         Raises:
             VtIOError, VtFormatError, VtUnsupportedError: the model file.
@@ -414,7 +422,7 @@ class LLM:
             self.model, n_threads=n_threads, backend=backend, n_batch=n_batch,
             kv_cache_bytes=parse_bytes(kv_cache_memory), kv_block_size=block_size,
             max_num_seqs=max_num_seqs, max_model_len=n_ctx if max_model_len is None else max_model_len,
-            prefix_caching=enable_prefix_caching)
+            prefix_caching=enable_prefix_caching, speculative_config=speculative_config)
         self._n_ctx = n_ctx
         self._seq: Optional[_vt.Sequence] = None  # stream()'s, made on first use
         self._lock = threading.RLock()

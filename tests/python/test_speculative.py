@@ -1,0 +1,55 @@
+"""Speculative decoding from Python: vt.LLM(speculative_config=...) as vLLM
+spells it makes the tokens of the same LLM without it (greedy and seeded),
+its acceptance shows in Context.stats(), a config vt cannot honour raises
+ValueError naming it, and a model with recurrent layers is refused."""
+import pytest
+
+import vt
+
+from tiny_files import TINY
+
+KV = "64MiB"  # the engine's pool: meson test's MALLOC_PERTURB_ writes all of it
+SPEC = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3, "prompt_lookup_min": 1}
+
+
+def test_drafts_keep_the_tokens_greedy_and_seeded(model):
+    plain = vt.LLM(model, n_threads=2, kv_cache_memory=KV)
+    spec = vt.LLM(model, n_threads=2, kv_cache_memory=KV, speculative_config=SPEC)
+    prompts = ["Repeat after me: one two three four five six. one two three four five six. one",
+               "a b c d a b c d a b c d a b",
+               "The capital of France is"]
+    params = [vt.SamplingParams(temperature=0, max_tokens=24),
+              vt.SamplingParams(temperature=0.8, top_p=0.9, seed=7, max_tokens=24),
+              vt.SamplingParams(temperature=0, max_tokens=24, presence_penalty=0.5)]
+    for p in params:
+        want = [o.token_ids for o in plain.generate(prompts, p)]
+        assert [o.token_ids for o in spec.generate(prompts, p)] == want
+    s = spec.context.stats()
+    assert s["spec_num_drafts"] > 0
+    assert 0 < s["spec_num_accepted_tokens"] <= s["spec_num_draft_tokens"]
+    assert sum(s["spec_num_accepted_per_position"]) == s["spec_num_accepted_tokens"]
+    assert plain.context.stats()["spec_num_drafts"] == 0
+
+
+@pytest.mark.parametrize("config, says", [
+    ({"method": "eagle", "num_speculative_tokens": 3}, "method 'eagle'"),
+    ({"method": "ngram"}, "num_speculative_tokens"),
+    ({"method": "ngram", "num_speculative_tokens": 3, "model": "x"}, "'model' is not supported"),
+    ({"method": "ngram", "num_speculative_tokens": -2}, "out of range"),
+])
+def test_bad_configs_raise_value_error(model, config, says):
+    with pytest.raises(ValueError, match=says):
+        vt.LLM(model, kv_cache_memory=KV, speculative_config=config)
+
+
+def test_out_of_range_sizes_are_refused_by_libvt(model):
+    with pytest.raises(vt.VtInvalidArgument):
+        vt.LLM(model, kv_cache_memory=KV, speculative_config={"method": "ngram", "num_speculative_tokens": 17})
+
+
+def test_recurrent_models_are_refused():
+    src = TINY / "qwen3_5.gguf"
+    if not src.exists():
+        pytest.skip("tests/models/tiny/qwen3_5.gguf is missing")
+    with pytest.raises(vt.VtUnsupportedError, match="recurrent"):
+        vt.LLM(str(src), kv_cache_memory=KV, speculative_config=SPEC)

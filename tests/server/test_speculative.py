@@ -1,0 +1,72 @@
+"""--speculative-config (vLLM's JSON) on vt-server: n-gram drafts leave the
+greedy text as the plain server makes it, in parallel requests and streams,
+the acceptance shows in /metrics under vLLM's names, and a config vt cannot
+honour ends the start with a message naming what is wrong."""
+import concurrent.futures
+import json
+import subprocess
+
+import pytest
+
+from conftest import THREADS, free_port
+
+SPEC = json.dumps({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4, "prompt_lookup_min": 2})
+
+PROMPTS = [
+    "Repeat the list exactly: apples, pears, plums, cherries, apricots, peaches, grapes.\n"
+    "apples, pears, plums, cherries, apricots, peaches, grapes.\nAgain: apples,",
+    "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\ndef mul(a, b):\n",
+    "Name: Ada Lovelace. Born: 1815.\nJSON: {\"name\": \"Ada Lovelace\", \"born\": 1815}\n"
+    "Name: Alan Turing. Born: 1912.\nJSON:",
+    "The capital of France is",
+]
+
+
+def complete_all(server, stream=False):
+    c = server.client()
+
+    def one(p):
+        if not stream:
+            return c.completions.create(model=server.model, prompt=p, max_tokens=32, temperature=0).choices[0].text
+        return "".join(ch.choices[0].text for ch in
+                       c.completions.create(model=server.model, prompt=p, max_tokens=32, temperature=0, stream=True)
+                       if ch.choices)
+
+    with concurrent.futures.ThreadPoolExecutor(len(PROMPTS)) as ex:
+        return list(ex.map(one, PROMPTS))
+
+
+def test_ngram_drafts_keep_the_greedy_text_and_count_in_metrics(server, start_server):
+    spec = start_server("--kv-cache-memory", "64MiB", "--speculative-config", SPEC)
+    want = complete_all(server)
+    assert complete_all(spec) == want
+    assert complete_all(spec, stream=True) == want
+    m = spec.wait_idle()
+    drafts = m["vt_spec_decode_num_drafts_total"]
+    drafted = m["vt_spec_decode_num_draft_tokens_total"]
+    accepted = m["vt_spec_decode_num_accepted_tokens_total"]
+    assert drafts > 0 and 0 < accepted <= drafted <= 5 * drafts
+    per_pos = [m[f'vt_spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}}'] for i in range(16)]
+    assert sum(per_pos) == accepted
+    assert all(per_pos[i] >= per_pos[i + 1] for i in range(15)) and per_pos[5] == 0
+    # The plain server drafts nothing.
+    assert server.metrics()["vt_spec_decode_num_drafts_total"] == 0
+
+
+@pytest.mark.parametrize("config, says", [
+    ('{"method": "eagle", "num_speculative_tokens": 3}', 'method "eagle" is not supported'),
+    ('{"method": "ngram"}', "num_speculative_tokens"),
+    ('{"method": "ngram", "num_speculative_tokens": 3, "model": "x"}', '"model" is not supported'),
+    ('{"method": "ngram", "num_speculative_tokens": -1}', "non-negative integer"),
+    ('{"method": "ngram", "num_speculative_tokens": 99}', "num_speculative_tokens must be 1..16"),
+    ('{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 5, "prompt_lookup_max": 2}',
+     "prompt_lookup_min is above prompt_lookup_max"),
+    ('{"method": ', "not valid JSON"),
+    ('["ngram"]', "must be a JSON object"),
+])
+def test_bad_speculative_config_ends_the_start(server_bin, model_path, config, says):
+    cmd = [server_bin, "-m", model_path, "--port", str(free_port()), "-t", THREADS, "--kv-cache-memory", "16MiB",
+           "--speculative-config", config]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0
+    assert says in p.stderr + p.stdout, p.stderr
