@@ -15,32 +15,14 @@
 
 #include "core/error.h"
 #include "sched/scheduler.h"
+#include "unit/sched-harness.h"
 
 using namespace vt;
+using namespace sched_harness;
 using Ids = std::vector<BlockId>;
 using Toks = std::vector<int32_t>;
 
 namespace {
-
-constexpr uint32_t kBlock = 4;
-
-KvCacheConfig kv_cfg(uint32_t num_blocks) {
-    KvCacheConfig c;
-    c.block_size = kBlock;
-    c.num_blocks = num_blocks;
-    return c;
-}
-
-SchedulerConfig sched_cfg(uint32_t budget, uint32_t max_seqs = 8, uint32_t max_len = 0, uint32_t prefill_floor = 0,
-                          uint32_t prefill_per_decode = 0) {
-    SchedulerConfig c;
-    c.max_num_batched_tokens = budget;
-    c.max_num_seqs = max_seqs;
-    c.max_model_len = max_len;
-    c.prefill_tokens_beside_decodes = prefill_floor;
-    c.prefill_tokens_per_decode = prefill_per_decode;
-    return c;
-}
 
 // Prompt (not decode) tokens of a step: every sequence scheduled for more
 // than one token, or for one that is not its first sampled one.
@@ -416,18 +398,6 @@ TEST_CASE("cancelling while the engine steps leaves nothing behind", "[sched][th
     if (t.joinable()) t.join();
     drain(s, kv);
 }
-
-namespace {
-
-// Identity of a sequence's first p+1 tokens: what a K/V slot written at
-// position p must hold for the attention over it to be right.
-uint64_t prefix_print(const Toks &t, size_t p) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i <= p; ++i) h = (h ^ (uint64_t)(uint32_t)t[i]) * 1099511628211ull;
-    return h;
-}
-
-} // namespace
 
 TEST_CASE("random traffic keeps every invariant and every read slot right", "[sched][stress]") {
     // Without and with decode priority (a cap of max(3, 1 per decode)),

@@ -13,30 +13,15 @@
 #include <random>
 
 #include "sched/scheduler.h"
+#include "unit/sched-harness.h"
 #include "spec/draft-policy.h"
 #include "spec/ngram.h"
 
 using namespace vt;
+using namespace sched_harness;
 using Toks = std::vector<int32_t>;
 
 namespace {
-
-constexpr uint32_t kBlock = 4;
-
-KvCacheConfig kv_cfg(uint32_t num_blocks) {
-    KvCacheConfig c;
-    c.block_size = kBlock;
-    c.num_blocks = num_blocks;
-    return c;
-}
-
-SchedulerConfig sched_cfg(uint32_t budget, uint32_t max_seqs = 8, uint32_t max_len = 0) {
-    SchedulerConfig c;
-    c.max_num_batched_tokens = budget;
-    c.max_num_seqs = max_seqs;
-    c.max_model_len = max_len;
-    return c;
-}
 
 NgramConfig ngram(uint32_t min_n, uint32_t max_n, uint32_t k) { return {min_n, max_n, k}; }
 
@@ -47,13 +32,6 @@ void prefill(Scheduler &s, SeqId id, int32_t first) {
     for (const ScheduledSeq &q : o.seqs)
         if (q.needs_logits) t.push_back({q.id, q.id == id ? first : 0, false});
     s.update(o, t);
-}
-
-// A fingerprint of tokens 0..p of t: what slot p holds once computed.
-uint64_t prefix_print(const Toks &t, size_t p) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i <= p; ++i) h = (h ^ (uint64_t)(uint32_t)t[i]) * 1099511628211ull;
-    return h;
 }
 
 } // namespace
