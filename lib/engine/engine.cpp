@@ -524,11 +524,6 @@ void Engine::update_stats(size_t n_tokens) {
     stats_.prefix_hit_tokens = prefix_hit_base_ + kv_->prefix_hit_tokens();
 }
 
-SpecStats Engine::spec_stats() const {
-    std::lock_guard<std::mutex> lk(stats_mu_);
-    return spec_;
-}
-
 void Engine::stats(vt_engine_stats &out) const {
     size_t n_inbox;
     {

@@ -72,7 +72,8 @@ struct EngineConfig {
     NgramConfig ngram;
 };
 
-// Speculative decoding's counters (vLLM's spec_decode_* metrics).
+// Speculative decoding's counters (vLLM's spec_decode_* metrics), read
+// through stats().
 struct SpecStats {
     uint64_t drafts = 0;            // sequence-steps that verified a draft
     uint64_t draft_tokens = 0;      // tokens those drafts proposed
@@ -105,7 +106,6 @@ public:
     const vt_request_output *poll();
 
     void stats(vt_engine_stats &out) const;  // thread-safe; writes every field
-    SpecStats spec_stats() const;            // thread-safe
 
 private:
     struct Request {
