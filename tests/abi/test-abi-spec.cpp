@@ -109,7 +109,7 @@ TEST_CASE("spec: bad speculative parameters are refused at vt_context_create", "
     auto create = [&](uint32_t method, uint32_t k, uint32_t lo, uint32_t hi) {
         vt_context_params p;
         vt_context_params_init(&p);
-        p.spec_method = (vt_spec_method)method;
+        p.spec_method = method;
         p.num_speculative_tokens = k;
         p.prompt_lookup_min = lo;
         p.prompt_lookup_max = hi;
