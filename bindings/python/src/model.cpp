@@ -240,7 +240,7 @@ void init_model(py::module_ &m) {
                 d["n_kept"] = info.n_quantize_kept;
                 d["bytes"] = info.quantized_bytes;
                 d["seconds"] = info.quantize_seconds;
-                return std::move(d);
+                return d;
             },
             "What quantization at load did, as a dict (type, n_quantized, n_fallback, n_kept, bytes,\n"
             "seconds), or None when the model was loaded without it.")
