@@ -259,18 +259,19 @@ size_t Engine::step(uint32_t wait_ms) {
         fail_all(VT_ERR_INTERNAL);
         throw;
     }
-    // The draft policy fits decode steps only: a prompt chunk's tokens go
-    // through wider tiles at another cost per token.
-    bool decodes_only = true;
-    for (const ScheduledSeq &s : so.seqs)
-        decodes_only = decodes_only && s.needs_logits && s.n_tokens == 1 + s.n_draft &&
-                       s.start_pos >= requests_.at(s.id)->spec.prompt.size();
-    if (ngram_.k && decodes_only)
-        draft_policy_.observe_step((uint32_t)so.num_tokens(),
-                                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t_forward).count());
+    if (ngram_.k) observe_decode_step(so, std::chrono::steady_clock::now() - t_forward);
     sample_and_record(so, static_cast<const float *>(logits->data), model_.hparams.n_vocab);
     update_stats(so.num_tokens());
     return so.num_tokens();
+}
+
+void Engine::observe_decode_step(const SchedulerOutput &so, std::chrono::steady_clock::duration took) {
+    // The draft policy fits decode steps only: a prompt chunk's tokens go
+    // through wider tiles at another cost per token.
+    for (const ScheduledSeq &s : so.seqs)
+        if (!s.needs_logits || s.n_tokens != 1 + s.n_draft || s.start_pos < requests_.at(s.id)->spec.prompt.size())
+            return;
+    draft_policy_.observe_step((uint32_t)so.num_tokens(), std::chrono::duration<double>(took).count());
 }
 
 void Engine::maybe_inject_failure() {
@@ -310,6 +311,7 @@ const Tensor *Engine::run_forward(const SchedulerOutput &so) {
 // threads, each request on one.
 void Engine::sample_one(SampleJob &j, const Tokenizer &tok, size_t n_vocab) {
     Request &r = *j.r;
+    j.evs.reserve(j.n_draft + 1);
     // Row i predicts the token after draft token i - 1 (row 0: after the
     // last sampled token). Each is drawn by the request's chain as it would
     // be without a draft; the draft goes on while it agrees (engine.h).

@@ -144,6 +144,9 @@ private:
     void sample_and_record(const SchedulerOutput &so, const float *logits, size_t n_vocab);
     // Drafts for the sequences that go on decoding (EngineConfig::ngram).
     void propose_drafts(const std::vector<SampleJob> &jobs);
+    // A step of decodes only (drafts included) and its forward time, for
+    // the draft policy; nothing for a step that computed prompt tokens.
+    void observe_decode_step(const SchedulerOutput &so, std::chrono::steady_clock::duration took);
     // A request with prompt_logprobs whose scheduled chunk holds prompt
     // positions still to report gets every row of its chunk.
     bool wants_prompt_rows(const Request &r, const ScheduledSeq &s) const;
