@@ -60,9 +60,10 @@ void dot_rows(const Tensor &w, const uint8_t *wbase, const uint8_t *act, size_t 
     if (e <= b || slot < 0) return;  // slot < 0: an _X16 layout of no type (supports_ refuses it)
     const int64_t k = w.ne[0];
     const quant::GemmFn gemm = quant::active_kernels().gemm[slot];
-    // _X16 weights always go through the gemm, decode included; the tiles
-    // do their own cache blocking over these rows.
-    if (is_x16(w) || (gemm && m >= kGemmMinTokens)) {
+    // _X16 weights always go through the gemm, decode included, and so do
+    // the types whose gemm reads f32 activations (the rows are those); the
+    // tiles do their own cache blocking over these rows.
+    if (is_x16(w) || f32_acts(w) || (gemm && m >= kGemmMinTokens)) {
         gemm(k, wbase + (size_t)b * w.nb[1], w.nb[1], e - b, act, act_stride, m, out + b, ldo);
         return;
     }

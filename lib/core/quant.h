@@ -6,7 +6,7 @@
 // backend so that results agree with it: activations are quantized once per
 // row to the weight type's vec_dot_type (Q8_0 for Q4_0/Q5_0/Q8_0/MXFP4/IQ4_NL/NVFP4/Q1_0/Q2_0, Q8_1 for
 // Q4_1/Q5_1, Q8_K for the K quants, IQ4_XS, TQ1_0, TQ2_0 and the 2- and 3-bit
-// and IQ1 i-quants, F16 for F16, BF16 for BF16, F32 for FP8_E4M3), rounding to
+// and IQ1 i-quants, F16 for F16, BF16 for BF16 and FP8_E4M3), rounding to
 // nearest-even as its SIMD paths do, and the dot product is an integer dot
 // per block scaled in f32.
 //

@@ -27,12 +27,13 @@
 // global) a product scale, as the converter's `<tensor>.scale`
 // (Model::output_scale).
 //
-// Activations stay as vt runs the weight type (f32 for FP8, Q8_0 for NVFP4,
-// as llama.cpp's CPU backend): the schemes' activation quantization (dynamic
-// per token or group, a static input_scale, NVFP4's 4-bit activations) is
-// how FP8 and FP4 matrix hardware is fed, which a CPU does not have;
-// transformers on a CPU also dequantizes the weights and keeps the
-// activations. The load says so.
+// Activations stay as vt runs the weight type (bf16 for FP8 as for BF16,
+// Q8_0 for NVFP4 as llama.cpp's CPU backend): the schemes' activation
+// quantization (dynamic per token or group, a static input_scale, NVFP4's
+// 4-bit activations) is how FP8 and FP4 matrix hardware is fed, which a CPU
+// does not have;
+// transformers on a CPU also dequantizes the weights (to the model's dtype)
+// and keeps the activations. The load says so.
 #pragma once
 
 #include <deque>

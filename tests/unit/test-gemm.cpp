@@ -84,6 +84,15 @@ Bytes random_acts(const Kernels &k, DType vdt, int64_t n, int64_t rows, size_t s
     return all;
 }
 
+// nt activation rows of type vdt as the f32 rows a gemm_f32_acts gemm
+// reads: the same values (kernels.h).
+std::vector<float> as_f32(DType vdt, const Bytes &a, size_t as, int64_t n, int64_t nt) {
+    std::vector<float> af((size_t)(n * nt));
+    for (int64_t t = 0; t < nt; ++t)
+        quant::kernels_for(Isa::scalar)->dequant[(int)vdt](&a[t * as], &af[(size_t)(t * n)], n);
+    return af;
+}
+
 } // namespace
 
 TEST_CASE("gemm tiles match the vec_dot of their table bit for bit", "[gemm]") {
@@ -111,7 +120,12 @@ TEST_CASE("gemm tiles match the vec_dot of their table bit for bit", "[gemm]") {
                     const Bytes a = random_acts(*k, vdt, n, nt, as, rng);
                     const size_t os = (size_t)nr + 3;
                     std::vector<float> out(os * nt, -7.f);
-                    gemm(n, w.data(), ws, nr, a.data(), as, nt, out.data(), os);
+                    if (k->gemm_f32_acts[(int)t]) { // the same values, as f32 (kernels.h)
+                        const std::vector<float> af = as_f32(vdt, a, as, n, nt);
+                        gemm(n, w.data(), ws, nr, af.data(), 4 * n, nt, out.data(), os);
+                    } else {
+                        gemm(n, w.data(), ws, nr, a.data(), as, nt, out.data(), os);
+                    }
                     int bad = 0;
                     for (int64_t tk = 0; tk < nt; ++tk)
                         for (int64_t r = 0; r < nr; ++r) {
@@ -181,9 +195,7 @@ TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base t
                         const size_t os = (size_t)nr + 2;
                         std::vector<float> out(os * nt, -7.f);
                         if (k->gemm_f32_acts[x16]) { // the same values, as f32 (kernels.h)
-                            std::vector<float> af((size_t)(n * nt));
-                            for (int64_t t = 0; t < nt; ++t)
-                                quant::kernels_for(Isa::scalar)->dequant[(int)vdt](&a[t * as], &af[(size_t)(t * n)], n);
+                            const std::vector<float> af = as_f32(vdt, a, as, n, nt);
                             k->gemm[x16](n, packed.data(), row, nr, af.data(), 4 * n, nt, out.data(), os);
                         } else {
                             k->gemm[x16](n, packed.data(), row, nr, a.data(), as, nt, out.data(), os);

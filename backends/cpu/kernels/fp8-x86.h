@@ -1,10 +1,14 @@
-// FP8_E4M3 weights with f32 activations (core/quant/fp8-scalar.cpp has the
-// canonical order): the dot and the gemm tiles, written once over a 16-lane
-// f32 vector: Ymm2 (two AVX2 registers) and, where the unit is built with
-// AVX-512, Zmm16. Bytes become binary16 bits by a sign extension, a shift
-// and a mask, and f32 by vcvtph2ps (exact). The dot converts as it streams;
-// the gemm converts a group of rows once per block of tokens into f32 and
-// its R x T tiles read that.
+// FP8_E4M3 weights with bf16 activations on CPUs without vdpbf16ps
+// (core/quant/fp8-scalar.cpp has the canonical order): the dot and the gemm
+// tiles, written once over a 16-lane f32 vector: Ymm2 (two AVX2 registers)
+// and, where the unit is built with AVX-512, Zmm16. Bytes become binary16
+// bits by a sign extension, a shift and a mask, and f32 by vcvtph2ps
+// (exact). The dot reads the bf16 activation row and widens it as it
+// streams; the gemm reads the same values as f32 (Kernels::gemm_f32_acts:
+// the op rounds them through bf16 once), so its tiles widen nothing, and it
+// serves the decode too: rows straight from the blocks below 4 tokens, else
+// a group of rows converted once per block of tokens into f32 that its
+// R x T tiles read.
 #pragma once
 
 #include <algorithm>
@@ -36,6 +40,11 @@ struct Ymm2 {
     static inline F zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
     static inline F set1(float v) { return {_mm256_set1_ps(v), _mm256_set1_ps(v)}; }
     static inline F load(const float *p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+    static inline F bf16(const uint16_t *p) {
+        const __m256i lo = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+        const __m256i hi = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p + 8)));
+        return {_mm256_castsi256_ps(_mm256_slli_epi32(lo, 16)), _mm256_castsi256_ps(_mm256_slli_epi32(hi, 16))};
+    }
     static inline void store(float *p, F v) {
         _mm256_storeu_ps(p, v.lo);
         _mm256_storeu_ps(p + 8, v.hi);
@@ -56,6 +65,9 @@ struct Zmm16 {
     static inline F zero() { return _mm512_setzero_ps(); }
     static inline F set1(float v) { return _mm512_set1_ps(v); }
     static inline F load(const float *p) { return _mm512_loadu_ps(p); }
+    static inline F bf16(const uint16_t *p) {
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+    }
     static inline void store(float *p, F v) { _mm512_storeu_ps(p, v); }
     static inline F fp8(const uint8_t *q) { return _mm512_cvtph_ps(fp8_half16x16(q)); }
     static inline F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
@@ -95,9 +107,20 @@ struct Fp8Converted {
     float d256(int r, int64_t b) const { return d0[r * ds + b]; }
 };
 
+// An activation row: bf16 values (the dot) or the same values as f32 (the
+// gemm); 16 of them from element i.
+struct Bf16Acts {
+    template <class V>
+    static typename V::F at(const uint8_t *row, int64_t i) { return V::bf16((const uint16_t *)row + i); }
+};
+struct F32Acts {
+    template <class V>
+    static typename V::F at(const uint8_t *row, int64_t i) { return V::load((const float *)row + i); }
+};
+
 // out[t * os + r] for R rows and T activation rows of a (stride as bytes),
 // nb blocks each: the canonical order per (row, token).
-template <class V, int R, int T, class W>
+template <class V, int R, int T, class A, class W>
 static inline void fp8_tile(const W &wt, int64_t nb, const uint8_t *a, size_t as, float *out, size_t os) {
     using F = typename V::F;
     F acc[R][T];
@@ -115,8 +138,9 @@ static inline void fp8_tile(const W &wt, int64_t nb, const uint8_t *a, size_t as
         }
         VT_FP8_UNROLL
         for (int t = 0; t < T; ++t) {
-            const float *x = (const float *)(a + t * as) + 64 * b;
-            const F x0 = V::load(x), x1 = V::load(x + 16), x2 = V::load(x + 32), x3 = V::load(x + 48);
+            const uint8_t *x = a + t * as;
+            const F x0 = A::template at<V>(x, 64 * b), x1 = A::template at<V>(x, 64 * b + 16),
+                    x2 = A::template at<V>(x, 64 * b + 32), x3 = A::template at<V>(x, 64 * b + 48);
             VT_FP8_UNROLL
             for (int r = 0; r < R; ++r) {
                 const F u = V::fma(h[r][1], x1, V::mul(h[r][0], x0));
@@ -134,20 +158,27 @@ static inline void fp8_tile(const W &wt, int64_t nb, const uint8_t *a, size_t as
 template <class V>
 float fp8_dot(int64_t n, const void *w, const void *a) {
     float out;
-    fp8_tile<V, 1, 1>(Fp8Blocks{(const uint8_t *)w, 0}, n / 64, (const uint8_t *)a, 0, &out, 0);
+    fp8_tile<V, 1, 1, Bf16Acts>(Fp8Blocks{(const uint8_t *)w, 0}, n / 64, (const uint8_t *)a, 0, &out, 0);
     return out;
 }
 
-// kernels.h's GemmFn: each group of R rows is converted once per block of
-// tokens into f32 (a thread's buffer), and R x T tiles read it with the
-// tokens, which stay in L2 while every row group of this thread's slice
-// passes over them.
+// kernels.h's GemmFn on f32 activations: below 4 tokens (the decode) each
+// row streams from its blocks as in the dot; else each group of R rows is
+// converted once per block of tokens into f32 (a thread's buffer), and R x T
+// tiles read it with the tokens, which stay in L2 while every row group of
+// this thread's slice passes over them.
 template <class V, int R, int T>
 void fp8_gemm(int64_t k, const void *wv, size_t ws, int64_t nr, const void *av, size_t as, int64_t nt, float *out,
               size_t os) {
-    constexpr int64_t kTokenBlock = 48;
+    constexpr int64_t kTokenBlock = 48, kConvertMinTokens = 4;
     const uint8_t *w = (const uint8_t *)wv, *a = (const uint8_t *)av;
     const int64_t nb = k / 64;
+    if (nt < kConvertMinTokens) {
+        for (int64_t r = 0; r < nr; ++r)
+            for (int64_t t = 0; t < nt; ++t)
+                fp8_tile<V, 1, 1, F32Acts>(Fp8Blocks{w + r * ws, 0}, nb, a + t * as, as, out + t * os + r, os);
+        return;
+    }
     thread_local std::vector<Line> buf;
     float *h0 = (float *)scratch(buf, sizeof(float) * (size_t)(R * (k + nb))), *d0 = h0 + R * k;
     for (int64_t t0 = 0; t0 < nt; t0 += kTokenBlock) {
@@ -164,13 +195,13 @@ void fp8_gemm(int64_t k, const void *wv, size_t ws, int64_t nr, const void *av, 
             if (rows == R) {
                 const Fp8Converted cv{h0, d0, k, nb};
                 int64_t t = t0;
-                for (; t + T <= t1; t += T) fp8_tile<V, R, T>(cv, nb, a + t * as, as, out + t * os + r, os);
-                for (; t < t1; ++t) fp8_tile<V, R, 1>(cv, nb, a + t * as, as, out + t * os + r, os);
+                for (; t + T <= t1; t += T) fp8_tile<V, R, T, F32Acts>(cv, nb, a + t * as, as, out + t * os + r, os);
+                for (; t < t1; ++t) fp8_tile<V, R, 1, F32Acts>(cv, nb, a + t * as, as, out + t * os + r, os);
             } else {  // the slice's last rows
                 for (int i = 0; i < rows; ++i) {
                     const Fp8Converted one{h0 + i * k, d0 + i * nb, k, nb};
                     for (int64_t t = t0; t < t1; ++t)
-                        fp8_tile<V, 1, 1>(one, nb, a + t * as, as, out + t * os + r + i, os);
+                        fp8_tile<V, 1, 1, F32Acts>(one, nb, a + t * as, as, out + t * os + r + i, os);
                 }
             }
         }

@@ -31,7 +31,8 @@ using GemmFn = void (*)(int64_t k, const void *w, size_t w_stride, int64_t nr, c
 // else dot_bf16_pairs; below). Where Kernels::gemm_f32_acts is set for a
 // type, its gemm reads the activations as f32 rows holding vec_dot_type's
 // values (the op rounds them through that type), so its tiles broadcast them
-// without converting each use.
+// without converting each use; such a gemm takes any nt, 1 included (the op
+// has no vec_dot_type rows for the dot then).
 
 // The attention products and the exp-based row kernels: core/quant.h's
 // ref::attn_scores, attn_values, softmax_row and swiglu_row, reproduced bit
@@ -130,6 +131,7 @@ struct Kernels {
     SsmChunkFn ssm_chunk = nullptr;   // optional: null means the op's portable chunked form
     bool gemm_f32_acts[kTypeSlots] = {}; // see above
     bool bf16_chain = false; // BF16_X16's gemm follows dot_bf16_chain, not dot_bf16_pairs
+    bool fp8_dp = false;     // FP8_E4M3's dot and gemm: fp8-avx512bf16.cpp's order, not fp8-scalar.cpp's
 };
 
 // The table for isa, or nullptr if this build or this CPU lacks it (never
@@ -154,6 +156,9 @@ void fill_gemm_avx2(Kernels &k);
 void fill_gemm_avx512(Kernels &k);
 void fill_gemm_avx512vnni(Kernels &k);
 void fill_gemm_avx512bf16(Kernels &k);
+// FP8_E4M3 with vdpbf16ps, for CPUs that also have avx512vbmi (its byte
+// permutes convert the weights): dot and gemm, on the same tables.
+void fill_fp8_avx512bf16(Kernels &k);
 // The order of BF16_X16's gemm (gemm-avx512bf16.cpp), for tests: one
 // vdpbf16ps step per bf16 pair of the rows w and a (k elements, even), pair
 // 0 first, from zero. Only where a table has gemm[BF16_X16].

@@ -170,6 +170,7 @@ void fill_avx2(Kernels &k) {
     k.quant[id(DType::Q8_1)] = q_q8_1;
     k.dot[id(DType::FP8_E4M3)] = fp8_dot<Ymm2>;
     k.gemm[id(DType::FP8_E4M3)] = fp8_gemm<Ymm2, 1, 2>;
+    k.gemm_f32_acts[id(DType::FP8_E4M3)] = true;
     avx2_fill_lowbit(k);
     avx2_fill_ternary(k);
     avx2_fill_kquants(k);

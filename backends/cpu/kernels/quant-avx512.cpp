@@ -76,6 +76,7 @@ void fill(Kernels &k) {
 #endif
     k.dot[(int)DType::FP8_E4M3] = fp8_dot<Zmm16>;
     k.gemm[(int)DType::FP8_E4M3] = fp8_gemm<Zmm16, 2, 6>;
+    k.gemm_f32_acts[(int)DType::FP8_E4M3] = true;
     k.attn_scores = attn_scores<Zmm>;
     k.attn_values = attn_values<Zmm>;
     k.softmax = softmax_row<ZmmExp>;

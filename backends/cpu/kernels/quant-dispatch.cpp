@@ -87,10 +87,12 @@ const Tables &tables() {
             t.ok[3] = true;
         }
         if (avx512 && __builtin_cpu_supports("avx512bf16")) {
+            const bool vbmi = __builtin_cpu_supports("avx512vbmi");
             for (int i = 2; i < kIsaCount; ++i)
                 if (t.ok[i]) {
                     fill_avx512bf16(t.k[i]);
                     fill_gemm_avx512bf16(t.k[i]);
+                    if (vbmi) fill_fp8_avx512bf16(t.k[i]);
                 }
         }
 #endif

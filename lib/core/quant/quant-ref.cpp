@@ -34,7 +34,7 @@ DType vec_dot_type(DType t) {
     case DType::IQ1_M:
     case DType::TQ1_0:
     case DType::TQ2_0: return DType::Q8_K;
-    case DType::FP8_E4M3: return DType::F32;  // FP8 checkpoints as transformers runs them (fp8-scalar.cpp)
+    case DType::FP8_E4M3: return DType::BF16;  // FP8 checkpoints as transformers runs them (fp8-scalar.cpp)
     default: return t; // F32, F16, BF16 (and the activation types themselves)
     }
 }
