@@ -149,23 +149,25 @@ TEST_CASE("gemm tiles match the vec_dot of their table bit for bit", "[gemm]") {
 }
 
 // The row dot an _X16 gemm must match: the table's dot for the base type,
-// but for F16_X16 and BF16_X16 their own orders (kernels.h).
+// but for F16_X16, BF16_X16 and FP8_X16 their own orders (kernels.h).
 static float x16_reference(const Kernels &k, DType base, int64_t n, const uint8_t *w, const uint8_t *a) {
     const uint16_t *w16 = (const uint16_t *)w, *a16 = (const uint16_t *)a;
     if (base == DType::F16) return quant::dot_f16_pairs(n, w16, a16);
 #if defined(__x86_64__)
     if (base == DType::BF16 && k.bf16_chain) return quant::dot_bf16_chain(n, w16, a16);
+    if (base == DType::FP8_E4M3) return quant::dot_fp8_chain(n, w, a16);  // only tables with vdpbf16ps have FP8_X16
 #endif
     if (base == DType::BF16) return quant::dot_bf16_pairs(n, w16, a16);
     return k.dot[(int)base](n, w, a);
 }
 
-TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base type's vec_dot (F16, BF16: their own orders) bit for bit",
+TEST_CASE("_X16 layouts: repacking round-trips and their gemm matches the base type's vec_dot (F16, BF16, FP8: their own orders) bit for bit",
           "[gemm]") {
     std::mt19937 rng(99);
     int checked = 0;
     for (DType base : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::MXFP4, DType::IQ4_NL,
-                       DType::IQ4_XS, DType::NVFP4, DType::Q1_0, DType::Q2_0, DType::TQ1_0, DType::TQ2_0, DType::Q4_K, DType::Q6_K, DType::F16, DType::BF16}) {
+                       DType::IQ4_XS, DType::NVFP4, DType::Q1_0, DType::Q2_0, DType::TQ1_0, DType::TQ2_0, DType::Q4_K, DType::Q6_K,
+                       DType::FP8_E4M3, DType::F16, DType::BF16}) {
         const int x16 = quant::x16_slot(base);
         const DType vdt = vec_dot_type(base);
         const int64_t be = quant::x16_block_elems(base);

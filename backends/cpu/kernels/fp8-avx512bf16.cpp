@@ -17,8 +17,17 @@
 //
 // Where fp8-x86.h spends about 20 operations on a block (widening to f16,
 // vcvtph2ps, six FMAs on f32 lanes), this is 5 byte permutes, 2 vdpbf16ps
-// and one FMA: the decode streams the weights at the memory's rate instead
-// of the conversion's (perf-matmul in the commit that added it).
+// and one FMA (perf-matmul, weights in L2: decode 1.8x, prefill 2x).
+//
+// FP8_X16 (x16-layout.h, repacked at load) keeps one row per 32-bit lane
+// instead: a 512-bit load holds 4 elements of 16 rows, the same lookups
+// make two registers of one bf16 pair per row each, and a token's pair is
+// broadcast against them (vdpbf16ps), so no (row, token) sum is reduced
+// across lanes, the 16 rows' block scales are one load and one FMA, and the
+// weights stream as one aligned sequence. Its order per (row, token): per
+// block, one vdpbf16ps chain over the block's 32 pairs from zero, then
+// acc = fma(d_b, chain, acc) (dot_fp8_chain, which the tests compare
+// against).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -29,6 +38,7 @@
 #include "core/quant/blocks.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd-x86.h"
+#include "cpu/kernels/x16-layout.h"
 
 namespace vt::quant {
 namespace {
@@ -43,11 +53,16 @@ constexpr uint16_t e4m3_bf16(int v) {
     return (uint16_t)((top - 9 + 127) << 7 | (m - (1 << top)) << (7 - top));
 }
 
+// The bf16 bits of the e4m3 byte q (what ToBf16 computes, one at a time).
+constexpr uint16_t bf16_of(uint8_t q) { return (uint16_t)(e4m3_bf16(q & 0x7F) | (q & 0x80) << 8); }
+
 struct Tables {
     alignas(64) uint8_t hi[128];
     alignas(64) uint8_t lo[128];
     alignas(64) uint8_t first[64];   // bytes of bf16 elements 0..31: lo[j], hi[j]
     alignas(64) uint8_t second[64];  // elements 32..63
+    alignas(64) uint8_t pair01[64];  // FP8_X16: each dword's bytes 0, 1 (a row's elements 4u, 4u + 1) as bf16
+    alignas(64) uint8_t pair23[64];  // bytes 2, 3
 };
 
 constexpr Tables make_tables() {
@@ -62,21 +77,30 @@ constexpr Tables make_tables() {
         t.second[2 * j] = (uint8_t)(32 + j);
         t.second[2 * j + 1] = (uint8_t)(96 + j);
     }
+    for (int r = 0; r < 16; ++r)  // lane r: lo, hi of byte 4r + e, then of 4r + e + 1
+        for (int e = 0; e < 2; ++e) {
+            t.pair01[4 * r + 2 * e] = (uint8_t)(4 * r + e);
+            t.pair01[4 * r + 2 * e + 1] = (uint8_t)(64 + 4 * r + e);
+            t.pair23[4 * r + 2 * e] = (uint8_t)(4 * r + 2 + e);
+            t.pair23[4 * r + 2 * e + 1] = (uint8_t)(64 + 4 * r + 2 + e);
+        }
     return t;
 }
 constexpr Tables kTables = make_tables();
 static_assert(e4m3_bf16(0x7E) == 0x43E0);  // 448, the largest finite e4m3
 static_assert(e4m3_bf16(0x01) == 0x3B00);  // 2^-9, the smallest subnormal
 
-// The conversion's constants, held in registers across a loop.
+// The conversion's constants, held in registers across a loop. Row-major
+// blocks interleave the bytes into elements 0..31 and 32..63 (first,
+// second); FP8_X16 into each row's pairs (pair01, pair23).
 struct ToBf16 {
     __m512i hi0, hi1, lo0, lo1, first, second, sign;
-    ToBf16()
+    explicit ToBf16(bool x16 = false)
         : hi0(_mm512_load_si512(kTables.hi)), hi1(_mm512_load_si512(kTables.hi + 64)),
           lo0(_mm512_load_si512(kTables.lo)), lo1(_mm512_load_si512(kTables.lo + 64)),
-          first(_mm512_load_si512(kTables.first)), second(_mm512_load_si512(kTables.second)),
-          sign(_mm512_set1_epi8((char)0x80)) {}
-    // 64 e4m3 bytes as bf16 elements 0..31 (w0) and 32..63 (w1).
+          first(_mm512_load_si512(x16 ? kTables.pair01 : kTables.first)),
+          second(_mm512_load_si512(x16 ? kTables.pair23 : kTables.second)), sign(_mm512_set1_epi8((char)0x80)) {}
+    // 64 e4m3 bytes as two registers of 32 bf16 (see above).
     inline void operator()(const uint8_t *q, __m512i &w0, __m512i &w1) const {
         const __m512i b = _mm512_loadu_si512(q);
         const __m512i lo = _mm512_permutex2var_epi8(lo0, b, lo1);  // index bit 7, the sign, is ignored
@@ -199,12 +223,106 @@ void fp8_gemm_dp(int64_t k, const void *wv, size_t ws, int64_t nr, const void *a
     }
 }
 
+// FP8_X16: G groups of 16 rows x T tokens, out[t * os + 16 g + r]; y[t]:
+// token t's bf16 pairs as dwords.
+struct X16Tile {
+    static constexpr int kGroups = 1, kTokens = 8;
+    template <int G, int T>
+    static void run(int64_t nb, const uint8_t *w, size_t gs, const uint32_t *const *y, float *out, size_t os) {
+        const ToBf16 cv(true);
+        __m512 acc[G][T];
+        for (int g = 0; g < G; ++g)
+            for (int t = 0; t < T; ++t) acc[g][t] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b) {
+            const X16At at = x16_at(sizeof(BlockFP8), 64, b, nb, 4);
+            __m512 chain[G][T];
+            for (int g = 0; g < G; ++g)
+                for (int t = 0; t < T; ++t) chain[g][t] = _mm512_setzero_ps();
+            for (int u = 0; u < 16; ++u) {  // elements 4u..4u+3 of the block: pairs 2u, 2u + 1
+                __m512i p0[G], p1[G];
+                if constexpr (T <= 2)
+                    for (int g = 0; g < G; ++g)
+                        _mm_prefetch((const char *)(w + g * gs + at.q + 64 * u + kPrefetchBytes), _MM_HINT_T0);
+                for (int g = 0; g < G; ++g) cv(w + g * gs + at.q + 64 * u, p0[g], p1[g]);
+                for (int t = 0; t < T; ++t) {
+                    const __m512bh y0 = (__m512bh)_mm512_set1_epi32((int)y[t][32 * b + 2 * u]);
+                    const __m512bh y1 = (__m512bh)_mm512_set1_epi32((int)y[t][32 * b + 2 * u + 1]);
+                    for (int g = 0; g < G; ++g)
+                        chain[g][t] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(chain[g][t], (__m512bh)p0[g], y0),
+                                                       (__m512bh)p1[g], y1);
+                }
+            }
+            for (int g = 0; g < G; ++g) {
+                const __m512 d = _mm512_loadu_ps(w + g * gs + at.h);  // the 16 rows' scales
+                for (int t = 0; t < T; ++t) acc[g][t] = _mm512_fmadd_ps(d, chain[g][t], acc[g][t]);
+            }
+        }
+        for (int t = 0; t < T; ++t)
+            for (int g = 0; g < G; ++g) _mm512_storeu_ps(out + t * os + 16 * g, acc[g][t]);
+    }
+    // Decode-sized tiles stream their weights from memory (gemm-pairs-x86.h's
+    // reason for the same prefetch).
+    static constexpr int kPrefetchBytes = 512;
+};
+
+template <int G, int T>
+static void x16_tiles(int64_t nb, const uint8_t *w, size_t gs, const uint32_t *const *y, float *out, size_t os,
+                      int ng, int nt) {
+    if constexpr (G > 1)
+        if (ng < G) return x16_tiles<G - 1, T>(nb, w, gs, y, out, os, ng, nt);
+    if constexpr (T > 1)
+        if (nt < T) return x16_tiles<G, T - 1>(nb, w, gs, y, out, os, ng, nt);
+    X16Tile::run<G, T>(nb, w, gs, y, out, os);
+}
+
+// kernels.h's GemmFn for FP8_X16 (whole groups of 16 rows, any nt): rows in
+// blocks that stay in L2 while every token tile passes over them.
+void fp8_x16_gemm(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt, float *out,
+                  size_t os) {
+    constexpr int G = X16Tile::kGroups, T = X16Tile::kTokens;
+    const int64_t nb = k / 64, groups = nr / 16;
+    const size_t gs = 16 * ws;
+    int64_t block = (int64_t)((256 * 1024) / gs) / G * G;
+    if (block < G) block = G;
+    const uint8_t *wb = (const uint8_t *)w, *ab = (const uint8_t *)a;
+    const int64_t n_tiles = (nt + T - 1) / T;
+    for (int64_t g0 = 0; g0 < groups; g0 += block) {
+        const int64_t g1 = g0 + block < groups ? g0 + block : groups;
+        for (int64_t i = 0, t = 0, tn; i < n_tiles; ++i, t += tn) {
+            tn = (nt - t + (n_tiles - i) - 1) / (n_tiles - i);  // tiles as even as T allows
+            const uint32_t *y[T];
+            for (int j = 0; j < tn; ++j) y[j] = (const uint32_t *)(ab + (t + j) * as);
+            for (int64_t g = g0; g < g1; g += G)
+                x16_tiles<G, T>(nb, wb + g * gs, gs, y, out + t * os + 16 * g, os, (int)(g1 - g < G ? g1 - g : G),
+                                (int)tn);
+        }
+    }
+}
+
 } // namespace
+
+float dot_fp8_chain(int64_t k, const void *w, const uint16_t *a) {
+    const BlockFP8 *x = (const BlockFP8 *)w;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < k / 64; ++b) {
+        __m512 chain = _mm512_setzero_ps();
+        for (int p = 0; p < 32; ++p) {
+            uint32_t wp, ap;
+            const uint16_t pair[2] = {bf16_of(x[b].q[2 * p]), bf16_of(x[b].q[2 * p + 1])};
+            std::memcpy(&wp, pair, 4);
+            std::memcpy(&ap, a + 64 * b + 2 * p, 4);
+            chain = _mm512_dpbf16_ps(chain, (__m512bh)_mm512_set1_epi32((int)wp), (__m512bh)_mm512_set1_epi32((int)ap));
+        }
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(block_scale((const uint8_t *)&x[b])), chain, acc);
+    }
+    return _mm512_cvtss_f32(acc);
+}
 
 void fill_fp8_avx512bf16(Kernels &k) {
     k.dot[(int)DType::FP8_E4M3] = fp8_dot_dp;
     k.gemm[(int)DType::FP8_E4M3] = fp8_gemm_dp<2, 6>;
     k.gemm_f32_acts[(int)DType::FP8_E4M3] = false;  // bf16 rows, as the dot reads them
+    k.gemm[x16_slot(DType::FP8_E4M3)] = fp8_x16_gemm;
     k.fp8_dp = true;
 }
 

@@ -157,8 +157,13 @@ void fill_gemm_avx512(Kernels &k);
 void fill_gemm_avx512vnni(Kernels &k);
 void fill_gemm_avx512bf16(Kernels &k);
 // FP8_E4M3 with vdpbf16ps, for CPUs that also have avx512vbmi (its byte
-// permutes convert the weights): dot and gemm, on the same tables.
+// permutes convert the weights): dot, gemm and FP8_X16's gemm, on the same
+// tables.
 void fill_fp8_avx512bf16(Kernels &k);
+// The order of FP8_X16's gemm (fp8-avx512bf16.cpp), for tests: per block of
+// the FP8_E4M3 row w, one vdpbf16ps step per bf16 pair from zero, then
+// acc = fma(d, that, acc). Only where a table has gemm[FP8_X16].
+float dot_fp8_chain(int64_t k, const void *w, const uint16_t *a);
 // The order of BF16_X16's gemm (gemm-avx512bf16.cpp), for tests: one
 // vdpbf16ps step per bf16 pair of the rows w and a (k elements, even), pair
 // 0 first, from zero. Only where a table has gemm[BF16_X16].

@@ -8,20 +8,22 @@ namespace vt::quant {
 
 namespace {
 // A base block is a header of f16 fields (d, then m for Q4_1 and Q5_1,
-// dmin for Q4_K; MXFP4: one byte, e; NVFP4: four bytes, d[4]) and a payload of quants; Q6_K's, TQ1_0's and TQ2_0's one field, d, comes last instead.
+// dmin for Q4_K; MXFP4: one byte, e; NVFP4: four bytes, d[4]; FP8_E4M3: its
+// f32 d) and a payload of quants; Q6_K's, TQ1_0's and TQ2_0's one field, d, comes last instead.
 // An _X16 group stores the payloads interleaved by dword, then each header
 // field for the 16 rows. The plain float types (F16, BF16) take
 // x16_block_elems of them as a block, with no header.
 struct BlockShape {
     size_t bytes, header;
     size_t header_at, payload_at; // offsets in the base block
-    size_t field = 2;             // bytes of one header field: f16, or one byte (MXFP4, NVFP4)
+    size_t field = 2;             // bytes of one header field: f16, one byte (MXFP4, NVFP4) or f32 (FP8_E4M3)
 };
 BlockShape shape(DType base) {
     const size_t bytes = row_bytes(base, x16_block_elems(base));
     if (base == DType::Q6_K || base == DType::TQ1_0 || base == DType::TQ2_0) return {bytes, 2, bytes - 2, 0}; // d last
     if (base == DType::MXFP4) return {bytes, 1, 0, 1, 1};
     if (base == DType::NVFP4) return {bytes, 4, 0, 4, 1}; // d[4]: four one-byte fields
+    if (base == DType::FP8_E4M3) return {bytes, 4, 0, 4, 4}; // d: one f32 field
     const bool plain = dtype_info(base).block_elems == 1;
     // Two header fields: d and m (Q4_1, Q5_1), d and dmin (Q4_K), d and
     // scales_h (IQ4_XS: its payload, scales_l and qs, is then 33 whole dwords).

@@ -41,13 +41,14 @@ constexpr int x16_slot(DType base) {
     case DType::TQ2_0: return kX16Slot0 + 14;
     case DType::TQ1_0: return kX16Slot0 + 15;
     case DType::Q2_0: return kX16Slot0 + 16;
+    case DType::FP8_E4M3: return kX16Slot0 + 17;
     default: return -1;  // no _X16 layout
     }
 }
-constexpr int kTypeSlots = kX16Slot0 + 17;
+constexpr int kTypeSlots = kX16Slot0 + 18;
 
 // The bytes of a group: rows 16g..16g+15 of a Q4_0, Q4_1,
-// Q5_0, Q5_1, Q8_0, MXFP4, IQ4_NL, IQ4_XS, NVFP4, Q1_0, Q2_0, TQ1_0, TQ2_0, Q4_K, Q6_K, F16 or BF16 matrix, block column b, take 16
+// Q5_0, Q5_1, Q8_0, MXFP4, IQ4_NL, IQ4_XS, NVFP4, Q1_0, Q2_0, TQ1_0, TQ2_0, Q4_K, Q6_K, FP8_E4M3, F16 or BF16 matrix, block column b, take 16
 // times the base block's bytes (F16, BF16: blocks of 32 elements without a header).
 // First the 16 rows' payload (everything but the f16 header: quants, and the
 // K quants' scales; F16/BF16: the elements, a pair per dword; Q6_K: its
@@ -61,7 +62,8 @@ constexpr int kTypeSlots = kX16Slot0 + 17;
 // (dword u of row r at byte 64u + 4r), then the 16 rows' d (f16), for Q4_1,
 // Q5_1 and Q4_K the 16 rows' m / dmin; MXFP4: its e8m0 exponent is the
 // header, one byte per row (16 bytes for the group); NVFP4's four UE4M3 bytes are
-// four one-byte fields. Blocks go in pairs, both payloads first,
+// four one-byte fields; FP8_E4M3's header is its f32 scale (64 bytes for the
+// group, one 512-bit load). Blocks go in pairs, both payloads first,
 // then both d, then both m, which keeps every payload 64-byte aligned. X16At
 // gives the offsets (repack.cpp and the kernels both use it).
 struct X16At {
@@ -70,7 +72,7 @@ struct X16At {
     size_t field; // bytes from one header field to the next
 };
 // field_bytes: the size of one row's header field (2: f16; MXFP4's e and
-// NVFP4's scales: 1).
+// NVFP4's scales: 1; FP8_E4M3's d: 4).
 static inline X16At x16_at(size_t block_bytes, size_t payload_bytes, int64_t b, int64_t nb, size_t field_bytes = 2) {
     const size_t pair = (size_t)(b & ~(int64_t)1) * 16 * block_bytes, odd = (size_t)(b & 1);
     const size_t n = (b + 1 < nb || odd) ? 2 : 1; // blocks in this pair
