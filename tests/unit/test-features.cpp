@@ -100,7 +100,7 @@ std::string render(const fs::path &root) {
           "from a folder F32, F16, BF16,\n"
           "MXFP4 as transformers' `_blocks` / `_scales` pairs (quant_method mxfp4), and FP8\n"
           "(F8_E4M3 with its scales: quant_method fp8's blocks, compressed-tensors float-quantized\n"
-          "per tensor, channel, group or block, ModelOpt FP8), read as stored with f32 activations\n"
+          "per tensor, channel, group or block, ModelOpt FP8), read as stored with bf16 activations\n"
           "(gates vs transformers' load of each folder: `tiny-llama_fp8_block-folder`,\n"
           "`tiny-llama_fp8_channel-folder`, `tiny-llama_fp8_tensor_block-folder`), and NVFP4\n"
           "(compressed-tensors nvfp4-pack-quantized, ModelOpt NVFP4 / W4A16_NVFP4) as ggml's NVFP4 blocks\n"
