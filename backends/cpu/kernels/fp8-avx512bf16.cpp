@@ -38,6 +38,7 @@
 #include "core/quant/blocks.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd-x86.h"
+#include "cpu/kernels/gemm-pairs-x86.h"
 #include "cpu/kernels/x16-layout.h"
 
 namespace vt::quant {
@@ -223,11 +224,19 @@ void fp8_gemm_dp(int64_t k, const void *wv, size_t ws, int64_t nr, const void *a
     }
 }
 
-// FP8_X16: G groups of 16 rows x T tokens, out[t * os + 16 g + r]; y[t]:
-// token t's bf16 pairs as dwords.
-struct X16Tile {
+// FP8_X16's tile for gemm-pairs-x86.h's driver (which hands it the row's
+// bf16 pair count np = 32 per block): G groups of 16 rows x T tokens,
+// out[t * os + 16 g + r]; y[t]: token t's bf16 pairs as dwords. The decode
+// takes several groups at a time, which share each token's broadcasts
+// (perf-matmul 64 x 8192, 1 thread, weights in L2: 1 group 26 GB/s, 2
+// groups 35, 4 groups 37.6); more tokens take one group and 8 tokens (the
+// registers: a chain and an accumulator per group and token).
+template <int MaxGroups, int MaxTokens>
+struct Fp8Pairs {
+    static constexpr int kGroups = MaxGroups, kTokens = MaxTokens;
     template <int G, int T>
-    static void run(int64_t nb, const uint8_t *w, size_t gs, const uint32_t *const *y, float *out, size_t os) {
+    static void run(int64_t np, const uint8_t *w, size_t gs, const uint32_t *const *y, float *out, size_t os) {
+        const int64_t nb = np / 32;
         const ToBf16 cv(true);
         __m512 acc[G][T];
         for (int g = 0; g < G; ++g)
@@ -241,7 +250,7 @@ struct X16Tile {
                 __m512i p0[G], p1[G];
                 if constexpr (T <= 2)
                     for (int g = 0; g < G; ++g)
-                        _mm_prefetch((const char *)(w + g * gs + at.q + 64 * u + kPrefetchBytes), _MM_HINT_T0);
+                        _mm_prefetch((const char *)(w + g * gs + at.q + 64 * u + kPairPrefetchBytes), _MM_HINT_T0);
                 for (int g = 0; g < G; ++g) cv(w + g * gs + at.q + 64 * u, p0[g], p1[g]);
                 for (int t = 0; t < T; ++t) {
                     const __m512bh y0 = (__m512bh)_mm512_set1_epi32((int)y[t][32 * b + 2 * u]);
@@ -259,55 +268,14 @@ struct X16Tile {
         for (int t = 0; t < T; ++t)
             for (int g = 0; g < G; ++g) _mm512_storeu_ps(out + t * os + 16 * g, acc[g][t]);
     }
-    // Decode-sized tiles stream their weights from memory (gemm-pairs-x86.h's
-    // reason for the same prefetch).
-    static constexpr int kPrefetchBytes = 512;
 };
 
-template <int G, int T>
-static void x16_tiles(int64_t nb, const uint8_t *w, size_t gs, const uint32_t *const *y, float *out, size_t os,
-                      int ng, int nt) {
-    if constexpr (G > 1)
-        if (ng < G) return x16_tiles<G - 1, T>(nb, w, gs, y, out, os, ng, nt);
-    if constexpr (T > 1)
-        if (nt < T) return x16_tiles<G, T - 1>(nb, w, gs, y, out, os, ng, nt);
-    X16Tile::run<G, T>(nb, w, gs, y, out, os);
-}
-
-// Rows in blocks that stay in L2 while every token tile of G groups x T
-// tokens passes over them.
-template <int G, int T>
-void x16_gemm(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt, float *out,
-              size_t os) {
-    const int64_t nb = k / 64, groups = nr / 16;
-    const size_t gs = 16 * ws;
-    int64_t block = (int64_t)((256 * 1024) / gs) / G * G;
-    if (block < G) block = G;
-    const uint8_t *wb = (const uint8_t *)w, *ab = (const uint8_t *)a;
-    const int64_t n_tiles = (nt + T - 1) / T;
-    for (int64_t g0 = 0; g0 < groups; g0 += block) {
-        const int64_t g1 = g0 + block < groups ? g0 + block : groups;
-        for (int64_t i = 0, t = 0, tn; i < n_tiles; ++i, t += tn) {
-            tn = (nt - t + (n_tiles - i) - 1) / (n_tiles - i);  // tiles as even as T allows
-            const uint32_t *y[T];
-            for (int j = 0; j < tn; ++j) y[j] = (const uint32_t *)(ab + (t + j) * as);
-            for (int64_t g = g0; g < g1; g += G)
-                x16_tiles<G, T>(nb, wb + g * gs, gs, y, out + t * os + 16 * g, os, (int)(g1 - g < G ? g1 - g : G),
-                                (int)tn);
-        }
-    }
-}
-
-// kernels.h's GemmFn for FP8_X16 (whole groups of 16 rows, any nt). The
-// decode takes several groups at a time, which share each token's
-// broadcasts (perf-matmul 64 x 8192, 1 thread, weights in L2: 1 group 26
-// GB/s, 2 groups 35, 4 groups 37.6); more tokens take one group and 8 tokens
-// (the registers: a chain and an accumulator per group and token).
+// kernels.h's GemmFn for FP8_X16 (whole groups of 16 rows, any nt).
 void fp8_x16_gemm(int64_t k, const void *w, size_t ws, int64_t nr, const void *a, size_t as, int64_t nt, float *out,
                   size_t os) {
-    if (nt == 1) return x16_gemm<4, 1>(k, w, ws, nr, a, as, nt, out, os);
-    if (nt <= 3) return x16_gemm<2, 3>(k, w, ws, nr, a, as, nt, out, os);
-    x16_gemm<1, 8>(k, w, ws, nr, a, as, nt, out, os);
+    if (nt == 1) return gemm_pairs_x16<Fp8Pairs<4, 1>>(k, w, ws, nr, a, as, nt, out, os);
+    if (nt <= 3) return gemm_pairs_x16<Fp8Pairs<2, 3>>(k, w, ws, nr, a, as, nt, out, os);
+    gemm_pairs_x16<Fp8Pairs<1, 8>>(k, w, ws, nr, a, as, nt, out, os);
 }
 
 } // namespace

@@ -1,4 +1,6 @@
-// Row-lane tiles for the 16-bit float _X16 layouts (BF16_X16, F16_X16):
+// Row-lane tiles for the 16-bit float _X16 layouts (BF16_X16, F16_X16; the
+// driver also runs FP8_X16's, fp8-avx512bf16.cpp, which makes the same pairs
+// from 4 e4m3 bytes per row):
 // a group of 16 rows stores, for each pair of elements (2p, 2p + 1), the 16
 // rows' pairs in 64 bytes (row r at byte 64p + 4r), so one 512-bit load
 // holds one pair of 16 rows and a token's pair is broadcast against it.
