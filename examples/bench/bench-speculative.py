@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""bench-speculative: speculative decoding (vLLM's n-gram prompt lookup)
-against the same engine without it, through the vt package, on chat tasks
+"""bench-speculative: speculative decoding (vLLM's n-gram prompt lookup or
+suffix decoding) against the same engine without it, through the vt package, on chat tasks
 whose answers repeat their input (editing code, quoting a document, JSON
 from a given record).
 
@@ -11,10 +11,13 @@ from its first token's event to its last). Concurrency N: the tasks
 repeated to N requests submitted at once, every request's output tokens
 over the time from the first first-token event to the last event.
 Acceptance per draft position from the engine's counters
-(vt_engine_stats.spec_*).
+(vt_engine_stats.spec_*). With --method suffix, the repetitions of a task
+also match the outputs of the earlier ones (the cache of outputs, as an
+agent that asks again); --suffix-cache 0 measures the request's own text
+alone.
 
-usage: bench-speculative.py [--model PATH] [--threads 2] [--k 5] [--lookup 2,4] [--max-tokens 128] [--reps 3]
-                            [--concurrency 1,4,16]
+usage: bench-speculative.py [--model PATH] [--threads 2] [--method ngram|suffix] [--k 5] [--lookup 2,4]
+                            [--suffix-cache 10000] [--max-tokens 128] [--reps 3] [--concurrency 1,4,16]
 """
 from __future__ import annotations
 
@@ -63,8 +66,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--method", choices=["ngram", "suffix"], default="ngram")
     ap.add_argument("--k", type=int, default=5, help="num_speculative_tokens")
-    ap.add_argument("--lookup", default="2,4", help="prompt_lookup_min,prompt_lookup_max")
+    ap.add_argument("--lookup", default="2,4", help="ngram: prompt_lookup_min,prompt_lookup_max")
+    ap.add_argument("--suffix-cache", type=int, default=10000, help="suffix: suffix_decoding_max_cached_requests")
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--concurrency", default="1,4,16")
@@ -73,20 +78,23 @@ def main() -> int:
     import vt_models
     model = a.model or str(vt_models.model_path("smollm2"))
     lo, hi = (int(x) for x in a.lookup.split(","))
-    spec = {"method": "ngram", "num_speculative_tokens": a.k, "prompt_lookup_min": lo, "prompt_lookup_max": hi}
+    spec = ({"method": "ngram", "num_speculative_tokens": a.k, "prompt_lookup_min": lo, "prompt_lookup_max": hi}
+            if a.method == "ngram" else
+            {"method": "suffix", "num_speculative_tokens": a.k, "suffix_decoding_max_cached_requests": a.suffix_cache})
+    m = a.method
     shared = vt.Model(model)
     template = vt.ChatTemplate(model=shared)
     prompts = {name: template.tokenize(shared.tokenizer, [{"role": "user", "content": text}])
                for name, text in TASKS.items()}
     ctxs = {"plain": vt.Context(shared, n_threads=a.threads),
-            "ngram": vt.Context(shared, n_threads=a.threads, speculative_config=spec)}
+            m: vt.Context(shared, n_threads=a.threads, speculative_config=spec)}
     print(f"model {Path(model).name}, {a.threads} threads, greedy, max_tokens {a.max_tokens}, "
           f"speculative_config {spec}\n")
-    print("| task | tokens | plain decode tok/s | ngram decode tok/s | speedup | accepted / drafted |")
+    print(f"| task | tokens | plain decode tok/s | {m} decode tok/s | speedup | accepted / drafted |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, p in prompts.items():
         rates = {}
-        before = ctxs["ngram"].stats()
+        before = ctxs[m].stats()
         for label, ctx in ctxs.items():
             best = 0.0
             for _ in range(a.reps):
@@ -98,12 +106,12 @@ def main() -> int:
                     print(f"{name}: the drafting run made other tokens", file=sys.stderr)
                     return 1
             rates[label] = best
-        after = ctxs["ngram"].stats()
+        after = ctxs[m].stats()
         acc = after["spec_num_accepted_tokens"] - before["spec_num_accepted_tokens"]
         drafted = after["spec_num_draft_tokens"] - before["spec_num_draft_tokens"]
-        print(f"| {name} | {len(want)} | {rates['plain']:.1f} | {rates['ngram']:.1f} | "
-              f"{rates['ngram'] / rates['plain']:.2f} | {acc} / {drafted} |")
-    print("\n| concurrency | plain tok/s | ngram tok/s | ratio |")
+        print(f"| {name} | {len(want)} | {rates['plain']:.1f} | {rates[m]:.1f} | "
+              f"{rates[m] / rates['plain']:.2f} | {acc} / {drafted} |")
+    print(f"\n| concurrency | plain tok/s | {m} tok/s | ratio |")
     print("|---:|---:|---:|---:|")
     for c in [int(x) for x in a.concurrency.split(",")]:
         batch = (list(prompts.values()) * c)[:c]
@@ -114,8 +122,8 @@ def main() -> int:
                 outs, dt = decode(vt, ctx, batch, a.max_tokens)
                 best = max(best, sum(len(o) for o in outs) / dt)
             rates[label] = best
-        print(f"| {c} | {rates['plain']:.1f} | {rates['ngram']:.1f} | {rates['ngram'] / rates['plain']:.2f} |")
-    s = ctxs["ngram"].stats()
+        print(f"| {c} | {rates['plain']:.1f} | {rates[m]:.1f} | {rates[m] / rates['plain']:.2f} |")
+    s = ctxs[m].stats()
     drafts = max(s["spec_num_drafts"], 1)
     print("\nacceptance by draft position (all runs): " +
           ", ".join(f"{i}: {n / drafts:.2f}" for i, n in enumerate(s["spec_num_accepted_per_position"][:a.k])) +

@@ -2,12 +2,18 @@
 // vt-generate, vt-bench), through the public ABI only: a JSON object such as
 //   {"method": "ngram", "num_speculative_tokens": 5,
 //    "prompt_lookup_max": 4, "prompt_lookup_min": 2}
-// into vt_context_params' speculative fields. vt implements the "ngram"
-// method; any other method or key is refused by name, never ignored.
+//   {"method": "suffix", "num_speculative_tokens": 16,
+//    "suffix_decoding_max_tree_depth": 24, "suffix_decoding_max_cached_requests": 10000,
+//    "suffix_decoding_max_spec_factor": 1.0, "suffix_decoding_min_token_prob": 0.1}
+// into vt_context_params' speculative fields. vt implements the "ngram" and
+// "suffix" methods; any other method or key, or a key of the other method,
+// is refused by name, never ignored. Without num_speculative_tokens, suffix
+// drafts up to VT_SPEC_MAX_TOKENS (vLLM's default is the tree depth, 24).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -15,38 +21,52 @@
 
 namespace vt_examples {
 
-// Sets p's spec_* fields from text; returns "" or what is wrong with it.
-// The numbers' ranges are vt_context_create's to check.
-inline std::string parse_speculative_config(const std::string &text, vt_context_params &p) {
+// Sets out's spec_* (and suffix_*) fields from text; returns "" or what is
+// wrong with it, leaving out as it was. The numbers' ranges are
+// vt_context_create's to check.
+inline std::string parse_speculative_config(const std::string &text, vt_context_params &out) {
+    vt_context_params p = out;
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) return "--speculative-config is not valid JSON";
     if (!j.is_object()) return "--speculative-config must be a JSON object";
-    std::string method;
-    uint32_t k = 0, lookup_min = 0, lookup_max = 0;
+    if (!j.contains("method") || !j["method"].is_string())
+        return "--speculative-config: \"method\" is required, a string (vt implements \"ngram\" and \"suffix\")";
+    const std::string method = j["method"].get<std::string>();
+    if (method != "ngram" && method != "suffix")
+        return "--speculative-config: method \"" + method + "\" is not supported (vt implements \"ngram\" and \"suffix\")";
+    const bool suffix = method == "suffix";
+    uint32_t k = 0;
     for (const auto &[key, v] : j.items()) {
-        if (key == "method") {
-            if (!v.is_string()) return "--speculative-config: \"method\" must be a string";
-            method = v.get<std::string>();
+        if (key == "method") continue;
+        uint32_t *count = key == "num_speculative_tokens"                        ? &k
+                          : !suffix && key == "prompt_lookup_min"                 ? &p.prompt_lookup_min
+                          : !suffix && key == "prompt_lookup_max"                 ? &p.prompt_lookup_max
+                          : suffix && key == "suffix_decoding_max_tree_depth"     ? &p.suffix_max_tree_depth
+                          : suffix && key == "suffix_decoding_max_cached_requests" ? &p.suffix_max_cached_requests
+                                                                                  : nullptr;
+        float *real = suffix && key == "suffix_decoding_max_spec_factor" ? &p.suffix_max_spec_factor
+                      : suffix && key == "suffix_decoding_min_token_prob" ? &p.suffix_min_token_prob
+                                                                          : nullptr;
+        if (real) {
+            if (!v.is_number()) return "--speculative-config: \"" + key + "\" must be a number";
+            const double d = v.get<double>();
+            if (!std::isfinite(d) || std::fabs(d) > 1e30) return "--speculative-config: \"" + key + "\" is out of range";
+            *real = (float)d;
             continue;
         }
-        uint32_t *field = key == "num_speculative_tokens" ? &k
-                          : key == "prompt_lookup_min"    ? &lookup_min
-                          : key == "prompt_lookup_max"    ? &lookup_max
-                                                          : nullptr;
-        if (!field) return "--speculative-config: \"" + key + "\" is not supported (vt reads method, "
-                           "num_speculative_tokens, prompt_lookup_min and prompt_lookup_max)";
+        if (!count)
+            return "--speculative-config: \"" + key + "\" is not supported with method \"" + method + "\" (vt reads " +
+                   (suffix ? "num_speculative_tokens and suffix_decoding_max_tree_depth, _max_cached_requests, "
+                             "_max_spec_factor and _min_token_prob)"
+                           : "num_speculative_tokens, prompt_lookup_min and prompt_lookup_max)");
         if (!v.is_number_unsigned() || v.get<uint64_t>() > UINT32_MAX)
             return "--speculative-config: \"" + key + "\" must be a non-negative integer";
-        *field = v.get<uint32_t>();
+        *count = v.get<uint32_t>();
     }
-    if (method != "ngram")
-        return method.empty() ? "--speculative-config: \"method\" is required (vt implements \"ngram\")"
-                              : "--speculative-config: method \"" + method + "\" is not supported (vt implements \"ngram\")";
-    if (k == 0) return "--speculative-config: \"num_speculative_tokens\" is required";
-    p.spec_method = VT_SPEC_NGRAM;
-    p.num_speculative_tokens = k;
-    p.prompt_lookup_min = lookup_min;
-    p.prompt_lookup_max = lookup_max;
+    if (k == 0 && !suffix) return "--speculative-config: \"num_speculative_tokens\" is required";
+    p.spec_method = suffix ? VT_SPEC_SUFFIX : VT_SPEC_NGRAM;
+    p.num_speculative_tokens = k ? k : VT_SPEC_MAX_TOKENS;
+    out = p;
     return "";
 }
 

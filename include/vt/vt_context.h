@@ -31,7 +31,15 @@ typedef enum vt_spec_method {
      * place, proposes the tokens that followed it there. No model runs: it
      * pays off where the output repeats the input (editing code, quoting,
      * records turned into JSON). */
-    VT_SPEC_NGRAM = 1
+    VT_SPEC_NGRAM = 1,
+    /* Suffix decoding (vLLM's "suffix", Arctic Inference's SuffixDecoding;
+     * since ABI 1.13): the continuation that most often followed the
+     * request's last tokens, counted over its own prompt and output and over
+     * the outputs of earlier requests, as long as its estimated probability
+     * stays above suffix_min_token_prob and at most suffix_max_spec_factor
+     * times the matched length. Pays off where outputs repeat (agents,
+     * rewrites, code edits). */
+    VT_SPEC_SUFFIX = 2
 } vt_spec_method;
 
 #define VT_SPEC_MAX_TOKENS 16  /* most draft tokens per request and step */
@@ -63,12 +71,22 @@ typedef struct vt_context_params {
      * sampled, seed for seed; a step then adds up to num_speculative_tokens + 1
      * tokens to a request. Not for models with recurrent layers
      * (vt_context_create fails with VT_ERR_UNSUPPORTED). Counters: vt_engine_stats. */
-    uint32_t spec_method;             /* a vt_spec_method: VT_SPEC_NONE (default) or VT_SPEC_NGRAM
-                                         (an integer field, as vt_model_params.quantize: any value
-                                         a caller passes is read safely, the unknown refused) */
+    uint32_t spec_method;             /* a vt_spec_method: VT_SPEC_NONE (default), VT_SPEC_NGRAM or
+                                         VT_SPEC_SUFFIX (an integer field, as vt_model_params.quantize:
+                                         any value a caller passes is read safely, the unknown refused) */
     uint32_t num_speculative_tokens;  /* 1..VT_SPEC_MAX_TOKENS with a method */
     uint32_t prompt_lookup_min;       /* VT_SPEC_NGRAM's n-gram sizes (vLLM's): 0 and 0 = 5 and 5, */
     uint32_t prompt_lookup_max;       /*   one of them 0 = the other's value */
+    /* Since ABI 1.13. VT_SPEC_SUFFIX's parameters, vLLM's suffix_decoding_*
+     * (the defaults are vLLM's too, set by vt_context_params_init_v2). */
+    uint32_t suffix_max_tree_depth;      /* tokens of context matched and drafted within: 2..1024;
+                                            0 = 24 */
+    uint32_t suffix_max_cached_requests; /* finished requests whose outputs are matched, the oldest
+                                            dropped first: default 10000, 0 = none */
+    float suffix_max_spec_factor;        /* a draft is at most this times the matched length:
+                                            default 1.0 */
+    float suffix_min_token_prob;         /* a draft ends where the estimated probability of its
+                                            tokens falls below this: 0..1, default 0.1 */
 } vt_context_params;
 
 /* Defaults of the ABI 1.0 fields only (n_threads .. n_batch; struct_size =

@@ -23,6 +23,9 @@ VT_API void vt_context_params_init_v2(vt_context_params *params, size_t size) {
     vt_context_params d;
     std::memset(&d, 0, sizeof d);
     d.n_batch = 512;
+    d.suffix_max_cached_requests = 10000;  // vLLM's suffix_decoding_* defaults
+    d.suffix_max_spec_factor = 1.0f;
+    d.suffix_min_token_prob = 0.1f;
     if (size > sizeof d) size = sizeof d;
     d.struct_size = (uint32_t)size;
     std::memcpy(params, &d, size);
@@ -40,7 +43,7 @@ VT_API vt_status vt_context_create(const vt_model *model, const vt_context_param
     if (!read_params(params, p)) return fail_arg("vt_context_create: params->struct_size is not set");
     if (p.n_threads > 1024) return fail_arg("vt_context_create: n_threads must be at most 1024");
     if (p.n_batch > 65536) return fail_arg("vt_context_create: n_batch must be at most 65536");
-    if (p.spec_method != VT_SPEC_NONE && p.spec_method != VT_SPEC_NGRAM)
+    if (p.spec_method != VT_SPEC_NONE && p.spec_method != VT_SPEC_NGRAM && p.spec_method != VT_SPEC_SUFFIX)
         return fail_arg("vt_context_create: spec_method is not a vt_spec_method");
     if (p.spec_method != VT_SPEC_NONE &&
         (p.num_speculative_tokens == 0 || p.num_speculative_tokens > VT_SPEC_MAX_TOKENS))
@@ -51,6 +54,12 @@ VT_API vt_status vt_context_create(const vt_model *model, const vt_context_param
         return fail_arg("vt_context_create: prompt_lookup_min is above prompt_lookup_max");
     if (p.spec_method == VT_SPEC_NGRAM && (p.prompt_lookup_min > 64 || p.prompt_lookup_max > 64))
         return fail_arg("vt_context_create: n-gram sizes must be at most 64");
+    if (p.spec_method == VT_SPEC_SUFFIX && (p.suffix_max_tree_depth == 1 || p.suffix_max_tree_depth > 1024))
+        return fail_arg("vt_context_create: suffix_max_tree_depth must be 2..1024 (0 = 24)");
+    if (p.spec_method == VT_SPEC_SUFFIX && !(p.suffix_max_spec_factor >= 0 && p.suffix_max_spec_factor <= 1e6f))
+        return fail_arg("vt_context_create: suffix_max_spec_factor must be a number >= 0");
+    if (p.spec_method == VT_SPEC_SUFFIX && !(p.suffix_min_token_prob >= 0 && p.suffix_min_token_prob <= 1))
+        return fail_arg("vt_context_create: suffix_min_token_prob must be 0..1");
     return guard([&] {
         auto c = std::make_unique<vt_context>();
         c->model = model;

@@ -51,6 +51,13 @@ inline vt::EngineConfig engine_config(const vt_context_params &p) {
         cfg.ngram.max_n = hi ? hi : lo ? lo : 5;
         cfg.ngram.k = p.num_speculative_tokens;
     }
+    if (p.spec_method == VT_SPEC_SUFFIX) {
+        cfg.suffix.k = p.num_speculative_tokens;
+        cfg.suffix.max_depth = p.suffix_max_tree_depth ? p.suffix_max_tree_depth : 24;
+        cfg.suffix.max_cached = p.suffix_max_cached_requests;
+        cfg.suffix.max_spec_factor = p.suffix_max_spec_factor;
+        cfg.suffix.min_token_prob = p.suffix_min_token_prob;
+    }
     return cfg;
 }
 

@@ -59,15 +59,26 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     sched_cfg_.prefill_tokens_per_decode = cfg.prefill_tokens_per_decode;
     max_model_len_ = max_len;
     ngram_ = cfg.ngram;
-    if (ngram_.k > 0) {
+    if (ngram_.k && cfg.suffix.k)
+        fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: n-gram and suffix proposers at once");
+    spec_k_ = ngram_.k ? ngram_.k : cfg.suffix.k;
+    if (cfg.suffix.k) {
+        if (cfg.suffix.max_depth < 2 || !(cfg.suffix.max_spec_factor >= 0) || !(cfg.suffix.min_token_prob >= 0) ||
+            !(cfg.suffix.min_token_prob <= 1))
+            fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: suffix tree depth %u (need >= 2), spec factor %g "
+                 "(need >= 0), min token probability %g (need 0..1)", cfg.suffix.max_depth,
+                 (double)cfg.suffix.max_spec_factor, (double)cfg.suffix.min_token_prob);
+        suffix_ = std::make_unique<SuffixProposer>(cfg.suffix);
+    }
+    if (spec_k_ > 0) {
         if (plan.state_slots)
             fail(VT_ERR_UNSUPPORTED, "speculative decoding: %s has recurrent layers, whose state would have to be kept "
                  "per drafted position; not supported yet", model_.arch_name().c_str());
-        if (ngram_.min_n == 0 || ngram_.min_n > ngram_.max_n)
+        if (ngram_.k && (ngram_.min_n == 0 || ngram_.min_n > ngram_.max_n))
             fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: n-gram sizes %u..%u (need 1 <= min <= max)",
                  ngram_.min_n, ngram_.max_n);
     }
-    spec_.accepted_by_position.assign(ngram_.k, 0);
+    spec_.accepted_by_position.assign(spec_k_, 0);
     fail_every_ = debug_env_count("VT_DEBUG_FAIL_FORWARD");
     fail_once_ = debug_env_count("VT_DEBUG_FAIL_FORWARD_ONCE");
     if (fail_every_ || fail_once_)
@@ -203,6 +214,7 @@ void Engine::finish(uint64_t id, vt_finish_reason reason, vt_status status) {
     OwnedEvent ev;
     ev.out.token = -1;
     emit(r, std::move(ev), r.failed ? VT_FINISH_ERROR : reason);
+    if (suffix_) suffix_->finish(id, {}, 0);  // cancelled or failed: its output is not kept
     requests_.erase(it);
     std::lock_guard<std::mutex> lk(stats_mu_);
     ++stats_.requests_finished;
@@ -259,7 +271,7 @@ size_t Engine::step(uint32_t wait_ms) {
         fail_all(VT_ERR_INTERNAL);
         throw;
     }
-    if (ngram_.k) observe_decode_step(so, std::chrono::steady_clock::now() - t_forward);
+    if (spec_k_) observe_decode_step(so, std::chrono::steady_clock::now() - t_forward);
     sample_and_record(so, static_cast<const float *>(logits->data), model_.hparams.n_vocab);
     update_stats(so.num_tokens());
     return so.num_tokens();
@@ -405,7 +417,10 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
         for (size_t i = 0; i < j.evs.size(); ++i)
             sampled.push_back({j.id, j.evs[i].out.token < 0 ? 0 : j.evs[i].out.token, j.stop && i + 1 == j.evs.size()});
     std::unordered_map<uint64_t, FinishReason> finished;
-    for (const FinishedSeq &f : sched_->update(so, sampled)) finished.emplace(f.id, f.reason);
+    for (FinishedSeq &f : sched_->update(so, sampled)) {
+        finished.emplace(f.id, f.reason);
+        if (suffix_) suffix_->finish(f.id, f.tokens, f.num_prompt);
+    }
     for (SampleJob &j : jobs) {
         const uint64_t id = j.id;
         Request &r = *j.r;
@@ -440,7 +455,7 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
             draft_policy_.observe_verification(j.n_draft, (uint32_t)accepted);
         }
     }
-    if (ngram_.k) propose_drafts(jobs);
+    if (spec_k_) propose_drafts(jobs);
 }
 
 void Engine::propose_drafts(const std::vector<SampleJob> &jobs) {
@@ -450,7 +465,8 @@ void Engine::propose_drafts(const std::vector<SampleJob> &jobs) {
     for (const SampleJob &j : jobs) {
         const std::vector<int32_t> *tokens = sched_->tokens(j.id);
         if (!tokens || j.r->spec.no_speculation) continue;  // finished, or never drafts
-        std::vector<int32_t> draft = propose_ngram(*tokens, ngram_, ngram_.k);
+        std::vector<int32_t> draft =
+            suffix_ ? suffix_->propose(j.id, *tokens, spec_k_) : propose_ngram(*tokens, ngram_, ngram_.k);
         if (!draft.empty()) sched_->set_draft(j.id, std::move(draft));
     }
 }

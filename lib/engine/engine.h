@@ -39,6 +39,7 @@
 #include "sched/scheduler.h"
 #include "spec/draft-policy.h"
 #include "spec/ngram.h"
+#include "spec/suffix.h"
 
 namespace vt {
 
@@ -59,8 +60,9 @@ struct EngineConfig {
     uint32_t prefill_tokens_beside_decodes = 16;
     uint32_t prefill_tokens_per_decode = 6;
     bool prefix_caching = true;
-    // Speculative decoding by n-gram prompt lookup (spec/ngram.h): k > 0
-    // drafts up to k tokens per decoding request and step. Verification
+    // Speculative decoding by n-gram prompt lookup (spec/ngram.h) or suffix
+    // decoding (spec/suffix.h): the method whose k > 0 (at most one) drafts
+    // up to k tokens per decoding request and step. Verification
     // samples each drafted position with the request's own chain, in
     // order, and keeps the draft while it agrees: for a draft that is one
     // token, not a distribution, that is exactly rejection sampling
@@ -70,6 +72,7 @@ struct EngineConfig {
     // layers are refused (VT_ERR_UNSUPPORTED): see sched/scheduler.h.
     // Whether a step drafts at all follows the load (spec/draft-policy.h).
     NgramConfig ngram;
+    SuffixConfig suffix;
 };
 
 // Speculative decoding's counters (vLLM's spec_decode_* metrics), read
@@ -142,7 +145,8 @@ private:
     void maybe_inject_failure();
     const Tensor *run_forward(const SchedulerOutput &so);
     void sample_and_record(const SchedulerOutput &so, const float *logits, size_t n_vocab);
-    // Drafts for the sequences that go on decoding (EngineConfig::ngram).
+    // Drafts for the sequences that go on decoding (EngineConfig::ngram,
+    // ::suffix).
     void propose_drafts(const std::vector<SampleJob> &jobs);
     // A step of decodes only (drafts included) and its forward time, for
     // the draft policy; nothing for a step that computed prompt tokens.
@@ -167,6 +171,8 @@ private:
     // reach into them.
     uint32_t max_model_len_ = 0;
     NgramConfig ngram_;
+    std::unique_ptr<SuffixProposer> suffix_;  // EngineConfig::suffix; engine thread only
+    uint32_t spec_k_ = 0;                     // the drafting method's k; 0: no speculation
     DraftPolicy draft_policy_;  // engine thread only
     std::unique_ptr<KvCacheManager> kv_;
     // Prefix-cache counters of the pools fail_all replaced (stats go on).

@@ -260,7 +260,8 @@ std::vector<FinishedSeq> Scheduler::update(const SchedulerOutput &out, std::span
         for (const SampledToken &t : ts) s.tokens.push_back(t.token);
         bool length = s.tokens.size() - s.num_prompt >= s.max_new_tokens || s.tokens.size() >= max_model_len_;
         if (ts.back().stop || length) {
-            finished.push_back({ss.id, ts.back().stop ? FinishReason::stop : FinishReason::length});
+            finished.push_back({ss.id, ts.back().stop ? FinishReason::stop : FinishReason::length, std::move(s.tokens),
+                                s.num_prompt});
             drop(ss.id);
         }
     }

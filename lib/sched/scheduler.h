@@ -112,6 +112,8 @@ enum class FinishReason { stop, length };
 struct FinishedSeq {
     SeqId id = 0;
     FinishReason reason = FinishReason::stop;
+    std::vector<int32_t> tokens;  // its prompt and output, moved out as it leaves
+    size_t num_prompt = 0;
 };
 
 class Scheduler {

@@ -39,10 +39,12 @@ inline ModelPtr tiny_model() {
     return load_model(f.path.string());
 }
 
-// spec_tokens > 0: n-gram speculative decoding, drafts of that many tokens
-// at most, n-grams of lookup_min..lookup_max tokens (0: vLLM's defaults).
+// spec_tokens > 0: speculative decoding by `method`, drafts of that many
+// tokens at most; VT_SPEC_NGRAM's n-grams of lookup_min..lookup_max tokens
+// (0: vLLM's defaults), VT_SPEC_SUFFIX with vLLM's defaults.
 inline ContextPtr make_context(const vt_model *m, uint64_t kv_bytes, uint32_t n_batch = 64, uint32_t max_num_seqs = 16,
-                               uint32_t spec_tokens = 0, uint32_t lookup_min = 0, uint32_t lookup_max = 0) {
+                               uint32_t spec_tokens = 0, uint32_t lookup_min = 0, uint32_t lookup_max = 0,
+                               uint32_t method = VT_SPEC_NGRAM) {
     vt_context_params p;
     vt_context_params_init_v2(&p, sizeof p);
     p.n_threads = 2;
@@ -51,7 +53,7 @@ inline ContextPtr make_context(const vt_model *m, uint64_t kv_bytes, uint32_t n_
     p.kv_block_size = 16;
     p.max_num_seqs = max_num_seqs;
     if (spec_tokens) {
-        p.spec_method = VT_SPEC_NGRAM;
+        p.spec_method = method;
         p.num_speculative_tokens = spec_tokens;
         p.prompt_lookup_min = lookup_min;
         p.prompt_lookup_max = lookup_max;

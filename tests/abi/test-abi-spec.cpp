@@ -10,6 +10,7 @@
 // (VT_TEST_MODEL; skipped without it) on prompts that repeat their input.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -25,10 +26,11 @@ namespace {
 // Runs reqs without and with drafts of k tokens: the same tokens, texts and
 // endings, and the pool empty after. Returns the drafting run's counters.
 vt_engine_stats same_with_drafts(const vt_model *m, const std::vector<Request> &reqs, uint64_t kv_bytes,
-                                 uint32_t n_batch, uint32_t k, uint32_t lookup_min, uint32_t lookup_max) {
+                                 uint32_t n_batch, uint32_t k, uint32_t lookup_min, uint32_t lookup_max,
+                                 uint32_t method = VT_SPEC_NGRAM) {
     ContextPtr plain = make_context(m, kv_bytes, n_batch);
     const std::vector<Result> want = run(plain.get(), reqs);
-    ContextPtr spec = make_context(m, kv_bytes, n_batch, 16, k, lookup_min, lookup_max);
+    ContextPtr spec = make_context(m, kv_bytes, n_batch, 16, k, lookup_min, lookup_max, method);
     const std::vector<Result> got = run(spec.get(), reqs);
     for (size_t i = 0; i < reqs.size(); ++i) {
         INFO("request " << i);
@@ -84,13 +86,28 @@ TEST_CASE("spec: n-gram drafts leave every token as it was, greedy and sampled, 
     CHECK(s.spec_num_accepted_tokens > 20);
 }
 
+TEST_CASE("spec: suffix drafts leave every token as it was, greedy and sampled, in a batch of 16", "[tiny]") {
+    ModelPtr m = tiny_model();
+    const uint32_t k = GENERATE(4u, 16u);
+    CAPTURE(k);
+    // Requests that repeat earlier prompts also match the outputs of those
+    // that finished before them (the cache of outputs).
+    const vt_engine_stats s = same_with_drafts(m.get(), tiny_requests(16, 40), 1 << 20, 64, k, 0, 0, VT_SPEC_SUFFIX);
+    CHECK(s.spec_num_drafts > 50);
+    CHECK(s.spec_num_accepted_tokens > 20);
+}
+
 TEST_CASE("spec: through preemption, a small budget and stop strings, nothing changes", "[tiny]") {
     ModelPtr m = tiny_model();
+    const uint32_t method = GENERATE((uint32_t)VT_SPEC_NGRAM, (uint32_t)VT_SPEC_SUFFIX);
+    CAPTURE(method);
     std::vector<Request> reqs = tiny_requests(16, 48);
     for (size_t i = 0; i < reqs.size(); i += 4) reqs[i].stops = {"a", "e"};
     // 12 blocks of 16 tokens (256 bytes a token): fewer than the burst needs,
     // and a step budget of 24 tokens that drafts share with prompts.
-    const vt_engine_stats s = same_with_drafts(m.get(), reqs, 12 * 16 * 256, 24, 6, 2, 2);
+    const vt_engine_stats s =
+        same_with_drafts(m.get(), reqs, 12 * 16 * 256, 24, 6, method == VT_SPEC_NGRAM ? 2 : 0,
+                         method == VT_SPEC_NGRAM ? 2 : 0, method);
     CHECK(s.spec_num_drafts > 0);
     CHECK(s.preemptions > 0);
 }
@@ -125,6 +142,30 @@ TEST_CASE("spec: bad speculative parameters are refused at vt_context_create", "
     CHECK(create(7, 4, 0, 0) == VT_ERR_INVALID_ARGUMENT);
     CHECK(create(VT_SPEC_NGRAM, VT_SPEC_MAX_TOKENS, 0, 3) == VT_OK);
     CHECK(create(VT_SPEC_NONE, 0, 0, 0) == VT_OK);
+    auto suffix = [&](uint32_t depth, float factor, float min_prob) {
+        vt_context_params p;
+        vt_context_params_init(&p);
+        CHECK(p.suffix_max_cached_requests == 10000);  // vLLM's defaults
+        CHECK(p.suffix_max_spec_factor == 1.0f);
+        CHECK(p.suffix_min_token_prob == 0.1f);
+        p.spec_method = VT_SPEC_SUFFIX;
+        p.num_speculative_tokens = 8;
+        p.suffix_max_tree_depth = depth;
+        p.suffix_max_spec_factor = factor;
+        p.suffix_min_token_prob = min_prob;
+        vt_context *c = nullptr;
+        const vt_status st = vt_context_create(m.get(), &p, &c);
+        vt_context_destroy(c);
+        return st;
+    };
+    CHECK(suffix(0, 1.0f, 0.1f) == VT_OK);  // depth 24
+    CHECK(suffix(2, 0.0f, 0.0f) == VT_OK);
+    CHECK(suffix(1, 1.0f, 0.1f) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(suffix(1025, 1.0f, 0.1f) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(suffix(24, -1.0f, 0.1f) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(suffix(24, std::nanf(""), 0.1f) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(suffix(24, 1.0f, 1.5f) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(suffix(24, 1.0f, std::nanf("")) == VT_ERR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("spec: SmolLM2 copying its input drafts well and keeps its tokens, with a grammar in the batch", "[model]") {

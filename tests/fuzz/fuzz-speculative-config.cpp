@@ -1,7 +1,8 @@
 // libFuzzer target: --speculative-config (examples/common/speculative-config.h),
 // the JSON the example tools read into vt_context_params. Any bytes must give
-// either an error message and untouched parameters, or n-gram parameters with
-// a draft length; never a crash, an exception or a sanitizer finding.
+// either an error message and untouched parameters, or n-gram or suffix
+// parameters with a draft length; never a crash, an exception or a sanitizer
+// finding.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -13,12 +14,14 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > 1 << 14) return 0;
     const std::string text(reinterpret_cast<const char *>(data), size);
-    vt_context_params p;
+    vt_context_params p, before;
     std::memset(&p, 0, sizeof p);
+    std::memcpy(&before, &p, sizeof p);
     const std::string err = vt_examples::parse_speculative_config(text, p);
     if (err.empty()) {
-        if (p.spec_method != VT_SPEC_NGRAM || p.num_speculative_tokens == 0) std::abort();
-    } else if (p.spec_method != VT_SPEC_NONE || p.num_speculative_tokens != 0) {
+        if ((p.spec_method != VT_SPEC_NGRAM && p.spec_method != VT_SPEC_SUFFIX) || p.num_speculative_tokens == 0)
+            std::abort();
+    } else if (std::memcmp(&p, &before, sizeof p) != 0) {
         std::abort();  // a refused config leaves the parameters as they were
     }
     return 0;

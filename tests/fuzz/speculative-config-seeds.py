@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a seed corpus for tests/fuzz/fuzz-speculative-config into DIR
 (created if missing) and a libFuzzer dictionary of its keys to DICT: vLLM's
---speculative-config objects for the n-gram method, other methods and keys
+--speculative-config objects for the n-gram and suffix methods, other methods and keys
 vt refuses, wrong types, numbers out of range and broken JSON. Standard
 library only.
 
@@ -20,12 +20,21 @@ SEEDS = [
     '{"method": "ngram", "num_speculative_tokens": 2.5}',
     '{"method": 1, "num_speculative_tokens": "3"}',
     '{"method": "ngram", "method": "suffix"}',
+    '{"method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_max_tree_depth": 24, '
+    '"suffix_decoding_max_cached_requests": 10000, "suffix_decoding_max_spec_factor": 1.0, '
+    '"suffix_decoding_min_token_prob": 0.1}',
+    '{"method": "suffix"}',
+    '{"method": "suffix", "suffix_decoding_max_spec_factor": 1e400, "suffix_decoding_min_token_prob": -0.5}',
+    '{"method": "suffix", "prompt_lookup_max": 3}',
+    '{"method": "ngram", "num_speculative_tokens": 3, "suffix_decoding_max_tree_depth": 8}',
     '["ngram", 5]',
     '{"method": "ngram", ',
     '',
 ]
 KEYS = ['"method"', '"ngram"', '"num_speculative_tokens"', '"prompt_lookup_max"', '"prompt_lookup_min"',
-        '"model"', '"suffix"', "{", "}", ":", ",", "null", "true", "1e400", "-0"]
+        '"model"', '"suffix"', '"suffix_decoding_max_tree_depth"', '"suffix_decoding_max_cached_requests"',
+        '"suffix_decoding_max_spec_factor"', '"suffix_decoding_min_token_prob"', "{", "}", ":", ",", "null", "true",
+        "1e400", "-0", "0.1"]
 
 
 def main():

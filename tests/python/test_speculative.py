@@ -1,5 +1,5 @@
 """Speculative decoding from Python: vt.LLM(speculative_config=...) as vLLM
-spells it makes the tokens of the same LLM without it (greedy and seeded),
+spells it ("ngram", "suffix") makes the tokens of the same LLM without it (greedy and seeded),
 its acceptance shows in Context.stats(), a config vt cannot honour raises
 ValueError naming it, and a model with recurrent layers is refused."""
 import pytest
@@ -12,9 +12,15 @@ KV = "64MiB"  # the engine's pool: meson test's MALLOC_PERTURB_ writes all of it
 SPEC = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3, "prompt_lookup_min": 1}
 
 
-def test_drafts_keep_the_tokens_greedy_and_seeded(model):
+SUFFIX = {"method": "suffix", "num_speculative_tokens": 6, "suffix_decoding_max_tree_depth": 12,
+          "suffix_decoding_max_spec_factor": 2.0, "suffix_decoding_min_token_prob": 0.05,
+          "suffix_decoding_max_cached_requests": 100}
+
+
+@pytest.mark.parametrize("config", [SPEC, SUFFIX], ids=["ngram", "suffix"])
+def test_drafts_keep_the_tokens_greedy_and_seeded(model, config):
     plain = vt.LLM(model, n_threads=2, kv_cache_memory=KV)
-    spec = vt.LLM(model, n_threads=2, kv_cache_memory=KV, speculative_config=SPEC)
+    spec = vt.LLM(model, n_threads=2, kv_cache_memory=KV, speculative_config=config)
     prompts = ["Repeat after me: one two three four five six. one two three four five six. one",
                "a b c d a b c d a b c d a b",
                "The capital of France is"]
@@ -36,6 +42,8 @@ def test_drafts_keep_the_tokens_greedy_and_seeded(model):
     ({"method": "ngram"}, "num_speculative_tokens"),
     ({"method": "ngram", "num_speculative_tokens": 3, "model": "x"}, "'model' is not supported"),
     ({"method": "ngram", "num_speculative_tokens": -2}, "out of range"),
+    ({"method": "suffix", "prompt_lookup_min": 2}, "'prompt_lookup_min' is not supported with method 'suffix'"),
+    ({"method": "suffix", "suffix_decoding_max_cached_requests": -1}, "out of range"),
 ])
 def test_bad_configs_raise_value_error(model, config, says):
     with pytest.raises(ValueError, match=says):

@@ -1,5 +1,5 @@
-"""--speculative-config (vLLM's JSON) on vt-server: n-gram drafts leave the
-greedy text as the plain server makes it, in parallel requests and streams,
+"""--speculative-config (vLLM's JSON) on vt-server: n-gram and suffix drafts
+leave the greedy text as the plain server makes it, in parallel requests and streams,
 the acceptance shows in /metrics under vLLM's names, and a config vt cannot
 honour ends the start with a message naming what is wrong."""
 import concurrent.futures
@@ -11,6 +11,8 @@ import pytest
 from conftest import THREADS, free_port
 
 SPEC = json.dumps({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4, "prompt_lookup_min": 2})
+SUFFIX = json.dumps({"method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_max_tree_depth": 16,
+                     "suffix_decoding_min_token_prob": 0.1})
 
 PROMPTS = [
     "Repeat the list exactly: apples, pears, plums, cherries, apricots, peaches, grapes.\n"
@@ -22,7 +24,7 @@ PROMPTS = [
 ]
 
 
-def complete_all(server, stream=False):
+def complete_all(server, stream=False, parallel=True):
     c = server.client()
 
     def one(p):
@@ -32,6 +34,8 @@ def complete_all(server, stream=False):
                        c.completions.create(model=server.model, prompt=p, max_tokens=32, temperature=0, stream=True)
                        if ch.choices)
 
+    if not parallel:
+        return [one(p) for p in PROMPTS]
     with concurrent.futures.ThreadPoolExecutor(len(PROMPTS)) as ex:
         return list(ex.map(one, PROMPTS))
 
@@ -53,7 +57,27 @@ def test_ngram_drafts_keep_the_greedy_text_and_count_in_metrics(server, start_se
     assert server.metrics()["vt_spec_decode_num_drafts_total"] == 0
 
 
+def test_suffix_drafts_keep_the_greedy_text_and_learn_from_earlier_outputs(server, start_server):
+    spec = start_server("--kv-cache-memory", "64MiB", "--speculative-config", SUFFIX)
+    want = complete_all(server)
+    assert complete_all(spec) == want
+    first = spec.wait_idle()["vt_spec_decode_num_accepted_tokens_total"]
+    # The same requests again, one at a time (the draft policy drafts less in
+    # a batch): their earlier outputs are in the suffix cache, so most of
+    # each output is drafted from it and accepted.
+    assert complete_all(spec, stream=True, parallel=False) == want
+    m = spec.wait_idle()
+    accepted = m["vt_spec_decode_num_accepted_tokens_total"]
+    assert 0 < accepted <= m["vt_spec_decode_num_draft_tokens_total"] <= 8 * m["vt_spec_decode_num_drafts_total"]
+    assert accepted - first > 2 * 32  # of the 4 x 32 tokens
+
+
 @pytest.mark.parametrize("config, says", [
+    ('{"method": "suffix", "prompt_lookup_max": 3}', '"prompt_lookup_max" is not supported with method "suffix"'),
+    ('{"method": "ngram", "num_speculative_tokens": 3, "suffix_decoding_max_tree_depth": 8}',
+     '"suffix_decoding_max_tree_depth" is not supported with method "ngram"'),
+    ('{"method": "suffix", "suffix_decoding_min_token_prob": 2}', "suffix_min_token_prob must be 0..1"),
+    ('{"method": "suffix", "suffix_decoding_max_tree_depth": 1}', "suffix_max_tree_depth must be 2..1024"),
     ('{"method": "eagle", "num_speculative_tokens": 3}', 'method "eagle" is not supported'),
     ('{"method": "ngram"}', "num_speculative_tokens"),
     ('{"method": "ngram", "num_speculative_tokens": 3, "model": "x"}', '"model" is not supported'),

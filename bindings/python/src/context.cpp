@@ -18,35 +18,49 @@ void Sequence::check_no_views(const char *what) const {
 namespace {
 
 // vLLM's speculative_config dict: {"method": "ngram", "num_speculative_tokens":
-// k, "prompt_lookup_max": a, "prompt_lookup_min": b}. Other methods and keys
-// raise ValueError by name; the numbers' ranges are vt_context_create's.
+// k, "prompt_lookup_max": a, "prompt_lookup_min": b} or {"method": "suffix",
+// "num_speculative_tokens": k (default VT_SPEC_MAX_TOKENS),
+// "suffix_decoding_max_tree_depth": d, "suffix_decoding_max_cached_requests":
+// n, "suffix_decoding_max_spec_factor": f, "suffix_decoding_min_token_prob":
+// p}. Other methods, keys and the other method's keys raise ValueError by
+// name; the numbers' ranges are vt_context_create's.
 void read_speculative_config(const py::dict &cfg, vt_context_params &cp) {
     std::string method;
-    uint32_t k = 0, lo = 0, hi = 0;
+    if (cfg.contains("method")) method = py::cast<std::string>(cfg["method"]);
+    if (method != "ngram" && method != "suffix")
+        throw py::value_error("speculative_config: method '" + method +
+                              "' is not supported (vt implements 'ngram' and 'suffix')");
+    const bool suffix = method == "suffix";
+    uint32_t k = 0;
     for (const auto &item : cfg) {
         const std::string key = py::cast<std::string>(item.first);
-        if (key == "method") {
-            method = py::cast<std::string>(item.second);
+        if (key == "method") continue;
+        uint32_t *count = key == "num_speculative_tokens"                         ? &k
+                          : !suffix && key == "prompt_lookup_min"                  ? &cp.prompt_lookup_min
+                          : !suffix && key == "prompt_lookup_max"                  ? &cp.prompt_lookup_max
+                          : suffix && key == "suffix_decoding_max_tree_depth"      ? &cp.suffix_max_tree_depth
+                          : suffix && key == "suffix_decoding_max_cached_requests" ? &cp.suffix_max_cached_requests
+                                                                                   : nullptr;
+        float *real = suffix && key == "suffix_decoding_max_spec_factor" ? &cp.suffix_max_spec_factor
+                      : suffix && key == "suffix_decoding_min_token_prob" ? &cp.suffix_min_token_prob
+                                                                          : nullptr;
+        if (real) {
+            *real = (float)py::cast<double>(item.second);
             continue;
         }
-        uint32_t *field = key == "num_speculative_tokens" ? &k
-                          : key == "prompt_lookup_min"    ? &lo
-                          : key == "prompt_lookup_max"    ? &hi
-                                                          : nullptr;
-        if (!field)
-            throw py::value_error("speculative_config: '" + key + "' is not supported (vt reads method, "
-                                  "num_speculative_tokens, prompt_lookup_min and prompt_lookup_max)");
+        if (!count)
+            throw py::value_error("speculative_config: '" + key + "' is not supported with method '" + method +
+                                  "' (vt reads " +
+                                  (suffix ? "num_speculative_tokens and suffix_decoding_max_tree_depth, "
+                                            "_max_cached_requests, _max_spec_factor and _min_token_prob)"
+                                          : "num_speculative_tokens, prompt_lookup_min and prompt_lookup_max)"));
         const long long v = py::cast<long long>(item.second);
         if (v < 0 || v > UINT32_MAX) throw py::value_error("speculative_config: '" + key + "' is out of range");
-        *field = (uint32_t)v;
+        *count = (uint32_t)v;
     }
-    if (method != "ngram")
-        throw py::value_error("speculative_config: method '" + method + "' is not supported (vt implements 'ngram')");
-    if (k == 0) throw py::value_error("speculative_config: 'num_speculative_tokens' is required");
-    cp.spec_method = VT_SPEC_NGRAM;
-    cp.num_speculative_tokens = k;
-    cp.prompt_lookup_min = lo;
-    cp.prompt_lookup_max = hi;
+    if (k == 0 && !suffix) throw py::value_error("speculative_config: 'num_speculative_tokens' is required");
+    cp.spec_method = suffix ? VT_SPEC_SUFFIX : VT_SPEC_NGRAM;
+    cp.num_speculative_tokens = k ? k : VT_SPEC_MAX_TOKENS;
 }
 
 std::shared_ptr<Context> make_context(std::shared_ptr<Model> model, uint32_t n_threads,
@@ -169,9 +183,11 @@ void init_context(py::module_ &m) {
              "    prefix_caching: share the KV blocks of common prompt prefixes.\n"
              "    speculative_config: vLLM's dict, {\"method\": \"ngram\", \"num_speculative_tokens\":\n"
              "        5, \"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}: n-gram prompt lookup\n"
-             "        drafts, verified in the same step; the tokens stay those made without\n"
-             "        it. Acceptance in stats(). None = no drafts. Not for models with\n"
-             "        recurrent layers (VtUnsupportedError).\n\n"
+             "        drafts, or {\"method\": \"suffix\", ...} (vLLM's suffix_decoding_* keys):\n"
+             "        suffix decoding over the request and earlier outputs; verified in the\n"
+             "        same step, the tokens stay those made without it. Acceptance in\n"
+             "        stats(). None = no drafts. Not for models with recurrent layers\n"
+             "        (VtUnsupportedError).\n\n"
              "Raises VtNotFound (no such device), VtInvalidArgument (another device than the\n"
              "model's), VtOutOfMemory.")
         .def_readonly("model", &Context::model, "The vt.Model of this context.")

@@ -400,9 +400,11 @@ class LLM:
             speculative_config: speculative decoding for generate(), as
                 vLLM's: {"method": "ngram", "num_speculative_tokens": 5,
                 "prompt_lookup_max": 4, "prompt_lookup_min": 2} drafts by
-                n-gram prompt lookup where the output repeats the prompt, and
-                each step verifies the drafts; the tokens are those made
-                without it (greedy or seeded). None = no drafts. Acceptance:
+                n-gram prompt lookup where the output repeats the prompt;
+                {"method": "suffix", ...} (vLLM's suffix_decoding_* keys) by
+                suffix decoding over the request and earlier outputs; each
+                step verifies the drafts; the tokens are those made without
+                it (greedy or seeded). None = no drafts. Acceptance:
                 self.context.stats()["spec_num_accepted_tokens"].
 
         Raises:
