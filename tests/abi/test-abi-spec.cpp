@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -168,11 +169,21 @@ TEST_CASE("spec: bad speculative parameters are refused at vt_context_create", "
     CHECK(suffix(24, 1.0f, std::nanf("")) == VT_ERR_INVALID_ARGUMENT);
 }
 
-TEST_CASE("spec: SmolLM2 copying its input drafts well and keeps its tokens, with a grammar in the batch", "[model]") {
-    const auto path = vt::test::default_model();
-    if (path.empty()) {
+TEST_CASE("spec: SmolLM2 and Gemma 3 270M copying their input draft well and keep their tokens, with a grammar in "
+          "the batch", "[model]") {
+    const auto smol = vt::test::default_model();
+    if (smol.empty()) {
         VT_SKIP(vt::test::default_model_hint());
     }
+    // tests/run.sh fetches both beside each other (VT_TEST_MODEL's folder).
+    const std::string file = GENERATE(std::string(), std::string("gemma-3-270m-q4_k_m.gguf"));
+    const auto path = file.empty() ? smol : smol.parent_path() / file;
+    if (!std::filesystem::exists(path)) {
+        VT_SKIP(path.string() + " is missing: tests/run.sh fetches it");
+    }
+    const uint32_t method = GENERATE((uint32_t)VT_SPEC_NGRAM, (uint32_t)VT_SPEC_SUFFIX);
+    CAPTURE(path, method);
+    const uint32_t lo = method == VT_SPEC_NGRAM ? 2 : 0, hi = method == VT_SPEC_NGRAM ? 4 : 0;
     ModelPtr m = load_model(path.string());
     const char *const copying[] = {
         "Repeat the list exactly: apples, pears, plums, cherries, apricots, peaches, grapes.\n"
@@ -187,7 +198,7 @@ TEST_CASE("spec: SmolLM2 copying its input drafts well and keeps its tokens, wit
     Request list;
     list.prompt = tokenize(m.get(), copying[0]);
     list.max_tokens = 14;
-    const vt_engine_stats alone = same_with_drafts(m.get(), {list}, 64ull << 20, 128, 5, 2, 4);
+    const vt_engine_stats alone = same_with_drafts(m.get(), {list}, 64ull << 20, 128, 5, lo, hi, method);
     CHECK(alone.spec_num_accepted_tokens >= 8);
     CHECK(alone.spec_num_accepted_tokens * 2 > alone.spec_num_draft_tokens);
 
@@ -209,7 +220,7 @@ TEST_CASE("spec: SmolLM2 copying its input drafts well and keeps its tokens, wit
         if (i >= 8) r.grammar = g;
         reqs.push_back(r);
     }
-    const vt_engine_stats s = same_with_drafts(m.get(), reqs, 64ull << 20, 128, 5, 2, 4);
+    const vt_engine_stats s = same_with_drafts(m.get(), reqs, 64ull << 20, 128, 5, lo, hi, method);
     CHECK(s.spec_num_drafts > 20);
     CHECK(s.spec_num_accepted_tokens > 40);
     vt_grammar_destroy(g);
