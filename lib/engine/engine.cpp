@@ -461,7 +461,7 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
 void Engine::propose_drafts(const std::vector<SampleJob> &jobs) {
     uint32_t decodes = 0;  // the requests that decode next step
     for (const SampleJob &j : jobs) decodes += sched_->tokens(j.id) != nullptr;
-    if (!draft_policy_.worth_drafting(decodes)) return;
+    if (!draft_policy_.draft_now(decodes)) return;
     for (const SampleJob &j : jobs) {
         const std::vector<int32_t> *tokens = sched_->tokens(j.id);
         if (!tokens || j.r->spec.no_speculation) continue;  // finished, or never drafts

@@ -42,4 +42,12 @@ bool DraftPolicy::worth_drafting(uint32_t n_decodes) const {
     return alpha * (a + b * B) > B * b;
 }
 
+bool DraftPolicy::draft_now(uint32_t n_decodes) {
+    if (worth_drafting(n_decodes) || ++skipped_ >= kProbeEvery) {
+        skipped_ = 0;
+        return true;
+    }
+    return false;
+}
+
 } // namespace vt

@@ -10,7 +10,11 @@
 // the machine and model at hand, not configured (vLLM's
 // disable_by_batch_size, made automatic). The engine shows it decode steps
 // only (a prompt chunk's tokens cost differently). With too little to go on
-// (no spread in step sizes yet) it drafts, which makes the spread.
+// (no spread in step sizes yet) it drafts, which makes the spread. A step
+// that would not draft still does, once in kProbeEvery (draft_now): the
+// acceptance is measured only on drafts, and the text the requests make
+// changes (a suffix cache fills, a request starts copying), so a policy
+// that stopped drafting would otherwise never see that it pays again.
 //
 // Not thread-safe: the engine's thread.
 #pragma once
@@ -26,6 +30,9 @@ public:
     // Whether a draft token is expected to earn more than it costs with
     // n_decodes requests decoding in a step.
     bool worth_drafting(uint32_t n_decodes) const;
+    // worth_drafting, or a probe step once in kProbeEvery steps that are not.
+    bool draft_now(uint32_t n_decodes);
+    static constexpr uint32_t kProbeEvery = 32;
 
     double acceptance() const { return drafted_ > 0 ? accepted_ / drafted_ : 1.0; }
     // The fitted step time a + b n; false while the steps seen have no spread.
@@ -34,6 +41,7 @@ public:
 private:
     double s0_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;  // weighted sums of (n, seconds)
     double drafted_ = 0, accepted_ = 0;                     // weighted draft tokens, accepted ones
+    uint32_t skipped_ = 0;                                  // steps not drafted since the last draft
 };
 
 } // namespace vt

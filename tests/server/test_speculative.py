@@ -69,7 +69,7 @@ def test_suffix_drafts_keep_the_greedy_text_and_learn_from_earlier_outputs(serve
     m = spec.wait_idle()
     accepted = m["vt_spec_decode_num_accepted_tokens_total"]
     assert 0 < accepted <= m["vt_spec_decode_num_draft_tokens_total"] <= 8 * m["vt_spec_decode_num_drafts_total"]
-    assert accepted - first > 2 * 32  # of the 4 x 32 tokens
+    assert accepted - first > 32, (first, accepted)  # of the 4 x 32 tokens
 
 
 @pytest.mark.parametrize("config, says", [

@@ -115,6 +115,10 @@ TEST_CASE("suffix index: the drafts of an explicit suffix trie, on random repeti
                 i += piece;
             }
         }
+        if (n_seqs > 1 && rep % 3 == 0) {  // the cache's FIFO: the oldest sequence leaves
+            ix.drop_oldest();
+            seqs.erase(seqs.begin());
+        }
         const float factors[] = {0.5f, 1.0f, 2.5f}, probs[] = {0.0f, 0.1f, 0.4f};
         const SuffixConfig cfg = suffix(16, 2 + rng() % 9, factors[rng() % 3], probs[rng() % 3]);
         const Trie trie(seqs, cfg.max_depth);
