@@ -174,6 +174,7 @@ private:
     std::unique_ptr<SuffixProposer> suffix_;  // EngineConfig::suffix; engine thread only
     uint32_t spec_k_ = 0;                     // the drafting method's k; 0: no speculation
     DraftPolicy draft_policy_;  // engine thread only
+    size_t probe_turn_ = 0;     // which request a probe step drafts for (DraftPolicy::Drafts::probe)
     std::unique_ptr<KvCacheManager> kv_;
     // Prefix-cache counters of the pools fail_all replaced (stats go on).
     uint64_t prefix_query_base_ = 0, prefix_hit_base_ = 0;

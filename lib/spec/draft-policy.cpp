@@ -42,12 +42,14 @@ bool DraftPolicy::worth_drafting(uint32_t n_decodes) const {
     return alpha * (a + b * B) > B * b;
 }
 
-bool DraftPolicy::draft_now(uint32_t n_decodes) {
-    if (worth_drafting(n_decodes) || ++skipped_ >= kProbeEvery) {
+DraftPolicy::Drafts DraftPolicy::draft_now(uint32_t n_decodes) {
+    if (worth_drafting(n_decodes)) {
         skipped_ = 0;
-        return true;
+        return Drafts::all;
     }
-    return false;
+    if (++skipped_ < kProbeEvery) return Drafts::none;
+    skipped_ = 0;
+    return Drafts::probe;
 }
 
 } // namespace vt

@@ -10,11 +10,12 @@
 // the machine and model at hand, not configured (vLLM's
 // disable_by_batch_size, made automatic). The engine shows it decode steps
 // only (a prompt chunk's tokens cost differently). With too little to go on
-// (no spread in step sizes yet) it drafts, which makes the spread. A step
-// that would not draft still does, once in kProbeEvery (draft_now): the
-// acceptance is measured only on drafts, and the text the requests make
-// changes (a suffix cache fills, a request starts copying), so a policy
-// that stopped drafting would otherwise never see that it pays again.
+// (no spread in step sizes yet) it drafts, which makes the spread. Once in
+// kProbeEvery steps that would not draft, one request drafts (a probe,
+// draft_now): the acceptance is measured only on drafts, and the text the
+// requests make changes (a suffix cache fills, a request starts copying),
+// so a policy that stopped drafting would otherwise never see that it pays
+// again; one request's draft keeps the probe's cost to a few tokens.
 //
 // Not thread-safe: the engine's thread.
 #pragma once
@@ -30,8 +31,10 @@ public:
     // Whether a draft token is expected to earn more than it costs with
     // n_decodes requests decoding in a step.
     bool worth_drafting(uint32_t n_decodes) const;
-    // worth_drafting, or a probe step once in kProbeEvery steps that are not.
-    bool draft_now(uint32_t n_decodes);
+    // What a step drafts: every request (worth_drafting), one (a probe, once
+    // in kProbeEvery steps that are not worth it) or none.
+    enum class Drafts { none, probe, all };
+    Drafts draft_now(uint32_t n_decodes);
     static constexpr uint32_t kProbeEvery = 32;
 
     double acceptance() const { return drafted_ > 0 ? accepted_ / drafted_ : 1.0; }

@@ -80,11 +80,16 @@ TEST_CASE("the draft policy drafts while a draft token earns more than the step'
     for (int i = 0; i < 400; ++i) p.observe_verification(4, 0);
     CHECK(p.acceptance() < 0.01);
     CHECK(!p.worth_drafting(1));
-    // Still, one step in kProbeEvery drafts, to see whether that changed.
+    // Still, one step in kProbeEvery drafts for one request, to see whether
+    // that changed.
     int probes = 0;
-    for (uint32_t i = 0; i < 3 * DraftPolicy::kProbeEvery; ++i) probes += p.draft_now(1);
+    for (uint32_t i = 0; i < 3 * DraftPolicy::kProbeEvery; ++i) {
+        const DraftPolicy::Drafts d = p.draft_now(1);
+        CHECK(d != DraftPolicy::Drafts::all);
+        probes += d == DraftPolicy::Drafts::probe;
+    }
     CHECK(probes == 3);
-    CHECK(p.draft_now(5) == false);
+    CHECK(p.draft_now(5) == DraftPolicy::Drafts::none);
 }
 
 TEST_CASE("a draft is verified in one step and its rejected tokens' KV goes back", "[spec]") {
