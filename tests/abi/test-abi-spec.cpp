@@ -124,17 +124,23 @@ TEST_CASE("spec: a request with no_speculation never drafts", "[tiny]") {
 
 TEST_CASE("spec: bad speculative parameters are refused at vt_context_create", "[tiny]") {
     ModelPtr m = tiny_model();
-    auto create = [&](uint32_t method, uint32_t k, uint32_t lo, uint32_t hi) {
+    // vt_context_create's status with the defaults changed by `set`.
+    auto status = [&](auto set) {
         vt_context_params p;
         vt_context_params_init(&p);
-        p.spec_method = method;
-        p.num_speculative_tokens = k;
-        p.prompt_lookup_min = lo;
-        p.prompt_lookup_max = hi;
+        set(p);
         vt_context *c = nullptr;
         const vt_status st = vt_context_create(m.get(), &p, &c);
         vt_context_destroy(c);
         return st;
+    };
+    auto create = [&](uint32_t method, uint32_t k, uint32_t lo, uint32_t hi) {
+        return status([&](vt_context_params &p) {
+            p.spec_method = method;
+            p.num_speculative_tokens = k;
+            p.prompt_lookup_min = lo;
+            p.prompt_lookup_max = hi;
+        });
     };
     CHECK(create(VT_SPEC_NGRAM, 0, 0, 0) == VT_ERR_INVALID_ARGUMENT);
     CHECK(create(VT_SPEC_NGRAM, VT_SPEC_MAX_TOKENS + 1, 0, 0) == VT_ERR_INVALID_ARGUMENT);
@@ -143,21 +149,19 @@ TEST_CASE("spec: bad speculative parameters are refused at vt_context_create", "
     CHECK(create(7, 4, 0, 0) == VT_ERR_INVALID_ARGUMENT);
     CHECK(create(VT_SPEC_NGRAM, VT_SPEC_MAX_TOKENS, 0, 3) == VT_OK);
     CHECK(create(VT_SPEC_NONE, 0, 0, 0) == VT_OK);
+    vt_context_params d;
+    vt_context_params_init(&d);
+    CHECK(d.suffix_max_cached_requests == 10000);  // vLLM's defaults
+    CHECK(d.suffix_max_spec_factor == 1.0f);
+    CHECK(d.suffix_min_token_prob == 0.1f);
     auto suffix = [&](uint32_t depth, float factor, float min_prob) {
-        vt_context_params p;
-        vt_context_params_init(&p);
-        CHECK(p.suffix_max_cached_requests == 10000);  // vLLM's defaults
-        CHECK(p.suffix_max_spec_factor == 1.0f);
-        CHECK(p.suffix_min_token_prob == 0.1f);
-        p.spec_method = VT_SPEC_SUFFIX;
-        p.num_speculative_tokens = 8;
-        p.suffix_max_tree_depth = depth;
-        p.suffix_max_spec_factor = factor;
-        p.suffix_min_token_prob = min_prob;
-        vt_context *c = nullptr;
-        const vt_status st = vt_context_create(m.get(), &p, &c);
-        vt_context_destroy(c);
-        return st;
+        return status([&](vt_context_params &p) {
+            p.spec_method = VT_SPEC_SUFFIX;
+            p.num_speculative_tokens = 8;
+            p.suffix_max_tree_depth = depth;
+            p.suffix_max_spec_factor = factor;
+            p.suffix_min_token_prob = min_prob;
+        });
     };
     CHECK(suffix(0, 1.0f, 0.1f) == VT_OK);  // depth 24
     CHECK(suffix(2, 0.0f, 0.0f) == VT_OK);
