@@ -31,7 +31,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <vector>
 
