@@ -459,16 +459,18 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
 }
 
 void Engine::propose_drafts(const std::vector<SampleJob> &jobs) {
-    uint32_t decodes = 0;  // the requests that decode next step
-    for (const SampleJob &j : jobs) decodes += sched_->tokens(j.id) != nullptr;
+    uint32_t decodes = 0, drafters = 0;  // the requests that decode next step; of those, the ones that draft
+    for (const SampleJob &j : jobs)
+        if (sched_->tokens(j.id)) ++decodes, drafters += !j.r->spec.no_speculation;
     const DraftPolicy::Drafts which = draft_policy_.draft_now(decodes);
-    if (which == DraftPolicy::Drafts::none) return;
-    const size_t probe = which == DraftPolicy::Drafts::probe ? probe_turn_++ % jobs.size() : 0;
-    for (size_t i = 0; i < jobs.size(); ++i) {
-        const SampleJob &j = jobs[i];
+    if (which == DraftPolicy::Drafts::none || drafters == 0) return;
+    // A probe drafts for one of them, in turn.
+    const uint32_t probe = which == DraftPolicy::Drafts::probe ? (uint32_t)(probe_turn_++ % drafters) : 0;
+    uint32_t nth = 0;
+    for (const SampleJob &j : jobs) {
         const std::vector<int32_t> *tokens = sched_->tokens(j.id);
         if (!tokens || j.r->spec.no_speculation) continue;  // finished, or never drafts
-        if (which == DraftPolicy::Drafts::probe && i != probe) continue;  // a probe: one request, in turn
+        if (which == DraftPolicy::Drafts::probe && nth++ != probe) continue;
         std::vector<int32_t> draft =
             suffix_ ? suffix_->propose(j.id, *tokens, spec_k_) : propose_ngram(*tokens, ngram_, ngram_.k);
         if (!draft.empty()) sched_->set_draft(j.id, std::move(draft));
