@@ -39,7 +39,14 @@ typedef enum vt_spec_method {
      * stays above suffix_min_token_prob and at most suffix_max_spec_factor
      * times the matched length. Pays off where outputs repeat (agents,
      * rewrites, code edits). */
-    VT_SPEC_SUFFIX = 2
+    VT_SPEC_SUFFIX = 2,
+    /* A draft model (vLLM's "draft_model", llama.cpp's --model-draft; since
+     * ABI 1.14): vt_context_params.draft_model, a smaller model with the
+     * same vocabulary, proposes num_speculative_tokens greedy tokens per
+     * step for every drafting request, batched, from a KV cache of its own
+     * (as many tokens as the context's pool, out of the same budget). Pays
+     * off where the draft agrees with the model often and costs far less. */
+    VT_SPEC_DRAFT_MODEL = 3
 } vt_spec_method;
 
 #define VT_SPEC_MAX_TOKENS 16  /* most draft tokens per request and step */
@@ -71,8 +78,8 @@ typedef struct vt_context_params {
      * sampled, seed for seed; a step then adds up to num_speculative_tokens + 1
      * tokens to a request. Not for models with recurrent layers
      * (vt_context_create fails with VT_ERR_UNSUPPORTED). Counters: vt_engine_stats. */
-    uint32_t spec_method;             /* a vt_spec_method: VT_SPEC_NONE (default), VT_SPEC_NGRAM or
-                                         VT_SPEC_SUFFIX (an integer field, as vt_model_params.quantize:
+    uint32_t spec_method;             /* a vt_spec_method: VT_SPEC_NONE (default), VT_SPEC_NGRAM,
+                                         VT_SPEC_SUFFIX or VT_SPEC_DRAFT_MODEL (an integer field, as vt_model_params.quantize:
                                          any value a caller passes is read safely, the unknown refused) */
     uint32_t num_speculative_tokens;  /* 1..VT_SPEC_MAX_TOKENS with a method */
     uint32_t prompt_lookup_min;       /* VT_SPEC_NGRAM's n-gram sizes (vLLM's): 0 and 0 = 5 and 5, */
@@ -87,6 +94,12 @@ typedef struct vt_context_params {
                                             default 1.0 */
     float suffix_min_token_prob;         /* a draft ends where the estimated probability of its
                                             tokens falls below this: 0..1, default 0.1 */
+    /* Since ABI 1.14. VT_SPEC_DRAFT_MODEL's model: its tokenizer must be the
+     * context's model's, token for token (else vt_context_create fails with
+     * VT_ERR_INVALID_ARGUMENT); it computes on its own device
+     * (vt_model_params.device), with n_threads, and must outlive the
+     * context. NULL (default) with any other method. */
+    const vt_model *draft_model;
 } vt_context_params;
 
 /* Defaults of the ABI 1.0 fields only (n_threads .. n_batch; struct_size =

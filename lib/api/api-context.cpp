@@ -43,8 +43,11 @@ VT_API vt_status vt_context_create(const vt_model *model, const vt_context_param
     if (!read_params(params, p)) return fail_arg("vt_context_create: params->struct_size is not set");
     if (p.n_threads > 1024) return fail_arg("vt_context_create: n_threads must be at most 1024");
     if (p.n_batch > 65536) return fail_arg("vt_context_create: n_batch must be at most 65536");
-    if (p.spec_method != VT_SPEC_NONE && p.spec_method != VT_SPEC_NGRAM && p.spec_method != VT_SPEC_SUFFIX)
+    if (p.spec_method != VT_SPEC_NONE && p.spec_method != VT_SPEC_NGRAM && p.spec_method != VT_SPEC_SUFFIX &&
+        p.spec_method != VT_SPEC_DRAFT_MODEL)
         return fail_arg("vt_context_create: spec_method is not a vt_spec_method");
+    if ((p.spec_method == VT_SPEC_DRAFT_MODEL) != (p.draft_model != nullptr))
+        return fail_arg("vt_context_create: draft_model goes with spec_method VT_SPEC_DRAFT_MODEL, and only with it");
     if (p.spec_method != VT_SPEC_NONE &&
         (p.num_speculative_tokens == 0 || p.num_speculative_tokens > VT_SPEC_MAX_TOKENS))
         return fail_arg("vt_context_create: num_speculative_tokens must be 1..16 (VT_SPEC_MAX_TOKENS) with a "
@@ -69,6 +72,7 @@ VT_API vt_status vt_context_create(const vt_model *model, const vt_context_param
         // that cannot fit there fails now, saying what fits, not at the
         // first submit.
         if (!vt::device_is_host(model->impl->device())) vt::plan_kv(*c->impl, engine_config(p));
+        if (p.draft_model) vt::check_draft_vocabulary(*model->impl, *p.draft_model->impl);
         if (p.spec_method != VT_SPEC_NONE && !vt::state_slots(model->impl->cache_layers).layers.empty())
             vt::fail(VT_ERR_UNSUPPORTED,
                      "vt_context_create: speculative decoding is not supported yet for %s: its recurrent layers' "

@@ -59,9 +59,11 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     sched_cfg_.prefill_tokens_per_decode = cfg.prefill_tokens_per_decode;
     max_model_len_ = max_len;
     ngram_ = cfg.ngram;
-    if (ngram_.k && cfg.suffix.k)
-        fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: n-gram and suffix proposers at once");
-    spec_k_ = ngram_.k ? ngram_.k : cfg.suffix.k;
+    if ((ngram_.k > 0) + (cfg.suffix.k > 0) + (cfg.draft_k > 0) > 1)
+        fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: more than one of the n-gram, suffix and draft-model "
+             "proposers");
+    if (cfg.draft_k && !cfg.draft_model) fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: no draft model");
+    spec_k_ = ngram_.k ? ngram_.k : cfg.suffix.k ? cfg.suffix.k : cfg.draft_k;
     if (cfg.suffix.k) {
         if (cfg.suffix.max_depth < 2 || !(cfg.suffix.max_spec_factor >= 0) || !(cfg.suffix.min_token_prob >= 0) ||
             !(cfg.suffix.min_token_prob <= 1))
@@ -77,6 +79,11 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
         if (ngram_.k && (ngram_.min_n == 0 || ngram_.min_n > ngram_.max_n))
             fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: n-gram sizes %u..%u (need 1 <= min <= max)",
                  ngram_.min_n, ngram_.max_n);
+    }
+    if (cfg.draft_k) {
+        check_draft_vocabulary(model_, *cfg.draft_model);
+        draft_ = std::make_unique<DraftModelProposer>(*cfg.draft_model, ctx.executor().n_threads(), ctx.n_batch(),
+                                                      plan.draft_blocks, block_size_, max_len);
     }
     spec_.accepted_by_position.assign(spec_k_, 0);
     fail_every_ = debug_env_count("VT_DEBUG_FAIL_FORWARD");
@@ -101,6 +108,12 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
         char part[96];
         std::snprintf(part, sizeof part, "%s%u blocks for %zu %s layers", g ? ", " : "", blocks[g],
                       groups[g].layers.size(), cache_kind_name(groups[g].kind));
+        layout += part;
+    }
+    if (draft_) {
+        char part[160];
+        std::snprintf(part, sizeof part, "; the draft model's %.2f GiB (%u blocks, %s)",
+                      (double)draft_->pool_bytes() / (1 << 30), plan.draft_blocks, cfg.draft_model->arch_name().c_str());
         layout += part;
     }
     if (plan.state_slots) {
@@ -215,6 +228,7 @@ void Engine::finish(uint64_t id, vt_finish_reason reason, vt_status status) {
     ev.out.token = -1;
     emit(r, std::move(ev), r.failed ? VT_FINISH_ERROR : reason);
     if (suffix_) suffix_->finish(id, {}, 0);  // cancelled or failed: its output is not kept
+    if (draft_) draft_->finish(id);
     requests_.erase(it);
     std::lock_guard<std::mutex> lk(stats_mu_);
     ++stats_.requests_finished;
@@ -420,6 +434,7 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
     for (FinishedSeq &f : sched_->update(so, sampled)) {
         finished.emplace(f.id, f.reason);
         if (suffix_) suffix_->finish(f.id, f.tokens, f.num_prompt);
+        if (draft_) draft_->finish(f.id);
     }
     for (SampleJob &j : jobs) {
         const uint64_t id = j.id;
@@ -467,14 +482,24 @@ void Engine::propose_drafts(const std::vector<SampleJob> &jobs) {
     // A probe drafts for one of them, in turn.
     const uint32_t probe = which == DraftPolicy::Drafts::probe ? (uint32_t)(probe_turn_++ % drafters) : 0;
     uint32_t nth = 0;
+    std::vector<DraftModelProposer::Want> wants;  // a draft model's, proposed together below
     for (const SampleJob &j : jobs) {
         const std::vector<int32_t> *tokens = sched_->tokens(j.id);
         if (!tokens || j.r->spec.no_speculation) continue;  // finished, or never drafts
         if (which == DraftPolicy::Drafts::probe && nth++ != probe) continue;
+        if (draft_) {
+            wants.push_back({j.id, *tokens});
+            continue;
+        }
         std::vector<int32_t> draft =
             suffix_ ? suffix_->propose(j.id, *tokens, spec_k_) : propose_ngram(*tokens, ngram_, ngram_.k);
         if (!draft.empty()) sched_->set_draft(j.id, std::move(draft));
     }
+    if (wants.empty()) return;
+    std::vector<std::vector<int32_t>> drafts;
+    draft_->propose(wants, spec_k_, drafts);
+    for (size_t i = 0; i < wants.size(); ++i)
+        if (!drafts[i].empty()) sched_->set_draft(wants[i].id, std::move(drafts[i]));
 }
 
 bool Engine::wants_prompt_rows(const Request &r, const ScheduledSeq &s) const {
@@ -504,6 +529,7 @@ void Engine::fail_all(vt_status st) {
     std::vector<uint64_t> ids;
     for (auto &[id, r] : requests_) ids.push_back(id);
     for (uint64_t id : ids) finish(id, VT_FINISH_ERROR, st);
+    if (draft_) draft_->clear();
     sched_.reset();
     // The counters are the engine's, not the pool's: they go on from here.
     prefix_query_base_ += kv_->prefix_query_tokens();

@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/draft-model.h"
 #include "engine/request-output.h"
 #include "engine/step-workers.h"
 #include "kv/kv-cache-manager.h"
@@ -73,6 +74,12 @@ struct EngineConfig {
     // Whether a step drafts at all follows the load (spec/draft-policy.h).
     NgramConfig ngram;
     SuffixConfig suffix;
+    // Or a draft model (engine/draft-model.h): draft_k greedy tokens of
+    // draft_model, which must have the model's vocabulary and outlive the
+    // engine; its KV pool holds as many tokens as the engine's own, out of
+    // the same budget (engine/kv-plan.h).
+    const Model *draft_model = nullptr;
+    uint32_t draft_k = 0;
 };
 
 // Speculative decoding's counters (vLLM's spec_decode_* metrics), read
@@ -146,7 +153,7 @@ private:
     const Tensor *run_forward(const SchedulerOutput &so);
     void sample_and_record(const SchedulerOutput &so, const float *logits, size_t n_vocab);
     // Drafts for the sequences that go on decoding (EngineConfig::ngram,
-    // ::suffix).
+    // ::suffix, ::draft_model).
     void propose_drafts(const std::vector<SampleJob> &jobs);
     // A step of decodes only (drafts included) and its forward time, for
     // the draft policy; nothing for a step that computed prompt tokens.
@@ -172,6 +179,7 @@ private:
     uint32_t max_model_len_ = 0;
     NgramConfig ngram_;
     std::unique_ptr<SuffixProposer> suffix_;  // EngineConfig::suffix; engine thread only
+    std::unique_ptr<DraftModelProposer> draft_;  // EngineConfig::draft_model; engine thread only
     uint32_t spec_k_ = 0;                     // the drafting method's k; 0: no speculation
     DraftPolicy draft_policy_;  // engine thread only
     size_t probe_turn_ = 0;     // which request a probe step drafts for (DraftPolicy::Drafts::probe)

@@ -81,6 +81,16 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
         sliding_bytes += want[g] * block_bytes;
     }
 
+    // A draft model's KV rides along every full-attention block (as many
+    // tokens as the model's own), so the budget pays for both; beside a
+    // model of sliding windows only it is the budget's full-attention part.
+    uint64_t draft_block_bytes = 0;
+    if (cfg.draft_model) {
+        for (const CacheGroup &g : cache_groups(cfg.draft_model->cache_layers))
+            draft_block_bytes += g.bytes_per_token * block_size;
+        full_block_bytes += draft_block_bytes;
+    }
+
     // What the devices hold after the weights and a full step's arena.
     bool on_device = false;
     for (uint32_t l = 0; l < model.cache_layers.size(); ++l) on_device |= !device_is_host(model.layer_device(l));
@@ -154,7 +164,9 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
             used < budget ? kv_blocks_for_budget(budget - used, full_block_bytes / block_size, block_size) : 0;
         for (size_t g = 0; g < groups.size(); ++g)
             if (groups[g].window == 0) blocks[g] = full_blocks;
+        p.draft_blocks = full_blocks;
     }
+    p.draft_bytes = (uint64_t)p.draft_blocks * draft_block_bytes;
     if (cfg.kv_cache_bytes == 0)
         for (size_t g = 0; g < groups.size(); ++g)
             blocks[g] = std::min(blocks[g], blocks_per_allocation(model, groups[g], block_size));

@@ -41,10 +41,11 @@ inline ModelPtr tiny_model() {
 
 // spec_tokens > 0: speculative decoding by `method`, drafts of that many
 // tokens at most; VT_SPEC_NGRAM's n-grams of lookup_min..lookup_max tokens
-// (0: vLLM's defaults), VT_SPEC_SUFFIX with vLLM's defaults.
+// (0: vLLM's defaults), VT_SPEC_SUFFIX with vLLM's defaults,
+// VT_SPEC_DRAFT_MODEL with draft.
 inline ContextPtr make_context(const vt_model *m, uint64_t kv_bytes, uint32_t n_batch = 64, uint32_t max_num_seqs = 16,
                                uint32_t spec_tokens = 0, uint32_t lookup_min = 0, uint32_t lookup_max = 0,
-                               uint32_t method = VT_SPEC_NGRAM) {
+                               uint32_t method = VT_SPEC_NGRAM, const vt_model *draft = nullptr) {
     vt_context_params p;
     vt_context_params_init_v2(&p, sizeof p);
     p.n_threads = 2;
@@ -57,6 +58,7 @@ inline ContextPtr make_context(const vt_model *m, uint64_t kv_bytes, uint32_t n_
         p.num_speculative_tokens = spec_tokens;
         p.prompt_lookup_min = lookup_min;
         p.prompt_lookup_max = lookup_max;
+        if (method == VT_SPEC_DRAFT_MODEL) p.draft_model = draft;
     }
     vt_context *c = nullptr;
     const vt_status st = vt_context_create(m, &p, &c);

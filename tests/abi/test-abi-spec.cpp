@@ -28,10 +28,10 @@ namespace {
 // endings, and the pool empty after. Returns the drafting run's counters.
 vt_engine_stats same_with_drafts(const vt_model *m, const std::vector<Request> &reqs, uint64_t kv_bytes,
                                  uint32_t n_batch, uint32_t k, uint32_t lookup_min, uint32_t lookup_max,
-                                 uint32_t method = VT_SPEC_NGRAM) {
+                                 uint32_t method = VT_SPEC_NGRAM, const vt_model *draft = nullptr) {
     ContextPtr plain = make_context(m, kv_bytes, n_batch);
     const std::vector<Result> want = run(plain.get(), reqs);
-    ContextPtr spec = make_context(m, kv_bytes, n_batch, 16, k, lookup_min, lookup_max, method);
+    ContextPtr spec = make_context(m, kv_bytes, n_batch, 16, k, lookup_min, lookup_max, method, draft);
     const std::vector<Result> got = run(spec.get(), reqs);
     for (size_t i = 0; i < reqs.size(); ++i) {
         INFO("request " << i);
@@ -76,6 +76,23 @@ std::vector<Request> tiny_requests(int n, uint32_t max_tokens) {
     return reqs;
 }
 
+// The tiny model quantized to Q4_0 at load: a draft that mostly agrees
+// with it (its greedy tokens differ now and then, so drafts are rejected too).
+const vt_model *tiny_draft() {
+    static ModelPtr draft = [] {
+        static vt::test::TempFile f(vt::test::tiny_llama_gguf());
+        vt_model_params mp;
+        vt_model_params_init(&mp);
+        mp.quantize = VT_QUANT_Q4_0;
+        vt_model *d = nullptr;
+        const vt_status st = vt_model_load(f.path.string().c_str(), &mp, &d);
+        INFO(last_error());
+        REQUIRE(st == VT_OK);
+        return ModelPtr(d);
+    }();
+    return draft.get();
+}
+
 } // namespace
 
 TEST_CASE("spec: n-gram drafts leave every token as it was, greedy and sampled, in a batch of 16", "[tiny]") {
@@ -98,17 +115,34 @@ TEST_CASE("spec: suffix drafts leave every token as it was, greedy and sampled, 
     CHECK(s.spec_num_accepted_tokens > 20);
 }
 
+TEST_CASE("spec: draft-model drafts leave every token as it was, greedy and sampled, in a batch of 16", "[tiny]") {
+    ModelPtr m = tiny_model();
+    const uint32_t k = GENERATE(1u, 4u, 16u);
+    CAPTURE(k);
+    // Twice the plain run's budget: the draft's KV comes out of it too.
+    const vt_engine_stats s =
+        same_with_drafts(m.get(), tiny_requests(16, 40), 2 << 20, 64, k, 0, 0, VT_SPEC_DRAFT_MODEL, tiny_draft());
+    // The requests draft (60 to 330 times here, fewer with longer drafts),
+    // k tokens each but where a request's room for tokens is shorter.
+    CHECK(s.spec_num_drafts > 40);
+    CHECK(s.spec_num_draft_tokens * 2 > (uint64_t)k * s.spec_num_drafts);
+    // A Q4_0 copy of the model agrees with it on most greedy tokens.
+    CHECK(s.spec_num_accepted_tokens * 4 > s.spec_num_draft_tokens);
+    CHECK(s.spec_num_accepted_tokens < s.spec_num_draft_tokens);
+}
+
 TEST_CASE("spec: through preemption, a small budget and stop strings, nothing changes", "[tiny]") {
     ModelPtr m = tiny_model();
-    const uint32_t method = GENERATE((uint32_t)VT_SPEC_NGRAM, (uint32_t)VT_SPEC_SUFFIX);
+    const uint32_t method = GENERATE((uint32_t)VT_SPEC_NGRAM, (uint32_t)VT_SPEC_SUFFIX, (uint32_t)VT_SPEC_DRAFT_MODEL);
     CAPTURE(method);
     std::vector<Request> reqs = tiny_requests(16, 48);
     for (size_t i = 0; i < reqs.size(); i += 4) reqs[i].stops = {"a", "e"};
     // 12 blocks of 16 tokens (256 bytes a token): fewer than the burst needs,
-    // and a step budget of 24 tokens that drafts share with prompts.
+    // and a step budget of 24 tokens that drafts share with prompts. The
+    // draft model's blocks come out of the same budget.
     const vt_engine_stats s =
         same_with_drafts(m.get(), reqs, 12 * 16 * 256, 24, 6, method == VT_SPEC_NGRAM ? 2 : 0,
-                         method == VT_SPEC_NGRAM ? 2 : 0, method);
+                         method == VT_SPEC_NGRAM ? 2 : 0, method, tiny_draft());
     CHECK(s.spec_num_drafts > 0);
     CHECK(s.preemptions > 0);
 }
@@ -171,6 +205,18 @@ TEST_CASE("spec: bad speculative parameters are refused at vt_context_create", "
     CHECK(suffix(24, std::nanf(""), 0.1f) == VT_ERR_INVALID_ARGUMENT);
     CHECK(suffix(24, 1.0f, 1.5f) == VT_ERR_INVALID_ARGUMENT);
     CHECK(suffix(24, 1.0f, std::nanf("")) == VT_ERR_INVALID_ARGUMENT);
+    // A draft model goes with VT_SPEC_DRAFT_MODEL, and that method needs one.
+    auto draft = [&](uint32_t method, const vt_model *d) {
+        return status([&](vt_context_params &p) {
+            p.spec_method = method;
+            p.num_speculative_tokens = 4;
+            p.draft_model = d;
+        });
+    };
+    CHECK(draft(VT_SPEC_DRAFT_MODEL, tiny_draft()) == VT_OK);
+    CHECK(draft(VT_SPEC_DRAFT_MODEL, nullptr) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(draft(VT_SPEC_NGRAM, tiny_draft()) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(draft(VT_SPEC_NONE, tiny_draft()) == VT_ERR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("spec: SmolLM2 and Gemma 3 270M copying their input draft well and keep their tokens, with a grammar in "

@@ -1,0 +1,165 @@
+#include "engine/draft-model.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "kv/cache-spec.h"
+#include "tokenizer/tokenizer.h"
+
+namespace vt {
+
+void check_draft_vocabulary(const Model &model, const Model &draft) {
+    const Tokenizer &a = model.tokenizer(), &b = draft.tokenizer();
+    if (a.n_vocab() != b.n_vocab() || model.hparams.n_vocab != draft.hparams.n_vocab)
+        fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: the draft model's vocabulary has %u tokens (%u logits), "
+             "the model's %u (%u)", b.n_vocab(), draft.hparams.n_vocab, a.n_vocab(), model.hparams.n_vocab);
+    for (uint32_t id = 0; id < a.n_vocab(); ++id)
+        if (a.token_to_piece((int32_t)id, true) != b.token_to_piece((int32_t)id, true))
+            fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: the draft model's token %u is not the model's", id);
+}
+
+
+DraftModelProposer::DraftModelProposer(const Model &draft, uint32_t n_threads, uint32_t n_batch, uint32_t n_blocks,
+                                       uint32_t block_size, uint32_t max_len)
+    : draft_(draft), ctx_(draft, "", n_threads, n_batch), block_size_(block_size), max_len_(max_len),
+      pool_(n_blocks) {
+    if (!state_slots(draft.cache_layers).layers.empty())
+        fail(VT_ERR_UNSUPPORTED, "speculative decoding: the draft model (%s) has recurrent layers, whose state would "
+             "have to be kept per drafted position; not supported yet", draft.arch_name().c_str());
+    const size_t n_groups = cache_groups(draft.cache_layers).size();
+    if (n_groups == 0) fail(VT_ERR_UNSUPPORTED, "speculative decoding: the draft model (%s) has no KV cache",
+                            draft.arch_name().c_str());
+    // Every group gets the same blocks and one table per request: a sliding
+    // group keeps positions it no longer reads (a draft model is small, and
+    // its cache is a fraction of the target's).
+    kv_ = std::make_unique<PagedKv>(draft, std::vector<uint32_t>(n_groups, n_blocks), block_size);
+}
+
+DraftModelProposer::~DraftModelProposer() = default;
+
+bool DraftModelProposer::reserve(Seq &s, size_t n) {
+    const size_t need = (n + block_size_ - 1) / block_size_;
+    if (need <= s.blocks.size()) return true;
+    if (need - s.blocks.size() > pool_.num_free()) return false;
+    pool_.allocate((uint32_t)(need - s.blocks.size()), s.blocks);
+    return true;
+}
+
+void DraftModelProposer::finish(uint64_t id) {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end()) return;
+    pool_.release(it->second.blocks);
+    seqs_.erase(it);
+}
+
+void DraftModelProposer::clear() {
+    for (auto &[id, s] : seqs_) pool_.release(s.blocks);
+    seqs_.clear();
+}
+
+void DraftModelProposer::forward(std::span<const Part> parts, std::vector<int32_t> &greedy) {
+    const size_t n_groups = kv_->groups().size();
+    batch_.resize(parts.size());
+    tables_.resize(parts.size());
+    for (size_t i = 0; i < parts.size(); ++i) {
+        tables_[i].assign(n_groups, parts[i].seq->blocks);
+        Context::BatchSeq &b = batch_[i];
+        b = Context::BatchSeq{};
+        b.tokens = parts[i].tokens;
+        b.start_pos = parts[i].start;
+        b.block_tables = tables_[i];
+        b.logits = parts[i].logits ? Context::Logits::last : Context::Logits::none;
+    }
+    const Tensor *logits = ctx_.forward(*kv_, batch_, max_len_);
+    const size_t n_vocab = draft_.hparams.n_vocab;
+    const float *row = static_cast<const float *>(logits->data);
+    greedy.clear();
+    for (const Part &p : parts) {
+        if (!p.logits) continue;
+        // The first maximum, as the engine's own greedy choice.
+        greedy.push_back((int32_t)(std::max_element(row, row + n_vocab) - row));
+        row += n_vocab;
+    }
+}
+
+void DraftModelProposer::propose(std::span<const Want> wants, uint32_t k, std::vector<std::vector<int32_t>> &out) {
+    out.assign(wants.size(), {});
+    if (k == 0) return;
+    try {
+        propose_all(wants, k, out);
+    } catch (...) {
+        clear();  // what the failed pass wrote is unknown: every request starts over
+        throw;
+    }
+}
+
+void DraftModelProposer::propose_all(std::span<const Want> wants, uint32_t k, std::vector<std::vector<int32_t>> &out) {
+    // The requests that draft: room for their tokens and the k - 1 drafted
+    // ones fed back (the last drafted token is never computed here).
+    struct Active {
+        size_t want;
+        Seq *seq;
+        size_t at;  // the next of its tokens to compute
+    };
+    std::vector<Active> act;
+    for (size_t i = 0; i < wants.size(); ++i) {
+        const std::span<const int32_t> t = wants[i].tokens;
+        if (t.empty() || t.size() + k - 1 > max_len_) continue;
+        Seq &s = seqs_[wants[i].id];
+        if (!reserve(s, t.size() + k - 1)) continue;
+        // What still agrees stays; the last token is always computed, for its logits.
+        const size_t lim = std::min(s.computed.size(), t.size() - 1);
+        size_t keep = 0;
+        while (keep < lim && s.computed[keep] == t[keep]) ++keep;
+        s.computed.assign(t.begin(), t.end());  // computed below, up to the last
+        act.push_back({i, &s, keep});
+    }
+    if (act.empty()) return;
+    // Catch-up: each request's tokens from where they disagree, in passes of
+    // at most n_batch tokens; a request's last chunk gives its first draft.
+    std::vector<Part> parts;
+    std::vector<size_t> owners;  // the active index of each part that wants logits
+    std::vector<int32_t> greedy;
+    const uint32_t n_batch = ctx_.n_batch();
+    for (bool more = true; more;) {
+        parts.clear();
+        owners.clear();
+        uint32_t budget = n_batch;
+        more = false;
+        for (size_t a = 0; a < act.size(); ++a) {
+            Active &x = act[a];
+            const std::span<const int32_t> t = wants[x.want].tokens;
+            if (x.at == t.size()) continue;
+            if (budget == 0) {
+                more = true;
+                continue;
+            }
+            const size_t take = std::min<size_t>(t.size() - x.at, budget);
+            const bool last = x.at + take == t.size();
+            parts.push_back({x.seq, t.subspan(x.at, take), (uint32_t)x.at, last});
+            if (last) owners.push_back(a);
+            x.at += take;
+            budget -= (uint32_t)take;
+            more |= !last;
+        }
+        if (parts.empty()) break;
+        forward(parts, greedy);
+        for (size_t j = 0; j < owners.size(); ++j) out[act[owners[j]].want].push_back(greedy[j]);
+    }
+    // Then k - 1 steps of one token each: the last drafted token goes in.
+    std::vector<int32_t> fed(act.size());
+    for (uint32_t step = 1; step < k; ++step) {
+        parts.clear();
+        for (size_t a = 0; a < act.size(); ++a) {
+            std::vector<int32_t> &d = out[act[a].want];
+            fed[a] = d.back();
+            act[a].seq->computed.push_back(d.back());
+            parts.push_back({act[a].seq, std::span<const int32_t>(&fed[a], 1),
+                             (uint32_t)(wants[act[a].want].tokens.size() + step - 1), true});
+        }
+        forward(parts, greedy);
+        for (size_t a = 0; a < act.size(); ++a) out[act[a].want].push_back(greedy[a]);
+    }
+}
+
+} // namespace vt

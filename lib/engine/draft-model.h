@@ -1,0 +1,101 @@
+// Draft-model proposals for speculative decoding (vLLM's "draft_model"
+// method, llama.cpp's --model-draft): a smaller model with the target's
+// vocabulary runs k greedy steps for every drafting request, batched, and
+// the target's step verifies them (engine.h). The draft is greedy, a point
+// mass, so the engine's row-by-row verification stays exact rejection
+// sampling: the tokens are the target's, greedy or sampled, seed for seed;
+// the draft model only decides how many of them a step makes.
+//
+// The draft keeps its own paged KV (runner/paged-kv.h) over blocks of the
+// same size as the engine's, one table per request for all its cache
+// groups, grown as the request grows and given back when it finishes. It
+// remembers the tokens it has computed per request; at each proposal the
+// part that still agrees with the request's tokens stays, and the rest (the
+// target rejected a draft token, or the request was preempted and its
+// output recomputed alike) is computed again: positions are overwritten in
+// place, so a rejected draft costs nothing to roll back. The first proposal
+// of a request computes its prompt (a draft-model prefill, in chunks of the
+// context's n_batch).
+//
+// A request the pool has no room for gets no draft that step (it decodes a
+// token as without speculation); the engine sizes the pool to hold as many
+// tokens as its own (engine/kv-plan.h).
+//
+// Not thread-safe: the engine's thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "kv/block-pool.h"
+#include "model/model.h"
+#include "runner/paged-kv.h"
+#include "runner/sequence.h"
+
+namespace vt {
+
+// A draft's tokens are the model's: the same vocabulary, piece for piece
+// (as llama.cpp's speculative decoding checks). Throws
+// VT_ERR_INVALID_ARGUMENT naming the first difference.
+void check_draft_vocabulary(const Model &model, const Model &draft);
+
+class DraftModelProposer {
+public:
+    // draft computes on its own device with n_threads threads and forward
+    // passes of at most n_batch tokens; its pool has n_blocks blocks of
+    // block_size tokens in every cache group; a request reaches at most
+    // max_len positions. Errors: VT_ERR_UNSUPPORTED (a draft with recurrent
+    // layers, whose state would need a copy per drafted position),
+    // VT_ERR_OUT_OF_MEMORY.
+    DraftModelProposer(const Model &draft, uint32_t n_threads, uint32_t n_batch, uint32_t n_blocks,
+                       uint32_t block_size, uint32_t max_len);
+    ~DraftModelProposer();
+
+    struct Want {
+        uint64_t id = 0;
+        std::span<const int32_t> tokens;  // the request's tokens so far (prompt and output)
+    };
+    // Up to k tokens for each want (k >= 1), computed together: out[i] is
+    // the draft of wants[i], empty where the pool had no room for it.
+    void propose(std::span<const Want> wants, uint32_t k, std::vector<std::vector<int32_t>> &out);
+    // The request ended (or the engine started over): its blocks go back.
+    void finish(uint64_t id);
+    void clear();
+
+    uint64_t pool_bytes() const { return kv_->bytes(); }
+    uint32_t blocks_free() const { return pool_.num_free(); }
+
+private:
+    struct Seq {
+        std::vector<BlockId> blocks;   // positions 0 .. blocks.size() * block_size - 1
+        std::vector<int32_t> computed; // the tokens whose K/V the draft's cache holds, by position
+    };
+    void propose_all(std::span<const Want> wants, uint32_t k, std::vector<std::vector<int32_t>> &out);
+    // Grows s's table to cover n positions; false when the pool is short.
+    bool reserve(Seq &s, size_t n);
+    // One forward pass over parts (tokens at start positions of their
+    // sequences, each wanting its last row's logits or none); the greedy
+    // token of each part that wanted logits, in order.
+    struct Part {
+        Seq *seq;
+        std::span<const int32_t> tokens;
+        uint32_t start;
+        bool logits;
+    };
+    void forward(std::span<const Part> parts, std::vector<int32_t> &greedy);
+
+    const Model &draft_;
+    Context ctx_;
+    uint32_t block_size_, max_len_;
+    std::unique_ptr<PagedKv> kv_;
+    BlockPool pool_;
+    std::unordered_map<uint64_t, Seq> seqs_;
+    // forward() scratch
+    std::vector<Context::BatchSeq> batch_;
+    std::vector<std::vector<std::vector<BlockId>>> tables_;
+};
+
+} // namespace vt
