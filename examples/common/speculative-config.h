@@ -5,10 +5,14 @@
 //   {"method": "suffix", "num_speculative_tokens": 16,
 //    "suffix_decoding_max_tree_depth": 24, "suffix_decoding_max_cached_requests": 10000,
 //    "suffix_decoding_max_spec_factor": 1.0, "suffix_decoding_min_token_prob": 0.1}
-// into vt_context_params' speculative fields. vt implements the "ngram" and
-// "suffix" methods; any other method or key, or a key of the other method,
-// is refused by name, never ignored. Without num_speculative_tokens, suffix
-// drafts up to VT_SPEC_MAX_TOKENS (vLLM's default is the tree depth, 24).
+//   {"method": "draft_model", "model": "draft.gguf", "num_speculative_tokens": 4}
+//     (as in vLLM, "model" alone implies "draft_model")
+// into vt_context_params' speculative fields; a draft model's path goes to
+// draft_model, for the tool to load as it loads its model. vt implements the
+// "ngram", "suffix" and "draft_model" methods; any other method or key, or a
+// key of another method, is refused by name, never ignored. Without
+// num_speculative_tokens, suffix drafts up to VT_SPEC_MAX_TOKENS (vLLM's
+// default is the tree depth, 24).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -21,26 +25,37 @@
 
 namespace vt_examples {
 
-// Sets out's spec_* (and suffix_*) fields from text; returns "" or what is
-// wrong with it, leaving out as it was. The numbers' ranges are
+// Sets out's spec_* (and suffix_*) fields from text, and draft_model to the
+// draft model's path ("" for the other methods); returns "" or what is wrong
+// with it, leaving both as they were. The numbers' ranges are
 // vt_context_create's to check.
-inline std::string parse_speculative_config(const std::string &text, vt_context_params &out) {
+inline std::string parse_speculative_config(const std::string &text, vt_context_params &out,
+                                            std::string &draft_model) {
     vt_context_params p = out;
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) return "--speculative-config is not valid JSON";
     if (!j.is_object()) return "--speculative-config must be a JSON object";
-    if (!j.contains("method") || !j["method"].is_string())
-        return "--speculative-config: \"method\" is required, a string (vt implements \"ngram\" and \"suffix\")";
-    const std::string method = j["method"].get<std::string>();
-    if (method != "ngram" && method != "suffix")
-        return "--speculative-config: method \"" + method + "\" is not supported (vt implements \"ngram\" and \"suffix\")";
-    const bool suffix = method == "suffix";
+    const char *const methods = "vt implements \"ngram\", \"suffix\" and \"draft_model\"";
+    if (j.contains("model") && !j["model"].is_string())
+        return "--speculative-config: \"model\" must be a string (the draft model's path)";
+    std::string method = j.contains("model") ? "draft_model" : "";
+    if (j.contains("method")) {
+        if (!j["method"].is_string()) return std::string("--speculative-config: \"method\" must be a string (") + methods + ")";
+        method = j["method"].get<std::string>();
+    }
+    if (method.empty())
+        return std::string("--speculative-config: \"method\" is required, a string (") + methods + ")";
+    if (method != "ngram" && method != "suffix" && method != "draft_model")
+        return "--speculative-config: method \"" + method + "\" is not supported (" + methods + ")";
+    const bool suffix = method == "suffix", draft = method == "draft_model";
+    if (draft && !j.contains("model")) return "--speculative-config: method \"draft_model\" needs \"model\", its path";
     uint32_t k = 0;
     for (const auto &[key, v] : j.items()) {
-        if (key == "method") continue;
+        if (key == "method" || (draft && key == "model")) continue;
+        const bool ngram = !suffix && !draft;
         uint32_t *count = key == "num_speculative_tokens"                        ? &k
-                          : !suffix && key == "prompt_lookup_min"                 ? &p.prompt_lookup_min
-                          : !suffix && key == "prompt_lookup_max"                 ? &p.prompt_lookup_max
+                          : ngram && key == "prompt_lookup_min"                   ? &p.prompt_lookup_min
+                          : ngram && key == "prompt_lookup_max"                   ? &p.prompt_lookup_max
                           : suffix && key == "suffix_decoding_max_tree_depth"     ? &p.suffix_max_tree_depth
                           : suffix && key == "suffix_decoding_max_cached_requests" ? &p.suffix_max_cached_requests
                                                                                   : nullptr;
@@ -56,17 +71,20 @@ inline std::string parse_speculative_config(const std::string &text, vt_context_
         }
         if (!count)
             return "--speculative-config: \"" + key + "\" is not supported with method \"" + method + "\" (vt reads " +
-                   (suffix ? "num_speculative_tokens and suffix_decoding_max_tree_depth, _max_cached_requests, "
-                             "_max_spec_factor and _min_token_prob)"
-                           : "num_speculative_tokens, prompt_lookup_min and prompt_lookup_max)");
+                   (suffix  ? "num_speculative_tokens and suffix_decoding_max_tree_depth, _max_cached_requests, "
+                              "_max_spec_factor and _min_token_prob)"
+                    : draft ? "model and num_speculative_tokens)"
+                            : "num_speculative_tokens, prompt_lookup_min and prompt_lookup_max)");
         if (!v.is_number_unsigned() || v.get<uint64_t>() > UINT32_MAX)
             return "--speculative-config: \"" + key + "\" must be a non-negative integer";
         *count = v.get<uint32_t>();
     }
     if (k == 0 && !suffix) return "--speculative-config: \"num_speculative_tokens\" is required";
-    p.spec_method = suffix ? VT_SPEC_SUFFIX : VT_SPEC_NGRAM;
+    if (draft && j["model"].get<std::string>().empty()) return "--speculative-config: \"model\" is empty";
+    p.spec_method = suffix ? VT_SPEC_SUFFIX : draft ? VT_SPEC_DRAFT_MODEL : VT_SPEC_NGRAM;
     p.num_speculative_tokens = k ? k : VT_SPEC_MAX_TOKENS;
     out = p;
+    draft_model = draft ? j["model"].get<std::string>() : std::string();
     return "";
 }
 

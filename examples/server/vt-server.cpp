@@ -168,11 +168,21 @@ int serve(ServerState &st) {
     cp.max_num_seqs = o.max_num_seqs;
     cp.max_model_len = o.max_model_len;
     cp.no_prefix_caching = o.no_prefix_caching;
+    // A draft model loads as the model did (its device, its weights budget),
+    // and lives as long as the context.
+    std::unique_ptr<vt_model, void (*)(vt_model *)> draft(nullptr, vt_model_destroy);
     if (!o.speculative_config.empty()) {
-        const std::string err = vt_examples::parse_speculative_config(o.speculative_config, cp);
+        std::string draft_path;
+        const std::string err = vt_examples::parse_speculative_config(o.speculative_config, cp, draft_path);
         if (!err.empty()) {
             std::fprintf(stderr, "vt-server: %s\n", err.c_str());
             return 1;
+        }
+        if (!draft_path.empty()) {
+            vt_model *draw = nullptr;
+            if (failed(vt_model_load(draft_path.c_str(), &mp, &draw), "cannot load the draft model")) return 1;
+            draft.reset(draw);
+            cp.draft_model = draft.get();
         }
     }
     vt_context *craw = nullptr;

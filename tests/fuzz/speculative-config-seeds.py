@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a seed corpus for tests/fuzz/fuzz-speculative-config into DIR
 (created if missing) and a libFuzzer dictionary of its keys to DICT: vLLM's
---speculative-config objects for the n-gram and suffix methods, other methods and keys
+--speculative-config objects for the n-gram, suffix and draft-model methods, other methods and keys
 vt refuses, wrong types, numbers out of range and broken JSON. Standard
 library only.
 
@@ -27,12 +27,19 @@ SEEDS = [
     '{"method": "suffix", "suffix_decoding_max_spec_factor": 1e400, "suffix_decoding_min_token_prob": -0.5}',
     '{"method": "suffix", "prompt_lookup_max": 3}',
     '{"method": "ngram", "num_speculative_tokens": 3, "suffix_decoding_max_tree_depth": 8}',
+    '{"method": "draft_model", "model": "draft.gguf", "num_speculative_tokens": 4}',
+    '{"model": "draft.gguf", "num_speculative_tokens": 4}',
+    '{"method": "draft_model", "num_speculative_tokens": 4}',
+    '{"model": "", "num_speculative_tokens": 4}',
+    '{"model": 7, "num_speculative_tokens": 4}',
+    '{"method": "ngram", "model": "draft.gguf", "num_speculative_tokens": 4}',
+    '{"model": "draft.gguf", "num_speculative_tokens": 4, "prompt_lookup_max": 3}',
     '["ngram", 5]',
     '{"method": "ngram", ',
     '',
 ]
 KEYS = ['"method"', '"ngram"', '"num_speculative_tokens"', '"prompt_lookup_max"', '"prompt_lookup_min"',
-        '"model"', '"suffix"', '"suffix_decoding_max_tree_depth"', '"suffix_decoding_max_cached_requests"',
+        '"model"', '"draft_model"', '"suffix"', '"suffix_decoding_max_tree_depth"', '"suffix_decoding_max_cached_requests"',
         '"suffix_decoding_max_spec_factor"', '"suffix_decoding_min_token_prob"', "{", "}", ":", ",", "null", "true",
         "1e400", "-0", "0.1"]
 

@@ -1,5 +1,5 @@
 """Speculative decoding from Python: vt.LLM(speculative_config=...) as vLLM
-spells it ("ngram", "suffix") makes the tokens of the same LLM without it (greedy and seeded),
+spells it ("ngram", "suffix", "draft_model") makes the tokens of the same LLM without it (greedy and seeded),
 its acceptance shows in Context.stats(), a config vt cannot honour raises
 ValueError naming it, and a model with recurrent layers is refused."""
 import pytest
@@ -37,10 +37,42 @@ def test_drafts_keep_the_tokens_greedy_and_seeded(model, config):
     assert plain.context.stats()["spec_num_drafts"] == 0
 
 
+def test_a_draft_model_keeps_the_tokens(model, model_path):
+    # The draft is the model itself, loaded a second time from its path by
+    # vt.LLM: greedy drafts are all accepted, sampled ones not always.
+    plain = vt.LLM(model, n_threads=2, kv_cache_memory=KV)
+    spec = vt.LLM(model_path, n_threads=2, kv_cache_memory=KV,
+                  speculative_config={"model": model_path, "num_speculative_tokens": 3})
+    prompts = ["The capital of France is", "Write a haiku about the sea:"]
+    for p in [vt.SamplingParams(temperature=0, max_tokens=20),
+              vt.SamplingParams(temperature=0.9, seed=11, max_tokens=20)]:
+        want = [o.token_ids for o in plain.generate(prompts, p)]
+        assert [o.token_ids for o in spec.generate(prompts, p)] == want
+    s = spec.context.stats()
+    assert s["spec_num_drafts"] > 0
+    assert 0 < s["spec_num_accepted_tokens"] <= s["spec_num_draft_tokens"]
+    # A vt.Model is taken as it is, by vt.Context too; a path only by vt.LLM.
+    ctx = vt.Context(model, kv_cache_bytes=64 << 20,
+                     speculative_config={"method": "draft_model", "model": model, "num_speculative_tokens": 2})
+    assert ctx.stats()["spec_num_drafts"] == 0
+    with pytest.raises(TypeError, match="vt.Model"):
+        vt.Context(model, speculative_config={"model": model_path, "num_speculative_tokens": 2})
+
+
+def test_a_draft_model_of_another_vocabulary_is_refused(model):
+    src = TINY / "llama.gguf"
+    if not src.exists():
+        pytest.skip("tests/models/tiny/llama.gguf is missing")
+    with pytest.raises(vt.VtInvalidArgument, match="vocabulary"):
+        vt.LLM(model, kv_cache_memory=KV, speculative_config={"model": str(src), "num_speculative_tokens": 2})
+
+
 @pytest.mark.parametrize("config, says", [
     ({"method": "eagle", "num_speculative_tokens": 3}, "method 'eagle'"),
     ({"method": "ngram"}, "num_speculative_tokens"),
     ({"method": "ngram", "num_speculative_tokens": 3, "model": "x"}, "'model' is not supported"),
+    ({"method": "draft_model", "num_speculative_tokens": 3}, "needs 'model'"),
+    ({"model": "x", "num_speculative_tokens": 3, "prompt_lookup_min": 2}, "'prompt_lookup_min' is not supported"),
     ({"method": "ngram", "num_speculative_tokens": -2}, "out of range"),
     ({"method": "suffix", "prompt_lookup_min": 2}, "'prompt_lookup_min' is not supported with method 'suffix'"),
     ({"method": "suffix", "suffix_decoding_max_cached_requests": -1}, "out of range"),

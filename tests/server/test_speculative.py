@@ -1,4 +1,4 @@
-"""--speculative-config (vLLM's JSON) on vt-server: n-gram and suffix drafts
+"""--speculative-config (vLLM's JSON) on vt-server: n-gram, suffix and draft-model drafts
 leave the greedy text as the plain server makes it, in parallel requests and streams,
 the acceptance shows in /metrics under vLLM's names, and a config vt cannot
 honour ends the start with a message naming what is wrong."""
@@ -72,7 +72,26 @@ def test_suffix_drafts_keep_the_greedy_text_and_learn_from_earlier_outputs(serve
     assert accepted - first > 32, (first, accepted)  # of the 4 x 32 tokens
 
 
+def test_a_draft_model_keeps_the_greedy_text(server, start_server, model_path):
+    # The draft is the model's own file, loaded a second time: its greedy
+    # drafts agree with the model but where a batch's rounding splits a near-tie.
+    spec = start_server("--kv-cache-memory", "64MiB", "--speculative-config",
+                        json.dumps({"model": model_path, "num_speculative_tokens": 4}))
+    want = complete_all(server)
+    assert complete_all(spec) == want
+    assert complete_all(spec, stream=True, parallel=False) == want
+    m = spec.wait_idle()
+    drafted = m["vt_spec_decode_num_draft_tokens_total"]
+    accepted = m["vt_spec_decode_num_accepted_tokens_total"]
+    assert 0 < drafted <= 4 * m["vt_spec_decode_num_drafts_total"]
+    assert 10 * accepted >= 9 * drafted, (accepted, drafted)
+
+
 @pytest.mark.parametrize("config, says", [
+    ('{"method": "draft_model", "num_speculative_tokens": 3}', 'needs "model"'),
+    ('{"model": "/nonexistent/draft.gguf", "num_speculative_tokens": 3}', "cannot load the draft model"),
+    ('{"model": "x.gguf", "num_speculative_tokens": 3, "prompt_lookup_max": 2}',
+     '"prompt_lookup_max" is not supported with method "draft_model"'),
     ('{"method": "suffix", "prompt_lookup_max": 3}', '"prompt_lookup_max" is not supported with method "suffix"'),
     ('{"method": "ngram", "num_speculative_tokens": 3, "suffix_decoding_max_tree_depth": 8}',
      '"suffix_decoding_max_tree_depth" is not supported with method "ngram"'),

@@ -18,26 +18,31 @@ void Sequence::check_no_views(const char *what) const {
 namespace {
 
 // vLLM's speculative_config dict: {"method": "ngram", "num_speculative_tokens":
-// k, "prompt_lookup_max": a, "prompt_lookup_min": b} or {"method": "suffix",
+// k, "prompt_lookup_max": a, "prompt_lookup_min": b}, {"method": "suffix",
 // "num_speculative_tokens": k (default VT_SPEC_MAX_TOKENS),
 // "suffix_decoding_max_tree_depth": d, "suffix_decoding_max_cached_requests":
 // n, "suffix_decoding_max_spec_factor": f, "suffix_decoding_min_token_prob":
-// p}. Other methods, keys and the other method's keys raise ValueError by
+// p} or {"method": "draft_model" (implied by "model"), "model": a vt.Model,
+// "num_speculative_tokens": k}, whose model goes to draft (the context keeps
+// it). Other methods, keys and another method's keys raise ValueError by
 // name; the numbers' ranges are vt_context_create's.
-void read_speculative_config(const py::dict &cfg, vt_context_params &cp) {
-    std::string method;
+void read_speculative_config(const py::dict &cfg, vt_context_params &cp, std::shared_ptr<Model> &draft) {
+    std::string method = cfg.contains("model") ? "draft_model" : "";
     if (cfg.contains("method")) method = py::cast<std::string>(cfg["method"]);
-    if (method != "ngram" && method != "suffix")
+    if (method != "ngram" && method != "suffix" && method != "draft_model")
         throw py::value_error("speculative_config: method '" + method +
-                              "' is not supported (vt implements 'ngram' and 'suffix')");
-    const bool suffix = method == "suffix";
+                              "' is not supported (vt implements 'ngram', 'suffix' and 'draft_model')");
+    const bool suffix = method == "suffix", draft_method = method == "draft_model";
+    if (draft_method && !cfg.contains("model"))
+        throw py::value_error("speculative_config: method 'draft_model' needs 'model', a vt.Model");
+    const bool ngram = !suffix && !draft_method;
     uint32_t k = 0;
     for (const auto &item : cfg) {
         const std::string key = py::cast<std::string>(item.first);
-        if (key == "method") continue;
+        if (key == "method" || (draft_method && key == "model")) continue;
         uint32_t *count = key == "num_speculative_tokens"                         ? &k
-                          : !suffix && key == "prompt_lookup_min"                  ? &cp.prompt_lookup_min
-                          : !suffix && key == "prompt_lookup_max"                  ? &cp.prompt_lookup_max
+                          : ngram && key == "prompt_lookup_min"                    ? &cp.prompt_lookup_min
+                          : ngram && key == "prompt_lookup_max"                    ? &cp.prompt_lookup_max
                           : suffix && key == "suffix_decoding_max_tree_depth"      ? &cp.suffix_max_tree_depth
                           : suffix && key == "suffix_decoding_max_cached_requests" ? &cp.suffix_max_cached_requests
                                                                                    : nullptr;
@@ -51,16 +56,23 @@ void read_speculative_config(const py::dict &cfg, vt_context_params &cp) {
         if (!count)
             throw py::value_error("speculative_config: '" + key + "' is not supported with method '" + method +
                                   "' (vt reads " +
-                                  (suffix ? "num_speculative_tokens and suffix_decoding_max_tree_depth, "
-                                            "_max_cached_requests, _max_spec_factor and _min_token_prob)"
-                                          : "num_speculative_tokens, prompt_lookup_min and prompt_lookup_max)"));
+                                  (suffix         ? "num_speculative_tokens and suffix_decoding_max_tree_depth, "
+                                                    "_max_cached_requests, _max_spec_factor and _min_token_prob)"
+                                   : draft_method ? "model and num_speculative_tokens)"
+                                                  : "num_speculative_tokens, prompt_lookup_min and prompt_lookup_max)"));
         const long long v = py::cast<long long>(item.second);
         if (v < 0 || v > UINT32_MAX) throw py::value_error("speculative_config: '" + key + "' is out of range");
         *count = (uint32_t)v;
     }
     if (k == 0 && !suffix) throw py::value_error("speculative_config: 'num_speculative_tokens' is required");
-    cp.spec_method = suffix ? VT_SPEC_SUFFIX : VT_SPEC_NGRAM;
+    if (draft_method) {
+        if (!py::isinstance<Model>(cfg["model"]))
+            throw py::type_error("speculative_config: 'model' must be a vt.Model (vt.LLM also takes a path)");
+        draft = py::cast<std::shared_ptr<Model>>(cfg["model"]);
+    }
+    cp.spec_method = suffix ? VT_SPEC_SUFFIX : draft_method ? VT_SPEC_DRAFT_MODEL : VT_SPEC_NGRAM;
     cp.num_speculative_tokens = k ? k : VT_SPEC_MAX_TOKENS;
+    cp.draft_model = draft ? draft->handle : nullptr;
 }
 
 std::shared_ptr<Context> make_context(std::shared_ptr<Model> model, uint32_t n_threads,
@@ -79,7 +91,7 @@ std::shared_ptr<Context> make_context(std::shared_ptr<Model> model, uint32_t n_t
     cp.max_num_seqs = max_num_seqs;
     cp.max_model_len = max_model_len;
     cp.no_prefix_caching = !prefix_caching;
-    if (speculative_config) read_speculative_config(*speculative_config, cp);
+    if (speculative_config) read_speculative_config(*speculative_config, cp, c->draft);
     Failure f;
     {
         py::gil_scoped_release nogil;
@@ -184,7 +196,9 @@ void init_context(py::module_ &m) {
              "    speculative_config: vLLM's dict, {\"method\": \"ngram\", \"num_speculative_tokens\":\n"
              "        5, \"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}: n-gram prompt lookup\n"
              "        drafts, or {\"method\": \"suffix\", ...} (vLLM's suffix_decoding_* keys):\n"
-             "        suffix decoding over the request and earlier outputs; verified in the\n"
+             "        suffix decoding over the request and earlier outputs, or {\"model\":\n"
+             "        draft, \"num_speculative_tokens\": 4} with draft a vt.Model of the same\n"
+             "        vocabulary (the draft_model method, kept by the context); verified in the\n"
              "        same step, the tokens stay those made without it. Acceptance in\n"
              "        stats(). None = no drafts. Not for models with recurrent layers\n"
              "        (VtUnsupportedError).\n\n"

@@ -155,6 +155,7 @@ struct Tokenizer {
 struct Context {
     vt_context *handle = nullptr;
     std::shared_ptr<Model> model;
+    std::shared_ptr<Model> draft;  // speculative_config's draft model, if any
     std::mutex mu;  // guards the context and every sequence of it
     // Standalone tokenizers (vt.Tokenizer.from_file) of grammars whose
     // samplers were moved into requests: libvt's grammar must not outlive its

@@ -402,10 +402,13 @@ class LLM:
                 "prompt_lookup_max": 4, "prompt_lookup_min": 2} drafts by
                 n-gram prompt lookup where the output repeats the prompt;
                 {"method": "suffix", ...} (vLLM's suffix_decoding_* keys) by
-                suffix decoding over the request and earlier outputs; each
-                step verifies the drafts; the tokens are those made without
-                it (greedy or seeded). None = no drafts. Acceptance:
-                self.context.stats()["spec_num_accepted_tokens"].
+                suffix decoding over the request and earlier outputs;
+                {"model": path or vt.Model, "num_speculative_tokens": 4}
+                (vLLM's "draft_model" method) by a smaller model with the same
+                vocabulary, loaded from a path as the model is (quantize,
+                device); each step verifies the drafts; the tokens are those
+                made without it (greedy or seeded). None = no drafts.
+                Acceptance: self.context.stats()["spec_num_accepted_tokens"].
 
         Raises:
             VtIOError, VtFormatError, VtUnsupportedError: the model file.
@@ -420,6 +423,16 @@ class LLM:
                                  else _vt.Model(model, use_mmap=use_mmap, quantize=quantize, device=device,
                                                 n_gpu_layers=n_gpu_layers, weights_memory=weights_memory))
         self.tokenizer: _vt.Tokenizer = self.model.tokenizer
+        # A draft model's path loads as the model does, once the rest of the
+        # config is known to be right (the binding checks its keys first).
+        if (speculative_config is not None
+                and isinstance(speculative_config.get("model"), (str, os.PathLike))
+                and speculative_config.get("method", "draft_model") == "draft_model"
+                and set(speculative_config) <= {"method", "model", "num_speculative_tokens"}):
+            speculative_config = dict(speculative_config)
+            speculative_config["model"] = _vt.Model(speculative_config["model"], use_mmap=use_mmap,
+                                                    quantize=quantize, device=device, n_gpu_layers=n_gpu_layers,
+                                                    weights_memory=weights_memory)
         self.context: _vt.Context = _vt.Context(
             self.model, n_threads=n_threads, backend=backend, n_batch=n_batch,
             kv_cache_bytes=parse_bytes(kv_cache_memory), kv_block_size=block_size,
