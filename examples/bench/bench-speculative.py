@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""bench-speculative: speculative decoding (vLLM's n-gram prompt lookup or
-suffix decoding) against the same engine without it, through the vt package, on chat tasks
+"""bench-speculative: speculative decoding (vLLM's n-gram prompt lookup,
+suffix decoding or a draft model) against the same engine without it, through the vt package, on chat tasks
 whose answers repeat their input (editing code, quoting a document, JSON
 from a given record).
 
@@ -14,15 +14,29 @@ Acceptance per draft position from the engine's counters
 (vt_engine_stats.spec_*). With --method suffix, the repetitions of a task
 also match the outputs of the earlier ones (the cache of outputs, as an
 agent that asks again); --suffix-cache 0 measures the request's own text
-alone.
+alone. With --method draft_model, --draft names the draft model's file
+(for example the model quantized further: llama-quantize --allow-requantize).
 
-usage: bench-speculative.py [--model PATH] [--threads 2] [--method ngram|suffix] [--k 5] [--lookup 2,4]
-                            [--suffix-cache 10000] [--max-tokens 128] [--reps 3] [--concurrency 1,4,16]
+--llama-bin DIR (a llama.cpp build's bin/ with llama-speculative-simple and
+llama-bench) adds llama.cpp side by side on the same files and prompts (the
+chat template's text, which llama.cpp tokenizes with its special tokens):
+its speculative-simple with the same method (draft_model: --spec-type
+draft-simple -md DRAFT; ngram: ngram-simple, n-gram size prompt_lookup_max,
+k tokens) per task, as its own "decoded ... speed" line reports it, and
+llama-bench's tg (the same number of tokens) as its decode without drafts.
+
+usage: bench-speculative.py [--model PATH] [--threads 2] [--method ngram|suffix|draft_model] [--k 5]
+                            [--lookup 2,4] [--suffix-cache 10000] [--draft PATH] [--max-tokens 128] [--reps 3]
+                            [--concurrency 1,4,16] [--llama-bin DIR]
 """
 from __future__ import annotations
 
 import argparse
+import json
+import re
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,11 +76,44 @@ def decode(vt, ctx, prompts, max_tokens):
     return [tokens[i] for i in ids], last - first
 
 
+def llama_speculative(a, model, prompt_text):
+    """llama.cpp's speculative-simple on prompt_text, greedy: (decode tok/s,
+    accepted, drafted) as it prints them."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write(prompt_text)
+    lo, hi = (int(x) for x in a.lookup.split(","))
+    method = (["--spec-type", "draft-simple", "-md", a.draft, "--spec-draft-n-max", str(a.k)]
+              if a.method == "draft_model" else
+              ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", str(hi),
+               "--spec-ngram-simple-size-m", str(a.k)])
+    cmd = [str(Path(a.llama_bin) / "llama-speculative-simple"), "-m", model, "-f", f.name, "-n", str(a.max_tokens),
+           "--temp", "0", "-t", str(a.threads), *method]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    Path(f.name).unlink()
+    text = out.stdout + out.stderr
+    speed = re.search(r"decoded\s+\d+ tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+) t/s", text)
+    acc = re.search(r"n_accept\s+=\s+(\d+)", text)
+    drafted = re.search(r"n_drafted\s+=\s+(\d+)", text)
+    if out.returncode != 0 or not speed:
+        sys.exit(f"llama-speculative-simple failed ({out.returncode}): {text[-2000:]}")
+    return float(speed.group(1)), int(acc.group(1)) if acc else 0, int(drafted.group(1)) if drafted else 0
+
+
+def llama_plain_decode(a, model):
+    """llama-bench's tg of max_tokens tokens (its mean t/s)."""
+    cmd = [str(Path(a.llama_bin) / "llama-bench"), "-m", model, "-p", "0", "-n", str(a.max_tokens),
+           "-t", str(a.threads), "-r", str(a.reps), "-o", "json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
+    return float(json.loads(out.stdout)[0]["avg_ts"])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--method", choices=["ngram", "suffix"], default="ngram")
+    ap.add_argument("--method", choices=["ngram", "suffix", "draft_model"], default="ngram")
+    ap.add_argument("--draft", help="draft_model: the draft model's file")
+    ap.add_argument("--llama-bin", help="a llama.cpp bin/ directory: llama.cpp side by side (ngram, draft_model)")
     ap.add_argument("--k", type=int, default=5, help="num_speculative_tokens")
     ap.add_argument("--lookup", default="2,4", help="ngram: prompt_lookup_min,prompt_lookup_max")
     ap.add_argument("--suffix-cache", type=int, default=10000, help="suffix: suffix_decoding_max_cached_requests")
@@ -78,20 +125,32 @@ def main() -> int:
     import vt_models
     model = a.model or str(vt_models.model_path("smollm2"))
     lo, hi = (int(x) for x in a.lookup.split(","))
+    if (a.method == "draft_model") != (a.draft is not None):
+        ap.error("--draft goes with --method draft_model, and that method needs it")
+    if a.llama_bin and a.method == "suffix":
+        ap.error("--llama-bin: llama.cpp has no suffix decoding to compare with")
     spec = ({"method": "ngram", "num_speculative_tokens": a.k, "prompt_lookup_min": lo, "prompt_lookup_max": hi}
             if a.method == "ngram" else
-            {"method": "suffix", "num_speculative_tokens": a.k, "suffix_decoding_max_cached_requests": a.suffix_cache})
+            {"method": "suffix", "num_speculative_tokens": a.k, "suffix_decoding_max_cached_requests": a.suffix_cache}
+            if a.method == "suffix" else
+            {"method": "draft_model", "model": a.draft, "num_speculative_tokens": a.k})
     m = a.method
     shared = vt.Model(model)
+    if m == "draft_model":
+        spec = dict(spec, model=vt.Model(a.draft))
     template = vt.ChatTemplate(model=shared)
     prompts = {name: template.tokenize(shared.tokenizer, [{"role": "user", "content": text}])
                for name, text in TASKS.items()}
     ctxs = {"plain": vt.Context(shared, n_threads=a.threads),
             m: vt.Context(shared, n_threads=a.threads, speculative_config=spec)}
+    shown = dict(spec, model=a.draft) if m == "draft_model" else spec
     print(f"model {Path(model).name}, {a.threads} threads, greedy, max_tokens {a.max_tokens}, "
-          f"speculative_config {spec}\n")
-    print(f"| task | tokens | plain decode tok/s | {m} decode tok/s | speedup | accepted / drafted |")
-    print("|---|---:|---:|---:|---:|---:|")
+          f"speculative_config {shown}\n")
+    llama_plain = llama_plain_decode(a, model) if a.llama_bin else None
+    extra = " llama.cpp plain / spec tok/s | llama.cpp speedup | llama.cpp accepted / drafted | vt / llama.cpp (spec) |"
+    print(f"| task | tokens | plain decode tok/s | {m} decode tok/s | speedup | accepted / drafted |"
+          + (extra if a.llama_bin else ""))
+    print("|---|---:|---:|---:|---:|---:|" + ("---:|---:|---:|---:|" if a.llama_bin else ""))
     for name, p in prompts.items():
         rates = {}
         before = ctxs[m].stats()
@@ -109,8 +168,15 @@ def main() -> int:
         after = ctxs[m].stats()
         acc = after["spec_num_accepted_tokens"] - before["spec_num_accepted_tokens"]
         drafted = after["spec_num_draft_tokens"] - before["spec_num_draft_tokens"]
-        print(f"| {name} | {len(want)} | {rates['plain']:.1f} | {rates[m]:.1f} | "
-              f"{rates[m] / rates['plain']:.2f} | {acc} / {drafted} |")
+        row = (f"| {name} | {len(want)} | {rates['plain']:.1f} | {rates[m]:.1f} | "
+               f"{rates[m] / rates['plain']:.2f} | {acc} / {drafted} |")
+        if a.llama_bin:
+            text = shared.tokenizer.decode(p, render_special=True)
+            runs = [llama_speculative(a, model, text) for _ in range(a.reps)]
+            best = max(runs)
+            row += (f" {llama_plain:.1f} / {best[0]:.1f} | {best[0] / llama_plain:.2f} | {best[1]} / {best[2]} |"
+                    f" {rates[m] / best[0]:.2f} |")
+        print(row)
     print(f"\n| concurrency | plain tok/s | {m} tok/s | ratio |")
     print("|---:|---:|---:|---:|")
     for c in [int(x) for x in a.concurrency.split(",")]:
