@@ -275,3 +275,43 @@ TEST_CASE("spec: SmolLM2 and Gemma 3 270M copying their input draft well and kee
     CHECK(s.spec_num_accepted_tokens > 40);
     vt_grammar_destroy(g);
 }
+
+TEST_CASE("spec: SmolLM2 drafted by a second load of itself keeps its tokens; Gemma 3 as its draft is refused",
+          "[model]") {
+    const auto smol = vt::test::default_model();
+    if (smol.empty()) {
+        VT_SKIP(vt::test::default_model_hint());
+    }
+    ModelPtr m = load_model(smol.string());
+    ModelPtr draft = load_model(smol.string());
+    std::vector<Request> reqs;
+    for (int i = 0; i < 6; ++i) {
+        Request r;
+        r.prompt = tokenize(m.get(), kSmolPrompts[i % 4]);
+        r.max_tokens = 24;
+        r.seed = i % 2 ? 300 + (uint32_t)i : 0;  // half sampled: their drafts are rejected where the draw differs
+        r.chain = 1;
+        reqs.push_back(r);
+    }
+    const vt_engine_stats s =
+        same_with_drafts(m.get(), reqs, 64ull << 20, 128, 4, 0, 0, VT_SPEC_DRAFT_MODEL, draft.get());
+    // The greedy half accepts nearly all, the sampled half far less (45% of
+    // all drafted tokens accepted here).
+    CHECK(s.spec_num_drafts > 10);
+    CHECK(s.spec_num_accepted_tokens * 3 > s.spec_num_draft_tokens);
+
+    const auto gemma = smol.parent_path() / "gemma-3-270m-q4_k_m.gguf";
+    if (!std::filesystem::exists(gemma)) {
+        VT_SKIP(gemma.string() + " is missing: tests/run.sh fetches it");
+    }
+    ModelPtr other = load_model(gemma.string());
+    vt_context_params p;
+    vt_context_params_init(&p);
+    p.spec_method = VT_SPEC_DRAFT_MODEL;
+    p.num_speculative_tokens = 4;
+    p.draft_model = other.get();
+    vt_context *c = nullptr;
+    CHECK(vt_context_create(m.get(), &p, &c) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(c == nullptr);
+    CHECK(last_error().find("vocabulary") != std::string::npos);
+}
