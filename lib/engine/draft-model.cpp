@@ -19,10 +19,13 @@ void check_draft_vocabulary(const Model &model, const Model &draft) {
 }
 
 
-DraftModelProposer::DraftModelProposer(const Model &draft, uint32_t n_threads, uint32_t n_batch, uint32_t n_blocks,
+DraftModelProposer::DraftModelProposer(const Model &draft, Context &target, uint32_t n_batch, uint32_t n_blocks,
                                        uint32_t block_size, uint32_t max_len)
-    : draft_(draft), ctx_(draft, "", n_threads, n_batch), block_size_(block_size), max_len_(max_len),
-      pool_(n_blocks) {
+    : draft_(draft),
+      ctx_(draft.device() == target.executor().device()
+               ? std::make_unique<Context>(draft, target, n_batch)
+               : std::make_unique<Context>(draft, "", target.executor().n_threads(), n_batch)),
+      block_size_(block_size), max_len_(max_len), pool_(n_blocks) {
     if (!state_slots(draft.cache_layers).layers.empty())
         fail(VT_ERR_UNSUPPORTED, "speculative decoding: the draft model (%s) has recurrent layers, whose state would "
              "have to be kept per drafted position; not supported yet", draft.arch_name().c_str());
@@ -43,6 +46,22 @@ bool DraftModelProposer::reserve(Seq &s, size_t n) {
     if (need - s.blocks.size() > pool_.num_free()) return false;
     pool_.allocate((uint32_t)(need - s.blocks.size()), s.blocks);
     return true;
+}
+
+namespace {
+// The tokens of computed that agree with tokens, at most all but tokens'
+// last (whose logits a proposal needs, so it is always computed).
+size_t agreeing(const std::vector<int32_t> &computed, std::span<const int32_t> tokens) {
+    const size_t lim = tokens.empty() ? 0 : std::min(computed.size(), tokens.size() - 1);
+    size_t keep = 0;
+    while (keep < lim && computed[keep] == tokens[keep]) ++keep;
+    return keep;
+}
+} // namespace
+
+size_t DraftModelProposer::catch_up(uint64_t id, std::span<const int32_t> tokens) const {
+    auto it = seqs_.find(id);
+    return tokens.size() - (it == seqs_.end() ? 0 : agreeing(it->second.computed, tokens));
 }
 
 void DraftModelProposer::finish(uint64_t id) {
@@ -70,7 +89,7 @@ void DraftModelProposer::forward(std::span<const Part> parts, std::vector<int32_
         b.block_tables = tables_[i];
         b.logits = parts[i].logits ? Context::Logits::last : Context::Logits::none;
     }
-    const Tensor *logits = ctx_.forward(*kv_, batch_, max_len_);
+    const Tensor *logits = ctx_->forward(*kv_, batch_, max_len_);
     const size_t n_vocab = draft_.hparams.n_vocab;
     const float *row = static_cast<const float *>(logits->data);
     greedy.clear();
@@ -94,6 +113,7 @@ void DraftModelProposer::propose(std::span<const Want> wants, uint32_t k, std::v
 }
 
 void DraftModelProposer::propose_all(std::span<const Want> wants, uint32_t k, std::vector<std::vector<int32_t>> &out) {
+    last_catch_up_ = 0;
     // The requests that draft: room for their tokens and the k - 1 drafted
     // ones fed back (the last drafted token is never computed here).
     struct Active {
@@ -108,11 +128,10 @@ void DraftModelProposer::propose_all(std::span<const Want> wants, uint32_t k, st
         Seq &s = seqs_[wants[i].id];
         if (!reserve(s, t.size() + k - 1)) continue;
         // What still agrees stays; the last token is always computed, for its logits.
-        const size_t lim = std::min(s.computed.size(), t.size() - 1);
-        size_t keep = 0;
-        while (keep < lim && s.computed[keep] == t[keep]) ++keep;
+        const size_t keep = agreeing(s.computed, t);
         s.computed.assign(t.begin(), t.end());  // computed below, up to the last
         act.push_back({i, &s, keep});
+        last_catch_up_ = std::max(last_catch_up_, t.size() - keep);
     }
     if (act.empty()) return;
     // Catch-up: each request's tokens from where they disagree, in passes of
@@ -120,7 +139,7 @@ void DraftModelProposer::propose_all(std::span<const Want> wants, uint32_t k, st
     std::vector<Part> parts;
     std::vector<size_t> owners;  // the active index of each part that wants logits
     std::vector<int32_t> greedy;
-    const uint32_t n_batch = ctx_.n_batch();
+    const uint32_t n_batch = ctx_->n_batch();
     for (bool more = true; more;) {
         parts.clear();
         owners.clear();

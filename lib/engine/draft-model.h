@@ -44,14 +44,15 @@ void check_draft_vocabulary(const Model &model, const Model &draft);
 
 class DraftModelProposer {
 public:
-    // draft computes on its own device with n_threads threads and forward
+    // draft computes with target's executor (threads and stream) where both
+    // are on one device, else on its own device with as many threads; forward
     // passes of at most n_batch tokens; its pool has n_blocks blocks of
     // block_size tokens in every cache group; a request reaches at most
     // max_len positions. Errors: VT_ERR_UNSUPPORTED (a draft with recurrent
     // layers, whose state would need a copy per drafted position),
     // VT_ERR_OUT_OF_MEMORY.
-    DraftModelProposer(const Model &draft, uint32_t n_threads, uint32_t n_batch, uint32_t n_blocks,
-                       uint32_t block_size, uint32_t max_len);
+    DraftModelProposer(const Model &draft, Context &target, uint32_t n_batch, uint32_t n_blocks, uint32_t block_size,
+                       uint32_t max_len);
     ~DraftModelProposer();
 
     struct Want {
@@ -61,9 +62,17 @@ public:
     // Up to k tokens for each want (k >= 1), computed together: out[i] is
     // the draft of wants[i], empty where the pool had no room for it.
     void propose(std::span<const Want> wants, uint32_t k, std::vector<std::vector<int32_t>> &out);
+    // How many of tokens a proposal for request id would compute before it
+    // drafts: all of them for a request never seen.
+    size_t catch_up(uint64_t id, std::span<const int32_t> tokens) const;
     // The request ended (or the engine started over): its blocks go back.
     void finish(uint64_t id);
     void clear();
+
+    // The most tokens one request of the last proposal had to catch up on
+    // (its first proposal: its prompt; later ones: the tokens after its
+    // last accepted draft token).
+    size_t last_catch_up() const { return last_catch_up_; }
 
     uint64_t pool_bytes() const { return kv_->bytes(); }
     uint32_t blocks_free() const { return pool_.num_free(); }
@@ -88,11 +97,12 @@ private:
     void forward(std::span<const Part> parts, std::vector<int32_t> &greedy);
 
     const Model &draft_;
-    Context ctx_;
+    std::unique_ptr<Context> ctx_;
     uint32_t block_size_, max_len_;
     std::unique_ptr<PagedKv> kv_;
     BlockPool pool_;
     std::unordered_map<uint64_t, Seq> seqs_;
+    size_t last_catch_up_ = 0;
     // forward() scratch
     std::vector<Context::BatchSeq> batch_;
     std::vector<std::vector<std::vector<BlockId>>> tables_;

@@ -23,7 +23,15 @@ vt_device *context_device(const Model &model, const std::string &name) {
 } // namespace
 
 Context::Context(const Model &model, const std::string &device, uint32_t n_threads, uint32_t n_batch)
-    : model_(model), exec_(context_device(model, device), n_threads), n_batch_(n_batch ? n_batch : 512) {}
+    : model_(model), own_exec_(std::make_unique<GraphExecutor>(context_device(model, device), n_threads)),
+      exec_(own_exec_.get()), n_batch_(n_batch ? n_batch : 512) {}
+
+Context::Context(const Model &model, Context &shared, uint32_t n_batch)
+    : model_(model), exec_(shared.exec_), n_batch_(n_batch ? n_batch : 512) {
+    if (model.device() != exec_->device())
+        fail(VT_ERR_INTERNAL, "a context on %s cannot compute with %s's executor", device_name(model.device()).c_str(),
+             device_name(exec_->device()).c_str());
+}
 
 Context::~Context() = default;
 
@@ -62,11 +70,11 @@ const Tensor *Context::build(ForwardArgs &args, const PagedKv &kv, int64_t n_out
 void Context::reserve_arena(size_t bytes) {
     if (arena_ && bytes <= arena_->size) return;
     arena_.reset();
-    arena_ = buffer_alloc(exec_.device(), bytes, "compute arena");
+    arena_ = buffer_alloc(exec_->device(), bytes, "compute arena");
     VT_LOG_DEBUG("compute arena: %.2f MiB", (double)bytes / (1 << 20));
 }
 
-void Context::compute() { exec_.compute(graph_.nodes()); }
+void Context::compute() { exec_->compute(graph_.nodes()); }
 
 ForwardArgs Context::prepare(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx, int64_t &n_tok,
                              int64_t &n_out) {

@@ -28,6 +28,12 @@ public:
     // Computes on the model's device (Model::device()); device, when not
     // empty, must name it. Throws vt::Error.
     Context(const Model &model, const std::string &device, uint32_t n_threads, uint32_t n_batch);
+    // Computes with another context's executor (its stream and threads),
+    // which must be on the model's device and outlive this context: a
+    // draft model beside its target, whose passes alternate with the
+    // target's on one thread, so that two pools of spinning workers never
+    // share the cores. Throws vt::Error (another device).
+    Context(const Model &model, Context &shared, uint32_t n_batch);
     ~Context();
     Context(const Context &) = delete;
     Context &operator=(const Context &) = delete;
@@ -68,7 +74,7 @@ public:
     // that needs more grows it again). Throws VT_ERR_OUT_OF_MEMORY.
     void reserve_arena(size_t bytes);
 
-    const GraphExecutor &executor() const { return exec_; }
+    const GraphExecutor &executor() const { return *exec_; }
 
 private:
     // The batch's per-group index sizes (n_index_), adapters (lora_) and the
@@ -83,7 +89,8 @@ private:
     void compute();
 
     const Model &model_;
-    GraphExecutor exec_;
+    std::unique_ptr<GraphExecutor> own_exec_;  // null when shared
+    GraphExecutor *exec_;
     uint32_t n_batch_;
     Graph graph_;
     BufferPtr arena_;  // on the device; grows to the largest plan, then stays

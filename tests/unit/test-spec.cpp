@@ -92,6 +92,36 @@ TEST_CASE("the draft policy drafts while a draft token earns more than the step'
     CHECK(p.draft_now(5) == DraftPolicy::Drafts::none);
 }
 
+TEST_CASE("the draft policy counts what making a draft costs", "[spec]") {
+    DraftPolicy p;
+    for (int i = 0; i < 200; ++i) {
+        const uint32_t n = 1 + (uint32_t)(i % 12);
+        p.observe_step(n, 0.004 + 0.001 * n);  // a step: 4 ms + 1 ms a token
+    }
+    for (int i = 0; i < 100; ++i) p.observe_verification(5, 4);  // acceptance 0.8
+    CHECK(p.draft_cost(4) == 0);  // no proposal seen: free
+    // Free drafts pay while 0.8 (4 + B) > B: B < 16.
+    CHECK(p.worth_drafting(15));
+    CHECK(!p.worth_drafting(17));
+    // A draft model: 8 ms + 1 ms a request for 4 tokens each, so D(n) =
+    // 2 ms + 0.25 ms n per drafted position; drafting pays while
+    // 0.8 (4 + B) > B + 2 + 0.25 B (in ms), i.e. B < 2.67.
+    for (int i = 0; i < 200; ++i) {
+        const uint32_t n = 1 + (uint32_t)(i % 8);
+        p.observe_proposal(n, 4, 0.008 + 0.001 * n);
+    }
+    CHECK(p.draft_cost(4) == Approx(0.002 / 4 + 0.00025).margin(1e-5));
+    CHECK(p.worth_drafting(1));
+    CHECK(p.worth_drafting(2));
+    CHECK(!p.worth_drafting(3));
+    CHECK(!p.worth_drafting(8));
+    // One proposal size only: the mean cost per request drafted for.
+    DraftPolicy q;
+    for (int i = 0; i < 20; ++i) q.observe_proposal(2, 4, 0.004);
+    CHECK(q.draft_cost(2) == Approx(0.0005));
+    CHECK(q.draft_cost(16) == Approx(0.0005));
+}
+
 TEST_CASE("a draft is verified in one step and its rejected tokens' KV goes back", "[spec]") {
     KvCacheManager kv(kv_cfg(16));
     Scheduler s(kv, sched_cfg(16));
