@@ -69,6 +69,10 @@ typedef struct vt_request_output {
     bool is_prompt;                  /* a prompt token's event (vt_request_params.prompt_logprobs):
                                         token is the prompt token, logprob and the top list its
                                         log-probabilities given the tokens before it, no text */
+    /* Since ABI 1.14. Speculative decoding (vt_context_params.spec_method),
+     * this request's so far: */
+    uint32_t n_draft_tokens;         /* draft tokens verified */
+    uint32_t n_accepted_tokens;      /* of those, accepted (each saved a forward pass) */
 } vt_request_output;
 
 /* Receives one event; called on the stepping thread. Must not call
@@ -112,6 +116,10 @@ typedef struct vt_request_params {
     /* Since ABI 1.12, in tail padding as render_special. */
     bool no_speculation;             /* decode without drafts even where the context drafts
                                         (vt_context_params.spec_method); default false */
+    /* Since ABI 1.14. */
+    uint32_t num_speculative_tokens; /* the most draft tokens this request takes per step: 0 = the
+                                        context's num_speculative_tokens (default); a larger value
+                                        is taken as the context's */
 } vt_request_params;
 
 VT_API void vt_request_params_init(vt_request_params *params);

@@ -75,6 +75,7 @@ VT_API vt_status vt_context_submit(vt_context *ctx, const vt_request_params *par
         spec.prompt_top_logprobs = p.prompt_top_logprobs;
         spec.render_special = p.render_special;
         spec.no_speculation = p.no_speculation;
+        spec.spec_k = p.num_speculative_tokens;
         spec.callback = p.callback;
         spec.user_data = p.user_data;
         if (p.lora && p.lora_scale != 0.0f) {  // scale 0 is the base model, exactly

@@ -18,7 +18,6 @@ void check_draft_vocabulary(const Model &model, const Model &draft) {
             fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: the draft model's token %u is not the model's", id);
 }
 
-
 DraftModelProposer::DraftModelProposer(const Model &draft, Context &target, uint32_t n_batch, uint32_t n_blocks,
                                        uint32_t block_size, uint32_t max_len)
     : draft_(draft),
@@ -101,21 +100,21 @@ void DraftModelProposer::forward(std::span<const Part> parts, std::vector<int32_
     }
 }
 
-void DraftModelProposer::propose(std::span<const Want> wants, uint32_t k, std::vector<std::vector<int32_t>> &out) {
+void DraftModelProposer::propose(std::span<const Want> wants, std::vector<std::vector<int32_t>> &out) {
     out.assign(wants.size(), {});
-    if (k == 0) return;
     try {
-        propose_all(wants, k, out);
+        propose_all(wants, out);
     } catch (...) {
         clear();  // what the failed pass wrote is unknown: every request starts over
         throw;
     }
 }
 
-void DraftModelProposer::propose_all(std::span<const Want> wants, uint32_t k, std::vector<std::vector<int32_t>> &out) {
+void DraftModelProposer::propose_all(std::span<const Want> wants, std::vector<std::vector<int32_t>> &out) {
     last_catch_up_ = 0;
     // The requests that draft: room for their tokens and the k - 1 drafted
     // ones fed back (the last drafted token is never computed here).
+    uint32_t k_most = 0;
     struct Active {
         size_t want;
         Seq *seq;
@@ -124,7 +123,8 @@ void DraftModelProposer::propose_all(std::span<const Want> wants, uint32_t k, st
     std::vector<Active> act;
     for (size_t i = 0; i < wants.size(); ++i) {
         const std::span<const int32_t> t = wants[i].tokens;
-        if (t.empty() || t.size() + k - 1 > max_len_) continue;
+        const uint32_t k = wants[i].k;
+        if (t.empty() || k == 0 || t.size() + k - 1 > max_len_) continue;
         Seq &s = seqs_[wants[i].id];
         if (!reserve(s, t.size() + k - 1)) continue;
         // What still agrees stays; the last token is always computed, for its logits.
@@ -132,6 +132,7 @@ void DraftModelProposer::propose_all(std::span<const Want> wants, uint32_t k, st
         s.computed.assign(t.begin(), t.end());  // computed below, up to the last
         act.push_back({i, &s, keep});
         last_catch_up_ = std::max(last_catch_up_, t.size() - keep);
+        k_most = std::max(k_most, k);
     }
     if (act.empty()) return;
     // Catch-up: each request's tokens from where they disagree, in passes of
@@ -165,19 +166,25 @@ void DraftModelProposer::propose_all(std::span<const Want> wants, uint32_t k, st
         forward(parts, greedy);
         for (size_t j = 0; j < owners.size(); ++j) out[act[owners[j]].want].push_back(greedy[j]);
     }
-    // Then k - 1 steps of one token each: the last drafted token goes in.
+    // Then up to k - 1 steps of one token each, for the requests whose
+    // drafts are shorter than their k: the last drafted token goes in.
     std::vector<int32_t> fed(act.size());
-    for (uint32_t step = 1; step < k; ++step) {
+    std::vector<size_t> in_pass;
+    for (uint32_t step = 1; step < k_most; ++step) {
         parts.clear();
+        in_pass.clear();
         for (size_t a = 0; a < act.size(); ++a) {
+            const Want &w = wants[act[a].want];
+            if (step >= w.k) continue;
             std::vector<int32_t> &d = out[act[a].want];
             fed[a] = d.back();
             act[a].seq->computed.push_back(d.back());
-            parts.push_back({act[a].seq, std::span<const int32_t>(&fed[a], 1),
-                             (uint32_t)(wants[act[a].want].tokens.size() + step - 1), true});
+            parts.push_back({act[a].seq, std::span<const int32_t>(&fed[a], 1), (uint32_t)(w.tokens.size() + step - 1),
+                             true});
+            in_pass.push_back(a);
         }
         forward(parts, greedy);
-        for (size_t a = 0; a < act.size(); ++a) out[act[a].want].push_back(greedy[a]);
+        for (size_t i = 0; i < in_pass.size(); ++i) out[act[in_pass[i]].want].push_back(greedy[i]);
     }
 }
 

@@ -58,10 +58,11 @@ public:
     struct Want {
         uint64_t id = 0;
         std::span<const int32_t> tokens;  // the request's tokens so far (prompt and output)
+        uint32_t k = 0;                   // the most tokens to draft for it
     };
-    // Up to k tokens for each want (k >= 1), computed together: out[i] is
-    // the draft of wants[i], empty where the pool had no room for it.
-    void propose(std::span<const Want> wants, uint32_t k, std::vector<std::vector<int32_t>> &out);
+    // Up to want.k tokens for each want, computed together: out[i] is the
+    // draft of wants[i], empty where the pool had no room for it (or k is 0).
+    void propose(std::span<const Want> wants, std::vector<std::vector<int32_t>> &out);
     // How many of tokens a proposal for request id would compute before it
     // drafts: all of them for a request never seen.
     size_t catch_up(uint64_t id, std::span<const int32_t> tokens) const;
@@ -82,7 +83,7 @@ private:
         std::vector<BlockId> blocks;   // positions 0 .. blocks.size() * block_size - 1
         std::vector<int32_t> computed; // the tokens whose K/V the draft's cache holds, by position
     };
-    void propose_all(std::span<const Want> wants, uint32_t k, std::vector<std::vector<int32_t>> &out);
+    void propose_all(std::span<const Want> wants, std::vector<std::vector<int32_t>> &out);
     // Grows s's table to cover n positions; false when the pool is short.
     bool reserve(Seq &s, size_t n);
     // One forward pass over parts (tokens at start positions of their

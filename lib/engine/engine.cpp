@@ -208,6 +208,8 @@ void Engine::emit(Request &r, OwnedEvent &&ev, vt_finish_reason reason) {
     o.n_prompt_tokens = (uint32_t)r.spec.prompt.size();
     o.n_output_tokens = r.n_output;
     o.n_cached_tokens = r.n_cached;
+    o.n_draft_tokens = r.n_drafted;
+    o.n_accepted_tokens = r.n_accepted;
     if (r.spec.callback) {
         ev.fix_pointers();
         r.spec.callback(&ev.out, r.spec.user_data);
@@ -439,6 +441,10 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
     for (SampleJob &j : jobs) {
         const uint64_t id = j.id;
         Request &r = *j.r;
+        if (j.n_draft) {
+            r.n_drafted += j.n_draft;
+            r.n_accepted += (uint32_t)j.evs.size() - 1;  // the last token is the model's own
+        }
         for (size_t i = 0; i + 1 < j.evs.size(); ++i) emit(r, std::move(j.evs[i]), VT_FINISH_NONE);
         OwnedEvent &last = j.evs.back();
         auto f = finished.find(id);
@@ -507,17 +513,27 @@ void Engine::propose_drafts(const std::vector<SampleJob> &jobs) {
         if (!tokens || j.r->spec.no_speculation) continue;  // finished, or never drafts
         if (which == DraftPolicy::Drafts::probe && nth++ != probe) continue;
         ++asked;
+        const uint32_t k = j.r->spec.spec_k ? std::min(j.r->spec.spec_k, spec_k_) : spec_k_;
         if (draft_) {
-            wants.push_back({j.id, *tokens});
+            wants.push_back({j.id, *tokens, k});
             continue;
         }
         std::vector<int32_t> draft =
-            suffix_ ? suffix_->propose(j.id, *tokens, spec_k_) : propose_ngram(*tokens, ngram_, ngram_.k);
+            suffix_ ? suffix_->propose(j.id, *tokens, k) : propose_ngram(*tokens, ngram_, k);
         if (!draft.empty()) sched_->set_draft(j.id, std::move(draft));
     }
     if (!wants.empty()) {
         std::vector<std::vector<int32_t>> drafts;
-        draft_->propose(wants, spec_k_, drafts);
+        try {
+            draft_->propose(wants, drafts);
+        } catch (const std::exception &e) {
+            // The requests go on without drafts: a draft model that cannot
+            // compute (its arena on a full device) costs speed, not output.
+            VT_LOG_WARN("speculative decoding: the draft model failed (%s); decoding goes on without drafts", e.what());
+            draft_.reset();
+            spec_k_ = 0;
+            return;
+        }
         for (size_t i = 0; i < wants.size(); ++i)
             if (!drafts[i].empty()) sched_->set_draft(wants[i].id, std::move(drafts[i]));
     }

@@ -126,6 +126,7 @@ private:
         uint32_t n_cached = 0;
         bool admitted = false;   // n_cached is known
         uint32_t prompt_events = 1;  // prompt_logprobs: the next prompt position to report (0 has none)
+        uint32_t n_drafted = 0, n_accepted = 0;  // speculative decoding's, this request's
         bool failed = false;     // its step failed: ends with VT_FINISH_ERROR
         vt_status error = VT_OK;
     };

@@ -166,7 +166,9 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
             if (groups[g].window == 0) blocks[g] = full_blocks;
         p.draft_blocks = full_blocks;
     }
-    p.draft_bytes = (uint64_t)p.draft_blocks * draft_block_bytes;
+    if (cfg.draft_model)
+        for (const CacheGroup &g : cache_groups(cfg.draft_model->cache_layers))
+            p.draft_blocks = std::min(p.draft_blocks, blocks_per_allocation(*cfg.draft_model, g, block_size));
     if (cfg.kv_cache_bytes == 0)
         for (size_t g = 0; g < groups.size(); ++g)
             blocks[g] = std::min(blocks[g], blocks_per_allocation(model, groups[g], block_size));

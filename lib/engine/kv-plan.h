@@ -39,9 +39,9 @@ struct KvPlan {
     uint64_t slot_bytes = 0;
     // A draft model's KV (EngineConfig::draft_model): blocks of block_size
     // tokens in each of its cache groups, as many tokens as the model's
-    // full-attention groups hold, taken from the same budget.
+    // full-attention groups hold (within a device's largest allocation),
+    // taken from the same budget.
     uint32_t draft_blocks = 0;
-    uint64_t draft_bytes = 0;
 };
 
 // The plan for ctx and cfg. Throws vt::Error: VT_ERR_OUT_OF_MEMORY when an

@@ -33,6 +33,7 @@ struct RequestSpec {
     uint32_t prompt_top_logprobs = 0;
     bool render_special = false;          // control tokens shown in the text
     bool no_speculation = false;          // never drafts (EngineConfig::ngram)
+    uint32_t spec_k = 0;                  // the most draft tokens a step; 0: the engine's k
 };
 
 // One event with the storage its pointers point into.

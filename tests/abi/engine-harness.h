@@ -75,6 +75,7 @@ struct Result {
     vt_finish_reason reason = VT_FINISH_NONE;
     vt_status status = VT_OK;
     uint32_t n_cached = 0, n_output = 0;
+    uint32_t n_drafted = 0, n_accepted = 0;  // speculative decoding's, as the last event says
     std::vector<float> logprobs;
     std::vector<std::vector<vt_token>> top_tokens;
     std::vector<std::vector<float>> top_logprobs;
@@ -94,6 +95,7 @@ struct Request {
     std::vector<vt_token> stop_tokens;
     vt_token forced = -1;  // greedy with a +100 logit bias on this token
     bool no_speculation = false;
+    uint32_t spec_k = 0;  // num_speculative_tokens: 0 = the context's
     const vt_grammar *grammar = nullptr;  // greedy under this grammar (held by the caller)
 };
 
@@ -112,6 +114,7 @@ inline vt_status submit(vt_context *ctx, const Request &r, uint64_t *id) {
     p.ignore_eos = r.ignore_eos;
     p.render_special = r.render_special;
     p.no_speculation = r.no_speculation;
+    p.num_speculative_tokens = r.spec_k;
     p.stop_tokens = r.stop_tokens.empty() ? nullptr : r.stop_tokens.data();
     p.n_stop_tokens = r.stop_tokens.size();
     if (r.grammar) {
@@ -163,6 +166,8 @@ inline void record(const vt_request_output *o, Result &r) {
     r.pieces.emplace_back(o->text, o->text_len);
     r.n_cached = o->n_cached_tokens;
     r.n_output = o->n_output_tokens;
+    r.n_drafted = o->n_draft_tokens;
+    r.n_accepted = o->n_accepted_tokens;
     if (o->finish_reason != VT_FINISH_NONE) {
         r.reason = o->finish_reason;
         r.status = o->status;

@@ -33,6 +33,7 @@ vt_engine_stats same_with_drafts(const vt_model *m, const std::vector<Request> &
     const std::vector<Result> want = run(plain.get(), reqs);
     ContextPtr spec = make_context(m, kv_bytes, n_batch, 16, k, lookup_min, lookup_max, method, draft);
     const std::vector<Result> got = run(spec.get(), reqs);
+    uint64_t drafted = 0, accepted = 0;
     for (size_t i = 0; i < reqs.size(); ++i) {
         INFO("request " << i);
         CHECK(got[i].tokens == want[i].tokens);
@@ -40,8 +41,18 @@ vt_engine_stats same_with_drafts(const vt_model *m, const std::vector<Request> &
         CHECK(got[i].reason == want[i].reason);
         CHECK(got[i].n_final_events == 1);
         CHECK(got[i].n_output == want[i].n_output);
+        // A request's own counters: its drafts, each at most its k tokens,
+        // and one draft a step at most (a step makes at least one token).
+        CHECK(got[i].n_accepted <= got[i].n_drafted);
+        const uint32_t k_req = reqs[i].spec_k ? std::min(reqs[i].spec_k, k) : k;
+        CHECK(got[i].n_drafted <= (uint64_t)k_req * got[i].n_output);
+        if (reqs[i].no_speculation) CHECK(got[i].n_drafted == 0);
+        drafted += got[i].n_drafted;
+        accepted += got[i].n_accepted;
     }
     const vt_engine_stats s = stats_of(spec.get());
+    CHECK(drafted == s.spec_num_draft_tokens);  // the requests' counters add up to the engine's
+    CHECK(accepted == s.spec_num_accepted_tokens);
     CHECK(s.kv_blocks_used == 0);
     CHECK(s.n_running == 0);
     CHECK(s.generated_tokens == stats_of(plain.get()).generated_tokens);
@@ -66,6 +77,7 @@ std::vector<Request> tiny_requests(int n, uint32_t max_tokens) {
     std::vector<Request> reqs;
     for (int i = 0; i < n; ++i) {
         Request r;
+        r.spec_k = i % 4 == 3 ? 1 + (uint32_t)(i % 3) : 0;  // a quarter take shorter drafts than the context's
         r.prompt = tiny_prompt(i % 12);  // later ones repeat earlier prompts: prefix hits
         r.max_tokens = max_tokens + (uint32_t)(i % 5);
         r.seed = i % 3 == 1 ? 500 + (uint32_t)i : 0;  // a third sampled
@@ -123,9 +135,10 @@ TEST_CASE("spec: draft-model drafts leave every token as it was, greedy and samp
     const vt_engine_stats s =
         same_with_drafts(m.get(), tiny_requests(16, 40), 2 << 20, 64, k, 0, 0, VT_SPEC_DRAFT_MODEL, tiny_draft());
     // The requests draft (60 to 330 times here, fewer with longer drafts),
-    // k tokens each but where a request's room for tokens is shorter.
+    // k tokens each but where a request's room for tokens is shorter or it
+    // takes fewer (a quarter take 1 to 3: tiny_requests).
     CHECK(s.spec_num_drafts > 40);
-    CHECK(s.spec_num_draft_tokens * 2 > (uint64_t)k * s.spec_num_drafts);
+    CHECK(s.spec_num_draft_tokens * 3 > (uint64_t)k * s.spec_num_drafts);
     // A Q4_0 copy of the model agrees with it on most greedy tokens.
     CHECK(s.spec_num_accepted_tokens * 4 > s.spec_num_draft_tokens);
     CHECK(s.spec_num_accepted_tokens < s.spec_num_draft_tokens);

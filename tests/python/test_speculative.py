@@ -93,3 +93,25 @@ def test_recurrent_models_are_refused():
         pytest.skip("tests/models/tiny/qwen3_5.gguf is missing")
     with pytest.raises(vt.VtUnsupportedError, match="recurrent"):
         vt.LLM(str(src), kv_cache_memory=KV, speculative_config=SPEC)
+
+
+def test_per_request_drafts_and_counters(model):
+    # A context that drafts 6 n-gram tokens; one request takes at most 1 a
+    # step: its events count its own drafts, which add up to the context's.
+    ctx = vt.Context(model, n_threads=2, kv_cache_bytes=64 << 20, speculative_config=SPEC | {
+        "num_speculative_tokens": 6})
+    prompt = model.tokenizer.encode("a b c d a b c d a b c d a b c d a b")
+    ids = [ctx.submit(prompt, max_tokens=24), ctx.submit(prompt, max_tokens=24, num_speculative_tokens=1)]
+    last = {}
+    while len(last) < 2:
+        ctx.step()
+        for ev in ctx.poll():
+            assert ev.n_accepted_tokens <= ev.n_draft_tokens
+            if ev.finish_reason is not None:
+                last[ev.request_id] = ev
+    full, short = last[ids[0]], last[ids[1]]
+    s = ctx.stats()
+    assert full.n_draft_tokens + short.n_draft_tokens == s["spec_num_draft_tokens"]
+    assert full.n_accepted_tokens + short.n_accepted_tokens == s["spec_num_accepted_tokens"]
+    assert full.n_draft_tokens > short.n_draft_tokens > 0
+    assert short.n_draft_tokens <= short.n_output_tokens  # one token a draft at most

@@ -30,6 +30,7 @@ struct RequestEvent {
     vt_finish_reason finish = VT_FINISH_NONE;
     vt_status status = VT_OK;
     uint32_t n_prompt = 0, n_output = 0, n_cached = 0;
+    uint32_t n_drafted = 0, n_accepted = 0;
     bool is_prompt = false;                             // a prompt token's event (prompt_logprobs)
 };
 
@@ -57,6 +58,8 @@ RequestEvent copy_event(const vt_request_output &o) {
     e.n_prompt = o.n_prompt_tokens;
     e.n_output = o.n_output_tokens;
     e.n_cached = o.n_cached_tokens;
+    e.n_drafted = o.n_draft_tokens;
+    e.n_accepted = o.n_accepted_tokens;
     e.is_prompt = o.is_prompt;
     return e;
 }
@@ -64,7 +67,8 @@ RequestEvent copy_event(const vt_request_output &o) {
 uint64_t submit(Context &self, const std::vector<vt_token> &prompt, std::optional<int64_t> max_tokens,
                 std::shared_ptr<Sampler> sampler, const std::vector<vt_token> &stop_token_ids,
                 const std::vector<std::string> &stop, bool ignore_eos, bool logprobs, uint32_t top_logprobs,
-                std::shared_ptr<LoRA> lora, float lora_scale, bool prompt_logprobs, uint32_t prompt_top_logprobs) {
+                std::shared_ptr<LoRA> lora, float lora_scale, bool prompt_logprobs, uint32_t prompt_top_logprobs,
+                uint32_t num_speculative_tokens) {
     if (max_tokens && (*max_tokens < 1 || *max_tokens > UINT32_MAX))
         raise_status(VT_ERR_INVALID_ARGUMENT, "submit: max_tokens must be in 1 .. 2**32-1, or None (until the "
                                               "context's max_model_len)");
@@ -90,6 +94,7 @@ uint64_t submit(Context &self, const std::vector<vt_token> &prompt, std::optiona
     p.lora_scale = lora_scale;
     p.prompt_logprobs = prompt_logprobs;
     p.prompt_top_logprobs = prompt_top_logprobs;
+    p.num_speculative_tokens = num_speculative_tokens;
     uint64_t id = 0;
     if (!sampler) {
         check(vt_context_submit(self.handle, &p, &id));
@@ -180,6 +185,7 @@ static void add_engine_methods(py::class_<Context, std::shared_ptr<Context>> cls
             py::arg("stop") = std::vector<std::string>{}, py::arg("ignore_eos") = false,
             py::arg("logprobs") = false, py::arg("top_logprobs") = 0, py::arg("lora") = py::none(),
             py::arg("lora_scale") = 1.0f, py::arg("prompt_logprobs") = false, py::arg("prompt_top_logprobs") = 0,
+            py::arg("num_speculative_tokens") = 0,
             "Queues a request on this context's serving engine and returns its id (> 0,\n"
             "never reused). Its events come from poll() after later step() calls.\n\n"
             "Args:\n"
@@ -206,7 +212,10 @@ static void add_engine_methods(py::class_<Context, std::shared_ptr<Context>> cls
             "        from the second on (is_prompt True): the token, its log-probability given\n"
             "        the tokens before it, no text. Such a request computes its whole prompt\n"
             "        (it does not read the prefix cache).\n"
-            "    prompt_top_logprobs: 0..20 most likely (token, logprob) pairs per prompt event.\n\n"
+            "    prompt_top_logprobs: 0..20 most likely (token, logprob) pairs per prompt event.\n"
+            "    num_speculative_tokens: the most draft tokens this request takes per step\n"
+            "        where the context drafts (speculative_config); 0 = the context's, a\n"
+            "        larger value is taken as the context's.\n\n"
             "Thread-safe (another thread may be in step()). The first submit allocates the\n"
             "KV pool (the context's kv_cache_bytes). Raises VtInvalidArgument (empty prompt,\n"
             "ids outside the vocabulary, bad stop strings, top_logprobs or prompt_top_logprobs\n"
@@ -277,6 +286,9 @@ void init_engine(py::module_ &m) {
         .def_readonly("n_output_tokens", &RequestEvent::n_output, "Tokens generated so far, this one included.")
         .def_readonly("n_cached_tokens", &RequestEvent::n_cached,
                       "Prompt tokens served from the prefix cache when the request was admitted.")
+        .def_readonly("n_draft_tokens", &RequestEvent::n_drafted,
+                      "Speculative decoding: this request's draft tokens verified so far.")
+        .def_readonly("n_accepted_tokens", &RequestEvent::n_accepted, "Of those, the ones accepted.")
         .def("check", [](const RequestEvent &e) {
                 if (e.status != VT_OK)
                     raise_status(e.status, "request " + std::to_string(e.request_id) + " failed: " +

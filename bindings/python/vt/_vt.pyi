@@ -177,7 +177,8 @@ class Context:
                sampler: Optional[Sampler] = None, stop_token_ids: _Seq[int] = ...,
                stop: _Seq[str] = ..., ignore_eos: bool = False, logprobs: bool = False,
                top_logprobs: int = 0, lora: Optional[LoRA] = None, lora_scale: float = 1.0,
-               prompt_logprobs: bool = False, prompt_top_logprobs: int = 0) -> int:
+               prompt_logprobs: bool = False, prompt_top_logprobs: int = 0,
+               num_speculative_tokens: int = 0) -> int:
         """Queues a request; returns its id (> 0). Thread-safe.
 
         sampler is MOVED into the request on success: the vt.Sampler object is
@@ -188,6 +189,8 @@ class Context:
         event per prompt token from the second, before the first generated
         token, with prompt_top_logprobs (0..20) most likely tokens each; the
         whole prompt is computed (no prefix-cache read).
+        num_speculative_tokens: the most draft tokens a step where the context
+        drafts (0 = the context's; more is taken as the context's).
         """
     def cancel(self, request_id: int) -> None:
         """Ends a request at the next step (last event finish_reason "abort"). Thread-safe."""
@@ -242,6 +245,12 @@ class RequestEvent:
     def n_output_tokens(self) -> int: ...
     @property
     def n_cached_tokens(self) -> int: ...
+    @property
+    def n_draft_tokens(self) -> int:
+        """Speculative decoding: this request's draft tokens verified so far."""
+    @property
+    def n_accepted_tokens(self) -> int:
+        """Of n_draft_tokens, the ones accepted."""
     @property
     def is_prompt(self) -> bool:
         """A prompt token's event (submit(prompt_logprobs=True)): token is the
