@@ -79,8 +79,9 @@ typedef struct vt_context_params {
      * tokens to a request. Not for models with recurrent layers
      * (vt_context_create fails with VT_ERR_UNSUPPORTED). Counters: vt_engine_stats. */
     uint32_t spec_method;             /* a vt_spec_method: VT_SPEC_NONE (default), VT_SPEC_NGRAM,
-                                         VT_SPEC_SUFFIX or VT_SPEC_DRAFT_MODEL (an integer field, as vt_model_params.quantize:
-                                         any value a caller passes is read safely, the unknown refused) */
+                                         VT_SPEC_SUFFIX or VT_SPEC_DRAFT_MODEL (an integer field, as
+                                         vt_model_params.quantize: any value a caller passes is read
+                                         safely, the unknown refused) */
     uint32_t num_speculative_tokens;  /* 1..VT_SPEC_MAX_TOKENS with a method */
     uint32_t prompt_lookup_min;       /* VT_SPEC_NGRAM's n-gram sizes (vLLM's): 0 and 0 = 5 and 5, */
     uint32_t prompt_lookup_max;       /*   one of them 0 = the other's value */

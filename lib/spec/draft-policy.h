@@ -63,8 +63,8 @@ private:
     LinearFit steps_;                    // (tokens, seconds) of decode steps
     LinearFit proposals_;                // (requests, seconds per drafted position) of proposals
     double drafted_ = 0, accepted_ = 0;  // weighted draft tokens, accepted ones
-    uint32_t skipped_ = 0;
-    uint32_t unfitted_ = 0;  // steps asked about before the step cost had a fit                                  // steps not drafted since the last draft
+    uint32_t skipped_ = 0;   // steps not drafted since the last draft
+    uint32_t unfitted_ = 0;  // steps asked about before the step cost had a fit
 };
 
 } // namespace vt

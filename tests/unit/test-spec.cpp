@@ -57,6 +57,10 @@ TEST_CASE("n-gram lookup proposes what followed the longest earlier match", "[sp
 TEST_CASE("the draft policy drafts while a draft token earns more than the step's average rate", "[spec]") {
     DraftPolicy p;
     CHECK(p.worth_drafting(64));  // nothing measured yet: draft, to measure
+    // ... but for one step in kProbeEvery, whose other size makes a fit.
+    uint32_t plain = 0;
+    for (uint32_t i = 0; i < 2 * DraftPolicy::kProbeEvery; ++i) plain += p.draft_now(1) == DraftPolicy::Drafts::none;
+    CHECK(plain == 2);
     double a = 0, b = 0;
     for (int i = 0; i < 20; ++i) p.observe_step(4, 0.008);  // no spread: still no fit
     CHECK(!p.cost(a, b));
