@@ -88,6 +88,7 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     spec_.accepted_by_position.assign(spec_k_, 0);
     fail_every_ = debug_env_count("VT_DEBUG_FAIL_FORWARD");
     fail_once_ = debug_env_count("VT_DEBUG_FAIL_FORWARD_ONCE");
+    fail_draft_ = debug_env_count("VT_DEBUG_FAIL_DRAFT_ONCE");
     if (fail_every_ || fail_once_)
         VT_LOG_WARN("fault injection: forward passes fail (VT_DEBUG_FAIL_FORWARD=%llu, VT_DEBUG_FAIL_FORWARD_ONCE=%llu)",
                     (unsigned long long)fail_every_, (unsigned long long)fail_once_);
@@ -525,6 +526,7 @@ void Engine::propose_drafts(const std::vector<SampleJob> &jobs) {
     if (!wants.empty()) {
         std::vector<std::vector<int32_t>> drafts;
         try {
+            if (++proposals_ == fail_draft_) fail(VT_ERR_INTERNAL, "injected draft failure (VT_DEBUG_FAIL_DRAFT_ONCE)");
             draft_->propose(wants, drafts);
         } catch (const std::exception &e) {
             // The requests go on without drafts: a draft model that cannot

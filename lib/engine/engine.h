@@ -15,7 +15,9 @@
 // the engine is made, so that tests can drive the failure path (fail_all)
 // through the public ABI and vt-server:
 //   VT_DEBUG_FAIL_FORWARD=N       every N-th forward pass of the engine fails;
-//   VT_DEBUG_FAIL_FORWARD_ONCE=N  only its N-th forward pass fails.
+//   VT_DEBUG_FAIL_FORWARD_ONCE=N  only its N-th forward pass fails;
+//   VT_DEBUG_FAIL_DRAFT_ONCE=N    its draft model's N-th proposal fails (the
+//                                 requests then decode without drafts).
 // A failing pass throws vt::Error(VT_ERR_INTERNAL, "injected forward failure
 // (VT_DEBUG_FAIL_FORWARD)") before any work, exactly where a real one would:
 // step() then ends that step's requests with VT_FINISH_ERROR and starts the
@@ -205,6 +207,8 @@ private:
     // Fault injection (see the top of this file); engine thread only.
     uint64_t fail_every_ = 0;  // VT_DEBUG_FAIL_FORWARD
     uint64_t fail_once_ = 0;   // VT_DEBUG_FAIL_FORWARD_ONCE
+    uint64_t fail_draft_ = 0;  // VT_DEBUG_FAIL_DRAFT_ONCE
+    uint64_t proposals_ = 0;   // draft-model proposals so far
     uint64_t forward_passes_ = 0;
 
     // Step scratch, reused.

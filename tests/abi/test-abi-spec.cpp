@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -142,6 +143,20 @@ TEST_CASE("spec: draft-model drafts leave every token as it was, greedy and samp
     // A Q4_0 copy of the model agrees with it on most greedy tokens.
     CHECK(s.spec_num_accepted_tokens * 4 > s.spec_num_draft_tokens);
     CHECK(s.spec_num_accepted_tokens < s.spec_num_draft_tokens);
+}
+
+TEST_CASE("spec: a draft model that fails ends drafting, not the requests", "[tiny]") {
+    ModelPtr m = tiny_model();
+    // Its 5th proposal fails (lib/engine/engine.h's test hook): the first
+    // four drafted, the requests then decode without drafts, to the tokens
+    // they make without any.
+    REQUIRE(setenv("VT_DEBUG_FAIL_DRAFT_ONCE", "5", 1) == 0);
+    const vt_engine_stats s =
+        same_with_drafts(m.get(), tiny_requests(16, 40), 2 << 20, 64, 4, 0, 0, VT_SPEC_DRAFT_MODEL, tiny_draft());
+    unsetenv("VT_DEBUG_FAIL_DRAFT_ONCE");
+    CHECK(s.spec_num_drafts > 0);
+    CHECK(s.spec_num_drafts <= 4 * 16);  // four proposals of at most 16 requests
+    CHECK(s.requests_finished == 16);
 }
 
 TEST_CASE("spec: through preemption, a small budget and stop strings, nothing changes", "[tiny]") {
