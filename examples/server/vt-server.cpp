@@ -183,6 +183,8 @@ int serve(ServerState &st) {
             if (failed(vt_model_load(draft_path.c_str(), &mp, &draw), "cannot load the draft model")) return 1;
             draft.reset(draw);
             cp.draft_model = draft.get();
+            std::fprintf(stderr, "vt-server: draft model %s, up to %u tokens a step (its KV cache beside the "
+                         "model's, as many tokens)\n", draft_path.c_str(), cp.num_speculative_tokens);
         }
     }
     vt_context *craw = nullptr;
