@@ -40,7 +40,8 @@ inline std::string parse_speculative_config(const std::string &text, vt_context_
         return "--speculative-config: \"model\" must be a string (the draft model's path)";
     std::string method = j.contains("model") ? "draft_model" : "";
     if (j.contains("method")) {
-        if (!j["method"].is_string()) return std::string("--speculative-config: \"method\" must be a string (") + methods + ")";
+        if (!j["method"].is_string())
+            return std::string("--speculative-config: \"method\" must be a string (") + methods + ")";
         method = j["method"].get<std::string>();
     }
     if (method.empty())

@@ -114,7 +114,8 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     if (draft_) {
         char part[160];
         std::snprintf(part, sizeof part, "; the draft model's %.2f GiB (%u blocks, %s)",
-                      (double)draft_->pool_bytes() / (1 << 30), plan.draft_blocks, cfg.draft_model->arch_name().c_str());
+                      (double)draft_->pool_bytes() / (1 << 30), plan.draft_blocks,
+                      cfg.draft_model->arch_name().c_str());
         layout += part;
     }
     if (plan.state_slots) {
