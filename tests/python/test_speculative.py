@@ -59,6 +59,16 @@ def test_a_draft_model_keeps_the_tokens(model, model_path):
         vt.Context(model, speculative_config={"model": model_path, "num_speculative_tokens": 2})
 
 
+def test_a_draft_model_with_recurrent_layers_is_refused():
+    # The tiny Llama and Qwen3.5 share their trained vocabulary: the draft's
+    # recurrent layers are what is refused.
+    src, draft = TINY / "llama.gguf", TINY / "qwen3_5.gguf"
+    if not src.exists() or not draft.exists():
+        pytest.skip("tests/models/tiny fixtures are missing")
+    with pytest.raises(vt.VtUnsupportedError, match="draft model .* recurrent"):
+        vt.LLM(str(src), kv_cache_memory=KV, speculative_config={"model": str(draft), "num_speculative_tokens": 2})
+
+
 def test_a_draft_model_of_another_vocabulary_is_refused(model):
     src = TINY / "llama.gguf"
     if not src.exists():
