@@ -68,10 +68,10 @@ std::string random_chars(size_t n) {
 // read in the model's key order.
 ToolOutput parse_required(const std::string &text, vt_tool_call_format format) {
     const json arr = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!arr.is_array() || arr.empty()) return {text, {}};
+    if (!arr.is_array() || arr.empty()) return {text, {}, std::nullopt};
     ToolOutput out;
     for (const auto &el : arr) {
-        if (!el.is_object() || !el.contains("name") || !el["name"].is_string()) return {text, {}};
+        if (!el.is_object() || !el.contains("name") || !el["name"].is_string()) return {text, {}, std::nullopt};
         auto args = el.find("parameters");
         if (args == el.end()) args = el.find("arguments");
         out.calls.push_back({make_call_id(format), el["name"].get<std::string>(),
@@ -135,8 +135,8 @@ ToolChoice parse_tool_choice(const json &body) {
 
 ToolOutput parse_tool_output(const ToolChoice &tc, vt_tool_call_format format, const std::string &text) {
     switch (tc.mode) {
-    case ToolMode::none: return {text, {}};
-    case ToolMode::named: return {std::nullopt, {{make_call_id(format), tc.function, text}}};
+    case ToolMode::none: return {text, {}, std::nullopt};
+    case ToolMode::named: return {std::nullopt, {{make_call_id(format), tc.function, text}}, std::nullopt};
     case ToolMode::required: return parse_required(text, format);
     case ToolMode::parse: break;
     }
@@ -147,10 +147,10 @@ ToolOutput parse_tool_output(const ToolChoice &tc, vt_tool_call_format format, c
         buf.resize(needed + 1);
         s = vt_chat_parse_tool_calls(format, text.data(), text.size(), buf.data(), buf.size(), &needed);
     }
-    if (s != VT_OK) return {text, {}};
+    if (s != VT_OK) return {text, {}, std::nullopt};
     buf.resize(needed);
     const json parsed = json::parse(buf, nullptr, /*allow_exceptions=*/false);
-    if (!parsed.is_object() || !parsed.contains("tool_calls") || !parsed["tool_calls"].is_array()) return {text, {}};
+    if (!parsed.is_object() || !parsed.contains("tool_calls") || !parsed["tool_calls"].is_array()) return {text, {}, std::nullopt};
     ToolOutput out;
     if (parsed["content"].is_string()) out.content = parsed["content"].get<std::string>();
     for (const auto &c : parsed["tool_calls"])
