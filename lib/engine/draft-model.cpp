@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "kv/cache-spec.h"
+#include "sample/sampler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace vt {
@@ -94,8 +95,7 @@ void DraftModelProposer::forward(std::span<const Part> parts, std::vector<int32_
     greedy.clear();
     for (const Part &p : parts) {
         if (!p.logits) continue;
-        // The first maximum, as the engine's own greedy choice.
-        greedy.push_back((int32_t)(std::max_element(row, row + n_vocab) - row));
+        greedy.push_back((int32_t)first_max_index(row, n_vocab));
         row += n_vocab;
     }
 }

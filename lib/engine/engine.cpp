@@ -81,7 +81,8 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
                  ngram_.min_n, ngram_.max_n);
     }
     if (cfg.draft_k) {
-        check_draft_vocabulary(model_, *cfg.draft_model);
+        // Its vocabulary was checked by vt_context_create (check_draft_vocabulary:
+        // a compare of every token's piece, not repeated here).
         draft_ = std::make_unique<DraftModelProposer>(*cfg.draft_model, ctx, ctx.n_batch(), plan.draft_blocks,
                                                       block_size_, max_len);
     }
