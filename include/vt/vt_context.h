@@ -76,8 +76,11 @@ typedef struct vt_context_params {
      * and the step's forward pass verifies them with the request's own sampler
      * chain, so the tokens are those it draws without drafts, greedy or
      * sampled, seed for seed; a step then adds up to num_speculative_tokens + 1
-     * tokens to a request. Not for models with recurrent layers
-     * (vt_context_create fails with VT_ERR_UNSUPPORTED). Counters: vt_engine_stats. */
+     * tokens to a request. Models with recurrent layers draft too (since
+     * 1.15): a request's state is checkpointed before a verification and
+     * rolled back when it rejects a draft token, and the kept tokens are
+     * computed again in its next step; each state slot then has a
+     * checkpoint beside it in kv_cache_bytes. Counters: vt_engine_stats. */
     uint32_t spec_method;             /* a vt_spec_method: VT_SPEC_NONE (default), VT_SPEC_NGRAM,
                                          VT_SPEC_SUFFIX or VT_SPEC_DRAFT_MODEL (an integer field, as
                                          vt_model_params.quantize: any value a caller passes is read
@@ -99,7 +102,9 @@ typedef struct vt_context_params {
      * context's model's, token for token (else vt_context_create fails with
      * VT_ERR_INVALID_ARGUMENT); it computes on its own device
      * (vt_model_params.device), with n_threads, and must outlive the
-     * context. NULL (default) with any other method. */
+     * context. Since 1.15 it may have recurrent layers (a state slot and a
+     * checkpoint per request, in kv_cache_bytes). NULL (default) with any
+     * other method. */
     const vt_model *draft_model;
 } vt_context_params;
 

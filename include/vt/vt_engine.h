@@ -186,7 +186,8 @@ typedef struct vt_engine_stats {
      * Qwen3-Next): a fixed-size state per running request instead of KV rows
      * per token. state_slots bounds the requests running at once; snapshots
      * of states at block boundaries serve prefix-cache hits. state_bytes is
-     * what slots and snapshots take of kv_cache_bytes. 0 for other models. */
+     * what slots and snapshots take of kv_cache_bytes (and, with speculative
+     * decoding, a checkpoint per slot: since 1.15). 0 for other models. */
     uint32_t state_slots;
     uint32_t state_snapshots;
     uint64_t state_bytes;

@@ -72,18 +72,7 @@ VT_API vt_status vt_context_create(const vt_model *model, const vt_context_param
         // that cannot fit there fails now, saying what fits, not at the
         // first submit.
         if (!vt::device_is_host(model->impl->device())) vt::plan_kv(*c->impl, engine_config(p));
-        if (p.draft_model) {
-            vt::check_draft_vocabulary(*model->impl, *p.draft_model->impl);
-            if (!vt::state_slots(p.draft_model->impl->cache_layers).layers.empty())
-                vt::fail(VT_ERR_UNSUPPORTED, "vt_context_create: the draft model (%s) has recurrent layers, whose "
-                         "state would have to be kept per drafted position; not supported yet",
-                         p.draft_model->impl->arch_name().c_str());
-        }
-        if (p.spec_method != VT_SPEC_NONE && !vt::state_slots(model->impl->cache_layers).layers.empty())
-            vt::fail(VT_ERR_UNSUPPORTED,
-                     "vt_context_create: speculative decoding is not supported yet for %s: its recurrent layers' "
-                     "state would have to be kept per drafted position",
-                     model->impl->arch_name().c_str());
+        if (p.draft_model) vt::check_draft_vocabulary(*model->impl, *p.draft_model->impl);
         *out = c.release();
     });
 }

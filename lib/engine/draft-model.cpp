@@ -20,32 +20,54 @@ void check_draft_vocabulary(const Model &model, const Model &draft) {
 }
 
 DraftModelProposer::DraftModelProposer(const Model &draft, Context &target, uint32_t n_batch, uint32_t n_blocks,
-                                       uint32_t block_size, uint32_t max_len)
+                                       uint32_t block_size, uint32_t max_len, uint32_t max_seqs)
     : draft_(draft),
       ctx_(draft.device() == target.executor().device()
                ? std::make_unique<Context>(draft, target, n_batch)
                : std::make_unique<Context>(draft, "", target.executor().n_threads(), n_batch)),
       block_size_(block_size), max_len_(max_len), pool_(n_blocks) {
-    if (!state_slots(draft.cache_layers).layers.empty())
-        fail(VT_ERR_UNSUPPORTED, "speculative decoding: the draft model (%s) has recurrent layers, whose state would "
-             "have to be kept per drafted position; not supported yet", draft.arch_name().c_str());
-    const size_t n_groups = cache_groups(draft.cache_layers).size();
-    if (n_groups == 0) fail(VT_ERR_UNSUPPORTED, "speculative decoding: the draft model (%s) has no KV cache",
-                            draft.arch_name().c_str());
+    recurrent_ = !state_slots(draft.cache_layers).layers.empty();
+    if (recurrent_ && max_seqs == 0)
+        fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: no state slots for the draft model's recurrent layers");
+    const uint32_t n_slots = recurrent_ ? 2 * max_seqs : 0;
+    for (uint32_t s = n_slots; s >= 2; s -= 2) free_slots_.push_back((int32_t)(s - 2));
     // Every group gets the same blocks and one table per request: a sliding
     // group keeps positions it no longer reads (a draft model is small, and
     // its cache is a fraction of the target's).
-    kv_ = std::make_unique<PagedKv>(draft, std::vector<uint32_t>(n_groups, n_blocks), block_size);
+    const size_t n_groups = cache_groups(draft.cache_layers).size();
+    kv_ = std::make_unique<PagedKv>(draft, std::vector<uint32_t>(n_groups, n_blocks), block_size, n_slots);
 }
 
 DraftModelProposer::~DraftModelProposer() = default;
 
 bool DraftModelProposer::reserve(Seq &s, size_t n) {
+    if (recurrent_ && s.slot < 0) {
+        if (free_slots_.empty()) return false;
+        s.slot = free_slots_.back();
+        free_slots_.pop_back();
+        s.computed.clear();  // a slot it held before was given back
+    }
+    if (kv_->groups().empty()) return true;
     const size_t need = (n + block_size_ - 1) / block_size_;
     if (need <= s.blocks.size()) return true;
     if (need - s.blocks.size() > pool_.num_free()) return false;
     pool_.allocate((uint32_t)(need - s.blocks.size()), s.blocks);
     return true;
+}
+
+void DraftModelProposer::release(Seq &s) {
+    pool_.release(s.blocks);
+    if (s.slot >= 0) free_slots_.push_back(s.slot);
+}
+
+size_t DraftModelProposer::resume_at(Seq &s, size_t keep) {
+    if (!recurrent_ || keep == s.computed.size()) return keep;
+    // The state has seen tokens past keep: back to the checkpoint when that
+    // is within what agrees, else from the start.
+    if (s.checkpoint_at == 0 || s.checkpoint_at > keep) return 0;
+    const StateCopy back{s.slot + 1, s.slot};
+    kv_->copy_slots(std::span<const StateCopy>(&back, 1));
+    return s.checkpoint_at;
 }
 
 namespace {
@@ -67,12 +89,12 @@ size_t DraftModelProposer::catch_up(uint64_t id, std::span<const int32_t> tokens
 void DraftModelProposer::finish(uint64_t id) {
     auto it = seqs_.find(id);
     if (it == seqs_.end()) return;
-    pool_.release(it->second.blocks);
+    release(it->second);
     seqs_.erase(it);
 }
 
 void DraftModelProposer::clear() {
-    for (auto &[id, s] : seqs_) pool_.release(s.blocks);
+    for (auto &[id, s] : seqs_) release(s);
     seqs_.clear();
 }
 
@@ -87,6 +109,7 @@ void DraftModelProposer::forward(std::span<const Part> parts, std::vector<int32_
         b.tokens = parts[i].tokens;
         b.start_pos = parts[i].start;
         b.block_tables = tables_[i];
+        b.state_slot = parts[i].seq->slot;
         b.logits = parts[i].logits ? Context::Logits::last : Context::Logits::none;
     }
     const Tensor *logits = ctx_->forward(*kv_, batch_, max_len_);
@@ -128,7 +151,7 @@ void DraftModelProposer::propose_all(std::span<const Want> wants, std::vector<st
         Seq &s = seqs_[wants[i].id];
         if (!reserve(s, t.size() + k - 1)) continue;
         // What still agrees stays; the last token is always computed, for its logits.
-        const size_t keep = agreeing(s.computed, t);
+        const size_t keep = resume_at(s, agreeing(s.computed, t));
         s.computed.assign(t.begin(), t.end());  // computed below, up to the last
         act.push_back({i, &s, keep});
         last_catch_up_ = std::max(last_catch_up_, t.size() - keep);
@@ -165,6 +188,17 @@ void DraftModelProposer::propose_all(std::span<const Want> wants, std::vector<st
         if (parts.empty()) break;
         forward(parts, greedy);
         for (size_t j = 0; j < owners.size(); ++j) out[act[owners[j]].want].push_back(greedy[j]);
+    }
+    // The states have seen every known token: the checkpoint the next
+    // proposal resumes from, before the drafted tokens go through.
+    if (recurrent_) {
+        std::vector<StateCopy> checkpoints;
+        for (const Active &x : act) {
+            if (wants[x.want].k < 2) continue;  // no drafted token goes through
+            x.seq->checkpoint_at = wants[x.want].tokens.size();
+            checkpoints.push_back({x.seq->slot, x.seq->slot + 1});
+        }
+        kv_->copy_slots(checkpoints);
     }
     // Then up to k - 1 steps of one token each, for the requests whose
     // drafts are shorter than their k: the last drafted token goes in.

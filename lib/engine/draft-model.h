@@ -17,6 +17,14 @@
 // of a request computes its prompt (a draft-model prefill, in chunks of the
 // context's n_batch).
 //
+// A draft model with recurrent layers (a small Qwen3.5 drafting a large one)
+// keeps a state per request, which the drafted tokens move past what the
+// next proposal keeps: it is copied to a checkpoint once the request's known
+// tokens are in, before the draft's own tokens go through, and a proposal
+// that keeps fewer tokens than the state has seen starts from the
+// checkpoint again (as the engine does for the model's own states,
+// sched/scheduler.h). Two slots per request.
+//
 // A request the pool has no room for gets no draft that step (it decodes a
 // token as without speculation); the engine sizes the pool to hold as many
 // tokens as its own (engine/kv-plan.h).
@@ -48,11 +56,11 @@ public:
     // are on one device, else on its own device with as many threads; forward
     // passes of at most n_batch tokens; its pool has n_blocks blocks of
     // block_size tokens in every cache group; a request reaches at most
-    // max_len positions. Errors: VT_ERR_UNSUPPORTED (a draft with recurrent
-    // layers, whose state would need a copy per drafted position),
-    // VT_ERR_OUT_OF_MEMORY.
+    // max_len positions; a draft with recurrent layers holds states for at
+    // most max_seqs requests. Errors: VT_ERR_OUT_OF_MEMORY,
+    // VT_ERR_INVALID_ARGUMENT (a recurrent draft and max_seqs 0).
     DraftModelProposer(const Model &draft, Context &target, uint32_t n_batch, uint32_t n_blocks, uint32_t block_size,
-                       uint32_t max_len);
+                       uint32_t max_len, uint32_t max_seqs);
     ~DraftModelProposer();
 
     struct Want {
@@ -82,10 +90,21 @@ private:
     struct Seq {
         std::vector<BlockId> blocks;   // positions 0 .. blocks.size() * block_size - 1
         std::vector<int32_t> computed; // the tokens whose K/V the draft's cache holds, by position
+        // Recurrent layers: its live slot (its state has seen computed) and
+        // the checkpoint beside it (live + 1), the state after its first
+        // checkpoint_at tokens; -1 and 0 without.
+        int32_t slot = -1;
+        size_t checkpoint_at = 0;
     };
     void propose_all(std::span<const Want> wants, std::vector<std::vector<int32_t>> &out);
-    // Grows s's table to cover n positions; false when the pool is short.
+    // Grows s's table to cover n positions (and gives it state slots where
+    // the draft has recurrent layers); false when the pool is short.
     bool reserve(Seq &s, size_t n);
+    // Where s's state can resume for tokens that agree with computed up to
+    // keep: keep itself, or its checkpoint (restored into the live slot),
+    // or 0 (a fresh state). Without recurrent layers, keep.
+    size_t resume_at(Seq &s, size_t keep);
+    void release(Seq &s);
     // One forward pass over parts (tokens at start positions of their
     // sequences, each wanting its last row's logits or none); the greedy
     // token of each part that wanted logits, in order.
@@ -102,6 +121,8 @@ private:
     uint32_t block_size_, max_len_;
     std::unique_ptr<PagedKv> kv_;
     BlockPool pool_;
+    bool recurrent_ = false;
+    std::vector<int32_t> free_slots_;  // live slots (even): each with its checkpoint after it
     std::unordered_map<uint64_t, Seq> seqs_;
     size_t last_catch_up_ = 0;
     // forward() scratch

@@ -46,11 +46,12 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     const std::vector<CacheGroup> &groups = plan.groups;
     const std::vector<uint32_t> &blocks = plan.blocks;
     const uint32_t max_num_seqs = plan.max_num_seqs, max_batched = plan.max_batched, max_len = plan.max_model_len;
-    KvCacheConfig kv_cfg{block_size_, 0, cfg.prefix_caching, {}, plan.state_slots, plan.state_snapshots};
+    KvCacheConfig kv_cfg{block_size_,          0, cfg.prefix_caching, {}, plan.state_slots, plan.state_snapshots,
+                         plan.state_checkpoints};
     for (size_t g = 0; g < groups.size(); ++g) kv_cfg.groups.push_back({blocks[g], groups[g].window});
     // The arena first: the plan left room for it on a device.
     if (plan.arena_bytes) ctx.reserve_arena(plan.arena_bytes);
-    kv_pool_ = std::make_unique<PagedKv>(model_, blocks, block_size_, plan.state_slots + plan.state_snapshots);
+    kv_pool_ = std::make_unique<PagedKv>(model_, blocks, block_size_, plan.state_slots_total());
     kv_cfg_ = kv_cfg;
     sched_cfg_.max_num_batched_tokens = max_batched;
     sched_cfg_.max_num_seqs = max_num_seqs;
@@ -73,9 +74,6 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
         suffix_ = std::make_unique<SuffixProposer>(cfg.suffix);
     }
     if (spec_k_ > 0) {
-        if (plan.state_slots)
-            fail(VT_ERR_UNSUPPORTED, "speculative decoding: %s has recurrent layers, whose state would have to be kept "
-                 "per drafted position; not supported yet", model_.arch_name().c_str());
         if (ngram_.k && (ngram_.min_n == 0 || ngram_.min_n > ngram_.max_n))
             fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: n-gram sizes %u..%u (need 1 <= min <= max)",
                  ngram_.min_n, ngram_.max_n);
@@ -84,7 +82,7 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
         // Its vocabulary was checked by vt_context_create (check_draft_vocabulary:
         // a compare of every token's piece, not repeated here).
         draft_ = std::make_unique<DraftModelProposer>(*cfg.draft_model, ctx, ctx.n_batch(), plan.draft_blocks,
-                                                      block_size_, max_len);
+                                                      block_size_, max_len, plan.draft_state_seqs);
     }
     spec_.accepted_by_position.assign(spec_k_, 0);
     fail_every_ = debug_env_count("VT_DEBUG_FAIL_FORWARD");
@@ -104,7 +102,7 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     stats_.kv_cache_bytes = kv_pool_->bytes();
     stats_.state_slots = plan.state_slots;
     stats_.state_snapshots = plan.state_snapshots;
-    stats_.state_bytes = (uint64_t)(plan.state_slots + plan.state_snapshots) * plan.slot_bytes;
+    stats_.state_bytes = (uint64_t)plan.state_slots_total() * plan.slot_bytes;
     std::string layout;
     for (size_t g = 0; g < groups.size(); ++g) {
         char part[96];
@@ -120,9 +118,10 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
         layout += part;
     }
     if (plan.state_slots) {
-        char part[128];
-        std::snprintf(part, sizeof part, "%s%u state slots and %u snapshots of %.2f MiB for %zu recurrent layers",
-                      layout.empty() ? "" : ", ", plan.state_slots, plan.state_snapshots,
+        char part[192];
+        std::snprintf(part, sizeof part, "%s%u state slots%s and %u snapshots of %.2f MiB for %zu recurrent layers",
+                      layout.empty() ? "" : ", ", plan.state_slots,
+                      plan.state_checkpoints ? " (each with a checkpoint for drafts)" : "", plan.state_snapshots,
                       (double)plan.slot_bytes / (1 << 20), state_slots(model_.cache_layers).layers.size());
         layout += part;
     }
@@ -300,7 +299,8 @@ void Engine::observe_decode_step(const SchedulerOutput &so, std::chrono::steady_
     // The draft policy fits decode steps only: a prompt chunk's tokens go
     // through wider tiles at another cost per token.
     for (const ScheduledSeq &s : so.seqs)
-        if (!s.needs_logits || s.n_tokens != 1 + s.n_draft || s.start_pos < requests_.at(s.id)->spec.prompt.size())
+        if (!s.needs_logits || s.n_tokens != s.n_replay + 1 + s.n_draft ||
+            s.start_pos < requests_.at(s.id)->spec.prompt.size())
             return;
     draft_policy_.observe_step((uint32_t)so.num_tokens(), std::chrono::duration<double>(took).count());
 }
@@ -323,13 +323,15 @@ const Tensor *Engine::run_forward(const SchedulerOutput &so) {
         b.state_slot = s.state_slot;
         const Request &r = *requests_.at(s.id);
         b.logits = s.needs_logits ? Context::Logits::last : Context::Logits::none;
-        if (wants_prompt_rows(r, s) || s.n_draft) b.logits = Context::Logits::all;
+        b.n_last = 1 + s.n_draft;  // a verification's rows: its last sampled token's and the draft's
+        if (wants_prompt_rows(r, s)) b.logits = Context::Logits::all;
         b.lora = r.spec.lora.get();
         b.lora_scale = r.spec.lora_scale;
         batch_.push_back(b);
     }
-    // Prefix hits of recurrent layers resume from their snapshots; states
-    // that end this step on a block boundary are snapshotted after it.
+    // Recurrent layers' states: prefix hits resume from their snapshots,
+    // drafts' checkpoints are taken and rejected drafts rolled back before
+    // the pass; states that end it on a block boundary are snapshotted after.
     kv_pool_->copy_slots(so.state_restores);
     const Tensor *logits = ctx_.forward(*kv_pool_, batch_, max_model_len_);
     kv_pool_->copy_slots(so.state_saves);
@@ -370,7 +372,9 @@ void Engine::sample_one(SampleJob &j, const Tokenizer &tok, size_t n_vocab) {
             j.error = std::current_exception();  // rethrown on the engine thread
         }
         ++r.n_output;
-        if (j.stop || j.error || i == j.n_draft || ev.out.token != j.draft[i]) break;
+        const bool agrees = i < j.n_draft && !j.error && ev.out.token == j.draft[i];
+        j.n_accepted += agrees;
+        if (j.stop || !agrees) break;
     }
 }
 
@@ -446,7 +450,7 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
         Request &r = *j.r;
         if (j.n_draft) {
             r.n_drafted += j.n_draft;
-            r.n_accepted += (uint32_t)j.evs.size() - 1;  // the last token is the model's own
+            r.n_accepted += j.n_accepted;
         }
         for (size_t i = 0; i + 1 < j.evs.size(); ++i) emit(r, std::move(j.evs[i]), VT_FINISH_NONE);
         OwnedEvent &last = j.evs.back();
@@ -471,7 +475,7 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
         stats_.requests_finished += finished.size();
         for (const SampleJob &j : jobs) {
             if (!j.n_draft) continue;
-            const size_t accepted = j.evs.size() - 1;  // the last token is the model's own
+            const size_t accepted = j.n_accepted;
             ++spec_.drafts;
             spec_.draft_tokens += j.n_draft;
             spec_.accepted_tokens += accepted;

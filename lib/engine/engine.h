@@ -141,6 +141,8 @@ private:
         const float *row = nullptr;      // its logits: n_draft + 1 rows
         const int32_t *draft = nullptr;  // the draft's tokens (n_draft)
         uint32_t n_draft = 0;
+        uint32_t n_accepted = 0;         // of evs, the draft's tokens (all but the model's own last one,
+                                         // or all when it stopped at a draft token)
         std::vector<OwnedEvent> evs;     // one per token kept, in order
         bool stop = false, stop_string = false;
         std::exception_ptr error;  // anything but vt::Error, rethrown by the engine thread

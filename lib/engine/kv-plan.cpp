@@ -100,12 +100,20 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
     // Recurrent layers: a state slot per running sequence (vLLM's MambaSpec),
     // and with prefix caching up to two snapshots each (below).
     const uint64_t slot_bytes = state_slots(model.cache_layers).bytes_per_slot;
-    const uint64_t slots_per_seq = cfg.prefix_caching ? 3 : 1;
+    // With speculative decoding, a checkpoint beside each live slot
+    // (kv/state-slots.h): a running sequence holds two.
+    const bool checkpoints = slot_bytes && (cfg.ngram.k || cfg.suffix.k || cfg.draft_k);
+    const uint64_t live_per_seq = checkpoints ? 2 : 1;
+    const uint64_t slots_per_seq = live_per_seq + (cfg.prefix_caching ? 2 : 0);
+    // A draft model's recurrent layers: a live slot and a checkpoint per
+    // running sequence (engine/draft-model.h).
+    const uint64_t draft_slot_bytes = cfg.draft_model ? state_slots(cfg.draft_model->cache_layers).bytes_per_slot : 0;
+    const uint64_t seq_state = slot_bytes * live_per_seq + 2 * draft_slot_bytes;
     const uint64_t limit =
         kv_memory_limit(model, ctx.executor().device(), p.arena_bytes, len_blocks * block_size / slots_per_seq, &source);
     uint64_t budget = cfg.kv_cache_bytes;
     if (budget == 0) {
-        const uint64_t state = slot_bytes * slots_per_seq;
+        const uint64_t state = slot_bytes * slots_per_seq + 2 * draft_slot_bytes;
         budget = std::min(limit, (uint64_t)max_num_seqs * (len_blocks * full_block_bytes + state) + sliding_bytes);
         p.budget_source = budget == limit ? source : "what max_num_seqs requests of max_model_len tokens use";
     } else if (on_device && budget > limit) {
@@ -119,20 +127,22 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
     // The slots come first, at most half the budget: with fewer slots than
     // max_num_seqs, fewer requests run at once (max_num_seqs is lowered).
     uint32_t n_slots = 0;
-    if (slot_bytes) {
-        n_slots = (uint32_t)std::min<uint64_t>(max_num_seqs, budget / 2 / slot_bytes);
-        if (n_slots == 0) n_slots = budget >= slot_bytes ? 1 : 0;
+    if (seq_state) {
+        n_slots = (uint32_t)std::min<uint64_t>(max_num_seqs, budget / 2 / seq_state);
+        if (n_slots == 0) n_slots = budget >= seq_state ? 1 : 0;
         if (n_slots == 0)
             fail(cfg.kv_cache_bytes ? VT_ERR_INVALID_ARGUMENT : VT_ERR_OUT_OF_MEMORY,
                  "KV cache: %.2f MiB (%s) holds no state slot of %.2f MiB", (double)budget / kMiB,
-                 cfg.kv_cache_bytes ? "kv_cache_bytes" : source.c_str(), (double)slot_bytes / kMiB);
+                 cfg.kv_cache_bytes ? "kv_cache_bytes" : source.c_str(), (double)seq_state / kMiB);
         p.max_num_seqs = n_slots;
-        p.state_slots = n_slots;
+        p.state_slots = slot_bytes ? n_slots : 0;
         p.slot_bytes = slot_bytes;
-        const uint64_t live_bytes = (uint64_t)n_slots * slot_bytes;
-        if (cfg.prefix_caching && budget / 2 > live_bytes)
+        p.state_checkpoints = checkpoints;
+        p.draft_state_seqs = draft_slot_bytes ? n_slots : 0;
+        const uint64_t live_bytes = (uint64_t)n_slots * seq_state;
+        if (slot_bytes && cfg.prefix_caching && budget / 2 > live_bytes)
             p.state_snapshots = (uint32_t)std::min<uint64_t>(2ull * n_slots, (budget / 2 - live_bytes) / slot_bytes);
-        budget -= (uint64_t)(n_slots + p.state_snapshots) * slot_bytes;
+        budget -= live_bytes + (uint64_t)p.state_snapshots * slot_bytes;
     }
     std::vector<uint32_t> blocks(groups.size(), 0);
     if (groups.empty()) {

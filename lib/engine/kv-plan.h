@@ -37,11 +37,20 @@ struct KvPlan {
     // two per live slot, within the same half; kv/state-slots.h).
     uint32_t state_snapshots = 0;
     uint64_t slot_bytes = 0;
+    // With speculative decoding, a checkpoint slot per live slot, from the
+    // same half (kv/state-slots.h).
+    bool state_checkpoints = false;
+    // Every state slot: live, snapshots and checkpoints.
+    uint32_t state_slots_total() const { return state_slots * (state_checkpoints ? 2 : 1) + state_snapshots; }
     // A draft model's KV (EngineConfig::draft_model): blocks of block_size
     // tokens in each of its cache groups, as many tokens as the model's
     // full-attention groups hold (within a device's largest allocation),
     // taken from the same budget.
     uint32_t draft_blocks = 0;
+    // A draft model with recurrent layers: the requests it holds states for
+    // (two slots each: engine/draft-model.h), from the half the model's
+    // slots come from; max_num_seqs is then at most this.
+    uint32_t draft_state_seqs = 0;
 };
 
 // The plan for ctx and cfg. Throws vt::Error: VT_ERR_OUT_OF_MEMORY when an

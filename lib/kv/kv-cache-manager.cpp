@@ -34,7 +34,8 @@ KvCacheManager::KvCacheManager(const KvCacheConfig &cfg)
     if (groups.empty()) groups.push_back({cfg.num_blocks, 0});
     groups_.reserve(groups.size());
     for (const KvGroupConfig &g : groups) groups_.push_back({g.window, BlockPool(g.num_blocks)});
-    if (cfg.state_slots) slots_ = std::make_unique<StateSlotPool>(cfg.state_slots, cfg.state_snapshots);
+    if (cfg.state_slots)
+        slots_ = std::make_unique<StateSlotPool>(cfg.state_slots, cfg.state_snapshots, cfg.state_checkpoints);
 }
 
 uint64_t KvCacheManager::max_seq_tokens() const {
@@ -217,6 +218,18 @@ void KvCacheManager::save_state(SeqId seq, uint32_t pos, bool pinned) {
     // No snapshot slot free of running sequences: this boundary is not
     // saved; a later one may be.
     slots_->save(it->second.slot, it->second.hashes[pos / block_size_ - 1], pinned);
+}
+
+void KvCacheManager::checkpoint_state(SeqId seq) {
+    const int32_t slot = state_slot(seq);
+    if (slot < 0 || !slots_) fail(VT_ERR_INTERNAL, "KV cache: sequence %llu has no state to checkpoint", (unsigned long long)seq);
+    slots_->checkpoint(slot);
+}
+
+void KvCacheManager::rollback_state(SeqId seq) {
+    const int32_t slot = state_slot(seq);
+    if (slot < 0 || !slots_) fail(VT_ERR_INTERNAL, "KV cache: sequence %llu has no state to roll back", (unsigned long long)seq);
+    slots_->rollback(slot);
 }
 
 void KvCacheManager::check() const {

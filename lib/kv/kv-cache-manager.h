@@ -62,6 +62,7 @@ struct KvCacheConfig {
     std::vector<KvGroupConfig> groups;
     uint32_t state_slots = 0;         // recurrent layers' live slots (0: the model has none)
     uint32_t state_snapshots = 0;     // their snapshots for the prefix cache (0: no prefix hits)
+    bool state_checkpoints = false;   // a checkpoint per live slot (speculative decoding; kv/state-slots.h)
 };
 
 // How many blocks a byte budget holds, where bytes_per_token is what one
@@ -156,6 +157,15 @@ public:
     // prompt's last full block, where the snapshot a later hit needs is.
     bool saves_states() const { return slots_ && slots_->num_snapshots() > 0 && prefix_caching_; }
     uint32_t num_free_state_slots() const { return slots_ ? slots_->num_free_live() : 0; }
+    // Whether sequences with a state slot may verify drafts: their state can
+    // be checkpointed before the step and rolled back after it.
+    bool checkpoints_states() const { return slots_ && slots_->has_checkpoints(); }
+    // seq's state goes to its checkpoint before the step just planned runs
+    // (it verifies a draft). Errors: VT_ERR_INTERNAL without a slot or checkpoints.
+    void checkpoint_state(SeqId seq);
+    // seq's checkpoint goes back into its live slot before the next step
+    // (its verification rejected a draft token). Errors: as checkpoint_state.
+    void rollback_state(SeqId seq);
     // seq's state will be at position pos (a multiple of the block size,
     // its tokens hashed) when the step ends: snapshot it for the prefix
     // cache. pinned: the prompt's last full block, kept when seq moves on.

@@ -1,11 +1,13 @@
 #include "kv/state-slots.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace vt {
 
-StateSlotPool::StateSlotPool(uint32_t n_live, uint32_t n_snap)
-    : n_live_(n_live), snaps_(n_snap), owned_(n_live, -1) {
+StateSlotPool::StateSlotPool(uint32_t n_live, uint32_t n_snap, bool checkpoints)
+    : n_live_(n_live), checkpoints_(checkpoints), snaps_(n_snap), owned_(n_live, -1) {
     for (uint32_t s = n_live; s-- > 0;) free_live_.push_back((int32_t)s);
 }
 
@@ -21,6 +23,27 @@ void StateSlotPool::free_live(int32_t slot) {
     if (const int32_t own = owned_[(size_t)slot]; own >= 0) snap(own).owner = -1;
     owned_[(size_t)slot] = -1;
     free_live_.push_back(slot);
+    // A rollback (or a prefix hit's restore) queued for the sequence that
+    // held it: the slot's next owner starts from its own state.
+    std::erase_if(restores_, [&](const StateCopy &c) { return c.dst == slot; });
+}
+
+int32_t StateSlotPool::checkpoint_of(int32_t live) const {
+    if (!checkpoints_ || live < 0 || (uint32_t)live >= n_live_)
+        fail(VT_ERR_INTERNAL, "state slots: no checkpoint for live slot %d", live);
+    return (int32_t)(n_live_ + snaps_.size()) + live;
+}
+
+void StateSlotPool::checkpoint(int32_t live) {
+    const int32_t ck = checkpoint_of(live);
+    // Just rolled back: the checkpoint already holds the state.
+    if (std::any_of(restores_.begin(), restores_.end(), [&](const StateCopy &c) { return c.src == ck && c.dst == live; }))
+        return;
+    restores_.push_back({live, ck});
+}
+
+void StateSlotPool::rollback(int32_t live) {
+    restores_.push_back({checkpoint_of(live), live});
 }
 
 int32_t StateSlotPool::find(const BlockHash &h) const {

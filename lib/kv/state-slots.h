@@ -16,6 +16,15 @@
 // first. Pure bookkeeping: the runner does the copies the lists name
 // (restores before the step's forward pass, saves after it).
 //
+// Speculative decoding adds a checkpoint per live slot: a verification
+// advances the state through the draft's tokens, so the state it started
+// from is copied aside before the pass (checkpoint) and copied back when the
+// verification rejects a draft token (rollback, before the next pass, which
+// then computes the accepted tokens again; sched/scheduler.h). vLLM instead
+// keeps the state after every drafted position (its kernels write k + 1 of
+// them); a copy aside needs no change to the recurrent ops, and writes one
+// state per step where that writes k + 1.
+//
 // Not thread-safe: driven by the scheduler's thread only.
 #pragma once
 
@@ -35,17 +44,30 @@ struct StateCopy {
 
 class StateSlotPool {
 public:
-    // Live slots are 0 .. n_live - 1, snapshots n_live .. n_live + n_snap - 1.
-    StateSlotPool(uint32_t n_live, uint32_t n_snap);
+    // Live slots are 0 .. n_live - 1, snapshots n_live .. n_live + n_snap - 1,
+    // then with checkpoints one per live slot: live slot l's is
+    // n_live + n_snap + l.
+    StateSlotPool(uint32_t n_live, uint32_t n_snap, bool checkpoints = false);
 
     uint32_t num_live() const { return n_live_; }
     uint32_t num_snapshots() const { return (uint32_t)snaps_.size(); }
     uint32_t num_free_live() const { return (uint32_t)free_live_.size(); }
+    bool has_checkpoints() const { return checkpoints_; }
+    // Every slot: live, snapshots and checkpoints.
+    uint32_t num_slots() const { return n_live_ + num_snapshots() + (checkpoints_ ? n_live_ : 0); }
 
     // A free live slot, or -1.
     int32_t take_live();
-    // Gives a live slot back; the snapshot its sequence owned stays cached.
+    // Gives a live slot back; the snapshot its sequence owned stays cached,
+    // and copies still queued into it are dropped.
     void free_live(int32_t slot);
+
+    // Live slot `live`'s state goes to its checkpoint before the next forward
+    // pass (a verification starts from it). Needs checkpoints.
+    void checkpoint(int32_t live);
+    // Its checkpoint goes back into live slot `live` before the next forward
+    // pass (a verification rejected a draft token). Needs checkpoints.
+    void rollback(int32_t live);
 
     // The snapshot slot holding the state after the block with this hash, or
     // -1 (none, or one whose copy is still to be made by the running step).
@@ -76,8 +98,10 @@ private:
     };
     Snap &snap(int32_t slot) { return snaps_.at((size_t)(slot - (int32_t)n_live_)); }
     void forget(int32_t slot);
+    int32_t checkpoint_of(int32_t live) const;
 
     uint32_t n_live_;
+    bool checkpoints_;
     std::vector<int32_t> free_live_;    // taken from the back: slot 0 first
     std::vector<Snap> snaps_;
     std::vector<int32_t> owned_;        // per live slot: its replaceable snapshot, or -1

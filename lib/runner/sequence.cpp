@@ -88,7 +88,9 @@ ForwardArgs Context::prepare(PagedKv &kv, std::span<const BatchSeq> batch, int64
             fail(VT_ERR_INTERNAL, "%zu block tables for %u cache groups", s.block_tables.size(), n_groups);
         n_tok += (int64_t)s.tokens.size();
         for (uint32_t g = 0; g < n_groups; ++g) n_index_[g] += (int64_t)s.block_tables[g].size();
-        n_out += s.logits == Logits::all ? (int64_t)s.tokens.size() : s.logits == Logits::last ? 1 : 0;
+        if (s.logits == Logits::last && (s.n_last == 0 || s.n_last > s.tokens.size()))
+            fail(VT_ERR_INTERNAL, "the logits of the last %u of %zu tokens", s.n_last, s.tokens.size());
+        n_out += s.logits == Logits::all ? (int64_t)s.tokens.size() : s.logits == Logits::last ? s.n_last : 0;
     }
     if (n_tok == 0) fail(VT_ERR_INTERNAL, "a forward pass over no tokens");
     for (int64_t &ni : n_index_) ni += 3 * n_tok;
@@ -148,7 +150,8 @@ const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int
             pos[t] = (int32_t)(s.start_pos + i);
             if (s.logits == Logits::all) rows[r++] = (int32_t)t;
         }
-        if (s.logits == Logits::last) rows[r++] = (int32_t)(t - 1);
+        if (s.logits == Logits::last)
+            for (int64_t i = t - s.n_last; i < t; ++i) rows[r++] = (int32_t)i;
     }
     if (r == 0) rows[0] = 0;
     // Each group's index in Op::ATTN_PAGED's layout: per token [slot,

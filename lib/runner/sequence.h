@@ -41,7 +41,8 @@ public:
     const Model &model() const { return model_; }
     uint32_t n_batch() const { return n_batch_; }
 
-    // Which of a sequence's tokens in a batch need logits.
+    // Which of a sequence's tokens in a batch need logits (last: its last
+    // BatchSeq::n_last).
     enum class Logits : uint8_t { none, last, all };
 
     // One sequence's part of a batch: tokens at positions start_pos.. whose
@@ -53,6 +54,7 @@ public:
         uint32_t start_pos = 0;
         std::span<const std::vector<BlockId>> block_tables;
         Logits logits = Logits::last;
+        uint32_t n_last = 1;  // Logits::last: the rows of its last n_last tokens (a draft's verification)
         const LoraAdapter *lora = nullptr;  // the adapter its tokens compute with, or none
         float lora_scale = 1.0f;            // the request's scale of it
         // Its recurrent layers' state slot in the PagedKv (a model with such

@@ -92,7 +92,8 @@ void Scheduler::process_cancels(SchedulerOutput &out) {
 
 uint32_t Scheduler::set_draft(SeqId id, std::vector<int32_t> draft) {
     auto it = seqs_.find(id);
-    if (it == seqs_.end() || !decoding(it->second) || kv_.state_slot(id) >= 0) return 0;
+    if (it == seqs_.end() || !decoding(it->second)) return 0;
+    if (kv_.state_slot(id) >= 0 && !kv_.checkpoints_states()) return 0;
     Seq &s = it->second;
     if (std::find(running_.begin(), running_.end(), id) == running_.end()) return 0;
     // A step adds the accepted draft tokens and one more: all of them must
@@ -109,6 +110,7 @@ void Scheduler::preempt(SeqId id, SchedulerOutput &out) {
     kv_.free(id);
     seqs_.at(id).num_computed = 0;  // recomputed from the start (with prefix hits) when readmitted
     seqs_.at(id).draft.clear();
+    seqs_.at(id).replay = 0;
     waiting_.push_front(id);
     out.preempted.push_back(id);
 }
@@ -117,9 +119,10 @@ void Scheduler::emit(SeqId id, Seq &s, uint32_t n, SchedulerOutput &out, uint32_
     ScheduledSeq ss;
     ss.id = id;
     ss.offset = (uint32_t)out.tokens.size();
-    ss.n_tokens = n + n_draft;
+    ss.n_tokens = s.replay + n + n_draft;
     ss.n_draft = n_draft;
-    ss.start_pos = s.num_computed;
+    ss.n_replay = s.replay;
+    ss.start_pos = s.num_computed - s.replay;
     ss.block_tables.resize(kv_.num_groups());
     for (uint32_t g = 0; g < kv_.num_groups(); ++g) {
         std::span<const BlockId> table = kv_.block_table(id, g);
@@ -127,18 +130,24 @@ void Scheduler::emit(SeqId id, Seq &s, uint32_t n, SchedulerOutput &out, uint32_
     }
     ss.state_slot = kv_.state_slot(id);
     ss.needs_logits = s.num_computed + n == s.tokens.size();
-    for (uint32_t i = 0; i < n + n_draft; ++i) {
-        out.tokens.push_back(i < n ? s.tokens[s.num_computed + i] : s.draft[i - n]);
-        out.positions.push_back((int32_t)(s.num_computed + i));
+    const uint32_t known = s.replay + n;
+    for (uint32_t i = 0; i < known + n_draft; ++i) {
+        out.tokens.push_back(i < known ? s.tokens[ss.start_pos + i] : s.draft[i - known]);
+        out.positions.push_back((int32_t)(ss.start_pos + i));
     }
     s.draft.clear();  // verified by this step; update() keeps what it accepts
+    s.replay = 0;
+    // The state the verification starts from, for a rollback (update()).
+    if (n_draft && ss.state_slot >= 0) kv_.checkpoint_state(id);
     // Optimistically counted as computed now, so the next step can be
     // planned before this one's results are in (update() takes a draft's
     // rejected tokens back out).
     s.num_computed += n + n_draft;
     // A recurrent state ending on a block boundary is snapshotted for the
-    // prefix cache; the one at the prompt's last full block is kept.
-    if (kv_.saves_states() && s.num_computed % kv_.block_size() == 0)
+    // prefix cache; the one at the prompt's last full block is kept. Not
+    // one that went through draft tokens: their blocks are not hashed, and
+    // a rejection rolls it back.
+    if (kv_.saves_states() && n_draft == 0 && s.num_computed % kv_.block_size() == 0)
         kv_.save_state(id, s.num_computed, s.num_computed == last_prompt_block(s));
     out.seqs.push_back(std::move(ss));
 }
@@ -159,10 +168,12 @@ SchedulerOutput Scheduler::schedule() {
     process_cancels(out);
     uint32_t budget = max_batched_tokens_;
 
-    // Decode priority: the decodes among the running, and the prefill
-    // tokens the step may compute beside them.
+    // Decode priority: the decode tokens of the running (a decode's token
+    // and what it replays), and the prefill tokens the step may compute
+    // beside them.
     uint32_t decodes_left = 0;
-    for (SeqId id : running_) decodes_left += decoding(seqs_.at(id));
+    for (SeqId id : running_)
+        if (const Seq &s = seqs_.at(id); decoding(s)) decodes_left += 1 + s.replay;
     uint32_t prefill_left = UINT32_MAX;
     if (decodes_left > 0 && (prefill_beside_decodes_ || prefill_per_decode_))
         prefill_left = std::max<uint32_t>(prefill_beside_decodes_,
@@ -181,11 +192,14 @@ SchedulerOutput Scheduler::schedule() {
         const uint32_t pending = s.num_computed < s.tokens.size() ? (uint32_t)s.tokens.size() - s.num_computed : 0;
         uint32_t n = std::min<uint32_t>(pending, decode ? budget : prefill_room());
         if (!decode) n = align_chunk(s, n);
+        // A decode's replayed tokens go with its token or not at all.
+        if (decode && budget < 1 + s.replay) n = 0;
         // A decode's draft takes the budget the other decodes leave.
+        const uint32_t own = decode ? 1 + s.replay : 0;
         const uint32_t n_draft =
             decode && n ? std::min<uint32_t>((uint32_t)s.draft.size(), budget > decodes_left ? budget - decodes_left : 0)
                         : 0;
-        if (n == 0) {  // its sampled token is not in yet (schedule() twice without update()), or no prefill room
+        if (n == 0) {  // its sampled token is not in yet (schedule() twice without update()), or no room
             ++i;
             continue;
         }
@@ -197,15 +211,16 @@ SchedulerOutput Scheduler::schedule() {
             }
             SeqId victim = running_.back();
             running_.pop_back();
-            if (decoding(seqs_.at(victim))) --decodes_left;  // it needs no token this step any more
+            // It needs no tokens this step any more.
+            if (const Seq &v = seqs_.at(victim); decoding(v)) decodes_left -= 1 + v.replay;
             preempt(victim, out);
             if (victim == id) break;
         }
         if (!scheduled) break;  // it preempted itself: everything after it is gone too
-        if (decode) --decodes_left;
+        if (decode) decodes_left -= own;
         else prefill_left -= prefill_left == UINT32_MAX ? 0 : n;
+        budget -= own ? own + n_draft : n;
         emit(id, s, n, out, n_draft);
-        budget -= n + n_draft;
         ++i;
     }
 
@@ -252,10 +267,17 @@ std::vector<FinishedSeq> Scheduler::update(const SchedulerOutput &out, std::span
         if (it == seqs_.end()) continue;  // cannot happen: sequences leave only in schedule() and here
         Seq &s = it->second;
         if (ss.n_draft) {
-            // The KV of the last sampled token and the accepted draft tokens
+            // The KV of the known tokens and the accepted draft tokens
             // stays; the rejected ones' goes.
-            s.num_computed = ss.start_pos + (uint32_t)m;
-            kv_.trim(ss.id, s.num_computed);
+            const uint32_t kept = ss.start_pos + (ss.n_tokens - ss.n_draft) - 1 + (uint32_t)m;
+            s.num_computed = kept;
+            kv_.trim(ss.id, kept);
+            // The recurrent state went through the rejected ones too: it goes
+            // back to where the step started, and the kept tokens replay.
+            if (m <= ss.n_draft && ss.state_slot >= 0) {
+                kv_.rollback_state(ss.id);
+                s.replay = kept - ss.start_pos;
+            }
         }
         for (const SampledToken &t : ts) s.tokens.push_back(t.token);
         bool length = s.tokens.size() - s.num_prompt >= s.max_new_tokens || s.tokens.size() >= max_model_len_;

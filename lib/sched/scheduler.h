@@ -39,8 +39,18 @@
 // model's own. The rejected tokens' KV is abandoned: the sequence's computed
 // count goes back to what the kept tokens cover and the blocks past it are
 // given back (KvCacheManager::allocate keeps draft tokens out of the prefix
-// cache). Sequences with recurrent layers take no drafts: their state
-// would have to be kept per proposed position.
+// cache).
+//
+// A sequence with recurrent layers has one state, which the verification
+// carries through every draft token. Its state is checkpointed before the
+// step (KvCacheManager::checkpoint_state); when a draft token is rejected
+// the checkpoint is rolled back, the KV of the kept tokens stays, and the
+// sequence's next step computes the kept tokens again before its new one
+// (they replay: the attention layers rewrite the same K/V, the recurrent
+// layers catch up), with a new draft after them. A rejection thus costs
+// 1 + accepted tokens more in the next step's batch, where decoding is
+// bound by reading the weights, not by tokens. Such a step saves no state
+// snapshot for the prefix cache: its state is speculative.
 //
 // Pure bookkeeping: no tensors. Thread-safety: cancel() may be called from
 // any thread; everything else belongs to the engine's thread.
@@ -79,6 +89,8 @@ struct ScheduledSeq {
     bool needs_logits = false;  // the step reaches its last known token: sample the next one
     uint32_t n_draft = 0;       // of n_tokens, the draft's tokens after its last sampled one (they
                                 // need logits too: the step verifies them)
+    uint32_t n_replay = 0;      // of n_tokens, the first: kept tokens computed again after a rejected
+                                // draft rolled its recurrent state back (above); no logits
 };
 
 // One step: what the runner computes.
@@ -88,9 +100,10 @@ struct SchedulerOutput {
     std::vector<int32_t> positions;  // (total tokens) position of each token in its sequence
     std::vector<SeqId> preempted;    // lost their KV in this step; they will be recomputed
     std::vector<SeqId> cancelled;    // removed in this step; their blocks are free
-    // Recurrent layers' state copies (kv/state-slots.h): prefix hits'
-    // snapshots into live slots before the forward pass, snapshots of
-    // states that end this step on a block boundary after it.
+    // Recurrent layers' state copies (kv/state-slots.h): before the forward
+    // pass, prefix hits' snapshots into live slots, rolled-back states and
+    // the checkpoints of states that verify a draft; after it, snapshots of
+    // states that end this step on a block boundary.
     std::vector<StateCopy> state_restores, state_saves;
 
     bool empty() const { return seqs.empty(); }
@@ -144,8 +157,9 @@ public:
     // Proposes draft tokens for a running sequence that decodes (its only
     // uncomputed token is the last sampled one), to be verified by the next
     // step. Cut to what the sequence may still generate (a step adds up to
-    // draft.size() + 1 tokens); ignored for other sequences and for ones
-    // with recurrent state. Returns the draft tokens kept.
+    // draft.size() + 1 tokens); ignored for other sequences, and for ones
+    // with recurrent state when the KV manager keeps no checkpoints of it.
+    // Returns the draft tokens kept.
     uint32_t set_draft(SeqId id, std::vector<int32_t> draft);
 
     // Plans the next step. The output is empty when nothing can run.
@@ -180,11 +194,15 @@ private:
         BlockHash cache_key;
         bool read_prefix_cache = true;
         std::vector<int32_t> draft;  // proposed tokens for the next step (set_draft)
+        // Tokens before num_computed whose KV is kept but which its rolled-back
+        // recurrent state has not seen: its next step computes them first.
+        uint32_t replay = 0;
     };
 
     void preempt(SeqId id, SchedulerOutput &out);
     void drop(SeqId id);
-    // Schedules s's next n known tokens, then its draft (n_draft tokens).
+    // Schedules s's replayed tokens, its next n known tokens, then its draft
+    // (n_draft tokens).
     void emit(SeqId id, Seq &s, uint32_t n, SchedulerOutput &out, uint32_t n_draft = 0);
     void process_cancels(SchedulerOutput &out);
     // The prompt's last full-block boundary (where a later prefix hit ends).

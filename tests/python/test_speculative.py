@@ -1,7 +1,8 @@
 """Speculative decoding from Python: vt.LLM(speculative_config=...) as vLLM
 spells it ("ngram", "suffix", "draft_model") makes the tokens of the same LLM without it (greedy and seeded),
 its acceptance shows in Context.stats(), a config vt cannot honour raises
-ValueError naming it, and a model with recurrent layers is refused."""
+ValueError naming it; models with recurrent layers draft too, as target and as
+draft model."""
 import pytest
 
 import vt
@@ -59,14 +60,29 @@ def test_a_draft_model_keeps_the_tokens(model, model_path):
         vt.Context(model, speculative_config={"model": model_path, "num_speculative_tokens": 2})
 
 
-def test_a_draft_model_with_recurrent_layers_is_refused():
-    # The tiny Llama and Qwen3.5 share their trained vocabulary: the draft's
-    # recurrent layers are what is refused.
-    src, draft = TINY / "llama.gguf", TINY / "qwen3_5.gguf"
-    if not src.exists() or not draft.exists():
+def test_models_with_recurrent_layers_draft_as_target_and_draft():
+    # The tiny Llama and Qwen3.5 share their trained vocabulary: each drafts
+    # for the other, and Qwen3.5 for itself; n-gram drafts for Qwen3.5. Its
+    # state is rolled back where a draft is rejected: the tokens stay.
+    llama, qwen = TINY / "llama.gguf", TINY / "qwen3_5.gguf"
+    if not llama.exists() or not qwen.exists():
         pytest.skip("tests/models/tiny fixtures are missing")
-    with pytest.raises(vt.VtUnsupportedError, match="draft model .* recurrent"):
-        vt.LLM(str(src), kv_cache_memory=KV, speculative_config={"model": str(draft), "num_speculative_tokens": 2})
+    prompts = ["a b c d a b c d a b", "The capital of France is", "one two three one two three one"]
+    params = [vt.SamplingParams(temperature=0, max_tokens=30, ignore_eos=True),
+              vt.SamplingParams(temperature=0.8, top_p=0.9, seed=5, max_tokens=30, ignore_eos=True)]
+    for target, config in [(llama, {"model": str(qwen), "num_speculative_tokens": 3}),
+                           (qwen, {"model": str(llama), "num_speculative_tokens": 3}),
+                           (qwen, {"model": str(qwen), "num_speculative_tokens": 4}),
+                           (qwen, SPEC)]:
+        plain = vt.LLM(str(target), n_threads=2, kv_cache_memory=KV)
+        spec = vt.LLM(str(target), n_threads=2, kv_cache_memory=KV, speculative_config=config)
+        for p in params:
+            want = [o.token_ids for o in plain.generate(prompts, p)]
+            assert [o.token_ids for o in spec.generate(prompts, p)] == want, (target.name, config)
+        s = spec.context.stats()
+        assert s["spec_num_drafts"] > 0, (target.name, config)
+        if config.get("model") == str(qwen) and target == qwen:
+            assert s["spec_num_accepted_tokens"] > 0  # its own greedy drafts
 
 
 def test_a_draft_model_of_another_vocabulary_is_refused(model):
@@ -95,14 +111,6 @@ def test_bad_configs_raise_value_error(model, config, says):
 def test_out_of_range_sizes_are_refused_by_libvt(model):
     with pytest.raises(vt.VtInvalidArgument):
         vt.LLM(model, kv_cache_memory=KV, speculative_config={"method": "ngram", "num_speculative_tokens": 17})
-
-
-def test_recurrent_models_are_refused():
-    src = TINY / "qwen3_5.gguf"
-    if not src.exists():
-        pytest.skip("tests/models/tiny/qwen3_5.gguf is missing")
-    with pytest.raises(vt.VtUnsupportedError, match="recurrent"):
-        vt.LLM(str(src), kv_cache_memory=KV, speculative_config=SPEC)
 
 
 def test_per_request_drafts_and_counters(model):

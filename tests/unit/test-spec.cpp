@@ -4,7 +4,10 @@
 // step's tokens and positions, the rejected tokens' KV given back, drafts
 // cut to the request's limits, a rejected draft never served from the
 // prefix cache (an accepted one is), and random traffic with drafts whose
-// every sequence reads its own tokens' slots.
+// every sequence reads its own tokens' slots. With recurrent state: the
+// checkpoint before a verification, the rollback and replay after a
+// rejection, and random traffic whose every step starts from the state of
+// exactly the tokens before it.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -316,5 +319,177 @@ TEST_CASE("random traffic with drafts reads every sequence's own slots", "[spec]
     kv.check();
     CHECK(n_drafted > 1000);
     CHECK(n_accepted > 100);
+    CHECK(n_preempted > 0);
+}
+
+namespace {
+
+// A pool with recurrent state slots: live, snapshots and checkpoints.
+KvCacheConfig state_cfg(uint32_t num_blocks, uint32_t slots, uint32_t snapshots) {
+    KvCacheConfig c = kv_cfg(num_blocks);
+    c.state_slots = slots;
+    c.state_snapshots = snapshots;
+    c.state_checkpoints = true;
+    return c;
+}
+
+} // namespace
+
+TEST_CASE("recurrent state: a verification checkpoints it, a rejection rolls it back and replays the kept tokens",
+          "[spec]") {
+    KvCacheConfig cfg = state_cfg(16, 2, 0);
+    cfg.prefix_caching = false;
+    KvCacheManager kv(cfg);
+    Scheduler s(kv, sched_cfg(16));
+    s.add(1, Toks{10, 11, 12, 13, 14, 15}, 20);
+    prefill(s, 1, 16);
+    const int32_t live = kv.state_slot(1), ckpt = 2 + live;  // checkpoints follow the live slots
+    REQUIRE(s.set_draft(1, Toks{17, 18, 19}) == 3);
+    SchedulerOutput o = s.schedule();
+    REQUIRE(o.seqs.size() == 1);
+    CHECK(o.seqs[0].n_replay == 0);
+    CHECK(o.tokens == Toks{16, 17, 18, 19});
+    REQUIRE(o.state_restores.size() == 1);  // the state at position 6, set aside before the pass
+    CHECK(o.state_restores[0].src == live);
+    CHECK(o.state_restores[0].dst == ckpt);
+
+    // One draft token kept, then the model's 30: the state went through 18
+    // and 19 too, so it goes back to position 6, and the next step computes
+    // 16 and 17 again before 30 (their KV stays).
+    std::vector<SampledToken> t = {{1, 17, false}, {1, 30, false}};
+    CHECK(s.update(o, t).empty());
+    CHECK(kv.block_table(1).size() == 2);  // 8 computed tokens
+    s.check();
+    REQUIRE(s.set_draft(1, Toks{31, 32}) == 2);  // it still decodes: it may draft again
+    o = s.schedule();
+    REQUIRE(o.seqs.size() == 1);
+    const ScheduledSeq &q = o.seqs[0];
+    CHECK(q.start_pos == 6);
+    CHECK(q.n_replay == 2);
+    CHECK(q.n_draft == 2);
+    CHECK(q.needs_logits);
+    CHECK(o.tokens == Toks{16, 17, 30, 31, 32});
+    CHECK(o.positions == Toks{6, 7, 8, 9, 10});
+    // The rollback; the checkpoint then already holds the state at 6.
+    REQUIRE(o.state_restores.size() == 1);
+    CHECK(o.state_restores[0].src == ckpt);
+    CHECK(o.state_restores[0].dst == live);
+
+    // All accepted: nothing rolls back, nothing replays.
+    t = {{1, 31, false}, {1, 32, false}, {1, 33, false}};
+    CHECK(s.update(o, t).empty());
+    s.check();
+    o = s.schedule();
+    CHECK(o.tokens == Toks{33});
+    CHECK(o.positions == Toks{11});
+    CHECK(o.seqs[0].n_replay == 0);
+    CHECK(o.state_restores.empty());
+}
+
+TEST_CASE("recurrent state: no drafts without checkpoints, and a finished or preempted sequence rolls nothing back",
+          "[spec]") {
+    KvCacheConfig cfg = state_cfg(16, 2, 0);
+    cfg.state_checkpoints = false;
+    {
+        KvCacheManager kv(cfg);
+        Scheduler s(kv, sched_cfg(16));
+        s.add(1, Toks{1, 2, 3}, 20);
+        prefill(s, 1, 4);
+        CHECK(s.set_draft(1, Toks{5, 6}) == 0);
+    }
+    cfg.state_checkpoints = true;
+    KvCacheManager kv(cfg);
+    Scheduler s(kv, sched_cfg(16));
+    s.add(1, Toks{1, 2, 3}, 20);
+    prefill(s, 1, 4);
+    REQUIRE(s.set_draft(1, Toks{5, 6}) == 2);
+    SchedulerOutput o = s.schedule();
+    // Stopped at its first draft token: it leaves, and its queued rollback
+    // with it (the slot's next owner starts from its own state).
+    std::vector<SampledToken> t = {{1, 5, true}};
+    CHECK(s.update(o, t).size() == 1);
+    s.add(2, Toks{7, 8}, 20);
+    o = s.schedule();
+    REQUIRE(o.seqs.size() == 1);
+    CHECK(o.seqs[0].start_pos == 0);
+    CHECK(o.state_restores.empty());
+}
+
+TEST_CASE("random traffic with drafts on recurrent state reads the state of exactly the tokens before each step",
+          "[spec][stress]") {
+    const uint32_t num_blocks = 18, n_live = 5, n_snap = 10;
+    KvCacheManager kv(state_cfg(num_blocks, n_live, n_snap));
+    Scheduler s(kv, sched_cfg(16, 6, 40));
+    std::mt19937 rng(11);
+    // What each state slot has absorbed: the print of the tokens before its
+    // position, or 0 for nothing known (a fresh sequence never reads it).
+    std::vector<uint64_t> states(2 * n_live + n_snap, 0);
+    std::map<SeqId, Toks> known;
+    const std::vector<Toks> prompts = {{1, 2, 3, 4, 5, 6, 7, 1, 2}, {1, 2, 3, 4, 5, 6, 7, 3}, {5, 5, 5, 5, 6}};
+    SeqId next_id = 0;
+    size_t n_drafted = 0, n_accepted = 0, n_preempted = 0, n_replayed = 0, n_restored = 0;
+    auto copy = [&](const std::vector<StateCopy> &copies) {
+        for (const StateCopy &c : copies) states.at((size_t)c.dst) = states.at((size_t)c.src);
+    };
+    for (int step = 0; step < 3000; ++step) {
+        if (step < 2500 && rng() % 3 == 0) {
+            Toks p = prompts[rng() % prompts.size()];  // shared prompts: prefix hits on snapshots
+            for (size_t i = rng() % 6; i > 0; --i) p.push_back((int32_t)(rng() % 8));
+            known[next_id] = p;
+            s.add(next_id++, p, 1 + rng() % 16);
+        }
+        SchedulerOutput o = s.schedule();
+        s.check();
+        n_preempted += o.preempted.size();
+        n_restored += o.state_restores.size();
+        REQUIRE(o.num_tokens() <= 16);
+        copy(o.state_restores);
+        for (const ScheduledSeq &q : o.seqs) {
+            const Toks &t = known.at(q.id);
+            REQUIRE(q.state_slot >= 0);
+            for (uint32_t i = 0; i < q.n_tokens - q.n_draft; ++i) REQUIRE(o.tokens[q.offset + i] == t[q.start_pos + i]);
+            if (q.start_pos > 0) REQUIRE(states[(size_t)q.state_slot] == prefix_print(t, q.start_pos - 1));
+            Toks seen(t.begin(), t.begin() + q.start_pos);
+            for (uint32_t i = 0; i < q.n_tokens; ++i) seen.push_back(o.tokens[q.offset + i]);
+            states[(size_t)q.state_slot] = prefix_print(seen, seen.size() - 1);
+            n_replayed += q.n_replay;
+        }
+        copy(o.state_saves);
+        std::vector<SampledToken> sampled;
+        for (const ScheduledSeq &q : o.seqs) {
+            if (!q.needs_logits) continue;
+            for (uint32_t i = 0; i <= q.n_draft; ++i) {
+                // Mostly the draft's token: long accepted runs as well as rejections.
+                const int32_t drafted = i < q.n_draft ? o.tokens[q.offset + q.n_tokens - q.n_draft + i] : -1;
+                const int32_t tok = drafted >= 0 && rng() % 3 != 0 ? drafted : (int32_t)(rng() % 8);
+                known.at(q.id).push_back(tok);
+                const bool last = i == q.n_draft || tok != drafted;
+                sampled.push_back({q.id, tok, last && rng() % 25 == 0});
+                if (last) break;
+                ++n_accepted;
+            }
+            n_drafted += q.n_draft;
+        }
+        for (const FinishedSeq &f : s.update(o, sampled)) REQUIRE(known.erase(f.id) == 1);
+        s.check();
+        for (auto &[id, t] : known) {
+            REQUIRE(*s.tokens(id) == t);
+            if (rng() % 4) s.set_draft(id, propose_ngram(t, ngram(1, 3, 4), 4));
+        }
+    }
+    for (int i = 0; i < 1000 && s.has_work(); ++i) {
+        SchedulerOutput o = s.schedule();
+        std::vector<SampledToken> sampled;
+        for (const ScheduledSeq &q : o.seqs)
+            if (q.needs_logits) sampled.push_back({q.id, 0, false});
+        s.update(o, sampled);
+    }
+    CHECK(!s.has_work());
+    CHECK(kv.num_free_state_slots() == n_live);
+    kv.check();
+    CHECK(n_drafted > 1000);
+    CHECK(n_accepted > 300);
+    CHECK(n_replayed > 300);
+    CHECK(n_restored > 300);
     CHECK(n_preempted > 0);
 }
