@@ -16,6 +16,8 @@ also match the outputs of the earlier ones (the cache of outputs, as an
 agent that asks again); --suffix-cache 0 measures the request's own text
 alone. With --method draft_model, --draft names the draft model's file
 (for example the model quantized further: llama-quantize --allow-requantize).
+A model without a chat template (a random-weight one) gets the tasks' text
+as its prompt.
 
 --llama-bin DIR (a llama.cpp build's bin/ with llama-speculative-simple and
 llama-bench) adds llama.cpp side by side on the same files and prompts (the
@@ -138,9 +140,13 @@ def main() -> int:
     shared = vt.Model(model)
     if m == "draft_model":
         spec = dict(spec, model=vt.Model(a.draft))
-    template = vt.ChatTemplate(model=shared)
-    prompts = {name: template.tokenize(shared.tokenizer, [{"role": "user", "content": text}])
-               for name, text in TASKS.items()}
+    try:
+        template = vt.ChatTemplate(model=shared)
+        prompts = {name: template.tokenize(shared.tokenizer, [{"role": "user", "content": text}])
+                   for name, text in TASKS.items()}
+    except vt.VtNotFound:  # a random-weight model without a template: the tasks' text as it is
+        print("(the model has no chat template: the tasks' text is the prompt)")
+        prompts = {name: shared.tokenizer.encode(text) for name, text in TASKS.items()}
     ctxs = {"plain": vt.Context(shared, n_threads=a.threads),
             m: vt.Context(shared, n_threads=a.threads, speculative_config=spec)}
     shown = dict(spec, model=a.draft) if m == "draft_model" else spec
