@@ -74,7 +74,15 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
         m->arch_ = make_architecture(m->arch_name_);
         // Which layers the device takes is known before any weight is
         // looked up: the CPU's are prepared for its kernels, the device's not.
-        const uint32_t n_layer = (uint32_t)m->gguf_->get_uint(m->arch_name_ + ".block_count").value_or(0);
+        const uint32_t blocks = (uint32_t)m->gguf_->get_uint(m->arch_name_ + ".block_count").value_or(0);
+        m->nextn_layers_ = m->arch_u32("nextn_predict_layers", 0);
+        if (m->nextn_layers_ >= blocks && blocks > 0)
+            fail(VT_ERR_FORMAT, "%s: all %u blocks are multi-token-prediction layers (a draft head alone, llama.cpp's "
+                 "--mtp export), not a model", path.c_str(), blocks);
+        const uint32_t n_layer = m->block_count_ = blocks - m->nextn_layers_;
+        if (m->nextn_layers_)
+            VT_LOG_INFO("%s: the %u multi-token-prediction block%s after the %u layers %s not run", path.c_str(),
+                        m->nextn_layers_, m->nextn_layers_ > 1 ? "s" : "", n_layer, m->nextn_layers_ > 1 ? "are" : "is");
         if (device_is_host(m->device_)) {
             m->n_device_layers_ = n_layer;
             m->outer_on_device_ = true;

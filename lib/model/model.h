@@ -208,6 +208,15 @@ public:
     const Tensor *matmul_weight_rows(const std::string &name, int64_t ne0, int64_t total_rows, int64_t row0,
                                      int64_t n_rows);
 
+    // The decoder blocks the model runs: <arch>.block_count less the
+    // multi-token-prediction blocks stored after them
+    // (<arch>.nextn_predict_layers: llama.cpp's converter keeps a Qwen3.5's,
+    // NemotronH's or GLM's by default), which vt does not run. A per-layer
+    // list of the file may cover those too (per_layer_list_ok).
+    uint32_t block_count() const { return block_count_; }
+    uint32_t nextn_layers() const { return nextn_layers_; }
+    bool per_layer_list_ok(uint64_t n) const { return n == block_count_ || n == (uint64_t)block_count_ + nextn_layers_; }
+
     // Reads a required/optional "<arch>.<suffix>" integer, float or string key.
     uint32_t arch_u32(const char *suffix) const;
     uint32_t arch_u32(const char *suffix, uint32_t def) const;
@@ -263,6 +272,7 @@ private:
     bool on_device(const Tensor &t) const;
     vt_device *device_ = nullptr;
     uint32_t n_device_layers_ = 0;
+    uint32_t block_count_ = 0, nextn_layers_ = 0;
     bool outer_on_device_ = false;  // embedding, output norm and output
     std::vector<BufferPtr> device_weights_;  // on device_, when it is not the CPU
     uint64_t uploaded_bytes_ = 0;

@@ -29,7 +29,7 @@ std::vector<bool> read_recurrent_layers(Model &m) {
     std::vector<bool> rec(n, false);
     const std::string key = m.arch_name() + ".attention.recurrent_layers";
     if (const GgufValue *v = m.gguf().get_array(key, GgufType::BOOL)) {
-        if (v->arr_n != n) fail(VT_ERR_FORMAT, "%s: %s is not one bool per layer", m.arch_name().c_str(), key.c_str());
+        if (!m.per_layer_list_ok(v->arr_n)) fail(VT_ERR_FORMAT, "%s: %s is not one bool per layer", m.arch_name().c_str(), key.c_str());
         const uint8_t *b = static_cast<const uint8_t *>(v->raw);
         for (uint32_t i = 0; i < n; ++i) rec[i] = b[i] != 0;
         return rec;

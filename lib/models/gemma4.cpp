@@ -102,7 +102,7 @@ void Gemma4::load(Model &m) {
     std::vector<uint32_t> n_ff(L, hp.n_ff);
     if (const GgufKV *ff = m.gguf().find(m.arch_name() + ".feed_forward_length");
         ff && ff->value.type == GgufType::ARRAY) {
-        if (ff->value.arr_n != L) fail(VT_ERR_FORMAT, "%s: feed_forward_length lists %llu widths for %u layers", arch,
+        if (!m.per_layer_list_ok(ff->value.arr_n)) fail(VT_ERR_FORMAT, "%s: feed_forward_length lists %llu widths for %u layers", arch,
                                        (unsigned long long)ff->value.arr_n, L);
         for (uint32_t il = 0; il < L; ++il) n_ff[il] = (uint32_t)std::min<uint64_t>(ff->value.uint_at(il), UINT32_MAX);
     }

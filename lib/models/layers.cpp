@@ -13,7 +13,7 @@ void read_decoder_hparams(Model &m, int32_t rope_mode, bool uniform_kv_heads) {
     const char *arch = m.arch_name().c_str();
     hp.n_ctx_train = m.arch_u32("context_length");
     hp.n_embd = m.arch_u32("embedding_length");
-    hp.n_layer = m.arch_u32("block_count");
+    hp.n_layer = m.block_count();
     // None where every layer has experts (Qwen3.5-MoE); a list per layer
     // (NemotronH: 0 but for its MLP blocks) reads as its largest width.
     if (const GgufKV *ff = m.gguf().find(m.arch_name() + ".feed_forward_length");
@@ -90,11 +90,11 @@ void read_decoder_hparams(Model &m, int32_t rope_mode, bool uniform_kv_heads) {
 
 std::vector<uint32_t> read_head_counts(const Model &m) {
     const std::string key = m.arch_name() + ".attention.head_count";
-    const uint32_t n_layer = m.arch_u32("block_count");
+    const uint32_t n_layer = m.block_count();
     const GgufKV *kv = m.gguf().find(key);
     if (!kv || kv->value.type != GgufType::ARRAY)
         return std::vector<uint32_t>(n_layer, m.arch_u32("attention.head_count"));
-    if (kv->value.arr_n != n_layer)
+    if (!m.per_layer_list_ok(kv->value.arr_n))
         fail(VT_ERR_FORMAT, "%s: %s lists %llu values for %u layers", m.arch_name().c_str(), key.c_str(),
              (unsigned long long)kv->value.arr_n, n_layer);
     std::vector<uint32_t> out(n_layer);
@@ -118,7 +118,7 @@ std::vector<uint32_t> read_head_count_kv(const Model &m) {
         if (c == 0) fail(VT_ERR_FORMAT, "%s: %s is 0", m.arch_name().c_str(), key.c_str());
         return std::vector<uint32_t>(hp.n_layer, c);
     }
-    if (kv->value.arr_n != hp.n_layer)
+    if (!m.per_layer_list_ok(kv->value.arr_n))
         fail(VT_ERR_FORMAT, "%s: %s lists %llu values for %u layers", m.arch_name().c_str(), key.c_str(),
              (unsigned long long)kv->value.arr_n, hp.n_layer);
     std::vector<uint32_t> out(hp.n_layer);
@@ -136,7 +136,7 @@ std::vector<bool> sliding_layers(const Model &m, uint32_t n_layer, uint32_t def_
     std::vector<bool> out(n_layer);
     const std::string key = m.arch_name() + ".attention.sliding_window_pattern";
     if (const GgufValue *arr = m.gguf().get_array(key, GgufType::BOOL)) {
-        if (arr->arr_n != n_layer)
+        if (!m.per_layer_list_ok(arr->arr_n))
             fail(VT_ERR_FORMAT, "%s has %llu entries for %u layers", key.c_str(), (unsigned long long)arr->arr_n,
                  n_layer);
         for (uint32_t il = 0; il < n_layer; ++il) out[il] = arr->uint_at(il) != 0;

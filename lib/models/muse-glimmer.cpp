@@ -62,7 +62,7 @@ void MuseGlimmer::load(Model &m) {
         // llama.cpp's default without a list: period 4, the last of each full.
         bool sliding = il % 4 < 3;
         if (pattern) {
-            if (pattern->arr_n != hp.n_layer)
+            if (!m.per_layer_list_ok(pattern->arr_n))
                 fail(VT_ERR_FORMAT, "%s has %llu entries for %u layers", key.c_str(),
                      (unsigned long long)pattern->arr_n, hp.n_layer);
             sliding = pattern->uint_at(il) != 0;

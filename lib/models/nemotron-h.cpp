@@ -63,7 +63,7 @@ std::vector<uint32_t> per_layer(const Model &m, const char *suffix) {
     const GgufKV *kv = m.gguf().find(key);
     if (!kv) fail(VT_ERR_FORMAT, "%s: model lacks the required key %s", m.arch_name().c_str(), key.c_str());
     if (kv->value.type != GgufType::ARRAY) return std::vector<uint32_t>(n, m.arch_u32(suffix));
-    if (kv->value.arr_n != n)
+    if (!m.per_layer_list_ok(kv->value.arr_n))
         fail(VT_ERR_FORMAT, "%s: %s lists %llu values for %u layers", m.arch_name().c_str(), key.c_str(),
              (unsigned long long)kv->value.arr_n, n);
     std::vector<uint32_t> out(n);

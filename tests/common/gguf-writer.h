@@ -197,6 +197,10 @@ struct TinyLlama {
     uint64_t seed = 1234;
     bool tied = true;                 // false: also write output.weight
     uint32_t n_extra_tokens = 0;      // tokenizer tokens beyond the embedding rows (vocab mismatch)
+    // <arch>.nextn_predict_layers: block_count counts that many
+    // multi-token-prediction blocks after the n_layer (their tensors are not
+    // written: nothing reads them)
+    uint32_t nextn_layers = 0;
     std::map<std::string, uint32_t> type_of;               // tensor name -> ggml type id
     std::set<std::string> drop;                             // tensors left out
     std::map<std::string, std::vector<uint64_t>> shape_of;  // tensor name -> dims written
@@ -276,7 +280,8 @@ inline std::vector<uint8_t> tiny_llama_gguf(const TinyLlama &o = {}) {
     const std::string a = o.arch + ".";
     kv_u32(a + "context_length", o.n_ctx);
     kv_u32(a + "embedding_length", o.n_embd);
-    kv_u32(a + "block_count", o.n_layer);
+    kv_u32(a + "block_count", o.n_layer + o.nextn_layers);
+    if (o.nextn_layers) kv_u32(a + "nextn_predict_layers", o.nextn_layers);
     kv_u32(a + "feed_forward_length", o.n_ff);
     kv_u32(a + "attention.head_count", o.n_head);
     kv_u32(a + "attention.head_count_kv", o.n_head_kv);

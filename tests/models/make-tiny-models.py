@@ -304,6 +304,14 @@ CONVERT_ARGS = {"qwen3_5": ["--no-mtp"], "qwen3_5_moe": ["--no-mtp"], "qwen3_nex
 # num_experts_per_tok) without its MLP layers. Read as written (as without
 # a transformers that knows nemotron_h), config.json converts to nemotron_h.
 RAW_CONFIG = {"nemotron_h"}
+# A checkpoint that carries a multi-token-prediction (MTP) layer, as the
+# real Qwen3.5 / Qwen3.6 ones do (config mtp_num_hidden_layers, tensors
+# mtp.*): the base model of the fixture named (the same seed, so the same
+# trunk), its MTP layer random. The converter keeps it by default (the
+# nextn block after the trunk, <arch>.nextn_predict_layers); transformers
+# 5.25's Qwen3.5 ignores it on load. The goldens add the MTP layer's logits
+# (MTP_GOLDENS).
+MTP_OF = {"qwen3_5_mtp": "qwen3_5"}
 PAD_VOCAB_8 = {"nemotron_h", "nemotron_h_moe"}
 
 # Mamba-2 hybrids with muP multipliers (transformers 5.25), every multiplier
@@ -763,6 +771,73 @@ def save(name: str, model, folder: Path) -> None:
         cfg_path.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
 
 
+def add_mtp(folder: Path, model):
+    """Writes a random MTP layer into folder's checkpoint under the real
+    Qwen3.5 names (mtp.fc, mtp.pre_fc_norm_embedding, mtp.pre_fc_norm_hidden,
+    mtp.layers.0.*, mtp.norm) and mtp_num_hidden_layers into its config;
+    returns transformers' own MTP model (modeling_layers.MtpModel) read back
+    from the folder through its checkpoint renames, as generate(use_mtp=True)
+    reads one. transformers 5.25's Qwen3.5 config has no num_mtp_layers, so
+    the in-memory config is given it (and the MTP layer's type, full
+    attention, as the checkpoints' is)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    from transformers.modeling_layers import MtpModel
+    cfg = model.config
+    cfg.num_mtp_layers = 1
+    cfg.mtp_layer_types = ["full_attention"]
+    torch.manual_seed(4321)
+    mtp = MtpModel(model, 1).to(torch.float32).eval()
+    ckpt = {}
+    with torch.no_grad():
+        for n, p in mtp.layers[0].named_parameters():
+            if p.dim() >= 2:
+                p.normal_(0.0, 0.02 * 4.0)  # the trunk's init, widened as build() widens it
+            elif n.endswith("norm.weight"):
+                p.copy_(torch.randn_like(p) * 0.1)  # zero-centred: 1 + w
+            name = (n.replace("mtp_block.", "layers.0.").replace("eh_proj", "fc")
+                    .replace("enorm", "pre_fc_norm_embedding").replace("hnorm", "pre_fc_norm_hidden")
+                    .replace("post_norm", "norm"))
+            ckpt["mtp." + name] = p.detach().clone().contiguous()
+    st = folder / "model.safetensors"
+    tensors = load_file(st)
+    tensors.update(ckpt)
+    save_file(tensors, st, metadata={"format": "pt"})
+    cfg_path = folder / "config.json"
+    raw = json.loads(cfg_path.read_text(encoding="utf-8"))
+    raw["mtp_num_hidden_layers"] = 1
+    raw["mtp_use_dedicated_embeddings"] = False
+    cfg_path.write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
+    model.config.name_or_path = str(folder)
+    model.config.dtype = torch.float32  # from_pretrained takes a torch dtype, not build()'s name of one
+    loaded = MtpModel.from_pretrained(model).to(torch.float32).eval()
+    for (n, a), (_, b) in zip(sorted(mtp.state_dict().items()), sorted(loaded.state_dict().items())):
+        if not torch.equal(a, b):
+            sys.exit(f"make-tiny-models: the MTP layer's {n} did not read back from the checkpoint")
+    return loaded
+
+
+def mtp_goldens(model, mtp, prompts):
+    """The MTP layer's logits over each prompt, as generate(use_mtp=True)
+    drafts: row p from the trunk's last hidden state at position p (after the
+    final norm) and the token at p + 1, at position p + 1; it predicts the
+    token at p + 2."""
+    import torch
+    from transformers.cache_utils import MtpCache
+    out = []
+    with torch.no_grad():
+        for pr in prompts:
+            ids = torch.tensor([pr["ids"]])
+            h = model(ids, output_hidden_states=True).hidden_states[-1]
+            n = ids.shape[1]
+            cache = MtpCache(config=model.config.get_mtp_config())
+            pos = torch.arange(1, n).unsqueeze(0)
+            hidden = mtp.forward_layer(0, h[:, :-1], pos, cache, input_ids=ids[:, 1:])
+            logits = mtp._project_to_logits(hidden)[0].float()
+            out.append([[round(float(v), 6) for v in row] for row in logits])
+    return out
+
+
 def goldens(name: str, model, tok):
     """Every prompt's logits, the greedy continuation of the last prompt with
     its margins, and per MoE router (mlp.gate) the experts its top-k chose
@@ -819,7 +894,12 @@ def make(name: str, llama_cpp: Path) -> None:
     import transformers
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / name
-        if name in MXFP4_OF:
+        mtp = None
+        if name in MTP_OF:
+            tok, cfg, model = build(MTP_OF[name], folder)
+            save(MTP_OF[name], model, folder)
+            mtp = add_mtp(folder, model)
+        elif name in MXFP4_OF:
             tok, cfg, f32_model = build(MXFP4_OF[name], folder)
             save(MXFP4_OF[name], f32_model, folder)
             save_mxfp4_experts(folder)
@@ -835,13 +915,15 @@ def make(name: str, llama_cpp: Path) -> None:
         shutil.rmtree(kept, ignore_errors=True)
         shutil.copytree(folder, kept)
 
-        prompts, greedy, margins, routed, gaps = goldens(name, model, tok)
+        prompts, greedy, margins, routed, gaps = goldens(MTP_OF.get(name, name), model, tok)
         golden = {
             "format": 1, "generator": "tests/models/make-tiny-models.py", "architecture": name,
             "transformers": transformers.__version__, "torch": torch.__version__,
             "config": json.loads(cfg.to_json_string()), "n_vocab": getattr(cfg, "text_config", cfg).vocab_size,
             "prompts": prompts, "greedy": greedy, "greedy_margins": margins,
         }
+        if mtp is not None:
+            golden["mtp_logits"] = mtp_goldens(model, mtp, prompts[:2])
         if name in MXFP4_OF:
             # vt and llama.cpp read MXFP4 experts through Q8_0 activations
             # (ggml's vec_dot_type for MXFP4), transformers in float32.
@@ -861,9 +943,9 @@ def make(name: str, llama_cpp: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--llama-cpp", required=True, type=Path, help="llama.cpp source tree (convert_hf_to_gguf.py)")
-    ap.add_argument("--only", help="comma-separated subset of " + ",".join(list(CONFIGS) + list(MXFP4_OF)))
+    ap.add_argument("--only", help="comma-separated subset of " + ",".join(list(CONFIGS) + list(MXFP4_OF) + list(MTP_OF)))
     a = ap.parse_args()
-    names = a.only.split(",") if a.only else list(CONFIGS) + list(MXFP4_OF)
+    names = a.only.split(",") if a.only else list(CONFIGS) + list(MXFP4_OF) + list(MTP_OF)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     for n in names:
         make(n, a.llama_cpp)

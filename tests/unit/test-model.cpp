@@ -165,6 +165,25 @@ TEST_CASE("model: a forward pass gives finite logits of n_vocab", "[model]") {
     CHECK(hi > lo);  // not a constant vector
 }
 
+TEST_CASE("model: multi-token-prediction blocks after the layers are not run; a file of those alone is refused",
+          "[model]") {
+    // As llama.cpp's converter writes a Qwen3.5 by default: block_count
+    // counts the MTP block, nextn_predict_layers says it is one.
+    TinyLlama o;
+    o.nextn_layers = 1;
+    auto m = load(o);
+    CHECK(m->hparams.n_layer == 2);
+    CHECK(m->block_count() == 2);
+    CHECK(m->nextn_layers() == 1);
+    CHECK(first_difference(logits_batched(*m, kTokens, 1), logits_batched(*load(), kTokens, 1)) == -1);
+    // llama.cpp's --mtp export: the draft head alone.
+    o.n_layer = 0;
+    o.nextn_layers = 2;
+    std::string msg;
+    CHECK(load_status(o, &msg) == VT_ERR_FORMAT);
+    CHECK(contains(msg, "multi-token-prediction"));
+}
+
 TEST_CASE("model: an untied output and F16 embeddings load and run", "[model]") {
     TinyLlama o;
     o.tied = false;
