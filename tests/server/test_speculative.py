@@ -1,14 +1,18 @@
 """--speculative-config (vLLM's JSON) on vt-server: n-gram, suffix and draft-model drafts
 leave the greedy text as the plain server makes it, in parallel requests and streams,
-the acceptance shows in /metrics under vLLM's names, and a config vt cannot
-honour ends the start with a message naming what is wrong."""
+also for a model with recurrent layers (its state rolled back where a draft is
+rejected), the acceptance shows in /metrics under vLLM's names, and a config vt
+cannot honour ends the start with a message naming what is wrong."""
 import concurrent.futures
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from conftest import THREADS, free_port
+from conftest import THREADS, Server, free_port
+
+TINY = Path(__file__).resolve().parents[1] / "models" / "tiny"
 
 SPEC = json.dumps({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4, "prompt_lookup_min": 2})
 SUFFIX = json.dumps({"method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_max_tree_depth": 16,
@@ -85,6 +89,30 @@ def test_a_draft_model_keeps_the_greedy_text(server, start_server, model_path):
     accepted = m["vt_spec_decode_num_accepted_tokens_total"]
     assert 0 < drafted <= 4 * m["vt_spec_decode_num_drafts_total"]
     assert 10 * accepted >= 9 * drafted, (accepted, drafted)
+
+
+def test_a_model_with_recurrent_layers_drafts_and_keeps_the_greedy_text(server_bin):
+    # The tiny Qwen3.5 (Gated DeltaNet layers), drafted by a second load of
+    # itself and by n-grams; the same text as its plain server, which needs
+    # a rollback of its state wherever a draft is rejected.
+    tiny = TINY / "qwen3_5.gguf"
+    if not tiny.exists():
+        pytest.skip(f"{tiny} is missing")
+    servers = [Server(server_bin, str(tiny), "--kv-cache-memory", "64MiB")]
+    try:
+        want = complete_all(servers[0])
+        for config in [{"model": str(tiny), "num_speculative_tokens": 4}, json.loads(SPEC)]:
+            servers.append(Server(server_bin, str(tiny), "--kv-cache-memory", "64MiB", "--speculative-config",
+                                  json.dumps(config)))
+            assert complete_all(servers[-1]) == want, config
+            assert complete_all(servers[-1], stream=True) == want, config
+            m = servers[-1].wait_idle()
+            assert m["vt_spec_decode_num_drafts_total"] > 0, config
+        # Its own greedy drafts are accepted.
+        assert servers[1].wait_idle()["vt_spec_decode_num_accepted_tokens_total"] > 0
+    finally:
+        for s in servers:
+            s.kill()
 
 
 @pytest.mark.parametrize("config, says", [
