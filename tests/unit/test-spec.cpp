@@ -37,6 +37,40 @@ void prefill(Scheduler &s, SeqId id, int32_t first) {
     s.update(o, t);
 }
 
+// The "model" of the random traffic cases: per sequence that needs logits,
+// a token of an 8-token alphabet per verified row while they equal the
+// draft's (favour_draft: the draft's token two times in three, else only by
+// chance), appended to known; 1 in 25 last tokens stops.
+std::vector<SampledToken> sample_step(const SchedulerOutput &o, std::map<SeqId, Toks> &known, std::mt19937 &rng,
+                                      bool favour_draft, size_t &n_drafted, size_t &n_accepted) {
+    std::vector<SampledToken> sampled;
+    for (const ScheduledSeq &q : o.seqs) {
+        if (!q.needs_logits) continue;
+        for (uint32_t i = 0; i <= q.n_draft; ++i) {
+            const int32_t drafted = i < q.n_draft ? o.tokens[q.offset + q.n_tokens - q.n_draft + i] : -1;
+            const int32_t tok = favour_draft && drafted >= 0 && rng() % 3 != 0 ? drafted : (int32_t)(rng() % 8);
+            known.at(q.id).push_back(tok);
+            const bool last = i == q.n_draft || tok != drafted;
+            sampled.push_back({q.id, tok, last && rng() % 25 == 0});
+            if (last) break;
+            ++n_accepted;
+        }
+        n_drafted += q.n_draft;
+    }
+    return sampled;
+}
+
+// Steps s to its end, every sampled token 0.
+void drain(Scheduler &s) {
+    for (int i = 0; i < 1000 && s.has_work(); ++i) {
+        SchedulerOutput o = s.schedule();
+        std::vector<SampledToken> sampled;
+        for (const ScheduledSeq &q : o.seqs)
+            if (q.needs_logits) sampled.push_back({q.id, 0, false});
+        s.update(o, sampled);
+    }
+}
+
 } // namespace
 
 TEST_CASE("n-gram lookup proposes what followed the longest earlier match", "[spec]") {
@@ -287,19 +321,7 @@ TEST_CASE("random traffic with drafts reads every sequence's own slots", "[spec]
         }
         // The "model" samples tokens of the small alphabet; a draft token is
         // kept while it equals what was sampled.
-        std::vector<SampledToken> sampled;
-        for (const ScheduledSeq &q : o.seqs) {
-            if (!q.needs_logits) continue;
-            for (uint32_t i = 0; i <= q.n_draft; ++i) {
-                const int32_t tok = (int32_t)(rng() % 8);
-                known.at(q.id).push_back(tok);
-                const bool last = i == q.n_draft || tok != o.tokens[q.offset + q.n_tokens - q.n_draft + i];
-                sampled.push_back({q.id, tok, last && rng() % 25 == 0});
-                if (last) break;
-                ++n_accepted;
-            }
-            n_drafted += q.n_draft;
-        }
+        const std::vector<SampledToken> sampled = sample_step(o, known, rng, false, n_drafted, n_accepted);
         for (const FinishedSeq &f : s.update(o, sampled)) REQUIRE(known.erase(f.id) == 1);
         s.check();
         for (auto &[id, t] : known) {
@@ -307,13 +329,7 @@ TEST_CASE("random traffic with drafts reads every sequence's own slots", "[spec]
             s.set_draft(id, propose_ngram(t, ngram(1, 3, 4), 4));
         }
     }
-    for (int i = 0; i < 1000 && s.has_work(); ++i) {
-        SchedulerOutput o = s.schedule();
-        std::vector<SampledToken> sampled;
-        for (const ScheduledSeq &q : o.seqs)
-            if (q.needs_logits) sampled.push_back({q.id, 0, false});
-        s.update(o, sampled);
-    }
+    drain(s);
     CHECK(!s.has_work());
     CHECK(kv.num_free_blocks() == kv.num_blocks());
     kv.check();
@@ -386,8 +402,8 @@ TEST_CASE("recurrent state: a verification checkpoints it, a rejection rolls it 
     CHECK(o.state_restores.empty());
 }
 
-TEST_CASE("recurrent state: no drafts without checkpoints, and a finished or preempted sequence rolls nothing back",
-          "[spec]") {
+TEST_CASE("recurrent state: no drafts without checkpoints; a sequence that stops at a draft token leaves no "
+          "rollback behind", "[spec]") {
     KvCacheConfig cfg = state_cfg(16, 2, 0);
     cfg.state_checkpoints = false;
     {
@@ -455,21 +471,8 @@ TEST_CASE("random traffic with drafts on recurrent state reads the state of exac
             n_replayed += q.n_replay;
         }
         copy(o.state_saves);
-        std::vector<SampledToken> sampled;
-        for (const ScheduledSeq &q : o.seqs) {
-            if (!q.needs_logits) continue;
-            for (uint32_t i = 0; i <= q.n_draft; ++i) {
-                // Mostly the draft's token: long accepted runs as well as rejections.
-                const int32_t drafted = i < q.n_draft ? o.tokens[q.offset + q.n_tokens - q.n_draft + i] : -1;
-                const int32_t tok = drafted >= 0 && rng() % 3 != 0 ? drafted : (int32_t)(rng() % 8);
-                known.at(q.id).push_back(tok);
-                const bool last = i == q.n_draft || tok != drafted;
-                sampled.push_back({q.id, tok, last && rng() % 25 == 0});
-                if (last) break;
-                ++n_accepted;
-            }
-            n_drafted += q.n_draft;
-        }
+        // Mostly the draft's token: long accepted runs as well as rejections.
+        const std::vector<SampledToken> sampled = sample_step(o, known, rng, true, n_drafted, n_accepted);
         for (const FinishedSeq &f : s.update(o, sampled)) REQUIRE(known.erase(f.id) == 1);
         s.check();
         for (auto &[id, t] : known) {
@@ -477,13 +480,7 @@ TEST_CASE("random traffic with drafts on recurrent state reads the state of exac
             if (rng() % 4) s.set_draft(id, propose_ngram(t, ngram(1, 3, 4), 4));
         }
     }
-    for (int i = 0; i < 1000 && s.has_work(); ++i) {
-        SchedulerOutput o = s.schedule();
-        std::vector<SampledToken> sampled;
-        for (const ScheduledSeq &q : o.seqs)
-            if (q.needs_logits) sampled.push_back({q.id, 0, false});
-        s.update(o, sampled);
-    }
+    drain(s);
     CHECK(!s.has_work());
     CHECK(kv.num_free_state_slots() == n_live);
     kv.check();
