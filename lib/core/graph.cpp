@@ -84,7 +84,8 @@ Tensor *Graph::add_node(Op op, DType type, Shape shape, std::initializer_list<Te
     for (Tensor *t : src) {
         n.src[s++] = t;
         int ri = root_index(t);
-        if (ri >= 0) owned_[ri].last_use = idx;
+        // An output stays an output, whatever reads it after it was marked.
+        if (ri >= 0 && owned_[ri].last_use != INT32_MAX) owned_[ri].last_use = idx;
     }
     n.dst = new_tensor(type, shape, name, idx);
     nodes_.push_back(n);

@@ -736,6 +736,32 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         *mx_pending = pair_mxfp4(mx_parts, dir.string());
         for (const SafetensorsTensor &t : *mx_pending) all.push_back(&t);
     }
+    // A Qwen3.5 / Qwen3-Next multi-token-prediction layer (mtp.*; Qwen3-Next's
+    // config does not count it): read as llama.cpp's converter writes it, a
+    // block after the layers with its nextn.* tensors, so that a folder and
+    // its GGUF are one model (Architecture::build_mtp).
+    uint64_t n_mtp = 0;
+    if (arch->norms == HfNorms::zero_centred)
+        for (const SafetensorsTensor *t : all)
+            if (unsigned i = 0; std::sscanf(t->name.c_str(), "mtp.layers.%u.", &i) == 1) n_mtp = std::max<uint64_t>(n_mtp, i + 1ull);
+    if (n_mtp) {
+        std::erase_if(meta.kvs, [&](const GgufKV &kv) { return kv.key == a + ".block_count"; });
+        meta.u32("block_count", n_layer + n_mtp);
+        meta.u32("nextn_predict_layers", n_mtp);
+    }
+    // mtp.X's name as the converter writes it, or "" for another tensor.
+    auto mtp_name = [&](const std::string &hf) -> std::string {
+        if (!n_mtp || hf.rfind("mtp.", 0) != 0) return "";
+        const std::string rest = hf.substr(4), blk = "blk." + std::to_string(n_layer) + ".nextn.";
+        if (rest == "fc.weight") return blk + "eh_proj.weight";
+        if (rest == "pre_fc_norm_embedding.weight") return blk + "enorm.weight";
+        if (rest == "pre_fc_norm_hidden.weight") return blk + "hnorm.weight";
+        if (rest == "norm.weight") return blk + "shared_head_norm.weight";
+        unsigned i = 0;
+        int used = 0;
+        if (std::sscanf(rest.c_str(), "layers.%u.%n", &i, &used) != 1 || used == 0) return "";
+        return gguf_name("model.layers." + std::to_string(n_layer + i) + "." + rest.substr((size_t)used), arch->norms);
+    };
     // FP8 and NVFP4 weights with their scales (model/hf-quantized.h), read
     // as stored; read_quant_scheme refuses by name any quantization_config
     // vt cannot honour.
@@ -844,7 +870,8 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
                 scale_parts(first);
                 continue;
             }
-            const std::string name = gguf_name(t.name, arch->norms);
+            std::string name = mtp_name(t.name);
+            if (name.empty()) name = gguf_name(t.name, arch->norms);
             if (name.empty()) {
                 ++skipped;
                 vision += t.name.find("visual.") != std::string::npos || t.name.find("vision_tower.") != std::string::npos ||

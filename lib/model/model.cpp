@@ -417,6 +417,10 @@ void Model::place_weights() {
                 upload_seconds_ > 0 ? (double)uploaded_bytes_ / (1 << 30) / upload_seconds_ : 0.0);
 }
 
+Tensor *Architecture::build_mtp(const Model &m, const ForwardArgs &) const {
+    fail(VT_ERR_UNSUPPORTED, "%s: no multi-token-prediction layer", m.arch_name().c_str());
+}
+
 uint32_t Model::arch_u32(const char *suffix) const {
     std::string key = arch_name_ + "." + suffix;
     auto v = gguf_->get_uint(key);

@@ -94,6 +94,12 @@ struct ForwardArgs {
     // (Op::CONV1D_CAUSAL). Null when the model has no recurrent layer.
     Tensor *state_index = nullptr;
     std::span<const LoraSlot> lora;     // the adapters of the batch's sequences (LayerBuilder::linear applies them)
+    // Multi-token prediction: build() also returns the final normed hidden
+    // state of every token in *hidden_out (n_embd, n_tokens) when it is set
+    // (LayerBuilder::logits); build_mtp() reads the trunk's ones at hidden_in
+    // (n_embd, n_tokens), one per token, and returns its own in *hidden_out.
+    Tensor **hidden_out = nullptr;
+    Tensor *hidden_in = nullptr;
     int64_t n_ctx = 0;             // positions one sequence may reach (vt_seq's n_ctx, the engine's
                                    // max_model_len): Phi-3 picks its rope factors by it, as llama.cpp
 };
@@ -110,6 +116,13 @@ public:
     // Appends the forward graph to args.graph; returns the logits tensor
     // (n_vocab, n_out).
     virtual Tensor *build(const Model &m, const ForwardArgs &args) const = 0;
+    // The checkpoint's multi-token-prediction (MTP, next-n) layer, where the
+    // architecture reads one (Model::mtp_cache is then set): the logits of
+    // the rows in out_rows for the next-but-one token of each token, from its
+    // embedding and the trunk's hidden state at the position before
+    // (args.hidden_in), as Qwen3.5's mtp.* / DeepSeek-V3's next-n layers.
+    virtual bool has_mtp() const { return false; }
+    virtual Tensor *build_mtp(const Model &m, const ForwardArgs &args) const;
 };
 
 // Creates the architecture for a GGUF general.architecture name, or throws
@@ -244,6 +257,14 @@ public:
     // one there, and its graph reads k_cache / v_cache at that index. Empty
     // for one cache per block (every other architecture).
     std::vector<uint32_t> extra_cache_owner;
+    // The multi-token-prediction layer's cache (Architecture::build_mtp),
+    // index cache_layers.size() in a PagedKv made with_mtp; empty without
+    // one. Not in cache_layers: only a context that drafts with it pays for it.
+    std::vector<LayerCacheSpec> mtp_cache;
+    // cache_layers[il], or past them the MTP layer's.
+    const LayerCacheSpec &cache_layer(uint32_t il) const {
+        return il < cache_layers.size() ? cache_layers[il] : mtp_cache.at(il - cache_layers.size());
+    }
     uint64_t n_params = 0;
     uint64_t size_bytes = 0;
 

@@ -357,7 +357,7 @@ Tensor *LayerBuilder::attend(uint32_t il, Tensor *q, Tensor *k, Tensor *v, const
         q = g_.op<Op::ROPE>(DType::F32, {hd, H, n_}, {q, a_.positions, factors}, rope);
         if (k) k = g_.op<Op::ROPE>(DType::F32, {hd, k->ne[1], n_}, {k, a_.positions, factors}, rope);
     }
-    const int32_t window = attention_window(m_.cache_layers[il]);
+    const int32_t window = attention_window(m_.cache_layer(il));
     Tensor *att = g_.op<Op::ATTN_PAGED>(DType::F32, {hd, H, n_}, {q, k, v, kc, vc, a_.kv_index[il], w(aw.sinks)},
                                         {scale, window, (int32_t)a_.n_ctx});
     return g_.reshape(att, {hd * H, n_});
@@ -422,8 +422,16 @@ Tensor *LayerBuilder::experts(const Tensor *weight, Tensor *x, Tensor *ids) {
 
 Tensor *LayerBuilder::logits(Tensor *x, const Tensor *norm, const Tensor *output, float s, float cap) {
     const int64_t n_out = a_.out_rows->ne[0];
-    Tensor *sel = g_.op<Op::GET_ROWS>(DType::F32, {x->ne[0], n_out}, {x, a_.out_rows});
-    Tensor *lg = linear(output, rms_norm(sel, norm));
+    Tensor *normed;
+    if (a_.hidden_out) {  // every token's, for a multi-token-prediction layer (the same rows, normed first)
+        Tensor *all = rms_norm(x, norm);
+        g_.mark_output(all);
+        *a_.hidden_out = all;
+        normed = g_.op<Op::GET_ROWS>(DType::F32, {x->ne[0], n_out}, {all, a_.out_rows});
+    } else {
+        normed = rms_norm(g_.op<Op::GET_ROWS>(DType::F32, {x->ne[0], n_out}, {x, a_.out_rows}), norm);
+    }
+    Tensor *lg = linear(output, normed);
     if (s != 1.0f) lg = scale(lg, s);
     if (cap > 0.0f) lg = softcap(lg, cap);
     g_.mark_output(lg);

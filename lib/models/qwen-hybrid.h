@@ -13,6 +13,7 @@
 // models/qwen3_5{,_moe}/modeling_*.py.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "models/gated-deltanet.h"
@@ -33,6 +34,8 @@ public:
     explicit QwenHybrid(const QwenHybridTraits &t) : traits_(t) {}
     void load(Model &m) override;
     Tensor *build(const Model &m, const ForwardArgs &a) const override;
+    bool has_mtp() const override { return mtp_.has_value(); }
+    Tensor *build_mtp(const Model &m, const ForwardArgs &a) const override;
 
 private:
     struct Layer {
@@ -43,6 +46,20 @@ private:
         FfnWeights ffn;
         MoeWeights moe;
     };
+    // The multi-token-prediction layer (Qwen3.5's mtp.*, the nextn block
+    // llama.cpp's converter keeps after the layers): the token's normed
+    // embedding and the trunk's normed hidden state at the position before,
+    // concatenated and projected (fc / eh_proj), through one full-attention
+    // block of the model's kind, normed (mtp.norm / shared_head_norm), then
+    // the model's output. Its cache is layer n_layer (Model::mtp_cache).
+    struct Mtp {
+        const Tensor *eh_proj = nullptr;   // (2 n_embd, n_embd): [embedding | hidden]
+        const Tensor *enorm = nullptr, *hnorm = nullptr, *head_norm = nullptr;  // (n_embd), 1 + w
+        const Tensor *embd = nullptr, *head = nullptr;  // its own embedding and output, or the model's
+        Layer layer;
+    };
+    void load_layer(Model &m, uint32_t il, bool recurrent, Layer &l);
+    Tensor *block(LayerBuilder &b, uint32_t il, Tensor *x, const Layer &l) const;
     Tensor *gated_attention(LayerBuilder &b, uint32_t il, Tensor *h, const AttnWeights &w) const;
 
     QwenHybridTraits traits_;
@@ -52,6 +69,7 @@ private:
     const Tensor *output_norm_ = nullptr;  // (n_embd)
     const Tensor *output_ = nullptr;       // (n_embd, n_vocab); tok_embd_ when tied
     std::vector<Layer> layers_;
+    std::optional<Mtp> mtp_;
 };
 
 } // namespace vt

@@ -10,14 +10,31 @@
 
 namespace vt {
 
+namespace {
+// The layers a pool holds: the model's, and with_mtp its MTP layer's after them.
+std::vector<LayerCacheSpec> pool_layers(const Model &model, bool with_mtp) {
+    std::vector<LayerCacheSpec> l = model.cache_layers;
+    if (with_mtp) {
+        if (model.mtp_cache.empty())
+            fail(VT_ERR_INTERNAL, "%s: a KV cache for a multi-token-prediction layer it does not have",
+                 model.arch_name().c_str());
+        l.insert(l.end(), model.mtp_cache.begin(), model.mtp_cache.end());
+    }
+    return l;
+}
+} // namespace
+
 PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_group, uint32_t block_size,
-                 uint32_t n_slots, bool allocate)
-    : block_size_(block_size), groups_(cache_groups(model.cache_layers)), blocks_(blocks_per_group),
-      n_slots_(n_slots) {
+                 uint32_t n_slots, bool allocate, bool with_mtp)
+    : PagedKv(model, pool_layers(model, with_mtp), blocks_per_group, block_size, n_slots, allocate) {}
+
+PagedKv::PagedKv(const Model &model, const std::vector<LayerCacheSpec> &layers,
+                 const std::vector<uint32_t> &blocks_per_group, uint32_t block_size, uint32_t n_slots, bool allocate)
+    : block_size_(block_size), groups_(cache_groups(layers)), blocks_(blocks_per_group), n_slots_(n_slots) {
     if (blocks_.size() != groups_.size())
         fail(VT_ERR_INTERNAL, "KV cache: %zu block counts for %zu cache groups", blocks_.size(), groups_.size());
     if (block_size == 0) fail(VT_ERR_INVALID_ARGUMENT, "a KV cache needs a block size");
-    const size_t n_layer = model.cache_layers.size();
+    const size_t n_layer = layers.size();
     layer_group_.assign(n_layer, kNoGroup);
     for (uint32_t g = 0; g < groups_.size(); ++g) {
         if (blocks_[g] == 0) fail(VT_ERR_INVALID_ARGUMENT, "KV cache group %u has no blocks", g);
@@ -27,8 +44,8 @@ PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_gro
     // A layer that shares another's cache uses its owner's group (block ids
     // and index) and, below, its owner's pools.
     for (uint32_t l = 0; l < n_layer; ++l)
-        if (is_shared(model.cache_layers[l])) layer_group_[l] = layer_group_[cache_owner(model.cache_layers, l)];
-    const StateSlots slots = state_slots(model.cache_layers);
+        if (is_shared(layers[l])) layer_group_[l] = layer_group_[cache_owner(layers, l)];
+    const StateSlots slots = state_slots(layers);
     if (!slots.layers.empty() && n_slots == 0)
         fail(VT_ERR_INVALID_ARGUMENT, "the model's %zu recurrent layers need state slots", slots.layers.size());
     bytes_ += (uint64_t)n_slots * slots.bytes_per_slot;
@@ -47,8 +64,8 @@ PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_gro
     };
     std::vector<Pool> pools;
     for (size_t l = 0; l < n_layer; ++l) {
-        const LayerCacheSpec &spec = model.cache_layers[l];
-        vt_device *d = model.layer_device((uint32_t)l);
+        const LayerCacheSpec &spec = layers[l];
+        vt_device *d = model.layer_device((uint32_t)l);  // past the blocks: the last one's device
         if (is_shared(spec)) continue;  // its owner's tensors: share_pools()
         if (spec.kind == CacheKind::recurrent) {
             // A slot per sequence: the conv tail in K's place, the state in V's.
@@ -76,9 +93,9 @@ PagedKv::PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_gro
     // layer's attention reads what its owner wrote and writes nothing.
     auto share_pools = [&] {
         for (size_t l = 0; l < n_layer; ++l)
-            if (is_shared(model.cache_layers[l])) {
-                k_[l] = k_[model.cache_layers[l].shared_from];
-                v_[l] = v_[model.cache_layers[l].shared_from];
+            if (is_shared(layers[l])) {
+                k_[l] = k_[layers[l].shared_from];
+                v_[l] = v_[layers[l].shared_from];
             }
     };
     if (!allocate) {  // shapes only

@@ -40,8 +40,10 @@ public:
     // n_slots: the state slots of the model's recurrent layers (0 without
     // such layers): layer l's k() is then its conv-tail pool (conv_floats,
     // n_slots) f32 and v() its state pool (state_floats, n_slots) f32.
+    // with_mtp: the model's multi-token-prediction layer's cache too
+    // (Model::mtp_cache), layer cache_layers.size(), on the last layer's device.
     PagedKv(const Model &model, const std::vector<uint32_t> &blocks_per_group, uint32_t block_size,
-            uint32_t n_slots = 0, bool allocate = true);
+            uint32_t n_slots = 0, bool allocate = true, bool with_mtp = false);
     ~PagedKv();
     PagedKv(const PagedKv &) = delete;
     PagedKv &operator=(const PagedKv &) = delete;
@@ -52,6 +54,7 @@ public:
     // The paged group of a layer; kNoGroup for a recurrent one.
     static constexpr uint32_t kNoGroup = UINT32_MAX;
     uint32_t layer_group(uint32_t layer) const { return layer_group_.at(layer); }
+    uint32_t num_layers() const { return (uint32_t)layer_group_.size(); }
     uint32_t num_slots() const { return n_slots_; }
     // Copies slot src to slot dst in every recurrent layer (conv tail and
     // state), in order: prefix hits' snapshots and their saves
@@ -64,6 +67,9 @@ public:
     std::vector<Tensor> &v() { return v_; }    // empty for a latent layer
 
 private:
+    PagedKv(const Model &model, const std::vector<LayerCacheSpec> &layers, const std::vector<uint32_t> &blocks_per_group,
+            uint32_t block_size, uint32_t n_slots, bool allocate);
+
     uint32_t block_size_;
     std::vector<CacheGroup> groups_;
     std::vector<uint32_t> blocks_, layer_group_;

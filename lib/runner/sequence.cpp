@@ -47,7 +47,7 @@ const Tensor *Context::build_graph(ForwardArgs &args, const PagedKv &kv, int64_t
     args.out_rows = graph_.input(DType::I32, {n_out}, "out_rows");
     index_in_.clear();
     for (int64_t ni : n_index) index_in_.push_back(graph_.input(DType::I32, {ni}, "kv_index"));
-    layer_index_.resize(model_.cache_layers.size());
+    layer_index_.resize(kv.num_layers());
     for (uint32_t l = 0; l < layer_index_.size(); ++l)
         layer_index_[l] = kv.layer_group(l) == PagedKv::kNoGroup ? nullptr : index_in_[kv.layer_group(l)];
     args.kv_index = layer_index_;
@@ -57,7 +57,11 @@ const Tensor *Context::build_graph(ForwardArgs &args, const PagedKv &kv, int64_t
         lora_[a].scales = graph_.input(DType::F32, {lora_counts_[a]}, "lora_scales");
     }
     args.lora = lora_;
-    return model_.arch().build(model_, args);
+    hidden_t_ = hidden_in_t_ = nullptr;
+    if (pass_.hidden_out || pass_.mtp) args.hidden_out = &hidden_t_;
+    if (!pass_.mtp) return model_.arch().build(model_, args);
+    args.hidden_in = hidden_in_t_ = graph_.input(DType::F32, {(int64_t)model_.hparams.n_embd, n}, "hidden_in");
+    return model_.arch().build_mtp(model_, args);
 }
 
 const Tensor *Context::build(ForwardArgs &args, const PagedKv &kv, int64_t n_out, const std::vector<int64_t> &n_index) {
@@ -119,6 +123,7 @@ ForwardArgs Context::prepare(PagedKv &kv, std::span<const BatchSeq> batch, int64
 
 size_t Context::arena_need(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx) {
     int64_t n_tok = 0, n_out = 0;
+    pass_ = Pass{};
     ForwardArgs args = prepare(kv, batch, n_ctx, n_tok, n_out);
     build_graph(args, kv, n_out ? n_out : 1, n_index_);
     const size_t need = graph_.plan();
@@ -127,6 +132,13 @@ size_t Context::arena_need(PagedKv &kv, std::span<const BatchSeq> batch, int64_t
 }
 
 const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx) {
+    return forward(kv, batch, n_ctx, Pass{});
+}
+
+const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx, const Pass &pass) {
+    if (pass.mtp && !pass.hidden_in) fail(VT_ERR_INTERNAL, "a multi-token-prediction pass without hidden states");
+    pass_ = pass;
+    hidden_ = {};
     const uint32_t n_groups = (uint32_t)kv.groups().size();
     int64_t n_tok = 0, n_out = 0;
     ForwardArgs args = prepare(kv, batch, n_ctx, n_tok, n_out);
@@ -221,7 +233,19 @@ const Tensor *Context::forward(PagedKv &kv, std::span<const BatchSeq> batch, int
         tensor_set(*lora_[a].rows, lora_rows_.data() + at, 0, (size_t)lora_counts_[a] * sizeof(int32_t));
         tensor_set(*lora_[a].scales, lora_scales_.data() + at, 0, (size_t)lora_counts_[a] * sizeof(float));
     }
+    if (hidden_in_t_)
+        tensor_set(*hidden_in_t_, pass.hidden_in, 0, (size_t)hidden_in_t_->nelements() * sizeof(float));
     compute();
+    pass_ = Pass{};
+    if (hidden_t_) {
+        if (tensor_is_host(*hidden_t_)) {
+            hidden_ = std::span<const float>(static_cast<const float *>(hidden_t_->data), (size_t)hidden_t_->nelements());
+        } else {
+            hidden_host_.resize((size_t)hidden_t_->nelements());
+            tensor_get(*hidden_t_, hidden_host_.data(), 0, hidden_host_.size() * sizeof(float));
+            hidden_ = hidden_host_;
+        }
+    }
     if (tensor_is_host(*logits)) return logits;
     logits_host_.resize((size_t)logits->nelements());
     tensor_get(*logits, logits_host_.data(), 0, logits_host_.size() * sizeof(float));

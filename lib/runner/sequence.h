@@ -69,6 +69,21 @@ public:
     // output), in host memory, valid until the next forward.
     const Tensor *forward(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx);
 
+    // Multi-token prediction (Architecture::build_mtp). With hidden_out, a
+    // forward pass also keeps every token's final normed hidden state,
+    // hidden() (n_embd, n_tokens) in batch order; with mtp it is the MTP
+    // layer's pass instead (kv made with_mtp), which reads hidden_in, one
+    // trunk hidden state per token, and keeps its own.
+    struct Pass {
+        bool hidden_out = false;
+        bool mtp = false;
+        const float *hidden_in = nullptr;  // mtp: (n_embd, n_tokens)
+    };
+    const Tensor *forward(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx, const Pass &pass);
+    // The hidden states of the last forward with hidden_out or mtp, valid
+    // until the next forward.
+    std::span<const float> hidden() const { return hidden_; }
+
     // The compute arena a forward pass over batch needs (the graph built and
     // planned, nothing computed or allocated; kv may hold shapes only).
     size_t arena_need(PagedKv &kv, std::span<const BatchSeq> batch, int64_t n_ctx);
@@ -98,6 +113,11 @@ private:
     BufferPtr arena_;  // on the device; grows to the largest plan, then stays
     std::vector<int32_t> staging_;   // forward(): inputs before they go to the device
     std::vector<float> logits_host_; // forward(): the logits of a device that is not host memory
+    Pass pass_;                      // forward(): what build_graph builds
+    Tensor *hidden_t_ = nullptr;     // its hidden states' output, or null
+    Tensor *hidden_in_t_ = nullptr;  // the MTP pass's input
+    std::vector<float> hidden_host_; // hidden()'s copy from a device
+    std::span<const float> hidden_;
     Tensor logits_view_{};
     std::vector<int64_t> n_index_;     // forward() scratch
     int64_t n_state_seqs_ = 0;         // forward(): the batch's sequences (the state index's columns)
