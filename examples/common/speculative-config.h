@@ -7,9 +7,11 @@
 //    "suffix_decoding_max_spec_factor": 1.0, "suffix_decoding_min_token_prob": 0.1}
 //   {"method": "draft_model", "model": "draft.gguf", "num_speculative_tokens": 4}
 //     (as in vLLM, "model" alone implies "draft_model")
+//   {"method": "mtp", "num_speculative_tokens": 2}  (the model's own
+//     multi-token-prediction layer)
 // into vt_context_params' speculative fields; a draft model's path goes to
 // draft_model, for the tool to load as it loads its model. vt implements the
-// "ngram", "suffix" and "draft_model" methods; any other method or key, or a
+// "ngram", "suffix", "draft_model" and "mtp" methods; any other method or key, or a
 // key of another method, is refused by name, never ignored. Without
 // num_speculative_tokens, suffix drafts up to VT_SPEC_MAX_TOKENS (vLLM's
 // default is the tree depth, 24).
@@ -35,7 +37,7 @@ inline std::string parse_speculative_config(const std::string &text, vt_context_
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) return "--speculative-config is not valid JSON";
     if (!j.is_object()) return "--speculative-config must be a JSON object";
-    const char *const methods = "vt implements \"ngram\", \"suffix\" and \"draft_model\"";
+    const char *const methods = "vt implements \"ngram\", \"suffix\", \"draft_model\" and \"mtp\"";
     if (j.contains("model") && !j["model"].is_string())
         return "--speculative-config: \"model\" must be a string (the draft model's path)";
     std::string method = j.contains("model") ? "draft_model" : "";
@@ -46,14 +48,14 @@ inline std::string parse_speculative_config(const std::string &text, vt_context_
     }
     if (method.empty())
         return std::string("--speculative-config: \"method\" is required, a string (") + methods + ")";
-    if (method != "ngram" && method != "suffix" && method != "draft_model")
+    if (method != "ngram" && method != "suffix" && method != "draft_model" && method != "mtp")
         return "--speculative-config: method \"" + method + "\" is not supported (" + methods + ")";
-    const bool suffix = method == "suffix", draft = method == "draft_model";
+    const bool suffix = method == "suffix", draft = method == "draft_model", mtp = method == "mtp";
     if (draft && !j.contains("model")) return "--speculative-config: method \"draft_model\" needs \"model\", its path";
     uint32_t k = 0;
     for (const auto &[key, v] : j.items()) {
         if (key == "method" || (draft && key == "model")) continue;
-        const bool ngram = !suffix && !draft;
+        const bool ngram = !suffix && !draft && !mtp;
         uint32_t *count = key == "num_speculative_tokens"                        ? &k
                           : ngram && key == "prompt_lookup_min"                   ? &p.prompt_lookup_min
                           : ngram && key == "prompt_lookup_max"                   ? &p.prompt_lookup_max
@@ -75,6 +77,7 @@ inline std::string parse_speculative_config(const std::string &text, vt_context_
                    (suffix  ? "num_speculative_tokens and suffix_decoding_max_tree_depth, _max_cached_requests, "
                               "_max_spec_factor and _min_token_prob)"
                     : draft ? "model and num_speculative_tokens)"
+                    : mtp   ? "num_speculative_tokens)"
                             : "num_speculative_tokens, prompt_lookup_min and prompt_lookup_max)");
         if (!v.is_number_unsigned() || v.get<uint64_t>() > UINT32_MAX)
             return "--speculative-config: \"" + key + "\" must be a non-negative integer";
@@ -82,7 +85,7 @@ inline std::string parse_speculative_config(const std::string &text, vt_context_
     }
     if (k == 0 && !suffix) return "--speculative-config: \"num_speculative_tokens\" is required";
     if (draft && j["model"].get<std::string>().empty()) return "--speculative-config: \"model\" is empty";
-    p.spec_method = suffix ? VT_SPEC_SUFFIX : draft ? VT_SPEC_DRAFT_MODEL : VT_SPEC_NGRAM;
+    p.spec_method = suffix ? VT_SPEC_SUFFIX : draft ? VT_SPEC_DRAFT_MODEL : mtp ? VT_SPEC_MTP : VT_SPEC_NGRAM;
     p.num_speculative_tokens = k ? k : VT_SPEC_MAX_TOKENS;
     out = p;
     draft_model = draft ? j["model"].get<std::string>() : std::string();

@@ -143,7 +143,9 @@ std::optional<int> parse_flags(int argc, char **argv, ServerOptions &o) {
                    "prompt lookup: drafts where the output repeats the input) or {\"method\": \"suffix\"} with "
                    "vLLM's suffix_decoding_* keys (suffix decoding over the request and earlier outputs) or "
                    "{\"model\": \"draft.gguf\", \"num_speculative_tokens\": 4} (a smaller model with the same "
-                   "vocabulary, loaded as the model is); the tokens stay those made without it. Acceptance: /metrics");
+                   "vocabulary, loaded as the model is) or {\"method\": \"mtp\", \"num_speculative_tokens\": 2} "
+                   "(the model's own multi-token-prediction layer, Qwen3.5's); the tokens stay those made without "
+                   "it. Acceptance: /metrics");
     app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
     app.add_option("--served-model-name", o.served_model_name,
                    "model id clients must name (default: the model file's name)");

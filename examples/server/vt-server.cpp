@@ -186,6 +186,9 @@ int serve(ServerState &st) {
             std::fprintf(stderr, "vt-server: draft model %s, up to %u tokens a step (its KV cache beside the "
                          "model's, as many tokens)\n", draft_path.c_str(), cp.num_speculative_tokens);
         }
+        if (cp.spec_method == VT_SPEC_MTP)
+            std::fprintf(stderr, "vt-server: the model's multi-token-prediction layer drafts up to %u tokens a step "
+                         "(its KV cache a layer of the pool)\n", cp.num_speculative_tokens);
     }
     vt_context *craw = nullptr;
     if (failed(vt_context_create(model.get(), &cp, &craw), "cannot create the context")) return 1;

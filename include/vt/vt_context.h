@@ -46,7 +46,15 @@ typedef enum vt_spec_method {
      * step for every drafting request, batched, from a KV cache of its own
      * (as many tokens as the context's pool, out of the same budget). Pays
      * off where the draft agrees with the model often and costs far less. */
-    VT_SPEC_DRAFT_MODEL = 3
+    VT_SPEC_DRAFT_MODEL = 3,
+    /* The model's own multi-token-prediction layer (vLLM's "mtp", llama.cpp's
+     * draft-mtp; since ABI 1.15): Qwen3.5 / Qwen3.6's mtp.* and the nextn
+     * block llama.cpp's converter keeps in their GGUFs. It drafts from the
+     * model's final hidden states, chained num_speculative_tokens times; its
+     * KV cache is one more layer in the context's pool (kv_cache_bytes), in
+     * the same blocks, so prefix caching serves it too. vt_context_create
+     * fails with VT_ERR_INVALID_ARGUMENT for a model without one. */
+    VT_SPEC_MTP = 4
 } vt_spec_method;
 
 #define VT_SPEC_MAX_TOKENS 16  /* most draft tokens per request and step */
@@ -82,7 +90,7 @@ typedef struct vt_context_params {
      * computed again in its next step; each state slot then has a
      * checkpoint beside it in kv_cache_bytes. Counters: vt_engine_stats. */
     uint32_t spec_method;             /* a vt_spec_method: VT_SPEC_NONE (default), VT_SPEC_NGRAM,
-                                         VT_SPEC_SUFFIX or VT_SPEC_DRAFT_MODEL (an integer field, as
+                                         VT_SPEC_SUFFIX, VT_SPEC_DRAFT_MODEL or VT_SPEC_MTP (an integer field, as
                                          vt_model_params.quantize: any value a caller passes is read
                                          safely, the unknown refused) */
     uint32_t num_speculative_tokens;  /* 1..VT_SPEC_MAX_TOKENS with a method */

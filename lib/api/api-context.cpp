@@ -44,7 +44,7 @@ VT_API vt_status vt_context_create(const vt_model *model, const vt_context_param
     if (p.n_threads > 1024) return fail_arg("vt_context_create: n_threads must be at most 1024");
     if (p.n_batch > 65536) return fail_arg("vt_context_create: n_batch must be at most 65536");
     if (p.spec_method != VT_SPEC_NONE && p.spec_method != VT_SPEC_NGRAM && p.spec_method != VT_SPEC_SUFFIX &&
-        p.spec_method != VT_SPEC_DRAFT_MODEL)
+        p.spec_method != VT_SPEC_DRAFT_MODEL && p.spec_method != VT_SPEC_MTP)
         return fail_arg("vt_context_create: spec_method is not a vt_spec_method");
     if ((p.spec_method == VT_SPEC_DRAFT_MODEL) != (p.draft_model != nullptr))
         return fail_arg("vt_context_create: draft_model goes with spec_method VT_SPEC_DRAFT_MODEL, and only with it");
@@ -73,6 +73,10 @@ VT_API vt_status vt_context_create(const vt_model *model, const vt_context_param
         // first submit.
         if (!vt::device_is_host(model->impl->device())) vt::plan_kv(*c->impl, engine_config(p));
         if (p.draft_model) vt::check_draft_vocabulary(*model->impl, *p.draft_model->impl);
+        if (p.spec_method == VT_SPEC_MTP && !model->impl->arch().has_mtp())
+            vt::fail(VT_ERR_INVALID_ARGUMENT, "vt_context_create: spec_method VT_SPEC_MTP: %s has no "
+                     "multi-token-prediction layer (a Qwen3.5 checkpoint's mtp.*, a GGUF's nextn block)",
+                     model->impl->arch_name().c_str());
         *out = c.release();
     });
 }

@@ -58,6 +58,7 @@ inline vt::EngineConfig engine_config(const vt_context_params &p) {
         cfg.suffix.max_spec_factor = p.suffix_max_spec_factor;
         cfg.suffix.min_token_prob = p.suffix_min_token_prob;
     }
+    if (p.spec_method == VT_SPEC_MTP) cfg.mtp_k = p.num_speculative_tokens;
     if (p.spec_method == VT_SPEC_DRAFT_MODEL && p.draft_model) {
         cfg.draft_model = p.draft_model->impl.get();
         cfg.draft_k = p.num_speculative_tokens;

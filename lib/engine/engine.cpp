@@ -51,7 +51,7 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     for (size_t g = 0; g < groups.size(); ++g) kv_cfg.groups.push_back({blocks[g], groups[g].window});
     // The arena first: the plan left room for it on a device.
     if (plan.arena_bytes) ctx.reserve_arena(plan.arena_bytes);
-    kv_pool_ = std::make_unique<PagedKv>(model_, blocks, block_size_, plan.state_slots_total());
+    kv_pool_ = std::make_unique<PagedKv>(model_, blocks, block_size_, plan.state_slots_total(), true, cfg.mtp_k > 0);
     kv_cfg_ = kv_cfg;
     sched_cfg_.max_num_batched_tokens = max_batched;
     sched_cfg_.max_num_seqs = max_num_seqs;
@@ -60,11 +60,11 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
     sched_cfg_.prefill_tokens_per_decode = cfg.prefill_tokens_per_decode;
     max_model_len_ = max_len;
     ngram_ = cfg.ngram;
-    if ((ngram_.k > 0) + (cfg.suffix.k > 0) + (cfg.draft_k > 0) > 1)
-        fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: more than one of the n-gram, suffix and draft-model "
-             "proposers");
+    if ((ngram_.k > 0) + (cfg.suffix.k > 0) + (cfg.draft_k > 0) + (cfg.mtp_k > 0) > 1)
+        fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: more than one of the n-gram, suffix, draft-model and "
+             "multi-token-prediction proposers");
     if (cfg.draft_k && !cfg.draft_model) fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: no draft model");
-    spec_k_ = ngram_.k ? ngram_.k : cfg.suffix.k ? cfg.suffix.k : cfg.draft_k;
+    spec_k_ = ngram_.k ? ngram_.k : cfg.suffix.k ? cfg.suffix.k : cfg.draft_k ? cfg.draft_k : cfg.mtp_k;
     if (cfg.suffix.k) {
         if (cfg.suffix.max_depth < 2 || !(cfg.suffix.max_spec_factor >= 0) || !(cfg.suffix.min_token_prob >= 0) ||
             !(cfg.suffix.min_token_prob <= 1))
@@ -78,6 +78,8 @@ Engine::Engine(Context &ctx, const EngineConfig &cfg)
             fail(VT_ERR_INVALID_ARGUMENT, "speculative decoding: n-gram sizes %u..%u (need 1 <= min <= max)",
                  ngram_.min_n, ngram_.max_n);
     }
+    if (cfg.mtp_k) mtp_ = std::make_unique<MtpProposer>(ctx, *kv_pool_, max_len);
+    on_draft_ = cfg.on_draft;
     if (cfg.draft_k) {
         // Its vocabulary was checked by vt_context_create (check_draft_vocabulary:
         // a compare of every token's piece, not repeated here).
@@ -333,7 +335,9 @@ const Tensor *Engine::run_forward(const SchedulerOutput &so) {
     // drafts' checkpoints are taken and rejected drafts rolled back before
     // the pass; states that end it on a block boundary are snapshotted after.
     kv_pool_->copy_slots(so.state_restores);
-    const Tensor *logits = ctx_.forward(*kv_pool_, batch_, max_model_len_);
+    Context::Pass pass;
+    pass.hidden_out = mtp_ != nullptr;  // the multi-token-prediction layer reads them (mtp_step)
+    const Tensor *logits = ctx_.forward(*kv_pool_, batch_, max_model_len_, pass);
     kv_pool_->copy_slots(so.state_saves);
     return logits;
 }
@@ -483,7 +487,91 @@ void Engine::sample_and_record(const SchedulerOutput &so, const float *logits, s
             draft_policy_.observe_verification(j.n_draft, (uint32_t)accepted);
         }
     }
-    if (spec_k_) propose_drafts(jobs);
+    if (mtp_) mtp_step(so, jobs);
+    else if (spec_k_) propose_drafts(jobs);
+}
+
+void Engine::set_draft(uint64_t id, std::vector<int32_t> draft) {
+    if (on_draft_)
+        if (const std::vector<int32_t> *tokens = sched_->tokens(id)) on_draft_(id, tokens->size(), draft);
+    sched_->set_draft(id, std::move(draft));
+}
+
+std::unordered_map<uint64_t, uint32_t> Engine::drafting_requests(const std::vector<SampleJob> &jobs) {
+    std::unordered_map<uint64_t, uint32_t> k_of;
+    uint32_t decodes = 0, drafters = 0;
+    for (const SampleJob &j : jobs)
+        if (sched_->tokens(j.id)) ++decodes, drafters += !j.r->spec.no_speculation;
+    const DraftPolicy::Drafts which = draft_policy_.draft_now(decodes);
+    if (which == DraftPolicy::Drafts::none || drafters == 0) return k_of;
+    const uint32_t probe = which == DraftPolicy::Drafts::probe ? (uint32_t)(probe_turn_++ % drafters) : 0;
+    uint32_t nth = 0;
+    for (const SampleJob &j : jobs) {
+        if (!sched_->tokens(j.id) || j.r->spec.no_speculation) continue;
+        if (which == DraftPolicy::Drafts::probe && nth++ != probe) continue;
+        k_of[j.id] = j.r->spec.spec_k ? std::min(j.r->spec.spec_k, spec_k_) : spec_k_;
+    }
+    return k_of;
+}
+
+void Engine::mtp_step(const SchedulerOutput &so, const std::vector<SampleJob> &jobs) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::unordered_map<uint64_t, uint32_t> k_of = drafting_requests(jobs);
+    // Every sequence of the step that goes on: the positions it computed
+    // and kept (a verification's accepted tokens, not the rejected ones
+    // after them; a prompt chunk all), each with the token after it and the
+    // model's hidden state there. A drafting one also gets room for the
+    // chain's positions in its blocks, given back below.
+    const std::span<const float> hidden = ctx_.hidden();
+    const size_t E = model_.hparams.n_embd;
+    struct Tables {
+        std::vector<std::vector<BlockId>> per_group;
+    };
+    std::vector<Tables> tables;
+    tables.reserve(so.seqs.size());
+    std::vector<MtpProposer::Part> parts;
+    std::vector<uint64_t> ids, lent;
+    for (const ScheduledSeq &s : so.seqs) {
+        const std::vector<int32_t> *tokens = sched_->tokens(s.id);
+        if (!tokens) continue;  // finished in this step
+        const uint32_t end = s.needs_logits ? (uint32_t)tokens->size() - 1 : s.start_pos + s.n_tokens;
+        if (end <= s.start_pos) continue;
+        auto k = k_of.find(s.id);
+        MtpProposer::Part p;
+        p.k = k == k_of.end() ? 0 : k->second;
+        if (p.k > 1 && sched_->lend_room(s.id, p.k - 1)) lent.push_back(s.id);
+        else p.k = std::min(p.k, 1u);
+        Tables &t = tables.emplace_back();
+        for (uint32_t g = 0; g < kv_->num_groups(); ++g) {
+            const std::span<const BlockId> b = kv_->block_table(s.id, g);
+            t.per_group.emplace_back(b.begin(), b.end());
+        }
+        p.start = s.start_pos;
+        p.next = std::span<const int32_t>(tokens->data() + s.start_pos + 1, end - s.start_pos);
+        p.hidden = hidden.data() + (size_t)s.offset * E;
+        p.tables = t.per_group;
+        p.state_slot = s.state_slot;
+        parts.push_back(p);
+        ids.push_back(s.id);
+    }
+    std::vector<std::vector<int32_t>> drafts;
+    try {
+        mtp_->step(parts, drafts);
+    } catch (const std::exception &e) {
+        // The requests go on without drafts, as with a failing draft model.
+        for (uint64_t id : lent) sched_->take_room_back(id);
+        VT_LOG_WARN("speculative decoding: the multi-token-prediction layer failed (%s); decoding goes on without "
+                    "drafts", e.what());
+        mtp_.reset();
+        spec_k_ = 0;
+        return;
+    }
+    for (uint64_t id : lent) sched_->take_room_back(id);
+    for (size_t i = 0; i < parts.size(); ++i)
+        if (!drafts[i].empty()) set_draft(ids[i], std::move(drafts[i]));
+    if (!k_of.empty())
+        draft_policy_.observe_proposal((uint32_t)k_of.size(), spec_k_,
+                                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 void Engine::propose_drafts(const std::vector<SampleJob> &jobs) {
@@ -527,7 +615,7 @@ void Engine::propose_drafts(const std::vector<SampleJob> &jobs) {
         }
         std::vector<int32_t> draft =
             suffix_ ? suffix_->propose(j.id, *tokens, k) : propose_ngram(*tokens, ngram_, k);
-        if (!draft.empty()) sched_->set_draft(j.id, std::move(draft));
+        if (!draft.empty()) set_draft(j.id, std::move(draft));
     }
     if (!wants.empty()) {
         std::vector<std::vector<int32_t>> drafts;
@@ -543,7 +631,7 @@ void Engine::propose_drafts(const std::vector<SampleJob> &jobs) {
             return;
         }
         for (size_t i = 0; i < wants.size(); ++i)
-            if (!drafts[i].empty()) sched_->set_draft(wants[i].id, std::move(drafts[i]));
+            if (!drafts[i].empty()) set_draft(wants[i].id, std::move(drafts[i]));
     }
     // What making the drafts cost goes into the policy beside the steps',
     // but for a draft model's first proposals of a request, which compute

@@ -31,10 +31,12 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/draft-model.h"
+#include "engine/mtp.h"
 #include "engine/request-output.h"
 #include "engine/step-workers.h"
 #include "kv/kv-cache-manager.h"
@@ -82,6 +84,12 @@ struct EngineConfig {
     // the same budget (engine/kv-plan.h).
     const Model *draft_model = nullptr;
     uint32_t draft_k = 0;
+    // Or the model's own multi-token-prediction layer (engine/mtp.h): mtp_k
+    // tokens chained from it; its KV cache is a layer of the pool.
+    uint32_t mtp_k = 0;
+    // Tests' view of the drafts: called for each draft a proposer makes,
+    // with its request, the position of its first token and its tokens.
+    std::function<void(uint64_t id, size_t pos, std::span<const int32_t> draft)> on_draft;
 };
 
 // Speculative decoding's counters (vLLM's spec_decode_* metrics), read
@@ -160,6 +168,14 @@ private:
     // Drafts for the sequences that go on decoding (EngineConfig::ngram,
     // ::suffix, ::draft_model).
     void propose_drafts(const std::vector<SampleJob> &jobs);
+    // Hands a proposer's draft to the scheduler (and to EngineConfig::on_draft).
+    void set_draft(uint64_t id, std::vector<int32_t> draft);
+    // The multi-token-prediction layer's step (engine/mtp.h): its rows for
+    // every sequence of the step, then the drafts of those the policy picks.
+    void mtp_step(const SchedulerOutput &so, const std::vector<SampleJob> &jobs);
+    // Which of jobs draft next step, and how many tokens each: the policy's
+    // pick (all, one probe or none) of the requests that take drafts.
+    std::unordered_map<uint64_t, uint32_t> drafting_requests(const std::vector<SampleJob> &jobs);
     // A step of decodes only (drafts included) and its forward time, for
     // the draft policy; nothing for a step that computed prompt tokens.
     void observe_decode_step(const SchedulerOutput &so, std::chrono::steady_clock::duration took);
@@ -185,6 +201,8 @@ private:
     NgramConfig ngram_;
     std::unique_ptr<SuffixProposer> suffix_;  // EngineConfig::suffix; engine thread only
     std::unique_ptr<DraftModelProposer> draft_;  // EngineConfig::draft_model; engine thread only
+    std::unique_ptr<MtpProposer> mtp_;           // EngineConfig::mtp_k; engine thread only
+    std::function<void(uint64_t, size_t, std::span<const int32_t>)> on_draft_;
     uint32_t spec_k_ = 0;                     // the drafting method's k; 0: no speculation
     DraftPolicy draft_policy_;  // engine thread only
     size_t probe_turn_ = 0;     // which request a probe step drafts for (DraftPolicy::Drafts::probe)

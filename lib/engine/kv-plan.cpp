@@ -17,10 +17,11 @@ constexpr double kMiB = 1024.0 * 1024.0;
 // with a block table as long as the context allows. Built and planned over
 // a pool of shapes only: nothing is computed or allocated.
 size_t full_step_arena(Context &ctx, const std::vector<CacheGroup> &groups, uint32_t block_size,
-                       uint32_t max_num_seqs, uint32_t max_batched, uint32_t max_len) {
+                       uint32_t max_num_seqs, uint32_t max_batched, uint32_t max_len, bool with_mtp) {
     const uint32_t n_seq = std::max(1u, std::min(max_num_seqs, max_batched));
     const uint32_t n_slots = state_slots(ctx.model().cache_layers).layers.empty() ? 0 : n_seq;
-    PagedKv shapes(ctx.model(), std::vector<uint32_t>(groups.size(), 1), block_size, n_slots, /*allocate=*/false);
+    PagedKv shapes(ctx.model(), std::vector<uint32_t>(groups.size(), 1), block_size, n_slots, /*allocate=*/false,
+                   with_mtp);
     const uint32_t first = max_batched - (n_seq - 1);
     std::vector<int32_t> tokens(first, 0);
     const size_t table_len = ((size_t)max_len + block_size - 1) / block_size;
@@ -43,7 +44,7 @@ uint32_t blocks_per_allocation(const Model &m, const CacheGroup &g, uint32_t blo
     for (uint32_t l : g.layers) {
         vt_device *d = m.layer_device(l);
         vt_buffer_type *bt = d->iface->get_buffer_type(d);
-        const uint64_t pool_block = (uint64_t)block_size * row_bytes(DType::F16, m.cache_layers[l].kv_row);
+        const uint64_t pool_block = (uint64_t)block_size * row_bytes(DType::F16, m.cache_layer(l).kv_row);
         most = std::min<uint64_t>(most, bt->iface->get_max_size(bt) / pool_block);
     }
     return (uint32_t)most;
@@ -54,7 +55,11 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
     const Model &model = ctx.model();
     const Hparams &hp = model.hparams;
     KvPlan p;
-    p.groups = cache_groups(model.cache_layers);
+    // With the multi-token-prediction method, its layer's cache is one more
+    // layer of the pool (engine/mtp.h).
+    std::vector<LayerCacheSpec> layers = model.cache_layers;
+    if (cfg.mtp_k) layers.insert(layers.end(), model.mtp_cache.begin(), model.mtp_cache.end());
+    p.groups = cache_groups(layers);
     p.block_size = cfg.block_size ? cfg.block_size : 16;
     p.max_num_seqs = cfg.max_num_seqs ? cfg.max_num_seqs : 64;
     p.max_batched = cfg.max_batched_tokens ? cfg.max_batched_tokens : 512;
@@ -95,14 +100,14 @@ KvPlan plan_kv(Context &ctx, const EngineConfig &cfg) {
     bool on_device = false;
     for (uint32_t l = 0; l < model.cache_layers.size(); ++l) on_device |= !device_is_host(model.layer_device(l));
     if (on_device || !device_is_host(ctx.executor().device()))
-        p.arena_bytes = full_step_arena(ctx, groups, block_size, max_num_seqs, max_batched, max_len);
+        p.arena_bytes = full_step_arena(ctx, groups, block_size, max_num_seqs, max_batched, max_len, cfg.mtp_k > 0);
     std::string source;
     // Recurrent layers: a state slot per running sequence (vLLM's MambaSpec),
     // and with prefix caching up to two snapshots each (below).
     const uint64_t slot_bytes = state_slots(model.cache_layers).bytes_per_slot;
     // With speculative decoding, a checkpoint beside each live slot
     // (kv/state-slots.h): a running sequence holds two.
-    const bool checkpoints = slot_bytes && (cfg.ngram.k || cfg.suffix.k || cfg.draft_k);
+    const bool checkpoints = slot_bytes && (cfg.ngram.k || cfg.suffix.k || cfg.draft_k || cfg.mtp_k);
     const uint64_t live_per_seq = checkpoints ? 2 : 1;
     const uint64_t slots_per_seq = live_per_seq + (cfg.prefix_caching ? 2 : 0);
     // A draft model's recurrent layers: a live slot and a checkpoint per

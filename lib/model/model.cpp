@@ -80,9 +80,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
             fail(VT_ERR_FORMAT, "%s: all %u blocks are multi-token-prediction layers (a draft head alone, llama.cpp's "
                  "--mtp export), not a model", path.c_str(), blocks);
         const uint32_t n_layer = m->block_count_ = blocks - m->nextn_layers_;
-        if (m->nextn_layers_)
-            VT_LOG_INFO("%s: the %u multi-token-prediction block%s after the %u layers %s not run", path.c_str(),
-                        m->nextn_layers_, m->nextn_layers_ > 1 ? "s" : "", n_layer, m->nextn_layers_ > 1 ? "are" : "is");
+
         if (device_is_host(m->device_)) {
             m->n_device_layers_ = n_layer;
             m->outer_on_device_ = true;
@@ -98,6 +96,11 @@ std::unique_ptr<Model> Model::load(const std::string &path, bool use_mmap, const
             m->size_bytes += t.nbytes;
         }
         m->arch_->load(*m);
+        if (m->nextn_layers_)
+            VT_LOG_INFO("%s: %u multi-token-prediction block%s after the %u layers: %s", path.c_str(), m->nextn_layers_,
+                        m->nextn_layers_ > 1 ? "s" : "", m->block_count_,
+                        m->arch_->has_mtp() ? "read, it drafts with speculative decoding's \"mtp\" method"
+                                            : "not read (vt has no MTP layer for this architecture)");
         m->check_scales_read();
         if (m->cache_layers.size() != m->hparams.n_layer + m->extra_cache_owner.size())
             fail(VT_ERR_INTERNAL, "%s declared %zu cache layers for %u layers and %zu extra", m->arch_name_.c_str(),

@@ -106,6 +106,18 @@ uint32_t Scheduler::set_draft(SeqId id, std::vector<int32_t> draft) {
     return (uint32_t)s.draft.size();
 }
 
+bool Scheduler::lend_room(SeqId id, uint32_t n) {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end() || std::find(running_.begin(), running_.end(), id) == running_.end()) return false;
+    const Seq &s = it->second;
+    return kv_.allocate(id, s.tokens, s.num_computed, 0, {}, s.cache_key, n);
+}
+
+void Scheduler::take_room_back(SeqId id) {
+    auto it = seqs_.find(id);
+    if (it != seqs_.end()) kv_.trim(id, it->second.num_computed);
+}
+
 void Scheduler::preempt(SeqId id, SchedulerOutput &out) {
     kv_.free(id);
     seqs_.at(id).num_computed = 0;  // recomputed from the start (with prefix hits) when readmitted

@@ -162,6 +162,14 @@ public:
     // Returns the draft tokens kept.
     uint32_t set_draft(SeqId id, std::vector<int32_t> draft);
 
+    // Room in a running sequence's blocks for n positions past its known
+    // tokens, lent for a pass between steps (a multi-token-prediction
+    // layer's draft chain, engine/mtp.h) and given back before the next
+    // schedule(); never registered in the prefix cache. False (nothing
+    // lent) when the pool is short or the sequence is not running.
+    bool lend_room(SeqId id, uint32_t n);
+    void take_room_back(SeqId id);
+
     // Plans the next step. The output is empty when nothing can run.
     SchedulerOutput schedule();
 

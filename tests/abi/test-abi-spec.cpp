@@ -166,6 +166,36 @@ TEST_CASE("spec: a hybrid model through preemption and a small budget keeps ever
     CHECK(s.preemptions > 0);
 }
 
+TEST_CASE("spec: a model's multi-token-prediction layer drafts and every token stays as it was", "[tiny][hybrid]") {
+    // The tiny Qwen3.5 with an MTP layer (tests/models/make-tiny-models.py):
+    // its drafts (random weights: rarely accepted) chained 1 to 4 deep, in a
+    // batch of 16 with prefix hits, and through preemption and a step budget
+    // that splits the prompts. test-mtp checks the drafts against
+    // transformers' MTP layer.
+    const uint32_t k = GENERATE(1u, 4u);
+    CAPTURE(k);
+    ModelPtr m = tiny_fixture("qwen3_5_mtp");
+    if (!m) {
+        VT_SKIP("VT_SOURCE_ROOT is unset: run through meson test");
+    }
+    vt_engine_stats s = same_with_drafts(m.get(), tiny_requests(16, 40), 2 << 20, 64, k, 0, 0, VT_SPEC_MTP);
+    CHECK(s.spec_num_drafts > 0);
+    std::vector<Request> reqs = tiny_requests(16, 240);
+    for (size_t i = 0; i < reqs.size(); i += 4) reqs[i].stops = {"a", "e"};
+    s = same_with_drafts(m.get(), reqs, 384 << 10, 24, k, 0, 0, VT_SPEC_MTP);
+    CHECK(s.spec_num_drafts > 0);
+    CHECK(s.preemptions > 0);
+    // A model without one is refused.
+    ModelPtr plain = tiny_fixture("qwen3_5");
+    vt_context_params p;
+    vt_context_params_init(&p);
+    p.spec_method = VT_SPEC_MTP;
+    p.num_speculative_tokens = 2;
+    vt_context *c = nullptr;
+    CHECK(vt_context_create(plain.get(), &p, &c) == VT_ERR_INVALID_ARGUMENT);
+    CHECK(last_error().find("multi-token-prediction") != std::string::npos);
+}
+
 TEST_CASE("spec: n-gram drafts leave every token as it was, greedy and sampled, in a batch of 16", "[tiny]") {
     ModelPtr m = tiny_model();
     const uint32_t k = GENERATE(1u, 4u, 16u);

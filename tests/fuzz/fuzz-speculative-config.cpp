@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const std::string err = vt_examples::parse_speculative_config(text, p, draft);
     if (err.empty()) {
         if ((p.spec_method != VT_SPEC_NGRAM && p.spec_method != VT_SPEC_SUFFIX &&
-             p.spec_method != VT_SPEC_DRAFT_MODEL) ||
+             p.spec_method != VT_SPEC_DRAFT_MODEL && p.spec_method != VT_SPEC_MTP) ||
             p.num_speculative_tokens == 0)
             std::abort();
         if ((p.spec_method == VT_SPEC_DRAFT_MODEL) == draft.empty()) std::abort();  // a path with the method only

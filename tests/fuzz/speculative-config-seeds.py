@@ -31,6 +31,8 @@ SEEDS = [
     '{"model": "draft.gguf", "num_speculative_tokens": 4}',
     '{"method": "draft_model", "num_speculative_tokens": 4}',
     '{"model": "", "num_speculative_tokens": 4}',
+    '{"method": "mtp", "num_speculative_tokens": 2}',
+    '{"method": "mtp", "num_speculative_tokens": 2, "prompt_lookup_min": 2}',
     '{"model": 7, "num_speculative_tokens": 4}',
     '{"method": "ngram", "model": "draft.gguf", "num_speculative_tokens": 4}',
     '{"model": "draft.gguf", "num_speculative_tokens": 4, "prompt_lookup_max": 3}',

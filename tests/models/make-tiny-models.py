@@ -817,25 +817,35 @@ def add_mtp(folder: Path, model):
     return loaded
 
 
-def mtp_goldens(model, mtp, prompts):
-    """The MTP layer's logits over each prompt, as generate(use_mtp=True)
+def mtp_rows(model, mtp, ids):
+    """The MTP layer's logits over a sequence, as generate(use_mtp=True)
     drafts: row p from the trunk's last hidden state at position p (after the
     final norm) and the token at p + 1, at position p + 1; it predicts the
     token at p + 2."""
     import torch
     from transformers.cache_utils import MtpCache
-    out = []
     with torch.no_grad():
-        for pr in prompts:
-            ids = torch.tensor([pr["ids"]])
-            h = model(ids, output_hidden_states=True).hidden_states[-1]
-            n = ids.shape[1]
-            cache = MtpCache(config=model.config.get_mtp_config())
-            pos = torch.arange(1, n).unsqueeze(0)
-            hidden = mtp.forward_layer(0, h[:, :-1], pos, cache, input_ids=ids[:, 1:])
-            logits = mtp._project_to_logits(hidden)[0].float()
-            out.append([[round(float(v), 6) for v in row] for row in logits])
-    return out
+        ids = torch.tensor([ids])
+        h = model(ids, output_hidden_states=True).hidden_states[-1]
+        n = ids.shape[1]
+        cache = MtpCache(config=model.config.get_mtp_config())
+        pos = torch.arange(1, n).unsqueeze(0)
+        hidden = mtp.forward_layer(0, h[:, :-1], pos, cache, input_ids=ids[:, 1:])
+        return mtp._project_to_logits(hidden)[0].float()
+
+
+def mtp_goldens(model, mtp, prompts, greedy):
+    """The MTP layer's logits over the first prompts (mtp_logits), and over
+    the last prompt and its greedy continuation the greedy token and its
+    margin of every row from the prompt's last position on (mtp_greedy: what
+    an engine drafting one token a step proposes after each step)."""
+    import torch
+    logits = [[[round(float(v), 6) for v in row] for row in mtp_rows(model, mtp, p["ids"])] for p in prompts[:2]]
+    seq = prompts[-1]["ids"] + greedy
+    rows = mtp_rows(model, mtp, seq)[len(prompts[-1]["ids"]) - 1:]
+    top = torch.topk(rows, 2, dim=-1)
+    return logits, {"first_row": len(prompts[-1]["ids"]) - 1, "tokens": top.indices[:, 0].tolist(),
+                    "margins": [round(float(a - b), 6) for a, b in top.values.tolist()]}
 
 
 def goldens(name: str, model, tok):
@@ -923,7 +933,7 @@ def make(name: str, llama_cpp: Path) -> None:
             "prompts": prompts, "greedy": greedy, "greedy_margins": margins,
         }
         if mtp is not None:
-            golden["mtp_logits"] = mtp_goldens(model, mtp, prompts[:2])
+            golden["mtp_logits"], golden["mtp_greedy"] = mtp_goldens(model, mtp, prompts, greedy)
         if name in MXFP4_OF:
             # vt and llama.cpp read MXFP4 experts through Q8_0 activations
             # (ggml's vec_dot_type for MXFP4), transformers in float32.

@@ -85,6 +85,25 @@ def test_models_with_recurrent_layers_draft_as_target_and_draft():
             assert s["spec_num_accepted_tokens"] > 0  # its own greedy drafts
 
 
+def test_a_models_own_mtp_layer_drafts_and_keeps_the_tokens():
+    # The tiny Qwen3.5 with a multi-token-prediction layer, from its GGUF and
+    # its folder; one without the layer is refused by name.
+    for src in [TINY / "qwen3_5_mtp.gguf", TINY / "qwen3_5_mtp"]:
+        if not src.exists():
+            pytest.skip(f"{src} is missing")
+        plain = vt.LLM(str(src), n_threads=2, kv_cache_memory=KV)
+        spec = vt.LLM(str(src), n_threads=2, kv_cache_memory=KV,
+                      speculative_config={"method": "mtp", "num_speculative_tokens": 2})
+        prompts = ["a b c d a b c d a b", "The capital of France is"]
+        for p in [vt.SamplingParams(temperature=0, max_tokens=30, ignore_eos=True),
+                  vt.SamplingParams(temperature=0.8, seed=9, max_tokens=30, ignore_eos=True)]:
+            assert [o.token_ids for o in spec.generate(prompts, p)] == [o.token_ids for o in plain.generate(prompts, p)]
+        assert spec.context.stats()["spec_num_drafts"] > 0
+    with pytest.raises(vt.VtInvalidArgument, match="multi-token-prediction"):
+        vt.LLM(str(TINY / "qwen3_5.gguf"), kv_cache_memory=KV,
+               speculative_config={"method": "mtp", "num_speculative_tokens": 2})
+
+
 def test_a_draft_model_of_another_vocabulary_is_refused(model):
     src = TINY / "llama.gguf"
     if not src.exists():
@@ -102,6 +121,8 @@ def test_a_draft_model_of_another_vocabulary_is_refused(model):
     ({"method": "ngram", "num_speculative_tokens": -2}, "out of range"),
     ({"method": "suffix", "prompt_lookup_min": 2}, "'prompt_lookup_min' is not supported with method 'suffix'"),
     ({"method": "suffix", "suffix_decoding_max_cached_requests": -1}, "out of range"),
+    ({"method": "mtp", "num_speculative_tokens": 2, "prompt_lookup_min": 2}, "'prompt_lookup_min' is not supported with method 'mtp'"),
+    ({"method": "mtp"}, "num_speculative_tokens"),
 ])
 def test_bad_configs_raise_value_error(model, config, says):
     with pytest.raises(ValueError, match=says):

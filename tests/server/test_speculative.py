@@ -115,6 +115,23 @@ def test_a_model_with_recurrent_layers_drafts_and_keeps_the_greedy_text(server_b
             s.kill()
 
 
+def test_a_models_own_mtp_layer_drafts_and_keeps_the_greedy_text(server_bin):
+    tiny = TINY / "qwen3_5_mtp.gguf"
+    if not tiny.exists():
+        pytest.skip(f"{tiny} is missing")
+    servers = [Server(server_bin, str(tiny), "--kv-cache-memory", "64MiB")]
+    try:
+        want = complete_all(servers[0])
+        servers.append(Server(server_bin, str(tiny), "--kv-cache-memory", "64MiB", "--speculative-config",
+                              json.dumps({"method": "mtp", "num_speculative_tokens": 3})))
+        assert complete_all(servers[1]) == want
+        assert complete_all(servers[1], stream=True) == want
+        assert servers[1].wait_idle()["vt_spec_decode_num_drafts_total"] > 0
+    finally:
+        for s in servers:
+            s.kill()
+
+
 @pytest.mark.parametrize("config, says", [
     ('{"method": "draft_model", "num_speculative_tokens": 3}', 'needs "model"'),
     ('{"model": "/nonexistent/draft.gguf", "num_speculative_tokens": 3}', "cannot load the draft model"),

@@ -6,7 +6,12 @@
 // normed hidden states of a prompt (Context::Pass::hidden_out), then the MTP
 // pass over the prompt shifted by one: row p reads the token at p + 1 and the
 // trunk's state at p, and gives the logits of the token at p + 2; every row
-// against the golden's mtp_logits.
+// against the golden's mtp_logits. Then the engine's MtpProposer, fed the
+// model's steps as the engine feeds it (a prompt chunk, then one token a
+// step): its first draft after each step is the greedy token of the
+// golden's row for the step's last position. And the serving engine with
+// the MTP method over the golden's greedy run: every draft it makes is the
+// token transformers' MTP layer predicts at that position.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -16,6 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/skip.h"
+#include "engine/engine.h"
+#include "engine/mtp.h"
 #include "model/model.h"
 #include "runner/paged-kv.h"
 #include "runner/sequence.h"
@@ -91,4 +98,112 @@ TEST_CASE("mtp: Qwen3.5's multi-token-prediction layer gives transformers' logit
     }
     INFO("max |vt - transformers| over the MTP layer's logits: " << worst);
     CHECK(worst < 0.01);
+}
+
+TEST_CASE("mtp: the proposer drafts after each step what transformers' MTP layer predicts there", "[mtp]") {
+    const std::filesystem::path dir = tiny_dir();
+    if (dir.empty() || !std::filesystem::exists(dir / "qwen3_5_mtp.json")) {
+        VT_SKIP("VT_SOURCE_ROOT is unset or tests/models/tiny/qwen3_5_mtp.json is missing");
+    }
+    const std::string source = GENERATE(std::string("qwen3_5_mtp.gguf"), std::string("qwen3_5_mtp"));
+    const uint32_t k = GENERATE(1u, 3u);
+    CAPTURE(source, k);
+    std::ifstream in(dir / "qwen3_5_mtp.json");
+    const nlohmann::json golden = nlohmann::json::parse(in);
+    auto model = Model::load((dir / source).string(), true, nullptr);
+    const size_t V = model->hparams.n_vocab, E = model->hparams.n_embd;
+    std::vector<LayerCacheSpec> layers = model->cache_layers;
+    layers.insert(layers.end(), model->mtp_cache.begin(), model->mtp_cache.end());
+    size_t checked = 0;
+    for (size_t pi = 0; pi < golden["mtp_logits"].size(); ++pi) {
+        const std::vector<int32_t> ids = golden["prompts"][pi]["ids"].get<std::vector<int32_t>>();
+        const auto &want = golden["mtp_logits"][pi];
+        Context ctx(*model, "cpu", 2, 512);
+        PagedKv kv(*model, std::vector<uint32_t>(cache_groups(layers).size(), 64), 16, 1, true, true);
+        MtpProposer mtp(ctx, kv, 512);
+        std::vector<std::vector<BlockId>> tables(kv.groups().size());
+        for (auto &t : tables)
+            for (BlockId b = 0; b < 8; ++b) t.push_back(b);  // 128 positions
+        // A chunk of 7, then a token a step, to the prompt's last but one.
+        for (size_t s = 0, e; s + 1 < ids.size(); s = e) {
+            e = s == 0 ? 7 : s + 1;
+            Context::BatchSeq b;
+            b.tokens = std::span<const int32_t>(ids.data() + s, e - s);
+            b.start_pos = (uint32_t)s;
+            b.block_tables = tables;
+            b.state_slot = 0;
+            ctx.forward(kv, std::span<const Context::BatchSeq>(&b, 1), 512, Context::Pass{true});
+            REQUIRE(ctx.hidden().size() == E * (e - s));
+            MtpProposer::Part p;
+            p.start = (uint32_t)s;
+            p.next = std::span<const int32_t>(ids.data() + s + 1, e - s);  // the token after each position
+            p.hidden = ctx.hidden().data();
+            p.tables = tables;
+            p.state_slot = 0;
+            p.k = k;
+            std::vector<std::vector<int32_t>> out;
+            mtp.step(std::span<const MtpProposer::Part>(&p, 1), out);
+            REQUIRE(out.size() == 1);
+            REQUIRE(out[0].size() == k);
+            // Row e - 1: the token at e and the state at e - 1, predicting e + 1.
+            const auto &row = want[e - 1];
+            size_t best = 0, second = 1;
+            for (size_t v = 0; v < V; ++v) {
+                if (row[v].get<double>() > row[best].get<double>()) second = best, best = v;
+                else if (v != best && row[v].get<double>() > row[second].get<double>()) second = v;
+            }
+            if (row[best].get<double>() - row[second].get<double>() < 0.02) continue;  // a near-tie
+            CHECK(out[0][0] == (int32_t)best);
+            ++checked;
+        }
+    }
+    CHECK(checked > 40);
+}
+
+TEST_CASE("mtp: the engine drafts, step after step, what transformers' MTP layer predicts", "[mtp]") {
+    const std::filesystem::path dir = tiny_dir();
+    if (dir.empty() || !std::filesystem::exists(dir / "qwen3_5_mtp.json")) {
+        VT_SKIP("VT_SOURCE_ROOT is unset or tests/models/tiny/qwen3_5_mtp.json is missing");
+    }
+    const std::string source = GENERATE(std::string("qwen3_5_mtp.gguf"), std::string("qwen3_5_mtp"));
+    const uint32_t k = GENERATE(1u, 3u);
+    CAPTURE(source, k);
+    std::ifstream in(dir / "qwen3_5_mtp.json");
+    const nlohmann::json golden = nlohmann::json::parse(in);
+    const auto &mg = golden["mtp_greedy"];
+    const size_t first_row = mg["first_row"].get<size_t>();
+    auto model = Model::load((dir / source).string(), true, nullptr);
+    Context ctx(*model, "cpu", 2, 64);
+    EngineConfig cfg;
+    cfg.kv_cache_bytes = 8 << 20;
+    cfg.max_batched_tokens = 64;  // the 170-token prompt in three chunks
+    cfg.mtp_k = k;
+    size_t checked = 0, drafts = 0;
+    cfg.on_draft = [&](uint64_t, size_t pos, std::span<const int32_t> d) {
+        // Its first token is for position pos: the row at pos - 2.
+        ++drafts;
+        REQUIRE(d.size() <= k);
+        REQUIRE(pos >= first_row + 2);
+        const size_t r = pos - 2 - first_row;
+        if (r >= mg["tokens"].size() || mg["margins"][r].get<double>() < 0.02) return;
+        CHECK(d[0] == mg["tokens"][r].get<int32_t>());
+        ++checked;
+    };
+    Engine engine(ctx, cfg);
+    RequestSpec r;
+    r.prompt = golden["prompts"].back()["ids"].get<std::vector<int32_t>>();
+    r.max_tokens = (uint32_t)golden["greedy"].size();
+    r.ignore_eos = true;
+    engine.submit(std::move(r));
+    std::vector<int32_t> out;
+    for (bool done = false; !done;) {
+        engine.step(0);
+        while (const vt_request_output *o = engine.poll()) {
+            if (o->token >= 0) out.push_back(o->token);
+            done |= o->finish_reason != VT_FINISH_NONE;
+        }
+    }
+    CHECK(out == golden["greedy"].get<std::vector<int32_t>>());
+    CHECK(drafts > 0);
+    CHECK(checked * 2 > drafts);
 }

@@ -24,18 +24,18 @@ namespace {
 // n, "suffix_decoding_max_spec_factor": f, "suffix_decoding_min_token_prob":
 // p} or {"method": "draft_model" (implied by "model"), "model": a vt.Model,
 // "num_speculative_tokens": k}, whose model goes to draft (the context keeps
-// it). Other methods, keys and another method's keys raise ValueError by
+// it), or {"method": "mtp", "num_speculative_tokens": k}. Other methods, keys and another method's keys raise ValueError by
 // name; the numbers' ranges are vt_context_create's.
 void read_speculative_config(const py::dict &cfg, vt_context_params &cp, std::shared_ptr<Model> &draft) {
     std::string method = cfg.contains("model") ? "draft_model" : "";
     if (cfg.contains("method")) method = py::cast<std::string>(cfg["method"]);
-    if (method != "ngram" && method != "suffix" && method != "draft_model")
+    if (method != "ngram" && method != "suffix" && method != "draft_model" && method != "mtp")
         throw py::value_error("speculative_config: method '" + method +
-                              "' is not supported (vt implements 'ngram', 'suffix' and 'draft_model')");
-    const bool suffix = method == "suffix", draft_method = method == "draft_model";
+                              "' is not supported (vt implements 'ngram', 'suffix', 'draft_model' and 'mtp')");
+    const bool suffix = method == "suffix", draft_method = method == "draft_model", mtp = method == "mtp";
     if (draft_method && !cfg.contains("model"))
         throw py::value_error("speculative_config: method 'draft_model' needs 'model', a vt.Model");
-    const bool ngram = !suffix && !draft_method;
+    const bool ngram = !suffix && !draft_method && !mtp;
     uint32_t k = 0;
     for (const auto &item : cfg) {
         const std::string key = py::cast<std::string>(item.first);
@@ -59,6 +59,7 @@ void read_speculative_config(const py::dict &cfg, vt_context_params &cp, std::sh
                                   (suffix         ? "num_speculative_tokens and suffix_decoding_max_tree_depth, "
                                                     "_max_cached_requests, _max_spec_factor and _min_token_prob)"
                                    : draft_method ? "model and num_speculative_tokens)"
+                                   : mtp          ? "num_speculative_tokens)"
                                                   : "num_speculative_tokens, prompt_lookup_min and prompt_lookup_max)"));
         const long long v = py::cast<long long>(item.second);
         if (v < 0 || v > UINT32_MAX) throw py::value_error("speculative_config: '" + key + "' is out of range");
@@ -70,7 +71,7 @@ void read_speculative_config(const py::dict &cfg, vt_context_params &cp, std::sh
             throw py::type_error("speculative_config: 'model' must be a vt.Model (vt.LLM also takes a path)");
         draft = py::cast<std::shared_ptr<Model>>(cfg["model"]);
     }
-    cp.spec_method = suffix ? VT_SPEC_SUFFIX : draft_method ? VT_SPEC_DRAFT_MODEL : VT_SPEC_NGRAM;
+    cp.spec_method = suffix ? VT_SPEC_SUFFIX : draft_method ? VT_SPEC_DRAFT_MODEL : mtp ? VT_SPEC_MTP : VT_SPEC_NGRAM;
     cp.num_speculative_tokens = k ? k : VT_SPEC_MAX_TOKENS;
     cp.draft_model = draft ? draft->handle : nullptr;
 }

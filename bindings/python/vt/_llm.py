@@ -406,7 +406,9 @@ class LLM:
                 {"model": path or vt.Model, "num_speculative_tokens": 4}
                 (vLLM's "draft_model" method) by a smaller model with the same
                 vocabulary, loaded from a path as the model is (quantize,
-                device); each step verifies the drafts; the tokens are those
+                device); {"method": "mtp", "num_speculative_tokens": 2} by
+                the model's own multi-token-prediction layer (Qwen3.5's);
+                each step verifies the drafts; the tokens are those
                 made without it (greedy or seeded). None = no drafts.
                 Acceptance: self.context.stats()["spec_num_accepted_tokens"].
 
