@@ -91,45 +91,40 @@ def test_a_draft_model_keeps_the_greedy_text(server, start_server, model_path):
     assert 10 * accepted >= 9 * drafted, (accepted, drafted)
 
 
-def test_a_model_with_recurrent_layers_drafts_and_keeps_the_greedy_text(server_bin):
-    # The tiny Qwen3.5 (Gated DeltaNet layers), drafted by a second load of
-    # itself and by n-grams; the same text as its plain server, which needs
-    # a rollback of its state wherever a draft is rejected.
-    tiny = TINY / "qwen3_5.gguf"
-    if not tiny.exists():
-        pytest.skip(f"{tiny} is missing")
-    servers = [Server(server_bin, str(tiny), "--kv-cache-memory", "64MiB")]
+def same_text_with_drafts(server_bin, model, configs):
+    """A plain server and one per speculative config on model: the same text,
+    streamed and not, and drafts made; the servers' /metrics after."""
+    if not model.exists():
+        pytest.skip(f"{model} is missing")
+    servers = [Server(server_bin, str(model), "--kv-cache-memory", "64MiB")]
     try:
         want = complete_all(servers[0])
-        for config in [{"model": str(tiny), "num_speculative_tokens": 4}, json.loads(SPEC)]:
-            servers.append(Server(server_bin, str(tiny), "--kv-cache-memory", "64MiB", "--speculative-config",
+        for config in configs:
+            servers.append(Server(server_bin, str(model), "--kv-cache-memory", "64MiB", "--speculative-config",
                                   json.dumps(config)))
             assert complete_all(servers[-1]) == want, config
             assert complete_all(servers[-1], stream=True) == want, config
-            m = servers[-1].wait_idle()
+        metrics = [s.wait_idle() for s in servers[1:]]
+        for m, config in zip(metrics, configs):
             assert m["vt_spec_decode_num_drafts_total"] > 0, config
-        # Its own greedy drafts are accepted.
-        assert servers[1].wait_idle()["vt_spec_decode_num_accepted_tokens_total"] > 0
+        return metrics
     finally:
         for s in servers:
             s.kill()
+
+
+def test_a_model_with_recurrent_layers_drafts_and_keeps_the_greedy_text(server_bin):
+    # The tiny Qwen3.5 (Gated DeltaNet layers), drafted by a second load of
+    # itself and by n-grams; the same text as its plain server, which needs
+    # a rollback of its state wherever a draft is rejected. Its own greedy
+    # drafts are accepted.
+    tiny = TINY / "qwen3_5.gguf"
+    m = same_text_with_drafts(server_bin, tiny, [{"model": str(tiny), "num_speculative_tokens": 4}, json.loads(SPEC)])
+    assert m[0]["vt_spec_decode_num_accepted_tokens_total"] > 0
 
 
 def test_a_models_own_mtp_layer_drafts_and_keeps_the_greedy_text(server_bin):
-    tiny = TINY / "qwen3_5_mtp.gguf"
-    if not tiny.exists():
-        pytest.skip(f"{tiny} is missing")
-    servers = [Server(server_bin, str(tiny), "--kv-cache-memory", "64MiB")]
-    try:
-        want = complete_all(servers[0])
-        servers.append(Server(server_bin, str(tiny), "--kv-cache-memory", "64MiB", "--speculative-config",
-                              json.dumps({"method": "mtp", "num_speculative_tokens": 3})))
-        assert complete_all(servers[1]) == want
-        assert complete_all(servers[1], stream=True) == want
-        assert servers[1].wait_idle()["vt_spec_decode_num_drafts_total"] > 0
-    finally:
-        for s in servers:
-            s.kill()
+    same_text_with_drafts(server_bin, TINY / "qwen3_5_mtp.gguf", [{"method": "mtp", "num_speculative_tokens": 3}])
 
 
 @pytest.mark.parametrize("config, says", [

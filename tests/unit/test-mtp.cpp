@@ -36,6 +36,23 @@ std::filesystem::path tiny_dir() {
     return root ? std::filesystem::path(root) / "tests" / "models" / "tiny" : std::filesystem::path();
 }
 
+// The fixture's golden (tests/models/tiny/qwen3_5_mtp.json); false when
+// VT_SOURCE_ROOT is unset or it is missing.
+bool read_golden(nlohmann::json &golden) {
+    const std::filesystem::path path = tiny_dir() / "qwen3_5_mtp.json";
+    if (tiny_dir().empty() || !std::filesystem::exists(path)) return false;
+    std::ifstream in(path);
+    golden = nlohmann::json::parse(in);
+    return true;
+}
+
+// The model's layers and its MTP layer: a pool made with_mtp.
+std::vector<LayerCacheSpec> layers_with_mtp(const Model &m) {
+    std::vector<LayerCacheSpec> layers = m.cache_layers;
+    layers.insert(layers.end(), m.mtp_cache.begin(), m.mtp_cache.end());
+    return layers;
+}
+
 // One forward pass of tokens (a single sequence from position 0) over kv,
 // every row's logits; pass as Context::forward takes it.
 std::vector<float> run(Context &ctx, PagedKv &kv, const std::vector<int32_t> &tokens, const Context::Pass &pass) {
@@ -56,15 +73,13 @@ std::vector<float> run(Context &ctx, PagedKv &kv, const std::vector<int32_t> &to
 } // namespace
 
 TEST_CASE("mtp: Qwen3.5's multi-token-prediction layer gives transformers' logits", "[mtp]") {
-    const std::filesystem::path dir = tiny_dir();
-    if (dir.empty() || !std::filesystem::exists(dir / "qwen3_5_mtp.json")) {
+    nlohmann::json golden;
+    if (!read_golden(golden)) {
         VT_SKIP("VT_SOURCE_ROOT is unset or tests/models/tiny/qwen3_5_mtp.json is missing");
     }
     const std::string source = GENERATE(std::string("qwen3_5_mtp.gguf"), std::string("qwen3_5_mtp"));
     CAPTURE(source);
-    std::ifstream in(dir / "qwen3_5_mtp.json");
-    const nlohmann::json golden = nlohmann::json::parse(in);
-    auto model = Model::load((dir / source).string(), true, nullptr);
+    auto model = Model::load((tiny_dir() / source).string(), true, nullptr);
     REQUIRE(model->arch().has_mtp());
     const size_t V = model->hparams.n_vocab, E = model->hparams.n_embd;
     Context ctx(*model, "cpu", 2, 512);
@@ -82,9 +97,8 @@ TEST_CASE("mtp: Qwen3.5's multi-token-prediction layer gives transformers' logit
         const std::vector<float> hidden(h.begin(), h.begin() + (ptrdiff_t)E * (ptrdiff_t)(n - 1));
         // The MTP layer over tokens 1..n-1 at positions 0..n-2 with the
         // trunk's states 0..n-2 (its own cache, after the model's layers).
-        std::vector<LayerCacheSpec> layers = model->cache_layers;
-        layers.insert(layers.end(), model->mtp_cache.begin(), model->mtp_cache.end());
-        PagedKv mtp_kv(*model, std::vector<uint32_t>(cache_groups(layers).size(), 64), 16, 1, true, true);
+        PagedKv mtp_kv(*model, std::vector<uint32_t>(cache_groups(layers_with_mtp(*model)).size(), 64), 16, 1, true,
+                       true);
         const std::vector<int32_t> shifted(ids.begin() + 1, ids.end());
         Context::Pass mtp;
         mtp.mtp = true;
@@ -101,19 +115,16 @@ TEST_CASE("mtp: Qwen3.5's multi-token-prediction layer gives transformers' logit
 }
 
 TEST_CASE("mtp: the proposer drafts after each step what transformers' MTP layer predicts there", "[mtp]") {
-    const std::filesystem::path dir = tiny_dir();
-    if (dir.empty() || !std::filesystem::exists(dir / "qwen3_5_mtp.json")) {
+    nlohmann::json golden;
+    if (!read_golden(golden)) {
         VT_SKIP("VT_SOURCE_ROOT is unset or tests/models/tiny/qwen3_5_mtp.json is missing");
     }
     const std::string source = GENERATE(std::string("qwen3_5_mtp.gguf"), std::string("qwen3_5_mtp"));
     const uint32_t k = GENERATE(1u, 3u);
     CAPTURE(source, k);
-    std::ifstream in(dir / "qwen3_5_mtp.json");
-    const nlohmann::json golden = nlohmann::json::parse(in);
-    auto model = Model::load((dir / source).string(), true, nullptr);
+    auto model = Model::load((tiny_dir() / source).string(), true, nullptr);
     const size_t V = model->hparams.n_vocab, E = model->hparams.n_embd;
-    std::vector<LayerCacheSpec> layers = model->cache_layers;
-    layers.insert(layers.end(), model->mtp_cache.begin(), model->mtp_cache.end());
+    const std::vector<LayerCacheSpec> layers = layers_with_mtp(*model);
     size_t checked = 0;
     for (size_t pi = 0; pi < golden["mtp_logits"].size(); ++pi) {
         const std::vector<int32_t> ids = golden["prompts"][pi]["ids"].get<std::vector<int32_t>>();
@@ -161,18 +172,16 @@ TEST_CASE("mtp: the proposer drafts after each step what transformers' MTP layer
 }
 
 TEST_CASE("mtp: the engine drafts, step after step, what transformers' MTP layer predicts", "[mtp]") {
-    const std::filesystem::path dir = tiny_dir();
-    if (dir.empty() || !std::filesystem::exists(dir / "qwen3_5_mtp.json")) {
+    nlohmann::json golden;
+    if (!read_golden(golden)) {
         VT_SKIP("VT_SOURCE_ROOT is unset or tests/models/tiny/qwen3_5_mtp.json is missing");
     }
     const std::string source = GENERATE(std::string("qwen3_5_mtp.gguf"), std::string("qwen3_5_mtp"));
     const uint32_t k = GENERATE(1u, 3u);
     CAPTURE(source, k);
-    std::ifstream in(dir / "qwen3_5_mtp.json");
-    const nlohmann::json golden = nlohmann::json::parse(in);
     const auto &mg = golden["mtp_greedy"];
     const size_t first_row = mg["first_row"].get<size_t>();
-    auto model = Model::load((dir / source).string(), true, nullptr);
+    auto model = Model::load((tiny_dir() / source).string(), true, nullptr);
     Context ctx(*model, "cpu", 2, 64);
     EngineConfig cfg;
     cfg.kv_cache_bytes = 8 << 20;
