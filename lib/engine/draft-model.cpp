@@ -45,7 +45,6 @@ bool DraftModelProposer::reserve(Seq &s, size_t n) {
         if (free_slots_.empty()) return false;
         s.slot = free_slots_.back();
         free_slots_.pop_back();
-        s.computed.clear();  // a slot it held before was given back
     }
     if (kv_->groups().empty()) return true;
     const size_t need = (n + block_size_ - 1) / block_size_;
