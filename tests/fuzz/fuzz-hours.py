@@ -22,7 +22,9 @@ usage: fuzz-hours.py [--build build-fuzz] [--cpu-minutes 30] [--targets gguf,spm
 
   CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true   # once
   nohup tests/fuzz/fuzz-hours.py > fuzz-hours.log 2>&1 &     # every target, in turn
-Two at once (two cores): two of these with --targets splitting the list.
+Two at once (two cores): two of these with --targets splitting the list,
+once the targets are built (two ninjas in one build directory collide):
+  ninja -C build-fuzz $(for t in gguf spm ...; do echo tests/fuzz/fuzz-$t tests/fuzz/corpus-$t; done)
 """
 from __future__ import annotations
 
