@@ -59,14 +59,20 @@ void DraftModelProposer::release(Seq &s) {
     if (s.slot >= 0) free_slots_.push_back(s.slot);
 }
 
-size_t DraftModelProposer::resume_at(Seq &s, size_t keep) {
+size_t DraftModelProposer::resume_point(const Seq &s, size_t keep) const {
     if (!recurrent_ || keep == s.computed.size()) return keep;
     // The state has seen tokens past keep: back to the checkpoint when that
     // is within what agrees, else from the start.
-    if (s.checkpoint_at == 0 || s.checkpoint_at > keep) return 0;
-    const StateCopy back{s.slot + 1, s.slot};
-    kv_->copy_slots(std::span<const StateCopy>(&back, 1));
-    return s.checkpoint_at;
+    return s.checkpoint_at == 0 || s.checkpoint_at > keep ? 0 : s.checkpoint_at;
+}
+
+size_t DraftModelProposer::resume_at(Seq &s, size_t keep) {
+    const size_t at = resume_point(s, keep);
+    if (recurrent_ && keep != s.computed.size() && at > 0) {  // the state has seen more: its checkpoint back
+        const StateCopy back{s.slot + 1, s.slot};
+        kv_->copy_slots(std::span<const StateCopy>(&back, 1));
+    }
+    return at;
 }
 
 namespace {
@@ -82,7 +88,7 @@ size_t agreeing(const std::vector<int32_t> &computed, std::span<const int32_t> t
 
 size_t DraftModelProposer::catch_up(uint64_t id, std::span<const int32_t> tokens) const {
     auto it = seqs_.find(id);
-    return tokens.size() - (it == seqs_.end() ? 0 : agreeing(it->second.computed, tokens));
+    return tokens.size() - (it == seqs_.end() ? 0 : resume_point(it->second, agreeing(it->second.computed, tokens)));
 }
 
 void DraftModelProposer::finish(uint64_t id) {

@@ -101,8 +101,10 @@ private:
     // the draft has recurrent layers); false when the pool is short.
     bool reserve(Seq &s, size_t n);
     // Where s's state can resume for tokens that agree with computed up to
-    // keep: keep itself, or its checkpoint (restored into the live slot),
-    // or 0 (a fresh state). Without recurrent layers, keep.
+    // keep: keep itself, or its checkpoint, or 0 (a fresh state). Without
+    // recurrent layers, keep.
+    size_t resume_point(const Seq &s, size_t keep) const;
+    // The same, the checkpoint restored into the live slot where it is taken.
     size_t resume_at(Seq &s, size_t keep);
     void release(Seq &s);
     // One forward pass over parts (tokens at start positions of their
