@@ -497,38 +497,56 @@ void Engine::set_draft(uint64_t id, std::vector<int32_t> draft) {
     sched_->set_draft(id, std::move(draft));
 }
 
-std::unordered_map<uint64_t, uint32_t> Engine::drafting_requests(const std::vector<SampleJob> &jobs) {
-    std::unordered_map<uint64_t, uint32_t> k_of;
-    uint32_t decodes = 0, drafters = 0;
+std::vector<Engine::Drafter> Engine::drafting_requests(const std::vector<SampleJob> &jobs) {
+    std::vector<Drafter> out;
+    uint32_t decodes = 0, drafters = 0;  // the requests that decode next step; of those, the ones that draft
     for (const SampleJob &j : jobs)
         if (sched_->tokens(j.id)) ++decodes, drafters += !j.r->spec.no_speculation;
     const DraftPolicy::Drafts which = draft_policy_.draft_now(decodes);
-    if (which == DraftPolicy::Drafts::none || drafters == 0) return k_of;
-    const uint32_t probe = which == DraftPolicy::Drafts::probe ? (uint32_t)(probe_turn_++ % drafters) : 0;
+    if (which == DraftPolicy::Drafts::none || drafters == 0) return out;
+    // A probe drafts for one of them, in turn; with a draft model, for one
+    // that its cache is current on, if any: for another, the probe would
+    // first compute the tokens the draft model has not seen (its prompt, for
+    // a new request: 50-90 ms of SmolLM2's Q4_0 on 2 cores, where a drafted
+    // step takes 13), and the probe is skipped. The policy's step fit needs
+    // no probes (the batch's size varies by itself), only its acceptance
+    // does, and a draft model's changes little with the text.
+    uint32_t probe = which == DraftPolicy::Drafts::probe ? (uint32_t)(probe_turn_++ % drafters) : 0;
+    if (which == DraftPolicy::Drafts::probe && draft_) {
+        size_t best = SIZE_MAX;
+        uint32_t n = 0;
+        for (const SampleJob &j : jobs) {
+            const std::vector<int32_t> *tokens = sched_->tokens(j.id);
+            if (!tokens || j.r->spec.no_speculation) continue;
+            const size_t behind = draft_->catch_up(j.id, *tokens);
+            if (behind < best) best = behind, probe = n;
+            ++n;
+        }
+        if (best > spec_k_ + 1) return out;
+    }
     uint32_t nth = 0;
     for (const SampleJob &j : jobs) {
-        if (!sched_->tokens(j.id) || j.r->spec.no_speculation) continue;
+        if (!sched_->tokens(j.id) || j.r->spec.no_speculation) continue;  // finished, or never drafts
         if (which == DraftPolicy::Drafts::probe && nth++ != probe) continue;
-        k_of[j.id] = j.r->spec.spec_k ? std::min(j.r->spec.spec_k, spec_k_) : spec_k_;
+        out.push_back({&j, j.r->spec.spec_k ? std::min(j.r->spec.spec_k, spec_k_) : spec_k_});
     }
-    return k_of;
+    return out;
 }
 
 void Engine::mtp_step(const SchedulerOutput &so, const std::vector<SampleJob> &jobs) {
     const auto t0 = std::chrono::steady_clock::now();
-    const std::unordered_map<uint64_t, uint32_t> k_of = drafting_requests(jobs);
+    std::unordered_map<uint64_t, uint32_t> k_of;
+    for (const Drafter &d : drafting_requests(jobs)) k_of[d.job->id] = d.k;
     // Every sequence of the step that goes on: the positions it computed
     // and kept (a verification's accepted tokens, not the rejected ones
     // after them; a prompt chunk all), each with the token after it and the
-    // model's hidden state there. A drafting one also gets room for the
-    // chain's positions in its blocks, given back below.
+    // model's hidden state there: its rows in the step's block tables. A
+    // drafting one also gets room for the chain's positions in its blocks,
+    // given back below, and its tables as they are then.
     const std::span<const float> hidden = ctx_.hidden();
     const size_t E = model_.hparams.n_embd;
-    struct Tables {
-        std::vector<std::vector<BlockId>> per_group;
-    };
-    std::vector<Tables> tables;
-    tables.reserve(so.seqs.size());
+    std::vector<std::vector<std::vector<BlockId>>> lent_tables;
+    lent_tables.reserve(so.seqs.size());
     std::vector<MtpProposer::Part> parts;
     std::vector<uint64_t> ids, lent;
     for (const ScheduledSeq &s : so.seqs) {
@@ -539,17 +557,21 @@ void Engine::mtp_step(const SchedulerOutput &so, const std::vector<SampleJob> &j
         auto k = k_of.find(s.id);
         MtpProposer::Part p;
         p.k = k == k_of.end() ? 0 : k->second;
-        if (p.k > 1 && sched_->lend_room(s.id, p.k - 1)) lent.push_back(s.id);
-        else p.k = std::min(p.k, 1u);
-        Tables &t = tables.emplace_back();
-        for (uint32_t g = 0; g < kv_->num_groups(); ++g) {
-            const std::span<const BlockId> b = kv_->block_table(s.id, g);
-            t.per_group.emplace_back(b.begin(), b.end());
+        p.tables = s.block_tables;  // they cover its kept positions (the trimmed blocks lay past them)
+        if (p.k > 1 && sched_->lend_room(s.id, p.k - 1)) {
+            lent.push_back(s.id);
+            std::vector<std::vector<BlockId>> &t = lent_tables.emplace_back();
+            for (uint32_t g = 0; g < kv_->num_groups(); ++g) {
+                const std::span<const BlockId> b = kv_->block_table(s.id, g);
+                t.emplace_back(b.begin(), b.end());
+            }
+            p.tables = t;
+        } else {
+            p.k = std::min(p.k, 1u);
         }
         p.start = s.start_pos;
         p.next = std::span<const int32_t>(tokens->data() + s.start_pos + 1, end - s.start_pos);
         p.hidden = hidden.data() + (size_t)s.offset * E;
-        p.tables = t.per_group;
         p.state_slot = s.state_slot;
         parts.push_back(p);
         ids.push_back(s.id);
@@ -575,40 +597,15 @@ void Engine::mtp_step(const SchedulerOutput &so, const std::vector<SampleJob> &j
 }
 
 void Engine::propose_drafts(const std::vector<SampleJob> &jobs) {
-    uint32_t decodes = 0, drafters = 0;  // the requests that decode next step; of those, the ones that draft
-    for (const SampleJob &j : jobs)
-        if (sched_->tokens(j.id)) ++decodes, drafters += !j.r->spec.no_speculation;
-    const DraftPolicy::Drafts which = draft_policy_.draft_now(decodes);
-    if (which == DraftPolicy::Drafts::none || drafters == 0) return;
-    // A probe drafts for one of them, in turn; with a draft model, for one
-    // that its cache is current on, if any: for another, the probe would
-    // first compute the tokens the draft model has not seen (its prompt, for
-    // a new request: 50-90 ms of SmolLM2's Q4_0 on 2 cores, where a drafted
-    // step takes 13), and the probe is skipped. The policy's step fit needs
-    // no probes (the batch's size varies by itself), only its acceptance
-    // does, and a draft model's changes little with the text.
-    uint32_t probe = which == DraftPolicy::Drafts::probe ? (uint32_t)(probe_turn_++ % drafters) : 0;
-    if (which == DraftPolicy::Drafts::probe && draft_) {
-        size_t best = SIZE_MAX;
-        uint32_t n = 0;
-        for (const SampleJob &j : jobs) {
-            const std::vector<int32_t> *tokens = sched_->tokens(j.id);
-            if (!tokens || j.r->spec.no_speculation) continue;
-            const size_t behind = draft_->catch_up(j.id, *tokens);
-            if (behind < best) best = behind, probe = n;
-            ++n;
-        }
-        if (best > spec_k_ + 1) return;
-    }
+    const std::vector<Drafter> drafting = drafting_requests(jobs);
+    if (drafting.empty()) return;
     const auto t0 = std::chrono::steady_clock::now();
-    uint32_t nth = 0, asked = 0;
+    const uint32_t asked = (uint32_t)drafting.size();
     std::vector<DraftModelProposer::Want> wants;  // a draft model's, proposed together below
-    for (const SampleJob &j : jobs) {
+    for (const Drafter &d : drafting) {
+        const SampleJob &j = *d.job;
         const std::vector<int32_t> *tokens = sched_->tokens(j.id);
-        if (!tokens || j.r->spec.no_speculation) continue;  // finished, or never drafts
-        if (which == DraftPolicy::Drafts::probe && nth++ != probe) continue;
-        ++asked;
-        const uint32_t k = j.r->spec.spec_k ? std::min(j.r->spec.spec_k, spec_k_) : spec_k_;
+        const uint32_t k = d.k;
         if (draft_) {
             wants.push_back({j.id, *tokens, k});
             continue;

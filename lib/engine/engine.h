@@ -173,9 +173,13 @@ private:
     // The multi-token-prediction layer's step (engine/mtp.h): its rows for
     // every sequence of the step, then the drafts of those the policy picks.
     void mtp_step(const SchedulerOutput &so, const std::vector<SampleJob> &jobs);
-    // Which of jobs draft next step, and how many tokens each: the policy's
-    // pick (all, one probe or none) of the requests that take drafts.
-    std::unordered_map<uint64_t, uint32_t> drafting_requests(const std::vector<SampleJob> &jobs);
+    // Which of jobs draft next step, in order, and how many tokens each: the
+    // policy's pick (all, one probe or none) of the requests that take drafts.
+    struct Drafter {
+        const SampleJob *job;
+        uint32_t k;
+    };
+    std::vector<Drafter> drafting_requests(const std::vector<SampleJob> &jobs);
     // A step of decodes only (drafts included) and its forward time, for
     // the draft policy; nothing for a step that computed prompt tokens.
     void observe_decode_step(const SchedulerOutput &so, std::chrono::steady_clock::duration took);
