@@ -49,7 +49,8 @@ typedef enum vt_spec_method {
     VT_SPEC_DRAFT_MODEL = 3,
     /* The model's own multi-token-prediction layer (vLLM's "mtp", llama.cpp's
      * draft-mtp; since ABI 1.15): Qwen3.5 / Qwen3.6's mtp.* and the nextn
-     * block llama.cpp's converter keeps in their GGUFs. It drafts from the
+     * block llama.cpp's converter keeps in their GGUFs, DeepSeek-V3's next-n
+     * layer (a folder's model.layers.61.*). It drafts from the
      * model's final hidden states, chained num_speculative_tokens times; its
      * KV cache is one more layer in the context's pool (kv_cache_bytes), in
      * the same blocks, so prefix caching serves it too. vt_context_create

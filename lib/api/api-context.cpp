@@ -75,7 +75,8 @@ VT_API vt_status vt_context_create(const vt_model *model, const vt_context_param
         if (p.draft_model) vt::check_draft_vocabulary(*model->impl, *p.draft_model->impl);
         if (p.spec_method == VT_SPEC_MTP && !model->impl->arch().has_mtp())
             vt::fail(VT_ERR_INVALID_ARGUMENT, "vt_context_create: spec_method VT_SPEC_MTP: %s has no "
-                     "multi-token-prediction layer (a Qwen3.5 checkpoint's mtp.*, a GGUF's nextn block)",
+                     "multi-token-prediction layer (a Qwen3.5 checkpoint's mtp.*, DeepSeek-V3's next-n layer, "
+                     "a GGUF's nextn block)",
                      model->impl->arch_name().c_str());
         *out = c.release();
     });

@@ -1,7 +1,8 @@
 // Multi-token-prediction proposals for speculative decoding (vLLM's "mtp"
 // method, llama.cpp's draft-mtp): the checkpoint's own MTP layer
-// (Architecture::build_mtp: Qwen3.5's mtp.*, the nextn block of a GGUF)
-// drafts from the model's final hidden states.
+// (Architecture::build_mtp, models/mtp-head.h: Qwen3.5's mtp.*, DeepSeek-V3's
+// next-n layer, the nextn block of a GGUF) drafts from the model's final
+// hidden states.
 //
 // The MTP layer has a KV cache of its own, a layer after the model's in the
 // engine's pool (PagedKv made with_mtp): the same blocks and block tables as

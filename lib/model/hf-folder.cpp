@@ -736,29 +736,48 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         *mx_pending = pair_mxfp4(mx_parts, dir.string());
         for (const SafetensorsTensor &t : *mx_pending) all.push_back(&t);
     }
-    // A Qwen3.5 / Qwen3-Next multi-token-prediction layer (mtp.*; Qwen3-Next's
-    // config does not count it): read as llama.cpp's converter writes it, a
-    // block after the layers with its nextn.* tensors, so that a folder and
-    // its GGUF are one model (Architecture::build_mtp).
+    // Multi-token-prediction layers, read as llama.cpp's converter writes
+    // them: blocks after the layers with their nextn.* tensors, so that a
+    // folder and its GGUF are one model (Architecture::build_mtp). Qwen3.5 /
+    // Qwen3-Next keep them under mtp.* (their configs do not count them),
+    // DeepSeek-V3 as model.layers.<n_layer + i>.* (num_nextn_predict_layers).
     uint64_t n_mtp = 0;
-    if (arch->norms == HfNorms::zero_centred)
-        for (const SafetensorsTensor *t : all)
-            if (unsigned i = 0; std::sscanf(t->name.c_str(), "mtp.layers.%u.", &i) == 1) n_mtp = std::max<uint64_t>(n_mtp, i + 1ull);
+    const bool deepseek_mtp = mla && !kimi;
+    for (const SafetensorsTensor *t : all) {
+        unsigned i = 0;
+        if (arch->norms == HfNorms::zero_centred && std::sscanf(t->name.c_str(), "mtp.layers.%u.", &i) == 1)
+            n_mtp = std::max<uint64_t>(n_mtp, i + 1ull);
+        if (deepseek_mtp && std::sscanf(t->name.c_str(), "model.layers.%u.", &i) == 1 && i >= n_layer)
+            n_mtp = std::max<uint64_t>(n_mtp, i - n_layer + 1ull);
+    }
     if (n_mtp) {
         std::erase_if(meta.kvs, [&](const GgufKV &kv) { return kv.key == a + ".block_count"; });
         meta.u32("block_count", n_layer + n_mtp);
         meta.u32("nextn_predict_layers", n_mtp);
     }
-    // mtp.X's name as the converter writes it, or "" for another tensor.
+    // An MTP layer's own tensor as the converter names it, or "" for
+    // another tensor (its decoder block's are named as any layer's).
     auto mtp_name = [&](const std::string &hf) -> std::string {
-        if (!n_mtp || hf.rfind("mtp.", 0) != 0) return "";
+        if (!n_mtp) return "";
+        unsigned i = 0;
+        int used = 0;
+        if (deepseek_mtp) {
+            if (std::sscanf(hf.c_str(), "model.layers.%u.%n", &i, &used) != 1 || used == 0 || i < n_layer) return "";
+            static const std::pair<const char *, const char *> kNames[] = {
+                {"enorm.weight", "enorm.weight"},         {"hnorm.weight", "hnorm.weight"},
+                {"eh_proj.weight", "eh_proj.weight"},     {"shared_head.norm.weight", "shared_head_norm.weight"},
+                {"shared_head.head.weight", "shared_head_head.weight"}, {"embed_tokens.weight", "embed_tokens.weight"}};
+            const std::string rest = hf.substr((size_t)used);
+            for (const auto &[from, to] : kNames)
+                if (rest == from) return "blk." + std::to_string(i) + ".nextn." + to;
+            return "";
+        }
+        if (hf.rfind("mtp.", 0) != 0) return "";
         const std::string rest = hf.substr(4), blk = "blk." + std::to_string(n_layer) + ".nextn.";
         if (rest == "fc.weight") return blk + "eh_proj.weight";
         if (rest == "pre_fc_norm_embedding.weight") return blk + "enorm.weight";
         if (rest == "pre_fc_norm_hidden.weight") return blk + "hnorm.weight";
         if (rest == "norm.weight") return blk + "shared_head_norm.weight";
-        unsigned i = 0;
-        int used = 0;
         if (std::sscanf(rest.c_str(), "layers.%u.%n", &i, &used) != 1 || used == 0) return "";
         return gguf_name("model.layers." + std::to_string(n_layer + i) + "." + rest.substr((size_t)used), arch->norms);
     };

@@ -41,7 +41,6 @@ void QwenHybrid::load(Model &m) {
     k_heads_ = m.from_folder() ? kDeltaHeadsInterleaved : traits_.gguf_k_heads;
     const std::vector<bool> recurrent = read_recurrent_layers(m);
     Hparams &hp = m.hparams;
-    const int64_t E = hp.n_embd;
     m.cache_layers.assign(hp.n_layer, LayerCacheSpec{CacheKind::full_attention, 0, hp.n_embd_kv()});
     load_embeddings_and_output(m, tok_embd_, output_, output_norm_);
     layers_.resize(hp.n_layer);
@@ -56,18 +55,9 @@ void QwenHybrid::load(Model &m) {
     // one; a checkpoint with more chains the same one).
     if (m.nextn_layers() > 0) {
         const uint32_t il = hp.n_layer;
-        const std::string p = "blk." + std::to_string(il) + ".nextn.";
         Mtp t;
         load_layer(m, il, false, t.layer);
-        t.eh_proj = m.matmul_weight(p + "eh_proj.weight", {2 * E, E});
-        t.enorm = load_norm(m, p + "enorm.weight", E);
-        t.hnorm = load_norm(m, p + "hnorm.weight", E);
-        t.head_norm = m.gguf().find_tensor(p + "shared_head_norm.weight") ? load_norm(m, p + "shared_head_norm.weight", E)
-                                                                           : output_norm_;
-        t.embd = m.gguf().find_tensor(p + "embed_tokens.weight")
-                     ? m.embedding_weight(p + "embed_tokens.weight", {E, (int64_t)hp.n_vocab}) : tok_embd_;
-        t.head = m.gguf().find_tensor(p + "shared_head_head.weight")
-                     ? m.matmul_weight(p + "shared_head_head.weight", {E, (int64_t)hp.n_vocab}) : output_;
+        t.head = load_mtp_head(m, il, tok_embd_, output_, output_norm_);
         mtp_ = t;
         m.mtp_cache.assign(1, LayerCacheSpec{CacheKind::full_attention, 0, hp.n_embd_kv()});
     }
@@ -107,14 +97,9 @@ Tensor *QwenHybrid::build(const Model &m, const ForwardArgs &a) const {
 Tensor *QwenHybrid::build_mtp(const Model &m, const ForwardArgs &a) const {
     if (!mtp_) return Architecture::build_mtp(m, a);
     LayerBuilder b(m, a);
-    Graph &g = b.graph();
-    const int64_t E = m.hparams.n_embd, n = b.n_tokens();
-    Tensor *e = b.rms_norm(b.embed(mtp_->embd), mtp_->enorm);
-    Tensor *h = b.rms_norm(a.hidden_in, mtp_->hnorm);
-    Tensor *x = b.linear(mtp_->eh_proj, g.op<Op::CONCAT>(DType::F32, {2 * E, n}, {e, h}));
     // Its cache is the one after the model's (Model::mtp_cache).
-    x = block(b, (uint32_t)m.cache_layers.size(), x, mtp_->layer);
-    return b.logits(x, mtp_->head_norm, mtp_->head);
+    Tensor *x = block(b, (uint32_t)m.cache_layers.size(), mtp_block_input(b, mtp_->head), mtp_->layer);
+    return mtp_logits(b, mtp_->head, x);
 }
 
 } // namespace vt

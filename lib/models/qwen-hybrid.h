@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "models/gated-deltanet.h"
+#include "models/mtp-head.h"
 
 namespace vt {
 
@@ -46,16 +47,12 @@ private:
         FfnWeights ffn;
         MoeWeights moe;
     };
-    // The multi-token-prediction layer (Qwen3.5's mtp.*, the nextn block
-    // llama.cpp's converter keeps after the layers): the token's normed
-    // embedding and the trunk's normed hidden state at the position before,
-    // concatenated and projected (fc / eh_proj), through one full-attention
-    // block of the model's kind, normed (mtp.norm / shared_head_norm), then
-    // the model's output. Its cache is layer n_layer (Model::mtp_cache).
+    // The multi-token-prediction layer (models/mtp-head.h; Qwen3.5's mtp.*,
+    // the nextn block llama.cpp's converter keeps after the layers): one
+    // full-attention block of the model's kind, norms 1 + w. Its cache is
+    // layer n_layer (Model::mtp_cache).
     struct Mtp {
-        const Tensor *eh_proj = nullptr;   // (2 n_embd, n_embd): [embedding | hidden]
-        const Tensor *enorm = nullptr, *hnorm = nullptr, *head_norm = nullptr;  // (n_embd), 1 + w
-        const Tensor *embd = nullptr, *head = nullptr;  // its own embedding and output, or the model's
+        MtpHead head;
         Layer layer;
     };
     void load_layer(Model &m, uint32_t il, bool recurrent, Layer &l);

@@ -311,7 +311,13 @@ RAW_CONFIG = {"nemotron_h"}
 # nextn block after the trunk, <arch>.nextn_predict_layers); transformers
 # 5.25's Qwen3.5 ignores it on load. The goldens add the MTP layer's logits
 # (MTP_GOLDENS).
-MTP_OF = {"qwen3_5_mtp": "qwen3_5"}
+# DeepSeek-V3's next-n layer likewise (config num_nextn_predict_layers,
+# tensors model.layers.<n>.*, per expert, with the copies of the embedding
+# and output the real checkpoints carry); llama.cpp's converter drops it
+# from a deepseek2 GGUF, so that fixture is a folder only (NO_GGUF) and
+# holds the 170-token prompt too (chunks for the engine's drafts).
+MTP_OF = {"qwen3_5_mtp": "qwen3_5", "deepseek_v3_mtp": "deepseek_v3"}
+NO_GGUF = {"deepseek_v3_mtp"}
 PAD_VOCAB_8 = {"nemotron_h", "nemotron_h_moe"}
 
 # Mamba-2 hybrids with muP multipliers (transformers 5.25), every multiplier
@@ -780,12 +786,67 @@ def add_mtp(folder: Path, model):
     reads one. transformers 5.25's Qwen3.5 config has no num_mtp_layers, so
     the in-memory config is given it (and the MTP layer's type, full
     attention, as the checkpoints' is)."""
-    import torch
-    from safetensors.torch import load_file, save_file
-    from transformers.modeling_layers import MtpModel
     cfg = model.config
     cfg.num_mtp_layers = 1
     cfg.mtp_layer_types = ["full_attention"]
+
+    def name_of(n):
+        return "mtp." + (n.replace("mtp_block.", "layers.0.").replace("eh_proj", "fc")
+                         .replace("enorm", "pre_fc_norm_embedding").replace("hnorm", "pre_fc_norm_hidden")
+                         .replace("post_norm", "norm"))
+
+    return write_mtp(folder, model, name_of, norm_centre=0.0, extra={},
+                     config={"mtp_num_hidden_layers": 1, "mtp_use_dedicated_embeddings": False})
+
+
+def add_deepseek_mtp(folder: Path, model):
+    """DeepSeek-V3's layout of the same: model.layers.<n>.{enorm, hnorm,
+    eh_proj, shared_head.norm} and the decoder block's own names (experts
+    one by one, as the checkpoints store them), plus the copies of the
+    embedding and the output (embed_tokens, shared_head.head) that the real
+    checkpoints carry; num_nextn_predict_layers 1. transformers finds MTP
+    weights by the layer index of DeepSeekV3's _keys_to_ignore_on_load_
+    unexpected (61, the real models'): the model is told this one's."""
+    import torch
+    cfg = model.config
+    n = cfg.num_hidden_layers
+    cfg.num_mtp_layers = 1
+    model._keys_to_ignore_on_load_unexpected = [rf"model\.layers\.{n}\..*"]
+    pre = f"model.layers.{n}."
+
+    def name_of(k):
+        if k.startswith("mtp_block."):
+            return pre + k[len("mtp_block."):]
+        return pre + k.replace("post_norm", "shared_head.norm")
+
+    def split_experts(ckpt):
+        # transformers' fused (X, 2F, E) gate_up and (X, E, F) down, one
+        # tensor per expert and projection in the checkpoint.
+        for k in [k for k in ckpt if k.endswith(("experts.gate_up_proj", "experts.down_proj"))]:
+            w, base = ckpt.pop(k), k.rsplit(".", 1)[0]
+            for e in range(w.shape[0]):
+                if k.endswith("gate_up_proj"):
+                    gate, up = w[e].chunk(2, dim=0)
+                    ckpt[f"{base}.{e}.gate_proj.weight"] = gate.contiguous()
+                    ckpt[f"{base}.{e}.up_proj.weight"] = up.contiguous()
+                else:
+                    ckpt[f"{base}.{e}.down_proj.weight"] = w[e].contiguous()
+
+    extra = {pre + "embed_tokens.weight": model.model.embed_tokens.weight.detach().clone(),
+             pre + "shared_head.head.weight": model.lm_head.weight.detach().clone()}
+    return write_mtp(folder, model, name_of, norm_centre=1.0, extra=extra, config={"num_nextn_predict_layers": 1},
+                     fix=split_experts)
+
+
+def write_mtp(folder: Path, model, name_of, norm_centre, extra, config, fix=None):
+    """A random MTP layer (transformers' MtpModel over model, one layer),
+    written into folder's checkpoint under name_of(its parameter name), with
+    extra tensors and config keys; read back through MtpModel.from_pretrained
+    and checked equal. norm_centre: 0 for the zero-centred norms (1 + w), 1
+    for plain ones."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    from transformers.modeling_layers import MtpModel
     torch.manual_seed(4321)
     mtp = MtpModel(model, 1).to(torch.float32).eval()
     ckpt = {}
@@ -794,25 +855,31 @@ def add_mtp(folder: Path, model):
             if p.dim() >= 2:
                 p.normal_(0.0, 0.02 * 4.0)  # the trunk's init, widened as build() widens it
             elif n.endswith("norm.weight"):
-                p.copy_(torch.randn_like(p) * 0.1)  # zero-centred: 1 + w
-            name = (n.replace("mtp_block.", "layers.0.").replace("eh_proj", "fc")
-                    .replace("enorm", "pre_fc_norm_embedding").replace("hnorm", "pre_fc_norm_hidden")
-                    .replace("post_norm", "norm"))
-            ckpt["mtp." + name] = p.detach().clone().contiguous()
+                p.copy_(norm_centre + torch.randn_like(p) * 0.1)
+        for n, b in mtp.layers[0].named_buffers():
+            if n.endswith("e_score_correction_bias"):  # as build() gives the trunk's
+                b.copy_(torch.randn_like(b) * 0.1)
+        for n, t in mtp.layers[0].state_dict().items():
+            ckpt[name_of(n)] = t.detach().clone().contiguous()
+    if fix:
+        fix(ckpt)
+    ckpt.update(extra)
     st = folder / "model.safetensors"
     tensors = load_file(st)
     tensors.update(ckpt)
     save_file(tensors, st, metadata={"format": "pt"})
     cfg_path = folder / "config.json"
     raw = json.loads(cfg_path.read_text(encoding="utf-8"))
-    raw["mtp_num_hidden_layers"] = 1
-    raw["mtp_use_dedicated_embeddings"] = False
+    raw.update(config)
     cfg_path.write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
     model.config.name_or_path = str(folder)
     model.config.dtype = torch.float32  # from_pretrained takes a torch dtype, not build()'s name of one
     loaded = MtpModel.from_pretrained(model).to(torch.float32).eval()
-    for (n, a), (_, b) in zip(sorted(mtp.state_dict().items()), sorted(loaded.state_dict().items())):
-        if not torch.equal(a, b):
+    want, got = mtp.state_dict(), loaded.state_dict()
+    if sorted(want) != sorted(got):
+        sys.exit(f"make-tiny-models: the MTP layer read back with other tensors: {sorted(set(want) ^ set(got))}")
+    for n in want:
+        if not torch.equal(want[n], got[n]):
             sys.exit(f"make-tiny-models: the MTP layer's {n} did not read back from the checkpoint")
     return loaded
 
@@ -848,7 +915,7 @@ def mtp_goldens(model, mtp, prompts, greedy):
                     "margins": [round(float(a - b), 6) for a, b in top.values.tolist()]}
 
 
-def goldens(name: str, model, tok):
+def goldens(name: str, model, tok, long=False):
     """Every prompt's logits, the greedy continuation of the last prompt with
     its margins, and per MoE router (mlp.gate) the experts its top-k chose
     over the prompts and the smallest gap between the k-th and the next
@@ -881,7 +948,7 @@ def goldens(name: str, model, tok):
         hooks += [m.register_forward_hook(lambda m, args, out, n=n: on_router(m, args, out, n))
                   for n, m in model.named_modules()
                   if n.endswith(".block_sparse_moe.router") or (name in GEMMA4_NAMES and n.endswith(".router"))]
-        for text in HYBRID_PROMPTS if name in HYBRID else PROMPTS:
+        for text in HYBRID_PROMPTS if name in HYBRID or long else PROMPTS:
             ids = tok(text, add_special_tokens=False)["input_ids"]
             logits = model(torch.tensor([ids])).logits[0].float()
             prompts.append({"text": text, "ids": ids,
@@ -908,7 +975,7 @@ def make(name: str, llama_cpp: Path) -> None:
         if name in MTP_OF:
             tok, cfg, model = build(MTP_OF[name], folder)
             save(MTP_OF[name], model, folder)
-            mtp = add_mtp(folder, model)
+            mtp = (add_deepseek_mtp if MTP_OF[name].startswith("deepseek") else add_mtp)(folder, model)
         elif name in MXFP4_OF:
             tok, cfg, f32_model = build(MXFP4_OF[name], folder)
             save(MXFP4_OF[name], f32_model, folder)
@@ -919,13 +986,14 @@ def make(name: str, llama_cpp: Path) -> None:
             tok, cfg, model = build(name, folder)
             save(name, model, folder)
         OUT.mkdir(parents=True, exist_ok=True)
-        convert(llama_cpp, folder, OUT / f"{name}.gguf", CONVERT_ARGS.get(name, []), name in RAW_CONFIG,
-                CONVERT_PATCH.get(name, ""))
+        if name not in NO_GGUF:
+            convert(llama_cpp, folder, OUT / f"{name}.gguf", CONVERT_ARGS.get(name, []), name in RAW_CONFIG,
+                    CONVERT_PATCH.get(name, ""))
         kept = OUT / name
         shutil.rmtree(kept, ignore_errors=True)
         shutil.copytree(folder, kept)
 
-        prompts, greedy, margins, routed, gaps = goldens(MTP_OF.get(name, name), model, tok)
+        prompts, greedy, margins, routed, gaps = goldens(MTP_OF.get(name, name), model, tok, long=name in MTP_OF)
         golden = {
             "format": 1, "generator": "tests/models/make-tiny-models.py", "architecture": name,
             "transformers": transformers.__version__, "torch": torch.__version__,
@@ -943,7 +1011,8 @@ def make(name: str, llama_cpp: Path) -> None:
                                        "against transformers (llama-cpp-tiny-logits.py), twice that")
         path = OUT / f"{name}.json"
         path.write_text(json.dumps(golden, separators=(",", ":")) + "\n", encoding="utf-8")
-        print(f"{name}: {(OUT / f'{name}.gguf').stat().st_size} + {path.stat().st_size} bytes, "
+        size = (OUT / f"{name}.gguf").stat().st_size if name not in NO_GGUF else 0
+        print(f"{name}: {size} + {path.stat().st_size} bytes, "
               f"min greedy margin {min(margins):.4f}, {len(set(greedy))} distinct greedy tokens"
               + (f", experts used per MoE layer {[len(e) for e in routed.values()]}" if routed else "")
               + (f", smallest router top-k gap {min(gaps.values()):.2e}" if gaps else ""),

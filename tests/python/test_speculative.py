@@ -87,8 +87,9 @@ def test_models_with_recurrent_layers_draft_as_target_and_draft():
 
 def test_a_models_own_mtp_layer_drafts_and_keeps_the_tokens():
     # The tiny Qwen3.5 with a multi-token-prediction layer, from its GGUF and
-    # its folder; one without the layer is refused by name.
-    for src in [TINY / "qwen3_5_mtp.gguf", TINY / "qwen3_5_mtp"]:
+    # its folder, and DeepSeek-V3's folder with its next-n layer; one without
+    # the layer is refused by name.
+    for src in [TINY / "qwen3_5_mtp.gguf", TINY / "qwen3_5_mtp", TINY / "deepseek_v3_mtp"]:
         if not src.exists():
             pytest.skip(f"{src} is missing")
         plain = vt.LLM(str(src), n_threads=2, kv_cache_memory=KV)

@@ -123,8 +123,10 @@ def test_a_model_with_recurrent_layers_drafts_and_keeps_the_greedy_text(server_b
     assert m[0]["vt_spec_decode_num_accepted_tokens_total"] > 0
 
 
-def test_a_models_own_mtp_layer_drafts_and_keeps_the_greedy_text(server_bin):
-    same_text_with_drafts(server_bin, TINY / "qwen3_5_mtp.gguf", [{"method": "mtp", "num_speculative_tokens": 3}])
+@pytest.mark.parametrize("src", ["qwen3_5_mtp.gguf", "deepseek_v3_mtp"])
+def test_a_models_own_mtp_layer_drafts_and_keeps_the_greedy_text(server_bin, src):
+    # Qwen3.5's MTP layer from a GGUF, DeepSeek-V3's next-n layer from a folder.
+    same_text_with_drafts(server_bin, TINY / src, [{"method": "mtp", "num_speculative_tokens": 3}])
 
 
 @pytest.mark.parametrize("config, says", [

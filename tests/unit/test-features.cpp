@@ -44,7 +44,7 @@ std::string render(const fs::path &root) {
           "(lib/model/arch-registry.cpp) and the tiny fixtures (tests/models/tiny/); the\n"
           "`features` test fails when this file is out of date\n"
           "(`VT_UPDATE_FEATURES=1 meson test -C build features` rewrites it).\n\n"
-          "| architecture | GGUF `general.architecture` | Hugging Face folder (`architectures`) | cache kinds, experts | gates |\n"
+          "| architecture | GGUF `general.architecture` | Hugging Face folder (`architectures`) | cache kinds, experts, MTP | gates |\n"
           "|---|---|---|---|---|\n";
     // Fixture name -> its model, in name order (those of a registered architecture).
     std::map<std::string, std::unique_ptr<Model>> fixtures;
@@ -55,6 +55,18 @@ std::string render(const fs::path &root) {
         const auto arch = file->get_string("general.architecture");
         if (arch && std::find(archs.begin(), archs.end(), std::string(*arch)) != archs.end())
             fixtures[e.path().stem().string()] = Model::load(e.path().string(), true, nullptr);
+    }
+    // Folders with an MTP layer and no GGUF (llama.cpp's converter drops
+    // DeepSeek-V3's next-n layer); the FP8 folders have a paragraph below.
+    std::set<std::string> folder_only;
+    for (const auto &e : fs::directory_iterator(root / "tests" / "models" / "tiny")) {
+        fs::path gguf = e.path();
+        gguf += ".gguf";
+        if (!e.is_directory() || !fs::exists(e.path() / "config.json") || fs::exists(gguf)) continue;
+        if (e.path().filename().string().find("_mtp") == std::string::npos) continue;
+        auto m = Model::load(e.path().string(), true, nullptr);
+        folder_only.insert(e.path().filename().string());
+        fixtures[e.path().filename().string()] = std::move(m);
     }
     for (const std::string &arch : architecture_names()) {
         std::vector<std::string> gates;
@@ -69,6 +81,7 @@ std::string render(const fs::path &root) {
             for (const LayerCacheSpec &l : m->cache_layers)
                 if (is_shared(l)) k.insert("KV sharing");
             if (m->hparams.n_expert) k.insert("experts");
+            if (m->arch().has_mtp()) k.insert("MTP layer");
             // <arch>_mxfp4: the fixture with MXFP4 experts: a GGUF only, against
             // llama.cpp on it; or with its folder (MXFP4 pairs, gpt-oss's),
             // against transformers' dequantizing load of that folder.
@@ -78,6 +91,8 @@ std::string render(const fs::path &root) {
                                 "-folder`: MXFP4 experts vs transformers (its load of the MXFP4 folder)");
             else if (mxfp4)
                 gates.push_back("`tiny-" + name + "-gguf`: MXFP4 experts vs llama.cpp on the same GGUF");
+            else if (folder_only.count(name))
+                gates.push_back("`tiny-" + name + "-folder`: vs transformers float32");
             else
                 gates.push_back("`tiny-" + name + "-gguf`, `tiny-" + name + "-folder`: vs transformers float32");
         }

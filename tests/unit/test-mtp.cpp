@@ -1,17 +1,19 @@
 // A checkpoint's multi-token-prediction layer (Architecture::build_mtp)
 // against transformers' own (modeling_layers.MtpModel, as generate(
-// use_mtp=True) drafts with it): the tiny Qwen3.5 with an MTP layer
-// (tests/models/make-tiny-models.py, MTP_OF), from its GGUF (the nextn block
-// llama.cpp's converter writes) and its folder (mtp.*). The trunk's final
-// normed hidden states of a prompt (Context::Pass::hidden_out), then the MTP
-// pass over the prompt shifted by one: row p reads the token at p + 1 and the
-// trunk's state at p, and gives the logits of the token at p + 2; every row
-// against the golden's mtp_logits. Then the engine's MtpProposer, fed the
-// model's steps as the engine feeds it (a prompt chunk, then one token a
-// step): its first draft after each step is the greedy token of the
-// golden's row for the step's last position. And the serving engine with
-// the MTP method over the golden's greedy run: every draft it makes is the
-// token transformers' MTP layer predicts at that position.
+// use_mtp=True) drafts with it), on the tiny fixtures with one
+// (tests/models/make-tiny-models.py, MTP_OF): Qwen3.5 from its GGUF (the
+// nextn block llama.cpp's converter writes) and its folder (mtp.*), and
+// DeepSeek-V3 from its folder (model.layers.<n>.*: an MLA and expert block;
+// the converter drops it from a GGUF). The trunk's final normed hidden
+// states of a prompt (Context::Pass::hidden_out), then the MTP pass over the
+// prompt shifted by one: row p reads the token at p + 1 and the trunk's
+// state at p, and gives the logits of the token at p + 2; every row against
+// the golden's mtp_logits. Then the engine's MtpProposer, fed the model's
+// steps as the engine feeds it (a prompt chunk, then one token a step): its
+// first draft after each step is the greedy token of the golden's row for
+// the step's last position. And the serving engine with the MTP method over
+// the golden's greedy run: every draft it makes is the token transformers'
+// MTP layer predicts at that position.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -36,14 +38,23 @@ std::filesystem::path tiny_dir() {
     return root ? std::filesystem::path(root) / "tests" / "models" / "tiny" : std::filesystem::path();
 }
 
-// The fixture's golden (tests/models/tiny/qwen3_5_mtp.json); false when
+// The fixture's golden (tests/models/tiny/<name>.json); false when
 // VT_SOURCE_ROOT is unset or it is missing.
-bool read_golden(nlohmann::json &golden) {
-    const std::filesystem::path path = tiny_dir() / "qwen3_5_mtp.json";
+bool read_golden(const std::string &name, nlohmann::json &golden) {
+    const std::filesystem::path path = tiny_dir() / (name + ".json");
     if (tiny_dir().empty() || !std::filesystem::exists(path)) return false;
     std::ifstream in(path);
     golden = nlohmann::json::parse(in);
     return true;
+}
+
+// A fixture with an MTP layer: its golden's name and the file or folder read.
+struct Source {
+    std::string golden, path;
+};
+Source any_source() {
+    return GENERATE(Source{"qwen3_5_mtp", "qwen3_5_mtp.gguf"}, Source{"qwen3_5_mtp", "qwen3_5_mtp"},
+                    Source{"deepseek_v3_mtp", "deepseek_v3_mtp"});
 }
 
 // The model's layers and its MTP layer: a pool made with_mtp.
@@ -72,12 +83,13 @@ std::vector<float> run(Context &ctx, PagedKv &kv, const std::vector<int32_t> &to
 
 } // namespace
 
-TEST_CASE("mtp: Qwen3.5's multi-token-prediction layer gives transformers' logits", "[mtp]") {
+TEST_CASE("mtp: the multi-token-prediction layer gives transformers' logits", "[mtp]") {
+    const Source src = any_source();
+    const std::string &source = src.path;
     nlohmann::json golden;
-    if (!read_golden(golden)) {
-        VT_SKIP("VT_SOURCE_ROOT is unset or tests/models/tiny/qwen3_5_mtp.json is missing");
+    if (!read_golden(src.golden, golden)) {
+        VT_SKIP("VT_SOURCE_ROOT is unset or tests/models/tiny/" << src.golden << ".json is missing");
     }
-    const std::string source = GENERATE(std::string("qwen3_5_mtp.gguf"), std::string("qwen3_5_mtp"));
     CAPTURE(source);
     auto model = Model::load((tiny_dir() / source).string(), true, nullptr);
     REQUIRE(model->arch().has_mtp());
@@ -115,11 +127,12 @@ TEST_CASE("mtp: Qwen3.5's multi-token-prediction layer gives transformers' logit
 }
 
 TEST_CASE("mtp: the proposer drafts after each step what transformers' MTP layer predicts there", "[mtp]") {
+    const Source src = any_source();
+    const std::string &source = src.path;
     nlohmann::json golden;
-    if (!read_golden(golden)) {
-        VT_SKIP("VT_SOURCE_ROOT is unset or tests/models/tiny/qwen3_5_mtp.json is missing");
+    if (!read_golden(src.golden, golden)) {
+        VT_SKIP("VT_SOURCE_ROOT is unset or tests/models/tiny/" << src.golden << ".json is missing");
     }
-    const std::string source = GENERATE(std::string("qwen3_5_mtp.gguf"), std::string("qwen3_5_mtp"));
     const uint32_t k = GENERATE(1u, 3u);
     CAPTURE(source, k);
     auto model = Model::load((tiny_dir() / source).string(), true, nullptr);
@@ -172,11 +185,12 @@ TEST_CASE("mtp: the proposer drafts after each step what transformers' MTP layer
 }
 
 TEST_CASE("mtp: the engine drafts, step after step, what transformers' MTP layer predicts", "[mtp]") {
+    const Source src = any_source();
+    const std::string &source = src.path;
     nlohmann::json golden;
-    if (!read_golden(golden)) {
-        VT_SKIP("VT_SOURCE_ROOT is unset or tests/models/tiny/qwen3_5_mtp.json is missing");
+    if (!read_golden(src.golden, golden)) {
+        VT_SKIP("VT_SOURCE_ROOT is unset or tests/models/tiny/" << src.golden << ".json is missing");
     }
-    const std::string source = GENERATE(std::string("qwen3_5_mtp.gguf"), std::string("qwen3_5_mtp"));
     const uint32_t k = GENERATE(1u, 3u);
     CAPTURE(source, k);
     const auto &mg = golden["mtp_greedy"];
