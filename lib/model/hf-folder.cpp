@@ -778,8 +778,17 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
         if (rest == "pre_fc_norm_embedding.weight") return blk + "enorm.weight";
         if (rest == "pre_fc_norm_hidden.weight") return blk + "hnorm.weight";
         if (rest == "norm.weight") return blk + "shared_head_norm.weight";
-        if (std::sscanf(rest.c_str(), "layers.%u.%n", &i, &used) != 1 || used == 0) return "";
-        return gguf_name("model.layers." + std::to_string(n_layer + i) + "." + rest.substr((size_t)used), arch->norms);
+        return "";
+    };
+    // A Qwen MTP layer's decoder block (mtp.layers.<i>.*) under the name of
+    // the layer after the trunk's, model.layers.<n_layer + i>.*, so that its
+    // experts and projections are read as any layer's; "" for another name.
+    auto mtp_block_name = [&](const std::string &hf) -> std::string {
+        unsigned i = 0;
+        int used = 0;
+        if (!n_mtp || deepseek_mtp || std::sscanf(hf.c_str(), "mtp.layers.%u.%n", &i, &used) != 1 || used == 0)
+            return "";
+        return "model.layers." + std::to_string(n_layer + i) + "." + hf.substr((size_t)used);
     };
     // FP8 and NVFP4 weights with their scales (model/hf-quantized.h), read
     // as stored; read_quant_scheme refuses by name any quantization_config
@@ -837,12 +846,14 @@ HfFolder open_hf_folder(const std::string &dir_s, bool use_mmap) {
             const SafetensorsTensor &t0 = tp->mx_blocks ? mx_rows : *tp;
             SafetensorsTensor renamed;
             // Gemma 4's multimodal checkpoints nest the text model: its experts too.
-            const bool rename = nemotron || arch->norms == HfNorms::granite_hybrid || gemma4;
+            const std::string mtp_block = mtp_block_name(t0.name);
+            const bool rename = nemotron || arch->norms == HfNorms::granite_hybrid || gemma4 || !mtp_block.empty();
             if (rename) {
                 renamed = t0;
-                renamed.name = nemotron ? nemotron_h_tensor_name(t0.name, nemotron_kinds)
-                               : gemma4 ? text_model_name(t0.name)
-                                        : granite_expert_alias(t0.name);
+                renamed.name = !mtp_block.empty() ? mtp_block
+                               : nemotron         ? nemotron_h_tensor_name(t0.name, nemotron_kinds)
+                               : gemma4           ? text_model_name(t0.name)
+                                                  : granite_expert_alias(t0.name);
             }
             const SafetensorsTensor &t = rename ? renamed : t0;
             if (experts.take(t)) continue;

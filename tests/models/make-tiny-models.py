@@ -306,8 +306,9 @@ CONVERT_ARGS = {"qwen3_5": ["--no-mtp"], "qwen3_5_moe": ["--no-mtp"], "qwen3_nex
 RAW_CONFIG = {"nemotron_h"}
 # A checkpoint that carries a multi-token-prediction (MTP) layer, as the
 # real Qwen3.5 / Qwen3.6 ones do (config mtp_num_hidden_layers, tensors
-# mtp.*): the base model of the fixture named (the same seed, so the same
-# trunk), its MTP layer random. The converter keeps it by default (the
+# mtp.*; Qwen3.5-MoE / Qwen3.6-35B-A3B's an expert block, Qwen3-Next's too,
+# not counted in its config): the base model of the fixture named (the same
+# seed, so the same trunk), its MTP layer random. The converter keeps it by default (the
 # nextn block after the trunk, <arch>.nextn_predict_layers); transformers
 # 5.25's Qwen3.5 ignores it on load. The goldens add the MTP layer's logits
 # (MTP_GOLDENS).
@@ -316,7 +317,8 @@ RAW_CONFIG = {"nemotron_h"}
 # and output the real checkpoints carry); llama.cpp's converter drops it
 # from a deepseek2 GGUF, so that fixture is a folder only (NO_GGUF) and
 # holds the 170-token prompt too (chunks for the engine's drafts).
-MTP_OF = {"qwen3_5_mtp": "qwen3_5", "deepseek_v3_mtp": "deepseek_v3"}
+MTP_OF = {"qwen3_5_mtp": "qwen3_5", "qwen3_5_moe_mtp": "qwen3_5_moe", "qwen3_next_mtp": "qwen3_next",
+          "deepseek_v3_mtp": "deepseek_v3"}
 NO_GGUF = {"deepseek_v3_mtp"}
 PAD_VOCAB_8 = {"nemotron_h", "nemotron_h_moe"}
 
@@ -777,10 +779,12 @@ def save(name: str, model, folder: Path) -> None:
         cfg_path.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
 
 
-def add_mtp(folder: Path, model):
+def add_mtp(folder: Path, model, counted=True):
     """Writes a random MTP layer into folder's checkpoint under the real
     Qwen3.5 names (mtp.fc, mtp.pre_fc_norm_embedding, mtp.pre_fc_norm_hidden,
-    mtp.layers.0.*, mtp.norm) and mtp_num_hidden_layers into its config;
+    mtp.layers.0.*, mtp.norm; experts one by one) and, where the real
+    configs count it (Qwen3.5 / 3.6, not Qwen3-Next: counted), its
+    mtp_num_hidden_layers into its config;
     returns transformers' own MTP model (modeling_layers.MtpModel) read back
     from the folder through its checkpoint renames, as generate(use_mtp=True)
     reads one. transformers 5.25's Qwen3.5 config has no num_mtp_layers, so
@@ -796,7 +800,7 @@ def add_mtp(folder: Path, model):
                          .replace("post_norm", "norm"))
 
     return write_mtp(folder, model, name_of, norm_centre=0.0, extra={},
-                     config={"mtp_num_hidden_layers": 1, "mtp_use_dedicated_embeddings": False})
+                     config={"mtp_num_hidden_layers": 1, "mtp_use_dedicated_embeddings": False} if counted else {})
 
 
 def add_deepseek_mtp(folder: Path, model):
@@ -819,26 +823,27 @@ def add_deepseek_mtp(folder: Path, model):
             return pre + k[len("mtp_block."):]
         return pre + k.replace("post_norm", "shared_head.norm")
 
-    def split_experts(ckpt):
-        # transformers' fused (X, 2F, E) gate_up and (X, E, F) down, one
-        # tensor per expert and projection in the checkpoint.
-        for k in [k for k in ckpt if k.endswith(("experts.gate_up_proj", "experts.down_proj"))]:
-            w, base = ckpt.pop(k), k.rsplit(".", 1)[0]
-            for e in range(w.shape[0]):
-                if k.endswith("gate_up_proj"):
-                    gate, up = w[e].chunk(2, dim=0)
-                    ckpt[f"{base}.{e}.gate_proj.weight"] = gate.contiguous()
-                    ckpt[f"{base}.{e}.up_proj.weight"] = up.contiguous()
-                else:
-                    ckpt[f"{base}.{e}.down_proj.weight"] = w[e].contiguous()
-
     extra = {pre + "embed_tokens.weight": model.model.embed_tokens.weight.detach().clone(),
              pre + "shared_head.head.weight": model.lm_head.weight.detach().clone()}
-    return write_mtp(folder, model, name_of, norm_centre=1.0, extra=extra, config={"num_nextn_predict_layers": 1},
-                     fix=split_experts)
+    return write_mtp(folder, model, name_of, norm_centre=1.0, extra=extra, config={"num_nextn_predict_layers": 1})
 
 
-def write_mtp(folder: Path, model, name_of, norm_centre, extra, config, fix=None):
+def split_experts(ckpt):
+    """transformers' fused (X, 2F, E) gate_up and (X, E, F) down, one tensor
+    per expert and projection, as the trunk's are saved and the real
+    checkpoints store their MTP layers' experts."""
+    for k in [k for k in ckpt if k.endswith(("experts.gate_up_proj", "experts.down_proj"))]:
+        w, base = ckpt.pop(k), k.rsplit(".", 1)[0]
+        for e in range(w.shape[0]):
+            if k.endswith("gate_up_proj"):
+                gate, up = w[e].chunk(2, dim=0)
+                ckpt[f"{base}.{e}.gate_proj.weight"] = gate.contiguous()
+                ckpt[f"{base}.{e}.up_proj.weight"] = up.contiguous()
+            else:
+                ckpt[f"{base}.{e}.down_proj.weight"] = w[e].contiguous()
+
+
+def write_mtp(folder: Path, model, name_of, norm_centre, extra, config):
     """A random MTP layer (transformers' MtpModel over model, one layer),
     written into folder's checkpoint under name_of(its parameter name), with
     extra tensors and config keys; read back through MtpModel.from_pretrained
@@ -861,8 +866,7 @@ def write_mtp(folder: Path, model, name_of, norm_centre, extra, config, fix=None
                 b.copy_(torch.randn_like(b) * 0.1)
         for n, t in mtp.layers[0].state_dict().items():
             ckpt[name_of(n)] = t.detach().clone().contiguous()
-    if fix:
-        fix(ckpt)
+    split_experts(ckpt)
     ckpt.update(extra)
     st = folder / "model.safetensors"
     tensors = load_file(st)
@@ -975,7 +979,8 @@ def make(name: str, llama_cpp: Path) -> None:
         if name in MTP_OF:
             tok, cfg, model = build(MTP_OF[name], folder)
             save(MTP_OF[name], model, folder)
-            mtp = (add_deepseek_mtp if MTP_OF[name].startswith("deepseek") else add_mtp)(folder, model)
+            mtp = (add_deepseek_mtp(folder, model) if MTP_OF[name].startswith("deepseek")
+                   else add_mtp(folder, model, counted=MTP_OF[name] != "qwen3_next"))
         elif name in MXFP4_OF:
             tok, cfg, f32_model = build(MXFP4_OF[name], folder)
             save(MXFP4_OF[name], f32_model, folder)

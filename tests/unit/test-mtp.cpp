@@ -1,8 +1,9 @@
 // A checkpoint's multi-token-prediction layer (Architecture::build_mtp)
 // against transformers' own (modeling_layers.MtpModel, as generate(
 // use_mtp=True) drafts with it), on the tiny fixtures with one
-// (tests/models/make-tiny-models.py, MTP_OF): Qwen3.5 from its GGUF (the
-// nextn block llama.cpp's converter writes) and its folder (mtp.*), and
+// (tests/models/make-tiny-models.py, MTP_OF): Qwen3.5, Qwen3.5-MoE and
+// Qwen3-Next (an expert block) from their GGUFs (the nextn block llama.cpp's
+// converter writes) and their folders (mtp.*), and
 // DeepSeek-V3 from its folder (model.layers.<n>.*: an MLA and expert block;
 // the converter drops it from a GGUF). The trunk's final normed hidden
 // states of a prompt (Context::Pass::hidden_out), then the MTP pass over the
@@ -54,6 +55,8 @@ struct Source {
 };
 Source any_source() {
     return GENERATE(Source{"qwen3_5_mtp", "qwen3_5_mtp.gguf"}, Source{"qwen3_5_mtp", "qwen3_5_mtp"},
+                    Source{"qwen3_5_moe_mtp", "qwen3_5_moe_mtp.gguf"}, Source{"qwen3_5_moe_mtp", "qwen3_5_moe_mtp"},
+                    Source{"qwen3_next_mtp", "qwen3_next_mtp.gguf"}, Source{"qwen3_next_mtp", "qwen3_next_mtp"},
                     Source{"deepseek_v3_mtp", "deepseek_v3_mtp"});
 }
 
