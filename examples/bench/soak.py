@@ -19,6 +19,12 @@ of 127.0.0.1 and runs --concurrency (32) closed-loop workers for --duration
               cache; 15%: a few words and no shared prefix
   max_tokens  1-48 (70%), 49-128 (25%) or 129-256 (5%); ignore_eos on a third;
               temperature 0 or 0.8
+  lora        --lora-share (10%): "model" is a random rank-8 PEFT adapter on
+              q_proj, v_proj and down_proj that the script writes for the
+              model's shapes at start (vt-server --lora soak-lora=DIR), so
+              steps mix adapter and base requests
+  grammar     --grammar-share (10%, independently): a response_format, any
+              JSON or one of three JSON schemas
 The words are serve_load.py's passage, so every run sends the same bytes for
 the same --seed. The server runs with -t --threads (2), --kv-cache-memory
 (512MiB: ~23k tokens of SmolLM2, room for the 32 requests, so preemption is
@@ -252,15 +258,39 @@ class Rec:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     chunks: int = 0             # content chunks seen (streams)
+    features: str = ""          # "lora", "grammar", "lora+grammar" or "" (--lora-share, --grammar-share)
 
 
 class Cancelled(Exception):
     """Raised inside a request when this script gives up on purpose."""
 
 
-def body_for(model: str, api: str, prompt: Prompt, max_tokens: int, stream: bool, rng: random.Random) -> dict:
+# Structured outputs a --grammar-share of the requests carry: any JSON, and
+# a few schemas (compiled once each, then served from the grammar cache).
+SCHEMAS = [
+    {"type": "object", "properties": {"answer": {"type": "string"}, "confidence": {"type": "number"}},
+     "required": ["answer"]},
+    {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "integer"}, "maxItems": 8}},
+     "required": ["items"]},
+    {"type": "object", "properties": {"name": {"type": "string", "maxLength": 40},
+                                      "kind": {"enum": ["harbour", "ship", "town"]}},
+     "required": ["name", "kind"]},
+]
+
+
+def response_format(rng: random.Random) -> dict:
+    k = rng.randrange(len(SCHEMAS) + 1)
+    if k == len(SCHEMAS):
+        return {"type": "json_object"}
+    return {"type": "json_schema", "json_schema": {"name": f"soak{k}", "schema": SCHEMAS[k]}}
+
+
+def body_for(model: str, api: str, prompt: Prompt, max_tokens: int, stream: bool, rng: random.Random,
+             grammar: bool = False) -> dict:
     body: dict = {"model": model, "max_tokens": max_tokens,
                   "temperature": rng.choice((0.0, 0.8)), "seed": rng.randrange(1 << 30)}
+    if grammar:
+        body["response_format"] = response_format(rng)
     if api == "chat":
         msgs = [{"role": "system", "content": prompt.system}] if prompt.system else []
         body["messages"] = msgs + [{"role": "user", "content": prompt.user}]
@@ -542,8 +572,8 @@ def raw_disconnect(port: int, rec: Rec, body: dict, phase: str, rng: random.Rand
 
 
 class Load:
-    def __init__(self, a, port: int, model_id: str):
-        self.a, self.port, self.model_id = a, port, model_id
+    def __init__(self, a, port: int, model_id: str, lora_name: str | None = None):
+        self.a, self.port, self.model_id, self.lora_name = a, port, model_id, lora_name
         self.records: list[Rec] = []
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -572,8 +602,14 @@ class Load:
         prompt = draw_prompt(rng)
         mt = max_tokens or draw_max_tokens(rng, a.max_tokens)
         rec = Rec(api, stream, use, action, mt, prompt.key, prompt.n_bytes())
-        body = (invalid_body(self.model_id, api, rng) if action == "invalid"
-                else body_for(self.model_id, api, prompt, mt, stream, rng))
+        # Features mixed in (never into the plain requests the exact phase
+        # counts: those pass max_tokens).
+        lora = self.lora_name is not None and max_tokens is None and rng.random() < a.lora_share
+        grammar = max_tokens is None and rng.random() < a.grammar_share
+        rec.features = "+".join(f for f, on in (("lora", lora), ("grammar", grammar)) if on)
+        model = self.lora_name if lora else self.model_id
+        body = (invalid_body(model, api, rng) if action == "invalid"
+                else body_for(model, api, prompt, mt, stream, rng, grammar))
         cancel_chunks = rng.randint(1, 8) if action == "cancel" and stream else None
         cancel_after = rng.uniform(0.3, 4.0) if action == "cancel" and not stream else None
         rec.t_start = self.now()
@@ -719,6 +755,48 @@ class Checks:
 # The run
 
 
+LORA_NAME = "soak-lora"
+
+
+def write_random_lora(model: Path, out: Path, rank: int, seed: int) -> None:
+    """A random PEFT adapter (rank `rank` on q_proj, v_proj and down_proj of
+    every layer, alpha 2 rank) for the model's shapes, read from its GGUF
+    metadata or its config.json: what --lora-share's requests ask for."""
+    import numpy as np
+    from safetensors.numpy import save_file
+    if model.is_dir():
+        cfg = json.loads((model / "config.json").read_text())
+        cfg = cfg.get("text_config", cfg)
+        E, L, H = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
+        HK, F = cfg.get("num_key_value_heads", H), cfg["intermediate_size"]
+        D = cfg.get("head_dim") or E // H
+    else:
+        import gguf
+        r = gguf.GGUFReader(str(model))
+
+        def key(name):
+            f = r.fields[name]
+            return f.parts[f.data[0]].tolist()[0] if f.types[0] != gguf.GGUFValueType.STRING else \
+                bytes(f.parts[f.data[0]]).decode()
+        arch = key("general.architecture")
+        E, L, H = key(f"{arch}.embedding_length"), key(f"{arch}.block_count"), key(f"{arch}.attention.head_count")
+        HK, F = key(f"{arch}.attention.head_count_kv"), key(f"{arch}.feed_forward_length")
+        D = E // H
+    rng = np.random.default_rng(seed)
+    shapes = {"self_attn.q_proj": (E, H * D), "self_attn.v_proj": (E, HK * D), "mlp.down_proj": (F, E)}
+    tensors = {}
+    for il in range(L):
+        for mod, (n_in, n_out) in shapes.items():
+            pre = f"base_model.model.model.layers.{il}.{mod}"
+            tensors[pre + ".lora_A.weight"] = (rng.standard_normal((rank, n_in)) / math.sqrt(n_in)).astype(np.float32)
+            tensors[pre + ".lora_B.weight"] = (rng.standard_normal((n_out, rank)) * 0.02).astype(np.float32)
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(out / "adapter_model.safetensors"))
+    (out / "adapter_config.json").write_text(json.dumps({
+        "peft_type": "LORA", "r": rank, "lora_alpha": 2 * rank, "lora_dropout": 0.0, "bias": "none",
+        "target_modules": ["q_proj", "v_proj", "down_proj"], "use_rslora": False, "task_type": "CAUSAL_LM"}))
+
+
 def start_cmd(a, port: int) -> list[str]:
     exe = sb.find_vt_server(a.vt_server)
     if exe is None or not exe.is_file():
@@ -729,6 +807,8 @@ def start_cmd(a, port: int) -> list[str]:
            "--grace-period", str(a.grace_period)]
     if a.kv_cache_memory:
         cmd += ["--kv-cache-memory", a.kv_cache_memory]
+    if a.lora_dir:
+        cmd += ["--lora", f"{LORA_NAME}={a.lora_dir}"]
     return cmd + a.server_arg
 
 
@@ -873,6 +953,8 @@ def summarize_records(recs: list[Rec]) -> dict:
         "statuses": dict(sorted(Counter(str(r.status) for r in recs).items())),
         "by_action": {k: dict(sorted(Counter(r.outcome for r in recs if r.action.split(":")[0] == k).items()))
                       for k in sorted({r.action.split(":")[0] for r in recs})},
+        "by_feature": {k or "plain": dict(sorted(Counter(r.outcome for r in recs if r.features == k).items()))
+                       for k in sorted({r.features for r in recs})},
         "ok_prompt_tokens_max": max((r.prompt_tokens or 0 for r in recs if r.outcome == "ok"), default=0),
         "ok_prompt_tokens_min": min((r.prompt_tokens for r in recs if r.outcome == "ok" and r.prompt_tokens),
                                     default=0),
@@ -990,6 +1072,11 @@ def main() -> int:
                     help="seconds past the grace period the server may take to exit after SIGTERM")
     ap.add_argument("--fail-forward", type=int, default=0, metavar="N",
                     help="run the server with VT_DEBUG_FAIL_FORWARD=N (every N-th forward pass fails)")
+    ap.add_argument("--lora-share", type=float, default=0.1,
+                    help="share of the requests that ask for a random rank-8 LoRA adapter (vt-server --lora; "
+                         "written for the model at start; 0: none)")
+    ap.add_argument("--grammar-share", type=float, default=0.1,
+                    help="share of the requests with a response_format (any JSON or one of a few JSON schemas)")
     ap.add_argument("--server-arg", action="append", default=[], help="extra vt-server flag (repeatable)")
     ap.add_argument("--log-dir", help="keep the server log here (default: a temporary directory)")
     ap.add_argument("--records", help="write every request (Rec) as a JSON line to this file")
@@ -1004,6 +1091,10 @@ def main() -> int:
 
     logs = Path(a.log_dir) if a.log_dir else Path(tempfile.mkdtemp(prefix="vt-soak-"))
     logs.mkdir(parents=True, exist_ok=True)
+    a.lora_dir = None
+    if a.lora_share > 0:
+        a.lora_dir = logs / "lora"
+        write_random_lora(a.model, a.lora_dir, 8, a.seed)
     port = sb.free_port()
     try:
         srv = start_server(a, port, logs)
@@ -1014,10 +1105,11 @@ def main() -> int:
     load = None
     report: dict = {"duration_s": a.duration, "concurrency": a.concurrency, "seed": a.seed,
                     "model": str(a.model), "server_cmd": srv.cmd, "server_log": str(srv.log_path),
-                    "fail_forward": a.fail_forward, "sigterm_at": a.sigterm_at}
+                    "fail_forward": a.fail_forward, "sigterm_at": a.sigterm_at, "lora_share": a.lora_share,
+                    "grammar_share": a.grammar_share}
     try:
         model_id = srv.model_id(a.model.name)
-        load = Load(a, port, model_id)
+        load = Load(a, port, model_id, LORA_NAME if a.lora_dir else None)
         warm = load.one(random.Random(1), None, "normal", "completions", False, "raw", max_tokens=4)
         load.records.clear()
         if warm.outcome != "ok" and not a.fail_forward:
