@@ -461,7 +461,10 @@ def openai_request(client, rec: Rec, body: dict, cancel_chunks: int | None, canc
     """The same through the official client (max_retries 0)."""
     import openai
     args = dict(body)
-    extra = {k: args.pop(k) for k in ("ignore_eos",) if k in args}
+    # Keys the client's create() does not take (completions has no
+    # response_format in OpenAI's API; vLLM and vt-server read it there).
+    extra = {k: args.pop(k) for k in ("ignore_eos",) + (("response_format",) if rec.api == "completions" else ())
+             if k in args}
     if extra:
         args["extra_body"] = extra
     create = client.chat.completions.create if rec.api == "chat" else client.completions.create
