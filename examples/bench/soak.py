@@ -812,6 +812,8 @@ def start_cmd(a, port: int) -> list[str]:
         cmd += ["--kv-cache-memory", a.kv_cache_memory]
     if a.lora_dir:
         cmd += ["--lora", f"{LORA_NAME}={a.lora_dir}"]
+    if a.keep_alive_timeout:
+        cmd += ["--keep-alive-timeout", str(a.keep_alive_timeout)]
     return cmd + a.server_arg
 
 
@@ -1080,6 +1082,16 @@ def main() -> int:
                          "written for the model at start; 0: none)")
     ap.add_argument("--grammar-share", type=float, default=0.1,
                     help="share of the requests with a response_format (any JSON or one of a few JSON schemas)")
+    # This client is one Python process: at c=64, after an injected failure
+    # ends every running request at once, a worker thread can wait more than
+    # 5 s for the GIL between its connect() and its send(), and vt-server
+    # closes a connection that has sent nothing for --keep-alive-timeout (5 s
+    # by default, as documented; tests/server/test_hostile.py checks that
+    # policy): the worker then sees BrokenPipe or "Server disconnected without
+    # sending a response". The soak is about the engine and the streams, so
+    # its server waits longer.
+    ap.add_argument("--keep-alive-timeout", type=int, default=30,
+                    help="vt-server --keep-alive-timeout (default 30; 0: the server's own default)")
     ap.add_argument("--server-arg", action="append", default=[], help="extra vt-server flag (repeatable)")
     ap.add_argument("--log-dir", help="keep the server log here (default: a temporary directory)")
     ap.add_argument("--records", help="write every request (Rec) as a JSON line to this file")
