@@ -306,7 +306,13 @@ private:
     void link_chain_copies() {
         size_t n = g_.rule_alts.size();
         chain_rules_.resize(alts_.size());
-        auto is_chain = [&](uint32_t r) { return chain_rules_[copy_of_[r]] && !g_.rule_alts[r].empty(); };
+        // A copy whose [X, copy k-1] alternative survived the pruning: an X
+        // that matches nothing (`[]?`) leaves only "", which is no chain
+        // (and has no element after its first to read).
+        auto is_chain = [&](uint32_t r) {
+            return chain_rules_[copy_of_[r]] && !g_.rule_alts[r].empty() &&
+                   g_.elems[g_.rule_alts[r][0]].kind != ElemKind::end;
+        };
         auto inner_of = [&](uint32_t r) -> uint32_t {
             uint32_t a = g_.rule_alts[r][0];
             const Elem &e = g_.elems[a + 1];
