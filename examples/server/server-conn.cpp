@@ -97,6 +97,13 @@ const char *request_timed_out() {
     return c.expired ? c.what : nullptr;
 }
 
+void request_broken() {
+    ReadClock &c = tl_clock;
+    if (c.phase == Phase::off || c.expired) return;
+    c.expired = true;
+    c.what = "the request body";
+}
+
 bool client_hung_up() {
     const int fd = tl_clock.fd;
     if (tl_clock.phase == Phase::off || fd < 0) return false;

@@ -78,6 +78,11 @@ void request_done();
 // body"), or nullptr. Once missed, every later read on it fails, so it
 // closes after its 408.
 const char *request_timed_out();
+// The body was not read to its end (the client sent less than its length,
+// or paused past httplib's per-read timeout): the connection is out of
+// step, so every later read on it fails and it closes after the answer
+// (the rest of the body, arriving late, would be parsed as a next request).
+void request_broken();
 // Whether the client of this connection thread's request hung up (its
 // socket reads EOF or fails): a handler that computes a whole answer before
 // writing anything watches it to cancel work nobody will read.

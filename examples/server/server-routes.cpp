@@ -78,15 +78,25 @@ std::optional<ApiError> read_body(const httplib::ContentReader &reader, httplib:
         body.append(data, len);
         return true;
     });
-    if (const char *late = request_timed_out()) return timeout_error(late);
+    // A body that was not read to its end leaves the connection out of step:
+    // whatever of it comes later would be parsed as the next request (a
+    // stalled client's rest read as a "bad request" its next request then
+    // gets). Such a connection is closed after the answer.
+    if (const char *late = request_timed_out()) {
+        res.set_header("Connection", "close");
+        return timeout_error(late);
+    }
     if (too_large || res.status == 413)
         return ApiError(413,
                         "the request body is larger than this server accepts (" + std::to_string(cap) +
                             " bytes; see --max-body-bytes)",
                         "invalid_request_error", "", "request_too_large");
-    if (!ok)
+    if (!ok) {
+        res.set_header("Connection", "close");
+        request_broken();
         return ApiError(400, "cannot read the request body: the client sent less than its Content-Length, "
                              "or stalled (closed)");
+    }
     return std::nullopt;
 }
 

@@ -552,6 +552,30 @@ def test_idle_connections_do_not_stall_others(patient):
             s.close()
 
 
+def test_stalled_body_closes_the_connection(patient):
+    """A body that stalls past httplib's per-read timeout (5 s, shorter than
+    the 60 s body deadline) gets its 400 with Connection: close, and the
+    connection closes: the rest of the body, sent late, must not be read as
+    a next request (it was, as a "bad request" that the client's next
+    request on the kept-alive connection then got: soak.py at c=64)."""
+    s = raw(patient.port)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: 40\r\n\r\n{\"prompt\":")
+    s.settimeout(PATIENT_S + 10)
+    first = s.recv(65536)
+    assert first.startswith((b"HTTP/1.1 400", b"HTTP/1.1 408")), first
+    assert b"connection: close" in first.lower(), first
+    try:
+        s.sendall(b' "late", "max_tokens": 1}   ')
+    except OSError:
+        pass  # already closed: what the test wants
+    rest, closed = read_until_closed(s, 3)
+    s.close()
+    assert closed is not None, rest
+    assert b"HTTP/1.1" not in rest, rest  # no second response
+    alive(patient)
+
+
 def test_small_thread_cap_recovers_from_slowloris(server_bin, model_path):
     """With 4 connection threads and 4 slow heads holding them, a new
     request waits only until the header deadline frees a thread."""
